@@ -1,0 +1,1 @@
+"""Orchestration on top of the ``precision`` library: the CLI, sweeps, results and figures."""
