@@ -1,0 +1,526 @@
+"""Number formats, exact rounding into them, and their bit encodings.
+
+Every other module of ``precision`` describes a number format through one :class:`Format`
+record and rounds through one routine, :func:`round`. Values travel as float64 arrays: each
+value of each format listed here (fp64, fp32, tf32, fp16, bf16, e4m3, e5m2, int8, int32) is
+exactly representable in float64, so a float64 array *holding rounded values* is an exact,
+format-independent carrier. Storage dtypes (numpy / ml_dtypes) are used only as containers.
+
+Layout of this module
+---------------------
+- :class:`Format` and :data:`FORMATS` (plus aliases), :func:`get_format`.
+- :func:`round`: one correctly rounded step float64 -> format, modes :data:`ROUNDING_MODES`.
+  It works on the float64 exponent field and multiplies by exact powers of two; it never goes
+  through an ml_dtypes cast from float64 (those narrow via float32 first and so can round
+  twice, e.g. ``1 + 2**-8 + 2**-40`` becomes 1.0 in bf16 instead of 1.0078125).
+- :func:`cast`: :func:`round`, then an exact conversion to ``fmt.storage``.
+- :func:`to_bits` / :func:`from_bits`: encodings as unsigned integers, computed on the bit
+  level from sign, exponent field and trailing significand field.
+
+Rounding semantics (IEEE 754-2019 unless stated)
+------------------------------------------------
+``rne`` nearest, ties to even; ``rna`` nearest, ties away from zero; ``rz`` toward zero;
+``ru`` toward +Inf; ``rd`` toward -Inf; ``stochastic``: of the two neighbours ``lo < x < hi``
+the result is ``hi`` with probability ``(x - lo) / (hi - lo)`` (exactly: the uniform draw
+``u`` of :meth:`numpy.random.Generator.random` lies on the grid ``k * 2**-53``, so the
+probability is ``(x - lo) / (hi - lo)`` rounded up to a multiple of ``2**-53``).
+
+- Subnormals of the target are produced (gradual underflow; no flush to zero).
+- Signed zeros are kept: a negative value rounding to zero gives ``-0.0``.
+- Overflow is decided after rounding with an unbounded exponent (IEEE): ``rne``, ``rna`` and
+  ``stochastic`` give ``±Inf``; ``rz`` gives ``±max_normal``; ``ru`` gives ``+Inf`` /
+  ``-max_normal``; ``rd`` gives ``+max_normal`` / ``-Inf``. Stochastic rounding above
+  ``max_normal`` chooses between ``max_normal`` and ``2**(emax+1)``; the latter overflows.
+- **e4m3** (= OCP ``float8_e4m3fn``) has no Inf: every overflow, in every mode, *saturates*
+  to ``±448`` (as ``cvt.satfinite`` does on the GPU; ml_dtypes' own cast gives NaN instead).
+  An input of ``±Inf`` gives NaN, as in the OCP specification and ml_dtypes.
+- NaN inputs stay NaN (a float64 NaN is returned; :func:`to_bits` writes canonical NaNs).
+- **Integer formats**: round to an integer with the mode, then saturate to
+  ``[-2**(bits-1), 2**(bits-1) - 1]``; ``±Inf`` saturates, NaN gives 0 (as ``cvt.rni.sat``
+  on NVIDIA GPUs), and ``-0.0`` becomes ``+0.0`` (integers have no signed zero).
+
+Example
+-------
+>>> import numpy as np
+>>> from precision import formats
+>>> x = np.array([1 + 2**-8 + 2**-40, -1e-45, 1e6])
+>>> formats.round(x, "bf16")            # one exact rounding
+array([ 1.0078125e+00, -0.0000000e+00,  9.9942400e+05])
+>>> formats.round(x, "fp16", "rz")      # toward zero: overflow gives max_normal
+array([ 1.00000e+00, -0.00000e+00,  6.55040e+04])
+>>> formats.to_bits(formats.round(x, "e4m3"), "e4m3")
+array([ 56, 128, 126], dtype=uint8)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "Format",
+    "FORMATS",
+    "ALIASES",
+    "ROUNDING_MODES",
+    "get_format",
+    "round",
+    "cast",
+    "to_bits",
+    "from_bits",
+]
+
+#: Rounding modes accepted by :func:`round` and :func:`cast`.
+ROUNDING_MODES: tuple[str, ...] = ("rne", "rz", "ru", "rd", "rna", "stochastic")
+
+
+@dataclass(frozen=True)
+class Format:
+    """A binary number format.
+
+    Floating-point fields follow IEEE 754 naming: a finite nonzero value is
+    ``(-1)**s * m * 2**e`` with ``m`` having ``precision`` significant bits (hidden bit
+    included) and ``emin <= e <= emax`` for normal numbers; subnormals have ``e = emin``.
+
+    Attributes:
+        name: canonical name (a key of :data:`FORMATS`).
+        bits: width of the encoding in bits (tf32: 19; its container is fp32's 32 bits).
+        precision: ``p``, significand bits including the hidden bit (integers: ``bits - 1``).
+        emin: exponent of the smallest normal number, ``min_normal = 2**emin``.
+        emax: exponent of the largest binade.
+        has_inf: whether ±Inf is encodable.
+        has_nan: whether NaN is encodable.
+        is_integer: two's-complement integer format (no exponent).
+        storage: numpy dtype that holds the format (ml_dtypes for bf16/fp8, float32 for tf32).
+        nan_encoding: ``"ieee"`` (exponent field all ones, nonzero trailing significand),
+            ``"fn"`` (only ``S.1111.111``: the top binade is otherwise finite, no Inf, as
+            OCP ``float8_e4m3fn``) or ``"none"`` (integers).
+    """
+
+    name: str
+    bits: int
+    precision: int
+    emin: int
+    emax: int
+    has_inf: bool
+    has_nan: bool
+    is_integer: bool
+    storage: np.dtype
+    nan_encoding: str = "ieee"
+
+    @property
+    def mantissa_bits(self) -> int:
+        """Stored (trailing) significand bits, ``precision - 1``."""
+        return self.precision - 1
+
+    @property
+    def exponent_bits(self) -> int:
+        """Width of the biased exponent field (0 for integer formats)."""
+        if self.is_integer:
+            return 0
+        return self.bits - 1 - self.mantissa_bits
+
+    @property
+    def bias(self) -> int:
+        """Exponent bias: the field value of ``2**0`` is ``bias`` (``1 - emin``)."""
+        if self.is_integer:
+            return 0
+        return 1 - self.emin
+
+    @property
+    def max_normal(self) -> float:
+        """Largest finite value (integers: ``2**(bits-1) - 1``; e4m3: 448)."""
+        if self.is_integer:
+            return float(2 ** (self.bits - 1) - 1)
+        # In "fn" formats the all-ones significand of the top binade is NaN.
+        top_ulps = 2 if self.nan_encoding == "fn" else 1
+        return float(2**self.emax * (2 - top_ulps * 2.0 ** (1 - self.precision)))
+
+    @property
+    def min_normal(self) -> float:
+        """Smallest positive normal value ``2**emin`` (integers: 1)."""
+        return 1.0 if self.is_integer else float(2.0**self.emin)
+
+    @property
+    def min_subnormal(self) -> float:
+        """Smallest positive value ``2**(emin - p + 1)`` (integers: 1)."""
+        return 1.0 if self.is_integer else float(2.0 ** (self.emin - self.precision + 1))
+
+    @property
+    def min_value(self) -> float:
+        """Most negative finite value (``-max_normal``; integers: ``-2**(bits-1)``)."""
+        if self.is_integer:
+            return -float(2 ** (self.bits - 1))
+        return -self.max_normal
+
+    @property
+    def unit_roundoff(self) -> float:
+        """``u = 2**-p``: relative error bound of round-to-nearest in the normal range."""
+        return float(2.0**-self.precision)
+
+    @property
+    def bits_dtype(self) -> np.dtype:
+        """Unsigned integer dtype of :func:`to_bits` (the container width)."""
+        return np.dtype(f"uint{self.storage.itemsize * 8}")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _float(name: str, bits: int, p: int, emin: int, emax: int, storage: Any,
+           *, has_inf: bool = True, nan_encoding: str = "ieee") -> Format:
+    return Format(name, bits, p, emin, emax, has_inf, True, False, np.dtype(storage),
+                  nan_encoding)
+
+
+def _int(name: str, bits: int, storage: Any) -> Format:
+    return Format(name, bits, bits - 1, 0, bits - 2, False, False, True, np.dtype(storage),
+                  "none")
+
+
+#: Canonical formats by name.
+FORMATS: dict[str, Format] = {
+    "fp64": _float("fp64", 64, 53, -1022, 1023, np.float64),
+    "fp32": _float("fp32", 32, 24, -126, 127, np.float32),
+    "tf32": _float("tf32", 19, 11, -126, 127, np.float32),
+    "fp16": _float("fp16", 16, 11, -14, 15, np.float16),
+    "bf16": _float("bf16", 16, 8, -126, 127, ml_dtypes.bfloat16),
+    "e4m3": _float("e4m3", 8, 4, -6, 8, ml_dtypes.float8_e4m3fn, has_inf=False,
+                   nan_encoding="fn"),
+    "e5m2": _float("e5m2", 8, 3, -14, 15, ml_dtypes.float8_e5m2),
+    "int8": _int("int8", 8, np.int8),
+    "int32": _int("int32", 32, np.int32),
+}
+
+#: Alternative names accepted by :func:`get_format`.
+ALIASES: dict[str, str] = {
+    "f64": "fp64", "float64": "fp64", "double": "fp64",
+    "f32": "fp32", "float32": "fp32", "single": "fp32",
+    "f16": "fp16", "float16": "fp16", "half": "fp16",
+    "bfloat16": "bf16",
+    "float8_e4m3fn": "e4m3", "fp8_e4m3": "e4m3",
+    "float8_e5m2": "e5m2", "fp8_e5m2": "e5m2",
+    "s8": "int8", "s32": "int32",
+}
+
+_BY_DTYPE: dict[np.dtype, str] = {
+    np.dtype(np.float64): "fp64",
+    np.dtype(np.float32): "fp32",
+    np.dtype(np.float16): "fp16",
+    np.dtype(ml_dtypes.bfloat16): "bf16",
+    np.dtype(ml_dtypes.float8_e4m3fn): "e4m3",
+    np.dtype(ml_dtypes.float8_e5m2): "e5m2",
+    np.dtype(np.int8): "int8",
+    np.dtype(np.int32): "int32",
+}
+
+# Narrow float dtypes whose conversion to float64 is exact (decoding, not rounding).
+_EXACT_FLOAT_DTYPES = frozenset(
+    np.dtype(t) for t in (np.float16, np.float32, np.float64, ml_dtypes.bfloat16,
+                          ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
+                          ml_dtypes.float8_e4m3, ml_dtypes.float8_e4m3fnuz,
+                          ml_dtypes.float8_e5m2fnuz, ml_dtypes.float8_e4m3b11fnuz)
+)
+
+
+def get_format(fmt: str | Format | Any) -> Format:
+    """Return the :class:`Format` named by ``fmt``.
+
+    Args:
+        fmt: a canonical name or alias (case-insensitive), a :class:`Format`, or a numpy /
+            ml_dtypes dtype (or scalar type) of one of the formats (``float32`` is fp32).
+
+    Raises:
+        ValueError: ``fmt`` names no known format; the message lists the valid names.
+    """
+    if isinstance(fmt, Format):
+        return fmt
+    if isinstance(fmt, str):
+        key = fmt.strip().lower()
+        key = ALIASES.get(key, key)
+        if key in FORMATS:
+            return FORMATS[key]
+    else:
+        try:
+            dtype = np.dtype(fmt)
+        except TypeError:
+            dtype = None
+        if dtype is not None and dtype in _BY_DTYPE:
+            return FORMATS[_BY_DTYPE[dtype]]
+    raise ValueError(
+        f"unknown format {fmt!r}; expected one of {sorted(FORMATS)} "
+        f"(aliases {sorted(ALIASES)}), a Format, or a dtype of one of them"
+    )
+
+
+def _check_mode(mode: str, rng: Any) -> None:
+    if mode not in ROUNDING_MODES:
+        raise ValueError(f"unknown rounding mode {mode!r}; expected one of {ROUNDING_MODES}")
+    if mode == "stochastic":
+        if rng is None:
+            raise ValueError(
+                "mode='stochastic' needs rng=numpy.random.Generator (e.g. "
+                "numpy.random.default_rng(seed)); got rng=None"
+            )
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
+
+
+def _as_float64(x: Any, argname: str = "x") -> np.ndarray:
+    """``x`` as a float64 array, refusing inputs that float64 cannot hold exactly."""
+    arr = np.asarray(x)
+    dt = arr.dtype
+    if dt in _EXACT_FLOAT_DTYPES:
+        return arr.astype(np.float64, copy=False)
+    if dt.kind == "b":
+        return arr.astype(np.float64)
+    if dt.kind in "iu":
+        if dt.itemsize <= 4:
+            return arr.astype(np.float64)
+        out = arr.astype(np.float64)
+        if out.size and np.abs(out).max() > 2.0**53:  # beyond 2**53 float64 may round
+            raise ValueError(
+                f"{argname} has integers of magnitude > 2**53, which float64 cannot hold "
+                "exactly; convert them explicitly first"
+            )
+        return out
+    raise TypeError(
+        f"{argname} must be a float16/float32/float64 (or ml_dtypes float, or integer) array; "
+        f"got dtype {dt}"
+    )
+
+
+def _round_magnitude(s: np.ndarray, neg: np.ndarray | None, mode: str,
+                     rng: np.random.Generator | None) -> np.ndarray:
+    """Round non-negative ``s`` (magnitudes in units of the target quantum) to integers.
+
+    ``neg`` is the sign of the original value (needed by ``ru``/``rd`` only). Inputs may be
+    Inf/NaN; they come back as Inf/NaN.
+    """
+    if mode == "rne":
+        return np.rint(s)
+    if mode == "rz":
+        return np.floor(s)
+    if mode in ("ru", "rd"):
+        lo = np.floor(s)
+        away = np.ceil(s)
+        toward_inf = ~neg if mode == "ru" else neg  # rounding away from zero increases |x|
+        return np.where(toward_inf, away, lo)
+    lo = np.floor(s)
+    with np.errstate(invalid="ignore"):  # Inf - Inf for Inf input; the result stays Inf
+        frac = s - lo  # exact (Sterbenz): 0 <= s - floor(s) < 1
+    if mode == "rna":
+        return lo + (frac >= 0.5)
+    # stochastic: P(up) = frac (quantised to multiples of 2**-53 by the draw)
+    return lo + (rng.random(s.shape) < frac)
+
+
+def _round_integer(x: np.ndarray, fmt: Format, mode: str,
+                   rng: np.random.Generator | None) -> np.ndarray:
+    neg = np.signbit(x)
+    r = _round_magnitude(np.abs(x), neg, mode, rng)
+    r = np.where(neg, -r, r)
+    r = np.clip(r, fmt.min_value, fmt.max_normal)
+    r[np.isnan(r)] = 0.0
+    r += 0.0  # -0.0 + 0.0 == +0.0 under round-to-nearest: integers have no signed zero
+    return r
+
+
+def _round_float(x: np.ndarray, fmt: Format, mode: str,
+                 rng: np.random.Generator | None) -> np.ndarray:
+    p = fmt.precision
+    ax = np.abs(x)
+    # Unbiased exponent of |x| from the float64 exponent field (float64 subnormals have
+    # field 0; they lie far below every narrower target's range, so the clamp covers them).
+    # Clamp to [emin, emax + 1]: below emin the target quantum is the subnormal one; above,
+    # everything overflows anyway (and Inf/NaN, field 2047, keep finite scale factors).
+    e_field = ax.view(np.uint64) >> np.uint64(52)
+    np.clip(e_field, np.uint64(fmt.emin + 1023), np.uint64(fmt.emax + 1 + 1023), out=e_field)
+    # quantum = 2**(e - p + 1). Build 2**-(e-p+1) and 2**(e-p+1) directly as float64 bits;
+    # both are normal numbers for every format here, so the products below are exact.
+    inv_quantum = ((np.uint64(2045 + p) - e_field) << np.uint64(52)).view(np.float64)
+    e_field -= np.uint64(p - 1)
+    e_field <<= np.uint64(52)
+    quantum = e_field.view(np.float64)
+    s = ax * inv_quantum  # |x| / quantum, exact
+    neg = np.signbit(x) if mode in ("ru", "rd") else None
+    y = _round_magnitude(s, neg, mode, rng)
+    y *= quantum  # exact: an integer of <= p + 1 bits times a power of two
+
+    maxn = fmt.max_normal
+    over = y > maxn  # rounded with unbounded exponent, then compared (IEEE overflow rule)
+    if over.any():
+        idx = np.nonzero(over)
+        is_inf = np.isinf(ax[idx])
+        if not fmt.has_inf:
+            fill = np.where(is_inf, np.nan, maxn)  # saturate; Inf has no encoding -> NaN
+        elif mode in ("rne", "rna", "stochastic"):
+            fill = np.full(is_inf.shape, np.inf)
+        elif mode == "rz":
+            fill = np.where(is_inf, np.inf, maxn)
+        else:
+            toward_inf = ~np.signbit(x[idx]) if mode == "ru" else np.signbit(x[idx])
+            fill = np.where(is_inf | toward_inf, np.inf, maxn)
+        y[idx] = fill
+    return np.copysign(y, x, out=y)
+
+
+def round(x: Any, fmt: str | Format | Any, mode: str = "rne", *,
+          rng: np.random.Generator | None = None) -> np.ndarray:
+    """Round ``x`` once, exactly, into ``fmt`` and return the rounded values as float64.
+
+    Args:
+        x: array-like of float64/float32 (also float16, ml_dtypes floats, or integers of
+            magnitude <= 2**53), any shape. Each element is taken as its exact value.
+        fmt: target format (name, alias, :class:`Format` or dtype; see :func:`get_format`).
+        mode: one of :data:`ROUNDING_MODES` (see the module docstring for overflow, e4m3
+            saturation, NaN/Inf and integer rules).
+        rng: a :class:`numpy.random.Generator`, required for ``mode="stochastic"``; exactly
+            one ``rng.random(x.shape)`` draw is consumed per call (none when ``fmt`` is fp64,
+            where rounding float64 input is the identity). Ignored by other modes.
+
+    Returns:
+        float64 array of ``x``'s shape; every element is a value of ``fmt`` (or ±Inf/NaN
+        where ``fmt`` has them), namely the correctly rounded ``x`` under ``mode``.
+
+    Raises:
+        ValueError: unknown format or mode; stochastic mode without ``rng``.
+        TypeError: ``x`` has a dtype float64 cannot hold exactly (complex, longdouble, ...).
+    """
+    f = get_format(fmt)
+    _check_mode(mode, rng)
+    x64 = _as_float64(x)
+    if not f.is_integer and f.precision >= 53:  # fp64: float64 input is already a fp64 value
+        return x64.copy()
+    flat = x64.reshape(-1)  # 1-D so that 0-d input also gets in-place array arithmetic
+    if f.is_integer:
+        out = _round_integer(flat, f, mode, rng)
+    else:
+        out = _round_float(flat, f, mode, rng)
+    return out.reshape(x64.shape)
+
+
+def cast(x: Any, fmt: str | Format | Any, mode: str = "rne", *,
+         rng: np.random.Generator | None = None) -> np.ndarray:
+    """Round ``x`` into ``fmt`` (see :func:`round`) and return it in ``fmt.storage`` dtype.
+
+    The conversion after rounding is exact: the values are already representable, so the
+    numpy/ml_dtypes cast cannot round again. tf32 comes back as float32 whose 13 low
+    significand bits are zero; integer formats as int8/int32 (saturated, NaN -> 0).
+    """
+    f = get_format(fmt)
+    return round(x, f, mode, rng=rng).astype(f.storage)
+
+
+# ----------------------------------------------------------------------------- bit encodings
+
+_CANONICAL_NAN = {"fp64": 0x7FF8_0000_0000_0000, "fp32": 0x7FC0_0000, "tf32": 0x7FC0_0000,
+                  "fp16": 0x7E00, "bf16": 0x7FC0, "e4m3": 0x7F, "e5m2": 0x7E}
+
+
+def _layout(f: Format) -> tuple[int, int, int]:
+    """(container bits, exponent field bits, trailing significand bits) of the encoding."""
+    if f.name == "tf32":  # tf32 lives in the fp32 layout with 13 low bits zero
+        return 32, 8, 23
+    return f.bits, f.exponent_bits, f.mantissa_bits
+
+
+def to_bits(values: Any, fmt: str | Format | Any) -> np.ndarray:
+    """Encode values of ``fmt`` as unsigned integers (``fmt.bits_dtype``).
+
+    fp64 -> uint64, fp32/tf32 -> uint32 (tf32 in its fp32 container, low 13 bits zero),
+    fp16/bf16 -> uint16, e4m3/e5m2 -> uint8, int8/int32 -> two's complement as uint8/uint32.
+    Every NaN is written as the canonical positive quiet NaN of the format: fp64
+    ``0x7FF8000000000000``, fp32/tf32 ``0x7FC00000``, fp16 ``0x7E00``, bf16 ``0x7FC0``,
+    e4m3 ``0x7F``, e5m2 ``0x7E``. Signed zeros are kept.
+
+    Raises:
+        ValueError: some value is not exactly representable in ``fmt`` (round it first).
+    """
+    f = get_format(fmt)
+    v = _as_float64(values, "values")
+    rounded = round(v, f, "rne")
+    bad = ~((rounded == v) | (np.isnan(rounded) & np.isnan(v)))
+    if f.is_integer:
+        bad |= np.isnan(v)
+    if bad.any():
+        first = v[np.nonzero(bad)][0]
+        raise ValueError(
+            f"values: {int(bad.sum())} element(s) are not values of {f.name} "
+            f"(first: {first!r}); round them with precision.formats.round first"
+        )
+    if f.is_integer:
+        return v.astype(f.storage).view(f.bits_dtype)
+    if f.name == "fp64":
+        out = v.view(np.uint64).copy()
+    else:
+        out = _encode_float(v, f)
+    out[np.isnan(v)] = _CANONICAL_NAN[f.name]
+    return out
+
+
+def _encode_float(v: np.ndarray, f: Format) -> np.ndarray:
+    nbits, ebits, mbits = _layout(f)
+    bias = 1 - f.emin
+    udt = np.dtype(f"uint{nbits}")
+    a = np.abs(np.where(np.isnan(v), 0.0, v))
+    finite = np.isfinite(a)
+    _, k = np.frexp(np.where(finite, a, 1.0))  # a = m * 2**k, 0.5 <= m < 1
+    e = np.maximum(k.astype(np.int64) - 1, f.emin)  # exponent of the binade (subnormal: emin)
+    sig = np.ldexp(a, (mbits - e).astype(np.int32))  # integer significand incl. hidden bit
+    normal = a >= 2.0**f.emin
+    efield = np.where(normal, e + bias, 0)
+    mfield = sig.astype(np.int64) - np.where(normal, 1 << mbits, 0)
+    efield = np.where(finite, efield, (1 << ebits) - 1)  # Inf (only fmt with has_inf)
+    mfield = np.where(finite, mfield, 0)
+    word = (np.signbit(v).astype(np.uint64) << np.uint64(nbits - 1)) \
+        | (efield.astype(np.uint64) << np.uint64(mbits)) | mfield.astype(np.uint64)
+    return word.astype(udt)
+
+
+def from_bits(bits: Any, fmt: str | Format | Any) -> np.ndarray:
+    """Decode unsigned-integer encodings of ``fmt`` into float64 values (exact).
+
+    Args:
+        bits: integer array-like with values in ``[0, 2**container_bits)`` (see
+            :func:`to_bits`; tf32 uses the fp32 layout and needs its 13 low bits zero).
+        fmt: the format.
+
+    Returns:
+        float64 array: the encoded values; NaN encodings (any payload) decode to NaN;
+        integer formats decode two's complement.
+    """
+    f = get_format(fmt)
+    b = np.asarray(bits)
+    if b.dtype.kind not in "iu":
+        raise TypeError(f"bits must be an integer array; got dtype {b.dtype}")
+    nbits = f.storage.itemsize * 8
+    if b.size and (int(b.min()) < 0 or int(b.max()) >= 2**nbits):
+        raise ValueError(
+            f"bits: {f.name} encodings lie in [0, 2**{nbits}); got values in "
+            f"[{int(b.min())}, {int(b.max())}]"
+        )
+    u = b.astype(np.uint64)
+    if f.is_integer:
+        return u.astype(f"uint{nbits}").view(f"int{nbits}").astype(np.float64)
+    if f.name == "fp64":
+        return u.view(np.float64).copy()
+    if f.name == "tf32" and np.any(u & np.uint64(0x1FFF)):
+        raise ValueError("bits: tf32 encodings (fp32 layout) need the 13 low bits zero")
+    nbits, ebits, mbits = _layout(f)
+    emask = (1 << ebits) - 1
+    efield = ((u >> np.uint64(mbits)) & np.uint64(emask)).astype(np.int64)
+    mfield = (u & np.uint64((1 << mbits) - 1)).astype(np.float64)
+    normal = efield > 0
+    sig = np.where(normal, mfield + 2.0**mbits, mfield)
+    exp = np.maximum(efield, 1) - (1 - f.emin) - mbits
+    val = np.ldexp(sig, exp.astype(np.int32))
+    if f.nan_encoding == "fn":
+        val[(efield == emask) & (mfield == 2**mbits - 1)] = np.nan
+    else:
+        top = efield == emask
+        val[top] = np.where(mfield[top] == 0, np.inf, np.nan)
+    neg = (u >> np.uint64(nbits - 1)) != 0
+    return np.where(neg, -val, val)
