@@ -1,0 +1,54 @@
+"""Error metrics of an approximate matrix product against a reference, computed in float64."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def error_metrics(approx: np.ndarray, exact: np.ndarray) -> dict[str, float]:
+    """Relative errors of ``approx`` against ``exact`` (any shapes that broadcast equal).
+
+    - ``err_fro``: ‖approx − exact‖_F / ‖exact‖_F (``inf`` if the reference is all zero and
+      approx is not; 0 if both are zero).
+    - ``err_max`` / ``err_median``: max / median over elements of |approx − exact| / |exact|,
+      over elements with exact ≠ 0; an element with exact = 0 contributes 0 if approx is 0 too
+      and ``inf`` otherwise.
+    Non-finite values in ``approx`` give ``nan``/``inf`` errors rather than being hidden.
+    """
+    a = np.asarray(approx, dtype=np.float64)
+    e = np.asarray(exact, dtype=np.float64)
+    if a.shape != e.shape:
+        raise ValueError(f"approx has shape {a.shape} but exact has shape {e.shape}")
+    diff = a - e
+    norm = np.linalg.norm(e)
+    dnorm = np.linalg.norm(diff)
+    err_fro = dnorm / norm if norm > 0 else (0.0 if dnorm == 0 else np.inf)
+    absdiff = np.abs(diff)
+    abse = np.abs(e)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(abse > 0, absdiff / np.where(abse > 0, abse, 1.0),
+                       np.where(absdiff == 0, 0.0, np.inf))
+    if rel.size == 0:
+        return {"err_fro": float(err_fro), "err_max": 0.0, "err_median": 0.0}
+    return {
+        "err_fro": float(err_fro),
+        "err_max": float(np.max(rel)),
+        "err_median": float(np.median(rel)),
+    }
+
+
+def identical_bits_fraction(x: np.ndarray, y: np.ndarray) -> float:
+    """Fraction of elements whose bit patterns are identical (same dtype and shape required).
+
+    NaNs compare by their bits, so two NaNs with different payloads count as different.
+    """
+    x = np.ascontiguousarray(x)
+    y = np.ascontiguousarray(y)
+    if x.dtype != y.dtype or x.shape != y.shape:
+        raise ValueError(
+            f"cannot compare bits of {x.dtype}{x.shape} with {y.dtype}{y.shape}"
+        )
+    if x.size == 0:
+        return 1.0
+    uint = np.dtype(f"u{x.dtype.itemsize}")
+    return float(np.mean(x.view(uint) == y.view(uint)))

@@ -1,0 +1,148 @@
+"""The vectorised fused dot-product-add block: the arithmetic inside a tensor core.
+
+One block computes, for every output element (i, j) at once,
+
+    d = round_out( Σ_k trunc_E(a[i,k]·b[k,j]) + trunc_E(c[i,j]) )
+
+where each product is exact, ``trunc_E`` truncates a term toward zero to a multiple of
+``2**(E - F)``, E is the block's anchor exponent (the largest *anchor* over the nonzero
+products, the nonzero ``c`` and the floor ``e_zero``), and the truncated terms are summed
+exactly. A product's anchor is ``ea + eb``, the sum of its inputs' leading-bit exponents (a
+subnormal input counts at its format's emin); ``c``'s anchor is its own exponent.
+
+Why float64 is exact here: every supported input has at most 11 significant bits, so products
+have at most 22 and are exact in float64; scaling by powers of two is exact; truncated terms
+are integers below 2**(F+2) ≤ 2**27 and a block has at most 33 of them, so their sum is an
+integer below 2**33, exact in float64. The result ``S·2**(E-F)`` is again exact, and only
+``round_out`` rounds.
+
+Operands arrive pre-decoded (see :func:`decode`): float64 values and int16 anchor exponents,
+with zero operands given a very negative anchor so that a zero product never raises E above the
+``e_zero`` floor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Anchor exponent of a zero operand: far below any real anchor, so that the sum of two of them
+# (or of one and a real exponent) stays below every e_zero floor, and within int16.
+ZERO_ANCHOR = np.int16(-16000)
+
+_FP32_MIN_NORMAL = 2.0**-126
+_F64_EXP_MASK = np.uint64(0x7FF0000000000000)
+
+
+def decode(values: np.ndarray, emin: int) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 values and int16 leading-bit exponents of an array of finite-or-not numbers.
+
+    The exponent of a normal x is floor(log2|x|); subnormals count at ``emin``; zeros get
+    :data:`ZERO_ANCHOR`. Non-finite values get an arbitrary exponent (their blocks are
+    resolved by the special-value path).
+    """
+    v = np.asarray(values, dtype=np.float64)
+    _, e = np.frexp(v)  # |v| = m·2^e with m in [0.5, 1)
+    e = e.astype(np.int16)
+    e -= 1
+    np.maximum(e, np.int16(emin), out=e)
+    e[v == 0] = ZERO_ANCHOR
+    return v, e
+
+
+def round_rz_to_grid(v: np.ndarray, frac_bits: int, emin: int) -> np.ndarray:
+    """Round float64 ``v`` toward zero to ``frac_bits`` fraction bits with exponent floor emin.
+
+    ``frac_bits = 23, emin = -126`` is fp32 RZ (subnormals kept); ``frac_bits = 13`` is the
+    e8m13 output of fp8 QMMA/QGMMA. Values with |v| ≥ 2**(emin) are truncated on the bit level
+    (clearing the low ``52 - frac_bits`` bits of the float64); smaller ones to multiples of
+    ``2**(emin - frac_bits)``. No overflow handling: the caller decides.
+    """
+    bits = v.view(np.uint64)
+    mask = np.uint64((0xFFFFFFFFFFFFFFFF << (52 - frac_bits)) & 0xFFFFFFFFFFFFFFFF)
+    out = (bits & mask).view(np.float64)
+    small = np.abs(v) < 2.0**emin
+    if small.any():
+        q = 2.0 ** (emin - frac_bits)
+        out[small] = np.trunc(v[small] / q) * q
+    return out
+
+
+def round_out(v: np.ndarray, rounding: str) -> np.ndarray:
+    """Round exact float64 block sums ``v`` into the accumulator format.
+
+    - ``"rz"``: fp32, toward zero, subnormals kept, |v| ≥ 2**128 → ±Inf (the hardware overflows
+      to Inf even under RZ).
+    - ``"rz_e8m13"``: as ``"rz"`` but only 13 fraction bits kept (grid 2**-139 below 2**-126).
+    - ``"rne"``: fp16, round to nearest even, subnormals kept, overflow → ±Inf.
+    Exact zeros (and results that round to zero) come out as +0.
+    """
+    if rounding == "rne":
+        # NumPy converts float64 -> float16 directly with one correct RNE rounding.
+        out16 = v.astype(np.float16)
+        out16 += np.float16(0.0)  # -0 -> +0
+        return out16
+    frac = 23 if rounding == "rz" else 13
+    t = round_rz_to_grid(v, frac, -126)
+    with np.errstate(over="ignore"):
+        out = t.astype(np.float32)  # exact below 2**128; ±Inf at or above
+    out += np.float32(0.0)  # -0 -> +0
+    return out
+
+
+def block(
+    a: np.ndarray,
+    ea: np.ndarray,
+    b: np.ndarray,
+    eb: np.ndarray,
+    c: np.ndarray,
+    ec: np.ndarray,
+    *,
+    frac_bits: int,
+    e_zero: int,
+    rounding: str,
+    check_special: bool,
+) -> np.ndarray:
+    """One fused block for a stack of output tiles.
+
+    Shapes: ``a, ea [R, M, L]``, ``b, eb [R, L, N]``, ``c, ec [R, M, N]`` (values float64,
+    anchors int16, from :func:`decode`; ``c`` is the accumulator's current value). Returns the
+    rounded result in the accumulator dtype (float32 or float16) with shape ``[R, M, N]``.
+    NaN results are canonical (0x7FFFFFFF / 0x7FFF); Inf results keep their sign.
+    """
+    # Exact products [R, M, L, N] and their anchors.
+    p = a[:, :, :, None] * b[:, None, :, :]
+    anchor = ea[:, :, :, None] + eb[:, None, :, :]
+    e_max = anchor.max(axis=2)
+    np.maximum(e_max, ec, out=e_max)
+    np.maximum(e_max, np.int16(e_zero), out=e_max)
+    e_max = e_max.astype(np.int32)
+    scale = np.ldexp(1.0, frac_bits - e_max)  # 2^(F-E), exact
+    with np.errstate(invalid="ignore", over="ignore"):
+        p *= scale[:, :, None, :]
+        np.trunc(p, out=p)
+        s = p.sum(axis=2)
+        s += np.trunc(c * scale)
+    v = np.ldexp(s, e_max - frac_bits)  # exact block sum S·2^(E-F)
+    out = round_out(v, rounding)
+    if check_special:
+        _apply_specials(out, a, b, c)
+    return out
+
+
+def _apply_specials(out: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+    """Overwrite results of blocks with non-finite terms by the IEEE value of the exact sum.
+
+    A float64 sum of the exact products and ``c`` cannot overflow (products of these formats are
+    below 2**256), so it is non-finite exactly when a term is: NaN for a NaN input, Inf·0 or
+    +Inf together with −Inf, else the signed Inf. NaN becomes the canonical NaN of ``out``.
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        p = a[:, :, :, None] * b[:, None, :, :]
+        total = p.sum(axis=2) + c
+    bad = ~np.isfinite(total)
+    if not bad.any():
+        return
+    out[bad] = total[bad].astype(out.dtype)
+    nan_bits = {np.dtype(np.float32): 0x7FFFFFFF, np.dtype(np.float16): 0x7FFF}[out.dtype]
+    uint = out.view(np.uint32 if out.dtype == np.float32 else np.uint16)
+    uint[np.isnan(out)] = nan_bits
