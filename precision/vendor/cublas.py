@@ -1,0 +1,160 @@
+"""cuBLAS GEMM baselines with fp32 output, called through CuPy's ``gemmEx`` binding.
+
+Every mode computes the row-major product ``A @ B`` of an ``M×K`` and a ``K×N`` matrix and
+returns an ``M×N`` ``cupy.float32`` array. Inputs (numpy or cupy, any real dtype) are first
+converted to float32 (exact for fp16/bf16/fp8/fp32 data; float64 data is rounded to nearest
+once here), then, per mode:
+
+``sgemm``
+    FP32 inputs, ``CUBLAS_COMPUTE_32F`` with the handle in ``CUBLAS_DEFAULT_MATH`` (no TF32):
+    the classic SGEMM on CUDA cores.
+``tf32``
+    FP32 inputs, ``CUBLAS_COMPUTE_32F_FAST_TF32``: cuBLAS itself converts to TF32 for the
+    tensor cores.
+``f16``
+    Inputs rounded to fp16 (round to nearest even, overflow to ±Inf), ``gemmEx`` with fp32
+    output and ``CUBLAS_COMPUTE_32F`` (tensor cores, fp32 accumulation inside them).
+``bf16``
+    As ``f16`` with inputs rounded to bf16 (round to nearest even by integer bit arithmetic,
+    so no flush-to-zero and no double rounding).
+``f16_corrected3``
+    Ootomo-style split ``X = hi + lo·2^-11`` with ``hi = fp16(X)`` and
+    ``lo = fp16((X - hi)·2^11)`` (the fp32 residual is exact), three fp16 GEMMs and
+    ``hi_A·hi_B + (lo_A·hi_B + hi_A·lo_B)·2^-11``: the two correction products are
+    accumulated into one fp32 buffer by cuBLAS (``beta = 1``), then scaled and added in fp32
+    (CuPy elementwise arithmetic, which is compiled flush-to-zero: fp32 subnormal results
+    become zero).
+
+cuBLAS's accumulation order and split-K choice are its own and change with shape, library
+version and GPU; treat these as "as deployed" comparators, never as a model of the hardware.
+cuBLAS is column-major: the row-major product is computed as ``(B^T A^T)^T`` without copies.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from precision.gpu import require_gpu
+
+MODES: tuple[str, ...] = ("sgemm", "tf32", "f16", "bf16", "f16_corrected3")
+
+# cudaDataType_t values (library_types.h) and cuBLAS enums (cublas_api.h), used when the
+# binding does not export the name.
+_CUDA_R_32F, _CUDA_R_16F, _CUDA_R_16BF = 0, 2, 14
+_FALLBACK = {
+    "CUBLAS_COMPUTE_32F": 68,
+    "CUBLAS_COMPUTE_32F_FAST_TF32": 77,
+    "CUBLAS_DEFAULT_MATH": 0,
+    "CUBLAS_GEMM_DEFAULT": -1,
+    "CUBLAS_OP_N": 0,
+}
+
+
+def _cublas_module() -> ModuleType:
+    try:
+        from cupy_backends.cuda.libs import cublas
+    except ImportError:  # older CuPy layouts
+        from cupy.cuda import cublas
+    return cublas
+
+
+def _const(cublas: ModuleType, name: str) -> int:
+    return int(getattr(cublas, name, _FALLBACK[name]))
+
+
+def _to_device_f32(cp: ModuleType, x: Any, name: str) -> Any:
+    """``x`` as a C-contiguous 2-D ``cupy.float32`` array (ValueError naming ``name``)."""
+    if getattr(x, "ndim", None) != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got shape {getattr(x, 'shape', None)}")
+    if not isinstance(x, cp.ndarray):
+        x = np.asarray(x)
+        if x.dtype != np.float32:
+            x = x.astype(np.float64).astype(np.float32)  # ml_dtypes inputs go through f64 exactly
+        x = cp.asarray(x)
+    elif x.dtype != cp.float32:
+        x = x.astype(cp.float32)
+    return cp.ascontiguousarray(x)
+
+
+def _bf16_bits(cp: ModuleType, x32: Any) -> Any:
+    """bf16 bit patterns (uint16) of fp32 values, round to nearest even, NaN kept quiet."""
+    bits = x32.view(cp.uint32)
+    lsb = (bits >> 16) & 1
+    rounded = ((bits + 0x7FFF + lsb) >> 16).astype(cp.uint16)
+    is_nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    return cp.where(is_nan, ((bits >> 16) | 0x40).astype(cp.uint16), rounded)
+
+
+def _gemm_ex(
+    cp: ModuleType, a: Any, b: Any, dtype_code: int, compute: int,
+    out: Any = None, beta: float = 0.0,
+) -> Any:
+    """Row-major ``out = A @ B + beta·out`` (fp32 out) through cuBLAS ``gemmEx``."""
+    cublas = _cublas_module()
+    m, k = a.shape
+    n = b.shape[1]
+    if out is None:
+        out = cp.empty((m, n), dtype=cp.float32)
+    alpha_h = np.array(1.0, dtype=np.float32)
+    beta_h = np.array(beta, dtype=np.float32)
+    handle = cp.cuda.device.get_cublas_handle()
+    old_mode = cublas.getMathMode(handle)
+    cublas.setMathMode(handle, _const(cublas, "CUBLAS_DEFAULT_MATH"))
+    try:
+        op_n = _const(cublas, "CUBLAS_OP_N")
+        # Column-major view: out^T (n×m) = B^T (n×k) · A^T (k×m).
+        cublas.gemmEx(
+            handle, op_n, op_n, n, m, k,
+            alpha_h.ctypes.data, b.data.ptr, dtype_code, n,
+            a.data.ptr, dtype_code, k,
+            beta_h.ctypes.data, out.data.ptr, _CUDA_R_32F, n,
+            compute, _const(cublas, "CUBLAS_GEMM_DEFAULT"),
+        )
+    finally:
+        cublas.setMathMode(handle, old_mode)
+    return out
+
+
+def cublas_version() -> int:
+    """The cuBLAS library version number (e.g. 130100), for provenance."""
+    cp = require_gpu("cublas_version")
+    return int(_cublas_module().getVersion(cp.cuda.device.get_cublas_handle()))
+
+
+def cublas_gemm(A: Any, B: Any, *, mode: str = "sgemm") -> Any:
+    """Row-major ``A @ B`` by cuBLAS in one of :data:`MODES`; returns an ``M×N`` cupy float32.
+
+    See the module docstring for what each mode rounds, where and how. Raises ``ValueError``
+    for an unknown mode or mismatched shapes and ``RuntimeError`` without a GPU.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    cp = require_gpu(f"cublas_gemm(mode={mode!r})")
+    cublas = _cublas_module()
+    a = _to_device_f32(cp, A, "A")
+    b = _to_device_f32(cp, B, "B")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(
+            f"A's columns must equal B's rows: A is {a.shape[0]}×{a.shape[1]}, "
+            f"B is {b.shape[0]}×{b.shape[1]}"
+        )
+    c32 = _const(cublas, "CUBLAS_COMPUTE_32F")
+    if mode == "sgemm":
+        return _gemm_ex(cp, a, b, _CUDA_R_32F, c32)
+    if mode == "tf32":
+        return _gemm_ex(cp, a, b, _CUDA_R_32F, _const(cublas, "CUBLAS_COMPUTE_32F_FAST_TF32"))
+    if mode == "bf16":
+        return _gemm_ex(cp, _bf16_bits(cp, a), _bf16_bits(cp, b), _CUDA_R_16BF, c32)
+    a_hi, b_hi = a.astype(cp.float16), b.astype(cp.float16)
+    if mode == "f16":
+        return _gemm_ex(cp, a_hi, b_hi, _CUDA_R_16F, c32)
+    # f16_corrected3: residuals are exact in fp32; scaling by 2^11 is exact.
+    a_lo = ((a - a_hi.astype(cp.float32)) * np.float32(2048.0)).astype(cp.float16)
+    b_lo = ((b - b_hi.astype(cp.float32)) * np.float32(2048.0)).astype(cp.float16)
+    main = _gemm_ex(cp, a_hi, b_hi, _CUDA_R_16F, c32)
+    corr = _gemm_ex(cp, a_lo, b_hi, _CUDA_R_16F, c32)
+    corr = _gemm_ex(cp, a_hi, b_lo, _CUDA_R_16F, c32, out=corr, beta=1.0)
+    return main + corr * np.float32(1.0 / 2048.0)
