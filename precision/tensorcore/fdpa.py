@@ -109,8 +109,9 @@ def block(
     rounded result in the accumulator dtype (float32 or float16) with shape ``[R, M, N]``.
     NaN results are canonical (0x7FFFFFFF / 0x7FFF); Inf results keep their sign.
     """
-    # Exact products [R, M, L, N] and their anchors.
-    p = a[:, :, :, None] * b[:, None, :, :]
+    # Exact products [R, M, L, N] and their anchors (Inf·0 -> NaN is resolved by specials).
+    with np.errstate(invalid="ignore"):
+        p = a[:, :, :, None] * b[:, None, :, :]
     anchor = ea[:, :, :, None] + eb[:, None, :, :]
     e_max = anchor.max(axis=2)
     np.maximum(e_max, ec, out=e_max)
