@@ -12,7 +12,14 @@ import importlib
 import sys
 
 # Modules providing subcommands, in the order they appear in ``precision --help``.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = [
+    "experiments.commands.run",
+    "experiments.commands.plot",
+    "experiments.commands.listing",
+    "experiments.commands.info",
+    "experiments.commands.capture",
+    "experiments.commands.verify",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
