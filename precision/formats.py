@@ -465,9 +465,9 @@ def _encode_float(v: np.ndarray, f: Format) -> np.ndarray:
     nbits, ebits, mbits = _layout(f)
     bias = 1 - f.emin
     udt = np.dtype(f"uint{nbits}")
-    a = np.abs(np.where(np.isnan(v), 0.0, v))
-    finite = np.isfinite(a)
-    _, k = np.frexp(np.where(finite, a, 1.0))  # a = m * 2**k, 0.5 <= m < 1
+    finite = np.isfinite(v)
+    a = np.where(finite, np.abs(v), 0.0)  # Inf/NaN get their fields below
+    _, k = np.frexp(a)  # a = m * 2**k, 0.5 <= m < 1
     e = np.maximum(k.astype(np.int64) - 1, f.emin)  # exponent of the binade (subnormal: emin)
     sig = np.ldexp(a, (mbits - e).astype(np.int32))  # integer significand incl. hidden bit
     normal = a >= 2.0**f.emin
