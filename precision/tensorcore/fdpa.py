@@ -40,7 +40,8 @@ def decode(values: np.ndarray, emin: int) -> tuple[np.ndarray, np.ndarray]:
     :data:`ZERO_ANCHOR`. Non-finite values get an arbitrary exponent (their blocks are
     resolved by the special-value path).
     """
-    v = np.asarray(values, dtype=np.float64)
+    with np.errstate(invalid="ignore"):  # NaN payloads of narrow formats cast with a warning
+        v = np.asarray(values, dtype=np.float64)
     _, e = np.frexp(v)  # |v| = m·2^e with m in [0.5, 1)
     e = e.astype(np.int16)
     e -= 1

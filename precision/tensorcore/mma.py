@@ -36,6 +36,9 @@ _FP8 = ("e4m3", "e5m2")
 # overhead, small enough to stay in cache.
 _TARGET_BLOCK_ELEMENTS = 1 << 17
 _MIN_THREADED_MACS = 1 << 22
+# Decoded b costs 10 bytes per element; wider problems are split into column panels of b so
+# memory stays bounded (about 0.6 GiB for this many elements) whatever the size.
+_MAX_DECODED_B_ELEMENTS = 1 << 26
 
 
 def mma(
@@ -71,7 +74,9 @@ def mma(
     Leading (batch) axes broadcast. K must be a multiple of the instruction's k; the chain runs
     over consecutive instructions in increasing k.
     """
-    a, b, c = (_as_array(x, name) for x, name in ((a, "a"), (b, "b"), (c, "c")))
+    if device not in ("cpu", "gpu"):
+        raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
+    a, b, c = (_as_array(x, name, device) for x, name in ((a, "a"), (b, "b"), (c, "c")))
     model = get_arch(arch)
     in_fmt = _input_format(a, b, fmt)
     acc_fmt = _ACC_DTYPES.get(c.dtype)
@@ -86,8 +91,6 @@ def mma(
         from precision.tensorcore.gpu_engine import mma_gpu
 
         return mma_gpu(a, b, c, instruction=ins, satf=satf)
-    if device != "cpu":
-        raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
 
     a3 = np.broadcast_to(a, batch + (m, k_dim)).reshape(-1, m, k_dim)
     b3 = np.broadcast_to(b, batch + (k_dim, n)).reshape(-1, k_dim, n)
@@ -102,10 +105,11 @@ def mma(
 # ----------------------------------------------------------------------------- validation
 
 
-def _as_array(x: object, name: str) -> np.ndarray:
-    if not isinstance(x, np.ndarray):
-        if hasattr(x, "__cuda_array_interface__"):
-            raise TypeError(f"{name} is a GPU array; pass device='gpu' with CuPy arrays")
+def _as_array(x: object, name: str, device: str) -> np.ndarray:
+    on_gpu = hasattr(x, "__cuda_array_interface__")
+    if on_gpu and device != "gpu":
+        raise TypeError(f"{name} is a GPU array; pass device='gpu' with CuPy arrays")
+    if not (on_gpu or isinstance(x, np.ndarray)):
         raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
     if x.ndim < 2:
         raise ValueError(f"{name} must have at least 2 dimensions, got shape {x.shape}")
@@ -260,6 +264,12 @@ def _mma_float(a3, b3, c3, ins: Instruction, satf: bool, in_fmt: str) -> np.ndar
     r, m, k_dim = a3.shape
     n = b3.shape[-1]
     out = np.empty((r, m, n), dtype=c3.dtype)
+    panel = max(8, _MAX_DECODED_B_ELEMENTS // max(1, b3.shape[0] * k_dim))
+    if n > panel:  # output columns are independent: one panel of b decoded at a time
+        for n0 in range(0, n, panel):
+            cols = slice(n0, min(n, n0 + panel))
+            out[..., cols] = _mma_float(a3, b3[..., cols], c3[..., cols], ins, satf, in_fmt)
+        return out
     chain = _FloatChain(ins, satf, in_fmt)
     b_val, b_exp = _decode_inputs(b3, in_fmt)
     b_special = not np.isfinite(b_val).all()
