@@ -19,6 +19,7 @@ COMMAND_MODULES: list[str] = [
     "experiments.commands.info",
     "experiments.commands.capture",
     "experiments.commands.verify",
+    "experiments.commands.bench_gemm",
 ]
 
 

@@ -1,0 +1,163 @@
+"""``gemm(A, B, method=..., fmt=..., backend=...)``: one GEMM method, several executors.
+
+Backends:
+
+- ``"emulator"``: the kernel's :class:`~precision.gemm.schedule.Schedule` replayed on the CPU
+  with the bit-exact MMA emulator; equals ``"cuda"`` bit for bit.
+- ``"cuda"``: our nvcc-built mma.sync kernels (``precision/kernels/gemm_mma.cu``) via CuPy.
+- ``"cublas"``: vendor baselines through :func:`precision.vendor.cublas.cublas_gemm`:
+  plain fp32 (SGEMM), plain tf32, plain fp16 / bf16 (fp32 output), corrected fp16 (three
+  cuBLAS GEMMs, Ootomo scaling).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from precision.gemm.schedule import CORRECTIONS, METHODS, Schedule, get_schedule
+
+BACKENDS: tuple[str, ...] = ("emulator", "cuda", "cublas")
+
+#: (method, format, correction) -> cublas_gemm mode.
+CUBLAS_MODES: dict[tuple[str, str, str | None], str] = {
+    ("plain", "fp32", None): "sgemm",
+    ("plain", "tf32", None): "tf32",
+    ("plain", "fp16", None): "f16",
+    ("plain", "bf16", None): "bf16",
+    ("corrected", "fp16", "ootomo"): "f16_corrected3",
+}
+
+
+def _check_matrices(A: Any, B: Any) -> None:
+    if getattr(A, "ndim", None) != 2 or getattr(B, "ndim", None) != 2:
+        raise ValueError(
+            f"A and B must be 2-D arrays, got A.ndim={getattr(A, 'ndim', None)}, "
+            f"B.ndim={getattr(B, 'ndim', None)}"
+        )
+    if A.shape[1] != B.shape[0]:
+        raise ValueError(f"inner dimensions differ: A is {A.shape}, B is {B.shape}")
+    if min(A.shape + B.shape) < 1:
+        raise ValueError(f"empty matrices are not supported: A {A.shape}, B {B.shape}")
+
+
+def cuda_gemm(A: Any, B: Any, schedule: Schedule, *, arch: str = "sm90") -> Any:
+    """Run ``schedule``'s CUDA kernel on device (CuPy) or host arrays; returns a CuPy array."""
+    from precision.gpu import require_gpu
+    from precision.kernels.launch import launch_gemm
+
+    cp = require_gpu(f"backend='cuda' (kernel {schedule.kernel})")
+    s = schedule.split.lo_scale_log2 if schedule.split else 0
+    return launch_gemm(
+        schedule.kernel, cp.asarray(A, dtype=cp.float32), cp.asarray(B, dtype=cp.float32),
+        lo_scale=2.0**s, out_scale=2.0**-s, arch=_cuda_arch(arch),
+    )
+
+
+def _cuda_arch(arch: str) -> str:
+    if arch not in ("sm90", "sm_90"):
+        raise ValueError(f"arch={arch!r}: the CUDA GEMM kernels are built for 'sm90' only")
+    return "sm_90"
+
+
+def cublas_mode(method: str, fmt: str, correction: str | None) -> str:
+    """The :func:`precision.vendor.cublas.cublas_gemm` mode for a (method, fmt, correction)."""
+    from precision.formats import get_format
+
+    key = (method, get_format(fmt).name, correction if method == "corrected" else None)
+    if key not in CUBLAS_MODES:
+        raise ValueError(
+            f"backend='cublas' has no baseline for method={method!r}, fmt={fmt!r}, "
+            f"correction={correction!r}; available: {sorted(CUBLAS_MODES)}"
+        )
+    return CUBLAS_MODES[key]
+
+
+def gemm(
+    A: Any,
+    B: Any,
+    *,
+    method: str = "plain",
+    fmt: Any = "f16",
+    backend: str = "emulator",
+    arch: str = "sm90",
+    correction: str = "ootomo",
+) -> np.ndarray:
+    """D = A·B in fp32 for row-major A (M x K) and B (K x N), computed by ``method``.
+
+    ``method``: ``"plain"`` (inputs rounded to ``fmt``, tensor-core products, fp32 chain),
+    ``"corrected"`` (fp32 inputs split into hi/lo parts of ``fmt``; ``correction="ootomo"``:
+    hi·hi accumulated outside the tensor core per instruction k-block in fp32 RN, corrections
+    inside, scaled by 2^s; ``"markidis"``: unscaled, all inside the tensor core), or
+    ``"satf"`` (plain with the floating-point satf clamp after every MMA; int8 uses the s32
+    ``.satfinite``). ``fmt``: fp16, bf16, tf32, e4m3, e5m2, int8 (aliases accepted); fp32
+    only with ``backend="cublas"`` (SGEMM). Returns a float32 numpy array (M x N).
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: expected one of {BACKENDS}")
+    if method not in METHODS:
+        raise ValueError(f"method={method!r}: expected one of {METHODS}")
+    if method == "corrected" and correction not in CORRECTIONS:
+        raise ValueError(f"correction={correction!r}: expected one of {CORRECTIONS}")
+    _check_matrices(A, B)
+    if backend == "cublas":
+        from precision.gpu import require_gpu
+        from precision.vendor.cublas import cublas_gemm
+
+        cp = require_gpu("backend='cublas'")
+        mode = cublas_mode(method, fmt, correction)
+        out = cublas_gemm(cp.asarray(A, dtype=cp.float32), cp.asarray(B, dtype=cp.float32),
+                          mode=mode)
+        return cp.asnumpy(out).astype(np.float32, copy=False)
+    schedule = get_schedule(method, fmt, correction)
+    if backend == "cuda":
+        from precision.gpu import require_gpu
+
+        cp = require_gpu("backend='cuda'")
+        return cp.asnumpy(cuda_gemm(A, B, schedule, arch=arch))
+    from precision.gemm.emulator import run_schedule
+
+    A = _to_host_f32(A)
+    B = _to_host_f32(B)
+    return run_schedule(A, B, schedule, arch=arch)
+
+
+def _to_host_f32(X: Any) -> np.ndarray:
+    if hasattr(X, "get") and not isinstance(X, np.ndarray):  # a CuPy array
+        X = X.get()
+    return np.ascontiguousarray(X, dtype=np.float32)
+
+
+def available_backends() -> dict[str, str | None]:
+    """Each backend mapped to ``None`` when usable here, else the reason it is not."""
+    from precision.gpu import unavailable_reason
+
+    out: dict[str, str | None] = {}
+    try:
+        import precision.tensorcore as tc
+
+        out["emulator"] = None if hasattr(tc, "mma") else "precision.tensorcore.mma is missing"
+    except Exception as exc:  # pragma: no cover - depends on the installation
+        out["emulator"] = f"precision.tensorcore does not import: {exc}"
+    gpu = unavailable_reason()
+    if gpu is None:
+        try:
+            from precision.kernels.build import find_nvcc
+
+            find_nvcc()
+            out["cuda"] = None
+        except RuntimeError as exc:
+            out["cuda"] = str(exc)
+    else:
+        out["cuda"] = gpu
+    if gpu is None:
+        try:
+            import precision.vendor.cublas  # noqa: F401
+
+            out["cublas"] = None
+        except Exception as exc:
+            out["cublas"] = f"precision.vendor.cublas does not import: {exc}"
+    else:
+        out["cublas"] = gpu
+    return out

@@ -1,0 +1,236 @@
+"""What each GEMM kernel computes, step by step, as data.
+
+A :class:`Schedule` is the numerical contract between a CUDA kernel in
+``precision/kernels/gemm_mma.cu`` and the emulator backend (:mod:`precision.gemm.emulator`):
+the input rounding, the hi/lo split, the order of MMA instructions per k-block, the fp32
+round-to-nearest additions and the epilogue. The emulator executes exactly these operations
+with :func:`precision.tensorcore.mma` and numpy float32 arithmetic, so a kernel's output can be
+reproduced bit for bit on a CPU.
+
+Operand names in steps: ``A``/``B`` (inputs rounded to the format), ``A_hi``/``A_lo``/``B_hi``/
+``B_lo`` (split parts), accumulators by name (``zero`` is a fresh all-zero fp32 accumulator).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Kernel tile sizes (must match BM, BN, BK in gemm_mma.cu). The host zero-pads M, N and K to
+#: multiples of these; padding K adds all-zero products, and the emulator pads identically.
+TILE_M, TILE_N, TILE_K = 128, 128, 32
+
+METHODS: tuple[str, ...] = ("plain", "corrected", "satf")
+CORRECTIONS: tuple[str, ...] = ("ootomo", "markidis")
+
+#: Instruction k per input format (m16n8k16 f16/bf16, m16n8k8 tf32, m16n8k32 fp8/int8).
+INSTRUCTION_K: dict[str, int] = {
+    "fp16": 16, "bf16": 16, "tf32": 8, "e4m3": 32, "e5m2": 32, "int8": 32,
+}
+
+#: Ootomo-Yokota residual scale exponent s (lo = fmt((x - hi) * 2^s)), per format.
+#: fp16: s = 11 (Ootomo & Yokota 2022: keeps lo out of fp16's subnormal range for |x| >~ 2^-3).
+#: bf16: s = 8 (= its precision, by analogy; bf16 has fp32's exponent range, so scaling only
+#:       matters near fp32's underflow threshold). Two bf16 terms hold only ~16 bits: corrected
+#:       bf16 is NOT expected to reach SGEMM accuracy.
+#: tf32: s = 0 (Ootomo & Yokota's TF32-TCEC and CUTLASS 3xTF32 use no scaling; fp32 range).
+LO_SCALE_LOG2: dict[str, int] = {"fp16": 11, "bf16": 8, "tf32": 0}
+
+_KERNEL_FMT = {"fp16": "f16", "bf16": "bf16", "tf32": "tf32", "e4m3": "e4m3", "e5m2": "e5m2",
+               "int8": "int8"}
+
+
+@dataclass(frozen=True)
+class Mma:
+    """``dst = mma(a, b, c)`` over one k-block (instruction k), chained in increasing k.
+    ``satfinite`` is the integer hardware clamp (int8 only)."""
+
+    dst: str
+    a: str
+    b: str
+    c: str
+    satfinite: bool = False
+
+
+@dataclass(frozen=True)
+class Add:
+    """``dst = fp32_rn(x + y)`` on CUDA cores (``__fadd_rn``, subnormals kept)."""
+
+    dst: str
+    x: str
+    y: str
+
+
+@dataclass(frozen=True)
+class Scale:
+    """``dst = fp32_rn(x * 2**log2)`` (``__fmul_rn``; exact unless the result is subnormal)."""
+
+    dst: str
+    x: str
+    log2: int
+
+
+@dataclass(frozen=True)
+class Satf:
+    """Floating-point satf in software: +Inf -> +FLT_MAX, -Inf -> -FLT_MAX, NaN -> +0."""
+
+    dst: str
+
+
+@dataclass(frozen=True)
+class IntToFloat:
+    """``dst = fp32_rn(int32 x)`` (``__int2float_rn``) for integer accumulators."""
+
+    dst: str
+
+
+Op = Mma | Add | Scale | Satf | IntToFloat
+
+
+@dataclass(frozen=True)
+class Split:
+    """fp32 input x -> ``hi = fmt_rne(x)``, ``lo = fmt_rne(fp32_rn(fp32_rn(x - hi) * 2**s))``."""
+
+    lo_scale_log2: int
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """One kernel's arithmetic. ``step`` runs once per k-block of ``k_block`` (the instruction
+    k) in increasing k; ``epilogue`` runs once; ``output`` names the fp32 result.
+
+    ``k_perm[s]`` is the physical k (within one instruction's k-range) that the kernel places in
+    the instruction's k-slot ``s`` of the PTX fragment layout; it matters where an instruction
+    is not one fused block over all its k (fp8 on sm_90) and is applied by the emulator always.
+    """
+
+    kernel: str
+    method: str
+    fmt: str
+    correction: str | None
+    k_block: int
+    k_perm: tuple[int, ...]
+    input_rounding: str
+    split: Split | None
+    accumulators: tuple[str, ...]
+    step: tuple[Op, ...]
+    epilogue: tuple[Op, ...]
+    output: str
+    integer: bool = False
+    tile: tuple[int, int, int] = (TILE_M, TILE_N, TILE_K)
+    ftz: bool = False
+    fma_contraction: bool = False
+
+    def describe(self) -> str:
+        """Human-readable one-screen summary (used in docs and the bench CSV)."""
+        lines = [
+            f"kernel {self.kernel}: {self.method} {self.fmt}"
+            + (f" ({self.correction})" if self.correction else ""),
+            f"  input rounding: {self.input_rounding}",
+        ]
+        if self.split:
+            lines.append(f"  split: hi = {self.fmt}(x), lo = {self.fmt}((x - hi) * 2^"
+                         f"{self.split.lo_scale_log2})")
+        lines.append(f"  per k-block of {self.k_block}: " + "; ".join(map(_fmt_op, self.step)))
+        lines.append("  epilogue: " + ("; ".join(map(_fmt_op, self.epilogue)) or "none"))
+        lines.append(f"  fp32 CUDA-core ops RN, ftz={self.ftz}, fma_contraction="
+                     f"{self.fma_contraction}; tile {self.tile}, host zero-pads to it")
+        return "\n".join(lines)
+
+
+def _fmt_op(op: Op) -> str:
+    if isinstance(op, Mma):
+        sat = ".satfinite" if op.satfinite else ""
+        return f"{op.dst} = mma{sat}({op.a}, {op.b}, {op.c})"
+    if isinstance(op, Add):
+        return f"{op.dst} = rn({op.x} + {op.y})"
+    if isinstance(op, Scale):
+        return f"{op.dst} = rn({op.x} * 2^{op.log2})"
+    if isinstance(op, Satf):
+        return f"{op.dst} = satf({op.dst})"
+    return f"{op.dst} = rn(float({op.dst}))"
+
+
+def k_permutation(fmt: str) -> tuple[int, ...]:
+    """Slot -> physical k map inside one instruction (see gemm_mma.cu, ``make_a``)."""
+    k = INSTRUCTION_K[fmt]
+    if k == 16:  # slot 2q + e + 8h holds k = q + 4e + 8h
+        return tuple((s % 8) // 2 + 4 * (s % 2) + 8 * (s // 8) for s in range(16))
+    if k == 8:  # slot q + 4j holds k = q + 4j: the PTX layout itself
+        return tuple(range(8))
+    # k == 32: slot 16h + 4q + i holds k = 16h + q + 4i
+    return tuple(16 * (s // 16) + (s % 16) // 4 + 4 * (s % 4) for s in range(32))
+
+
+def canonical_format(fmt: object) -> str:
+    """Canonical format name via :func:`precision.formats.get_format` (aliases accepted)."""
+    from precision.formats import get_format
+
+    name = get_format(fmt).name
+    if name not in INSTRUCTION_K:
+        raise ValueError(
+            f"fmt={fmt!r}: GEMM input format must be one of {sorted(INSTRUCTION_K)}, got {name!r}"
+        )
+    return name
+
+
+def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") -> Schedule:
+    """The schedule of the kernel implementing ``method`` on inputs rounded to ``fmt``.
+
+    ``correction`` is used only by ``method="corrected"`` (``"ootomo"`` or ``"markidis"``).
+    """
+    if method not in METHODS:
+        raise ValueError(f"method={method!r}: expected one of {METHODS}")
+    f = canonical_format(fmt)
+    kfmt = _KERNEL_FMT[f]
+    common = dict(fmt=f, k_block=INSTRUCTION_K[f], k_perm=k_permutation(f))
+    if f in ("e4m3", "e5m2"):
+        rounding = "rne, satfinite (|x| > MAX_NORM -> +-MAX_NORM)"
+    elif f == "int8":
+        rounding = "rne to integer, then clamp to [-128, 127] (NaN -> 0)"
+    else:
+        rounding = "rne (subnormals kept; overflow -> Inf)"
+    integer = f == "int8"
+    if method == "plain":
+        epi = (IntToFloat("acc"),) if integer else ()
+        return Schedule(kernel=f"gemm_plain_{kfmt}", method=method, correction=None,
+                        input_rounding=rounding, split=None, accumulators=("acc",),
+                        step=(Mma("acc", "A", "B", "acc"),), epilogue=epi, output="acc",
+                        integer=integer, **common)
+    if method == "satf":
+        if integer:
+            step: tuple[Op, ...] = (Mma("acc", "A", "B", "acc", satfinite=True),)
+            epi = (IntToFloat("acc"),)
+        else:
+            step, epi = (Mma("acc", "A", "B", "acc"), Satf("acc")), ()
+        return Schedule(kernel=f"gemm_satf_{kfmt}", method=method, correction=None,
+                        input_rounding=rounding, split=None, accumulators=("acc",), step=step,
+                        epilogue=epi, output="acc", integer=integer, **common)
+    # corrected
+    if f not in LO_SCALE_LOG2:
+        raise ValueError(
+            f"fmt={fmt!r}: method='corrected' supports {sorted(LO_SCALE_LOG2)}, got {f!r}"
+        )
+    if correction == "ootomo":
+        s = LO_SCALE_LOG2[f]
+        return Schedule(
+            kernel=f"gemm_ootomo_{kfmt}", method=method, correction=correction,
+            input_rounding=rounding, split=Split(s), accumulators=("main", "corr"),
+            step=(Mma("t", "A_hi", "B_hi", "zero"), Add("main", "main", "t"),
+                  Mma("corr", "A_lo", "B_hi", "corr"), Mma("corr", "A_hi", "B_lo", "corr")),
+            epilogue=(Scale("corr", "corr", -s), Add("out", "main", "corr")),
+            output="out", **common)
+    if correction == "markidis":
+        return Schedule(
+            kernel=f"gemm_markidis_{kfmt}", method=method, correction=correction,
+            input_rounding=rounding, split=Split(0), accumulators=("acc",),
+            step=(Mma("acc", "A_hi", "B_hi", "acc"), Mma("acc", "A_lo", "B_hi", "acc"),
+                  Mma("acc", "A_hi", "B_lo", "acc")),
+            epilogue=(), output="acc", **common)
+    raise ValueError(f"correction={correction!r}: expected one of {CORRECTIONS}")
+
+
+def all_schedules() -> list[Schedule]:
+    """Every (method, format, correction) the CUDA backend implements."""
+    out = [get_schedule(m, f) for m in ("plain", "satf") for f in INSTRUCTION_K]
+    out += [get_schedule("corrected", f, c) for c in CORRECTIONS for f in LO_SCALE_LOG2]
+    return out

@@ -1,0 +1,392 @@
+// GEMM kernels on mma.sync (sm_90): plain, corrected (Ootomo-Yokota / Markidis) and satf.
+//
+// Numerical contract (mirrored by precision/gemm/schedule.py, replayed by the emulator):
+//  * A (M x K) and B (K x N) are fp32, row-major, M % BM == N % BN == K % BK == 0 (the host
+//    zero-pads). Each thread reads fp32 values from shared memory and rounds them in registers
+//    ("load with operation"): no pre-pass over global memory.
+//  * Input rounding: f16/bf16 RNE (cvt.rn), tf32 RNE (integer bit trick, no ftz), e4m3/e5m2
+//    RNE with satfinite (|x| > MAX_NORM -> +-MAX_NORM), int8 RNE then clamp to [-128, 127].
+//  * k-slot permutation: inside one instruction's k-range the thread with lane%4 == q holds the
+//    physical k's q, q+4, q+8, ... (conflict-free scalar shared loads). The slot->k map is
+//    declared as Schedule.k_perm; the emulator applies the same permutation.
+//  * All fp32 CUDA-core arithmetic uses __fadd_rn/__fmul_rn (never contracted to FMA); built
+//    with nvcc, -ftz=false, -fmad=false: subnormals are kept.
+//  * plain:    acc = mma(A, B, acc) chained over k in increasing k-blocks.
+//  * satf:     after every mma: +Inf -> +FLT_MAX, -Inf -> -FLT_MAX, NaN -> +0 (software; int8
+//              uses the hardware .satfinite on s32).
+//  * ootomo:   per instruction k-block: t = mma(Ahi, Bhi, 0); main = fp32_rn(main + t);
+//              corr = mma(Alo, Bhi, corr); corr = mma(Ahi, Blo, corr).
+//              epilogue D = fp32_rn(main + fp32_rn(corr * out_scale)).
+//              Ahi = fmt(a), Alo = fmt(fp32_rn((a - Ahi) * lo_scale)); lo_scale = 2^s exact.
+//  * markidis: per k-block: acc = mma(Ahi, Bhi, acc); acc = mma(Alo, Bhi, acc);
+//              acc = mma(Ahi, Blo, acc); lo unscaled (lo_scale = 1); D = acc.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <stdint.h>
+
+namespace prec {
+
+enum Fmt { F16 = 0, BF16 = 1, TF32 = 2, E4M3 = 3, E5M2 = 4, S8 = 5 };
+enum Mode { PLAIN = 0, OOTOMO = 1, MARKIDIS = 2, SATF = 3 };
+
+constexpr int BM = 128, BN = 128, BK = 32, STAGES = 3, NTHREADS = 256;
+constexpr int WM = 64, WN = 32;           // warp tile; warps laid out 2 (M) x 4 (N)
+constexpr int MT = WM / 16, NT = WN / 8;  // m16 and n8 tiles per warp
+constexpr int LDA = BK + 4;               // floats; 36 = 4 mod 32 -> conflict-free A reads
+constexpr int LDB = BN + 8;               // floats; 136 = 8 mod 32 -> conflict-free B reads
+constexpr int SMEM_A = BM * LDA, SMEM_B = BK * LDB;
+
+template <int FMT> struct Traits;
+template <> struct Traits<F16>  { static constexpr int KI = 16, AREG = 4, BREG = 2; };
+template <> struct Traits<BF16> { static constexpr int KI = 16, AREG = 4, BREG = 2; };
+template <> struct Traits<TF32> { static constexpr int KI = 8,  AREG = 4, BREG = 2; };
+template <> struct Traits<E4M3> { static constexpr int KI = 32, AREG = 4, BREG = 2; };
+template <> struct Traits<E5M2> { static constexpr int KI = 32, AREG = 4, BREG = 2; };
+template <> struct Traits<S8>   { static constexpr int KI = 32, AREG = 4, BREG = 2; };
+
+// ---- rounding of one fp32 value to the input format (result as fp32, exact) -------------
+__device__ __forceinline__ uint32_t tf32_rne_bits(float x) {
+  uint32_t u = __float_as_uint(x);
+  if ((u & 0x7f800000u) == 0x7f800000u) return u;  // Inf / NaN unchanged
+  u += 0x0fffu + ((u >> 13) & 1u);                    // round to nearest even at bit 13
+  return u & 0xffffe000u;
+}
+
+template <int FMT> __device__ __forceinline__ float round_fmt(float x);
+template <> __device__ __forceinline__ float round_fmt<F16>(float x) {
+  return __half2float(__float2half_rn(x));
+}
+template <> __device__ __forceinline__ float round_fmt<BF16>(float x) {
+  return __bfloat162float(__float2bfloat16_rn(x));
+}
+template <> __device__ __forceinline__ float round_fmt<TF32>(float x) {
+  return __uint_as_float(tf32_rne_bits(x));
+}
+
+// ---- packing of rounded values into mma operand registers ---------------------------------
+template <int FMT> __device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <> __device__ __forceinline__ uint32_t pack2<F16>(float lo, float hi) {
+  __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+template <> __device__ __forceinline__ uint32_t pack2<BF16>(float lo, float hi) {
+  __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+
+template <int FMT> __device__ __forceinline__ uint32_t pack4(const float* v);
+template <> __device__ __forceinline__ uint32_t pack4<E4M3>(const float* v) {
+  uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(v[0], v[1]), __NV_SATFINITE, __NV_E4M3);
+  uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(v[2], v[3]), __NV_SATFINITE, __NV_E4M3);
+  return (lo & 0xffffu) | (hi << 16);
+}
+template <> __device__ __forceinline__ uint32_t pack4<E5M2>(const float* v) {
+  uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(v[0], v[1]), __NV_SATFINITE, __NV_E5M2);
+  uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(v[2], v[3]), __NV_SATFINITE, __NV_E5M2);
+  return (lo & 0xffffu) | (hi << 16);
+}
+template <> __device__ __forceinline__ uint32_t pack4<S8>(const float* v) {
+  uint32_t r = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    int q = __float2int_rn(v[i]);
+    q = min(max(q, -128), 127);
+    r |= (uint32_t(q) & 0xffu) << (8 * i);
+  }
+  return r;
+}
+
+// Operand registers from the KI/4 values x[j] = M[row][k0 + q + 4j] (two rows for A).
+// f16/bf16 slots (2q+e+8h) <- j = e + 2h; tf32 slot q+4j <- j; 8-bit slots 4q+i+16h <- j=i+4h.
+template <int FMT>
+__device__ __forceinline__ void make_a(uint32_t (&a)[4], const float* x0, const float* x1) {
+  if constexpr (FMT == F16 || FMT == BF16) {
+    a[0] = pack2<FMT>(x0[0], x0[1]);
+    a[1] = pack2<FMT>(x1[0], x1[1]);
+    a[2] = pack2<FMT>(x0[2], x0[3]);
+    a[3] = pack2<FMT>(x1[2], x1[3]);
+  } else if constexpr (FMT == TF32) {
+    a[0] = tf32_rne_bits(x0[0]);
+    a[1] = tf32_rne_bits(x1[0]);
+    a[2] = tf32_rne_bits(x0[1]);
+    a[3] = tf32_rne_bits(x1[1]);
+  } else {
+    a[0] = pack4<FMT>(x0);
+    a[1] = pack4<FMT>(x1);
+    a[2] = pack4<FMT>(x0 + 4);
+    a[3] = pack4<FMT>(x1 + 4);
+  }
+}
+
+template <int FMT>
+__device__ __forceinline__ void make_b(uint32_t (&b)[2], const float* y) {
+  if constexpr (FMT == F16 || FMT == BF16) {
+    b[0] = pack2<FMT>(y[0], y[1]);
+    b[1] = pack2<FMT>(y[2], y[3]);
+  } else if constexpr (FMT == TF32) {
+    b[0] = tf32_rne_bits(y[0]);
+    b[1] = tf32_rne_bits(y[1]);
+  } else {
+    b[0] = pack4<FMT>(y);
+    b[1] = pack4<FMT>(y + 4);
+  }
+}
+
+// ---- the mma instructions ---------------------------------------------------------------
+template <int FMT, bool SAT>
+__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                                    const float (&c)[4]) {
+  if constexpr (FMT == F16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%10,%11,%12,%13};\n"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
+          "f"(c[1]), "f"(c[2]), "f"(c[3]));
+  } else if constexpr (FMT == BF16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%10,%11,%12,%13};\n"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
+          "f"(c[1]), "f"(c[2]), "f"(c[3]));
+  } else if constexpr (FMT == TF32) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%10,%11,%12,%13};\n"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
+          "f"(c[1]), "f"(c[2]), "f"(c[3]));
+  } else if constexpr (FMT == E4M3) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%10,%11,%12,%13};\n"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
+          "f"(c[1]), "f"(c[2]), "f"(c[3]));
+  } else if constexpr (FMT == E5M2) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%10,%11,%12,%13};\n"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
+          "f"(c[1]), "f"(c[2]), "f"(c[3]));
+  } else {  // S8: accumulators hold s32 bit patterns in float registers
+    const uint32_t* ci = reinterpret_cast<const uint32_t*>(c);
+    uint32_t* di = reinterpret_cast<uint32_t*>(d);
+    if constexpr (SAT) {
+      asm volatile(
+          "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32 {%0,%1,%2,%3}, "
+          "{%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+          : "=r"(di[0]), "=r"(di[1]), "=r"(di[2]), "=r"(di[3])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(ci[0]),
+            "r"(ci[1]), "r"(ci[2]), "r"(ci[3]));
+    } else {
+      asm volatile(
+          "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, "
+          "{%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+          : "=r"(di[0]), "=r"(di[1]), "=r"(di[2]), "=r"(di[3])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(ci[0]),
+            "r"(ci[1]), "r"(ci[2]), "r"(ci[3]));
+    }
+  }
+}
+
+// Floating-point satf: +Inf -> +FLT_MAX, -Inf -> -FLT_MAX, NaN -> +0.
+__device__ __forceinline__ float satf(float v) {
+  return isnan(v) ? 0.0f : fminf(fmaxf(v, -3.402823466e38f), 3.402823466e38f);
+}
+
+__device__ __forceinline__ void cp_async16(float* smem, const float* gmem) {
+  uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// Copy the fp32 tiles A[bm:bm+BM, k0:k0+BK] and B[k0:k0+BK, bn:bn+BN] into one stage.
+__device__ __forceinline__ void load_stage(float* sA, float* sB, const float* A, const float* B,
+                                           int K, int N, int bm, int bn, int k0, int tid) {
+#pragma unroll
+  for (int i = 0; i < (BM * BK / 4) / NTHREADS; ++i) {
+    int c = tid + i * NTHREADS;
+    int row = c / (BK / 4), col = (c % (BK / 4)) * 4;
+    cp_async16(sA + row * LDA + col, A + size_t(bm + row) * K + k0 + col);
+  }
+#pragma unroll
+  for (int i = 0; i < (BK * BN / 4) / NTHREADS; ++i) {
+    int c = tid + i * NTHREADS;
+    int row = c / (BN / 4), col = (c % (BN / 4)) * 4;
+    cp_async16(sB + row * LDB + col, B + size_t(k0 + row) * N + bn + col);
+  }
+}
+
+template <int FMT, int MODE>
+__device__ __forceinline__ void gemm_body(const float* __restrict__ A, const float* __restrict__ B,
+                                          float* __restrict__ D, int M, int N, int K,
+                                          float lo_scale, float out_scale) {
+  constexpr int KI = Traits<FMT>::KI;
+  constexpr int NV = KI / 4;  // values per thread per row per instruction
+  constexpr bool SPLIT = (MODE == OOTOMO || MODE == MARKIDIS);
+  constexpr bool SAT = (MODE == SATF);
+  extern __shared__ float4 smem4[];
+  float* smem = reinterpret_cast<float*>(smem4);
+  float* sA = smem;
+  float* sB = smem + STAGES * SMEM_A;
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, q = lane & 3;
+  const int wm = (warp / 4) * WM, wn = (warp % 4) * WN;
+  const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
+  const int KT = K / BK;
+
+  float acc[MT][NT][4];   // plain/satf/markidis accumulator, ootomo: main
+  float corr[MT][NT][4];  // ootomo: correction accumulator (unused otherwise)
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) { acc[i][j][r] = 0.0f; corr[i][j][r] = 0.0f; }
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < KT) load_stage(sA + s * SMEM_A, sB + s * SMEM_B, A, B, K, N, bm, bn, s * BK, tid);
+    cp_async_commit();
+  }
+
+  for (int kt = 0; kt < KT; ++kt) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    {
+      int nk = kt + STAGES - 1;
+      int st = nk % STAGES;
+      if (nk < KT) load_stage(sA + st * SMEM_A, sB + st * SMEM_B, A, B, K, N, bm, bn, nk * BK, tid);
+      cp_async_commit();
+    }
+    const float* a_s = sA + (kt % STAGES) * SMEM_A;
+    const float* b_s = sB + (kt % STAGES) * SMEM_B;
+
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += KI) {
+      uint32_t ahi[MT][4], alo[MT][4];
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        float x0[NV], x1[NV];
+        const float* p0 = a_s + (wm + i * 16 + g) * LDA + kk + q;
+        const float* p1 = p0 + 8 * LDA;
+#pragma unroll
+        for (int j = 0; j < NV; ++j) { x0[j] = p0[4 * j]; x1[j] = p1[4 * j]; }
+        if constexpr (SPLIT) {
+          float h0[NV], h1[NV];
+#pragma unroll
+          for (int j = 0; j < NV; ++j) {
+            h0[j] = round_fmt<FMT>(x0[j]);
+            h1[j] = round_fmt<FMT>(x1[j]);
+            x0[j] = __fmul_rn(__fsub_rn(x0[j], h0[j]), lo_scale);
+            x1[j] = __fmul_rn(__fsub_rn(x1[j], h1[j]), lo_scale);
+          }
+          make_a<FMT>(ahi[i], h0, h1);
+          make_a<FMT>(alo[i], x0, x1);
+        } else {
+          make_a<FMT>(ahi[i], x0, x1);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        uint32_t bhi[2], blo[2];
+        float y[NV];
+        const float* p = b_s + (kk + q) * LDB + wn + j * 8 + g;
+#pragma unroll
+        for (int t = 0; t < NV; ++t) y[t] = p[4 * t * LDB];
+        if constexpr (SPLIT) {
+          float h[NV];
+#pragma unroll
+          for (int t = 0; t < NV; ++t) {
+            h[t] = round_fmt<FMT>(y[t]);
+            y[t] = __fmul_rn(__fsub_rn(y[t], h[t]), lo_scale);
+          }
+          make_b<FMT>(bhi, h);
+          make_b<FMT>(blo, y);
+        } else {
+          make_b<FMT>(bhi, y);
+        }
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+          if constexpr (MODE == OOTOMO) {
+            float t[4];
+            const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            mma<FMT, false>(t, ahi[i], bhi, z);
+#pragma unroll
+            for (int r = 0; r < 4; ++r) acc[i][j][r] = __fadd_rn(acc[i][j][r], t[r]);
+            mma<FMT, false>(corr[i][j], alo[i], bhi, corr[i][j]);
+            mma<FMT, false>(corr[i][j], ahi[i], blo, corr[i][j]);
+          } else if constexpr (MODE == MARKIDIS) {
+            mma<FMT, false>(acc[i][j], ahi[i], bhi, acc[i][j]);
+            mma<FMT, false>(acc[i][j], alo[i], bhi, acc[i][j]);
+            mma<FMT, false>(acc[i][j], ahi[i], blo, acc[i][j]);
+          } else {
+            mma<FMT, SAT>(acc[i][j], ahi[i], bhi, acc[i][j]);
+            if constexpr (SAT && FMT != S8) {
+#pragma unroll
+              for (int r = 0; r < 4; ++r) acc[i][j][r] = satf(acc[i][j][r]);
+            }
+          }
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  // Epilogue: D[row, col..col+1] from c0,c1 (row g) and c2,c3 (row g+8).
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      float v[4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        if constexpr (MODE == OOTOMO) {
+          v[r] = __fadd_rn(acc[i][j][r], __fmul_rn(corr[i][j][r], out_scale));
+        } else if constexpr (FMT == S8) {
+          v[r] = __int2float_rn(__float_as_int(acc[i][j][r]));
+        } else {
+          v[r] = acc[i][j][r];
+        }
+      }
+      int row = bm + wm + i * 16 + g, col = bn + wn + j * 8 + 2 * q;
+      *reinterpret_cast<float2*>(D + size_t(row) * N + col) = make_float2(v[0], v[1]);
+      *reinterpret_cast<float2*>(D + size_t(row + 8) * N + col) = make_float2(v[2], v[3]);
+    }
+}
+
+}  // namespace prec
+
+#define PREC_GEMM_KERNEL(NAME, FMT, MODE)                                                     \
+  extern "C" __global__ void __launch_bounds__(prec::NTHREADS, 1)                             \
+      NAME(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ D,  \
+           int M, int N, int K, float lo_scale, float out_scale) {                            \
+    prec::gemm_body<FMT, MODE>(A, B, D, M, N, K, lo_scale, out_scale);                        \
+  }
+
+PREC_GEMM_KERNEL(gemm_plain_f16, prec::F16, prec::PLAIN)
+PREC_GEMM_KERNEL(gemm_plain_bf16, prec::BF16, prec::PLAIN)
+PREC_GEMM_KERNEL(gemm_plain_tf32, prec::TF32, prec::PLAIN)
+PREC_GEMM_KERNEL(gemm_plain_e4m3, prec::E4M3, prec::PLAIN)
+PREC_GEMM_KERNEL(gemm_plain_e5m2, prec::E5M2, prec::PLAIN)
+PREC_GEMM_KERNEL(gemm_plain_int8, prec::S8, prec::PLAIN)
+PREC_GEMM_KERNEL(gemm_satf_f16, prec::F16, prec::SATF)
+PREC_GEMM_KERNEL(gemm_satf_bf16, prec::BF16, prec::SATF)
+PREC_GEMM_KERNEL(gemm_satf_tf32, prec::TF32, prec::SATF)
+PREC_GEMM_KERNEL(gemm_satf_e4m3, prec::E4M3, prec::SATF)
+PREC_GEMM_KERNEL(gemm_satf_e5m2, prec::E5M2, prec::SATF)
+PREC_GEMM_KERNEL(gemm_satf_int8, prec::S8, prec::SATF)
+PREC_GEMM_KERNEL(gemm_ootomo_f16, prec::F16, prec::OOTOMO)
+PREC_GEMM_KERNEL(gemm_ootomo_bf16, prec::BF16, prec::OOTOMO)
+PREC_GEMM_KERNEL(gemm_ootomo_tf32, prec::TF32, prec::OOTOMO)
+PREC_GEMM_KERNEL(gemm_markidis_f16, prec::F16, prec::MARKIDIS)
+PREC_GEMM_KERNEL(gemm_markidis_bf16, prec::BF16, prec::MARKIDIS)
+PREC_GEMM_KERNEL(gemm_markidis_tf32, prec::TF32, prec::MARKIDIS)
