@@ -246,3 +246,15 @@ def test_batch_axes_broadcast():
 def test_bad_input_names_the_problem(args, kwargs, exc, words):
     with pytest.raises(exc, match=words.replace("(", r"\(").replace("'", "'")):
         mma(*args, **kwargs)
+
+
+def test_column_panels_bound_memory_without_changing_bits(monkeypatch):
+    import precision.tensorcore.mma as mma_module
+
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((32, 64)).astype(BF16)
+    b = rng.standard_normal((64, 200)).astype(BF16)
+    c = rng.standard_normal((32, 200)).astype(F32)
+    whole = mma(a, b, c)
+    monkeypatch.setattr(mma_module, "_MAX_DECODED_B_ELEMENTS", 64 * 24)
+    assert np.array_equal(whole.view(np.uint32), mma(a, b, c).view(np.uint32))
