@@ -118,7 +118,10 @@ class Distribution:
         }
 
     def check_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """Return ``params`` merged over the defaults; unknown names raise ``ValueError``."""
+        """Return ``params`` merged over the defaults.
+
+        Unknown names, non-numeric values and out-of-range values raise ``ValueError``.
+        """
         defaults = self.defaults
         for key, value in params.items():
             if key not in defaults:
@@ -133,7 +136,14 @@ class Distribution:
                     f"distribution {self.name!r} parameter {key!r} must be a number, "
                     f"got {type(value).__name__} {value!r}"
                 )
-        return {**defaults, **params}
+        full = {**defaults, **params}
+        # A 1x1 draw checks the values (ranges, orderings) with the generator's own messages.
+        rng = np.random.default_rng(0)
+        if self.paired:
+            self.func(rng, 1, 1, 1, **full)
+        else:
+            self.func(rng, (1, 1), **full)
+        return full
 
 
 DISTRIBUTIONS: dict[str, Distribution] = {

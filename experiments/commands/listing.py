@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from experiments.catalog import backend_availability, load_catalog
+from experiments import catalog
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,7 +22,7 @@ def main(args: argparse.Namespace) -> int:
     """Print the catalog; return 0."""
     from precision.distributions import DISTRIBUTIONS
 
-    cat = load_catalog()
+    cat = catalog.load_catalog()
     print("methods:       " + ", ".join(cat.methods))
     print("corrections:   " + ", ".join(cat.corrections) + "  (for method 'corrected')")
     aliases = ", ".join(f"{a}={c}" for a, c in sorted(cat.format_aliases.items()))
@@ -35,6 +35,6 @@ def main(args: argparse.Namespace) -> int:
         params = ", ".join(f"{k}={v}" for k, v in dist.defaults.items())
         print(f"  {dist.name:<13} {dist.description}  [{params}]")
     print("backends:")
-    for name, reason in backend_availability().items():
+    for name, reason in catalog.backend_availability().items():
         print(f"  {name:<13} {'available' if reason is None else 'unavailable: ' + reason}")
     return 0

@@ -1,0 +1,106 @@
+"""Input generators: dtype, shape, seeding, ranges and the property each one is meant to have."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from precision.distributions import DISTRIBUTIONS, get_distribution, make_inputs, sample
+
+ALL = sorted(DISTRIBUTIONS)
+ELEMENTWISE = sorted(n for n, d in DISTRIBUTIONS.items() if not d.paired)
+
+
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("shape", [(1, 1, 1), (5, 3, 7), (16, 24, 33)])
+def test_shapes_dtype_and_determinism(name, shape):
+    m, n, k = shape
+    A, B = make_inputs(name, m, n, k, np.random.default_rng(7))
+    assert A.shape == (m, k) and B.shape == (k, n)
+    assert A.dtype == np.float32 and B.dtype == np.float32
+    assert np.isfinite(A).all() and np.isfinite(B).all()
+    A2, B2 = make_inputs(name, m, n, k, np.random.default_rng(7))
+    np.testing.assert_array_equal(A.view(np.uint32), A2.view(np.uint32))
+    np.testing.assert_array_equal(B.view(np.uint32), B2.view(np.uint32))
+    if m * k > 4:
+        A3, _ = make_inputs(name, m, n, k, np.random.default_rng(8))
+        assert not np.array_equal(A, A3)
+
+
+def test_uniform_bounds_and_parameters():
+    x = sample("uniform", (200, 200), np.random.default_rng(0))
+    assert x.min() >= -1 and x.max() <= 1
+    assert x.min() < -0.99 and x.max() > 0.99
+    y = sample("uniform", (100, 100), np.random.default_rng(0), low=2.0, high=3.0)
+    assert y.min() >= 2 and y.max() <= 3
+
+
+def test_normal_moments():
+    x = sample("normal", (400, 400), np.random.default_rng(1), mean=3.0, std=0.5)
+    assert abs(x.mean() - 3.0) < 0.01
+    assert abs(x.std() - 0.5) < 0.01
+
+
+def test_exp_rand_phi_zero_is_bounded_by_half():
+    x = sample("exp_rand", (300, 300), np.random.default_rng(2), phi=0.0)
+    assert np.abs(x).max() <= 0.5
+
+
+def test_exp_rand_phi_widens_the_exponent_range():
+    spreads = []
+    for phi in (0.0, 1.0, 2.0):
+        x = sample("exp_rand", (300, 300), np.random.default_rng(3), phi=phi)
+        e = np.log2(np.abs(x[x != 0]))
+        spreads.append(np.percentile(e, 99) - np.percentile(e, 1))
+    assert spreads[0] < spreads[1] < spreads[2]
+    # log|a| = log|U - 0.5| + phi * N: the N part adds phi / ln 2 binades per std deviation.
+    x = sample("exp_rand", (500, 500), np.random.default_rng(4), phi=2.0)
+    assert np.abs(x).max() > 2.0**8
+
+
+def test_wide_range_covers_every_binade():
+    x = sample("wide_range", (100, 100), np.random.default_rng(5), exp_min=-20, exp_max=20)
+    exps = np.unique(np.floor(np.log2(np.abs(x))).astype(int))
+    np.testing.assert_array_equal(exps, np.arange(-20, 21))
+    assert (x > 0).any() and (x < 0).any()
+
+
+def test_cancellation_product_is_much_smaller_than_its_terms():
+    eps = 2.0**-10
+    A, B = make_inputs("cancellation", 8, 8, 64, np.random.default_rng(6), eps=eps)
+    exact = A.astype(np.float64) @ B.astype(np.float64)
+    terms = np.abs(A.astype(np.float64)) @ np.abs(B.astype(np.float64))
+    ratio = np.linalg.norm(exact) / np.linalg.norm(terms)
+    assert ratio < 20 * eps
+    assert ratio > 0
+
+
+def test_make_inputs_elementwise_draws_a_then_b():
+    rng = np.random.default_rng(9)
+    expected_a = sample("normal", (4, 6), rng)
+    expected_b = sample("normal", (6, 5), rng)
+    A, B = make_inputs("normal", 4, 5, 6, np.random.default_rng(9))
+    np.testing.assert_array_equal(A, expected_a)
+    np.testing.assert_array_equal(B, expected_b)
+
+
+@pytest.mark.parametrize("name", ELEMENTWISE)
+def test_defaults_are_introspected(name):
+    assert isinstance(get_distribution(name).defaults, dict)
+
+
+def test_bad_inputs_name_the_problem():
+    with pytest.raises(ValueError, match="did you mean 'uniform'"):
+        get_distribution("uniferm")
+    with pytest.raises(ValueError, match="no parameter 'phii'.*did you mean 'phi'"):
+        make_inputs("exp_rand", 2, 2, 2, np.random.default_rng(0), phii=1.0)
+    with pytest.raises(ValueError, match="must be a number"):
+        make_inputs("exp_rand", 2, 2, 2, np.random.default_rng(0), phi="1")
+    with pytest.raises(ValueError, match="phi >= 0"):
+        make_inputs("exp_rand", 2, 2, 2, np.random.default_rng(0), phi=-1.0)
+    with pytest.raises(ValueError, match="low < high"):
+        sample("uniform", (2, 2), np.random.default_rng(0), low=1.0, high=1.0)
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        make_inputs("uniform", 2, 2, 0, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="use make_inputs"):
+        sample("cancellation", (2, 2), np.random.default_rng(0))
