@@ -249,7 +249,7 @@ def test_bad_input_names_the_problem(args, kwargs, exc, words):
 
 
 def test_column_panels_bound_memory_without_changing_bits(monkeypatch):
-    import precision.tensorcore.mma as mma_module
+    import precision.tensorcore.chain as mma_module
 
     rng = np.random.default_rng(7)
     a = rng.standard_normal((32, 64)).astype(BF16)

@@ -3,10 +3,10 @@
 - :mod:`precision.tensorcore.arch` says *what* each instruction computes, per GPU generation
   (block size, fraction bits, zero-anchor floor, output rounding, schedule);
 - :mod:`precision.tensorcore.fdpa` is the one vectorised fused-block arithmetic core;
-- :mod:`precision.tensorcore.mma` is the public :func:`mma` (validation, chunking, chains).
+- :mod:`precision.tensorcore.chain` holds the public :func:`mma` (validation, chunking, chains).
 """
 
 from precision.tensorcore.arch import ARCHS, ArchModel, Instruction, get_arch
-from precision.tensorcore.mma import mma
+from precision.tensorcore.chain import mma
 
 __all__ = ["ARCHS", "ArchModel", "Instruction", "get_arch", "mma"]
