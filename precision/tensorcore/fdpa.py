@@ -78,8 +78,10 @@ def round_out(v: np.ndarray, rounding: str) -> np.ndarray:
     Exact zeros (and results that round to zero) come out as +0.
     """
     if rounding == "rne":
-        # NumPy converts float64 -> float16 directly with one correct RNE rounding.
-        out16 = v.astype(np.float16)
+        # NumPy converts float64 -> float16 directly with one correct RNE rounding; overflow
+        # gives ±Inf, as on the hardware.
+        with np.errstate(over="ignore"):
+            out16 = v.astype(np.float16)
         out16 += np.float16(0.0)  # -0 -> +0
         return out16
     frac = 23 if rounding == "rz" else 13
