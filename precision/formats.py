@@ -47,7 +47,7 @@ Example
 >>> formats.round(x, "bf16")            # one exact rounding
 array([ 1.0078125e+00, -0.0000000e+00,  9.9942400e+05])
 >>> formats.round(x, "fp16", "rz")      # toward zero: overflow gives max_normal
-array([ 1.00000e+00, -0.00000e+00,  6.55040e+04])
+array([ 1.00390625e+00, -0.00000000e+00,  6.55040000e+04])
 >>> formats.to_bits(formats.round(x, "e4m3"), "e4m3")
 array([ 56, 128, 126], dtype=uint8)
 """
@@ -272,8 +272,8 @@ def _as_float64(x: Any, argname: str = "x") -> np.ndarray:
     """``x`` as a float64 array, refusing inputs that float64 cannot hold exactly."""
     arr = np.asarray(x)
     dt = arr.dtype
-    if dt in _EXACT_FLOAT_DTYPES:
-        return arr.astype(np.float64, copy=False)
+    if dt in _EXACT_FLOAT_DTYPES or (dt.kind == "f" and dt.itemsize <= 8):
+        return arr.astype(np.float64, copy=False)  # widening a binary float is exact
     if dt.kind == "b":
         return arr.astype(np.float64)
     if dt.kind in "iu":
@@ -453,31 +453,35 @@ def to_bits(values: Any, fmt: str | Format | Any) -> np.ndarray:
         )
     if f.is_integer:
         return v.astype(f.storage).view(f.bits_dtype)
-    if f.name == "fp64":
-        out = v.view(np.uint64).copy()
-    else:
-        out = _encode_float(v, f)
-    out[np.isnan(v)] = _CANONICAL_NAN[f.name]
-    return out
+    flat = v.reshape(-1)
+    nan = np.isnan(flat)
+    flat = np.where(nan, 0.0, flat)  # contiguous float64, NaN fields written below
+    out = flat.view(np.uint64) if f.name == "fp64" else _encode_float(flat, f)
+    out[nan] = _CANONICAL_NAN[f.name]
+    return out.reshape(v.shape)
 
 
 def _encode_float(v: np.ndarray, f: Format) -> np.ndarray:
+    """Re-pack float64 ``v`` (values of ``f``, NaN already masked by the caller) into ``f``'s
+    layout, using integer operations on the float64 fields only."""
     nbits, ebits, mbits = _layout(f)
-    bias = 1 - f.emin
-    udt = np.dtype(f"uint{nbits}")
-    finite = np.isfinite(v)
-    a = np.where(finite, np.abs(v), 0.0)  # Inf/NaN get their fields below
-    _, k = np.frexp(a)  # a = m * 2**k, 0.5 <= m < 1
-    e = np.maximum(k.astype(np.int64) - 1, f.emin)  # exponent of the binade (subnormal: emin)
-    sig = np.ldexp(a, (mbits - e).astype(np.int32))  # integer significand incl. hidden bit
-    normal = a >= 2.0**f.emin
-    efield = np.where(normal, e + bias, 0)
-    mfield = sig.astype(np.int64) - np.where(normal, 1 << mbits, 0)
-    efield = np.where(finite, efield, (1 << ebits) - 1)  # Inf (only fmt with has_inf)
-    mfield = np.where(finite, mfield, 0)
-    word = (np.signbit(v).astype(np.uint64) << np.uint64(nbits - 1)) \
-        | (efield.astype(np.uint64) << np.uint64(mbits)) | mfield.astype(np.uint64)
-    return word.astype(udt)
+    u = v.view(np.uint64)
+    e64 = (u >> np.uint64(52)) & np.uint64(0x7FF)  # biased float64 exponent field
+    m64 = u & np.uint64((1 << 52) - 1)  # float64 trailing significand
+    drop = np.uint64(52 - mbits)  # significand bits float64 has and f has not
+    # binade exponent e = e64 - 1023; normal in f iff e >= emin, i.e. e64 >= emin + 1023
+    normal = e64 >= np.uint64(f.emin + 1023)
+    # subnormal in f: value = (2**52 + m64) * 2**(e - 52) = mfield * 2**(emin - mbits), so
+    # mfield = (2**52 + m64) >> (52 - mbits + emin - e); zero (e64 = 0) shifts out entirely.
+    e_sub = np.minimum(e64, np.uint64(f.emin + 1022))  # keeps the unused normal lanes >= 0
+    sub_shift = np.minimum(np.uint64(52 - mbits + f.emin + 1023) - e_sub, np.uint64(63))
+    mfield = np.where(normal, m64 >> drop, (m64 | np.uint64(1 << 52)) >> sub_shift)
+    efield = np.where(normal, e64 - np.uint64(1023 - (1 - f.emin)), np.uint64(0))
+    special = e64 == np.uint64(0x7FF)  # Inf (NaN was masked by the caller)
+    efield[special] = (1 << ebits) - 1
+    mfield[special] = 0
+    word = ((u >> np.uint64(63)) << np.uint64(nbits - 1)) | (efield << np.uint64(mbits)) | mfield
+    return word.astype(f"uint{nbits}")
 
 
 def from_bits(bits: Any, fmt: str | Format | Any) -> np.ndarray:

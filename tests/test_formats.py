@@ -448,6 +448,12 @@ def test_get_format_names_aliases_and_dtypes():
     assert F.get_format(f) is f
 
 
+def test_module_docstring_example_runs():
+    import doctest
+
+    assert doctest.testmod(F, raise_on_error=False).failed == 0
+
+
 # ---------------------------------------------------------------------------------- errors
 
 def test_clear_errors():
