@@ -88,8 +88,9 @@ class Format:
         name: canonical name (a key of :data:`FORMATS`).
         bits: width of the encoding in bits (tf32: 19; its container is fp32's 32 bits).
         precision: ``p``, significand bits including the hidden bit (integers: ``bits - 1``).
-        emin: exponent of the smallest normal number, ``min_normal = 2**emin``.
-        emax: exponent of the largest binade.
+        emin: exponent of the smallest normal number, ``min_normal = 2**emin``
+            (integers: 0).
+        emax: exponent of the largest binade (integers: ``bits - 2``).
         has_inf: whether ±Inf is encodable.
         has_nan: whether NaN is encodable.
         is_integer: two's-complement integer format (no exponent).
@@ -237,7 +238,9 @@ def get_format(fmt: str | Format | Any) -> Format:
     """
     if isinstance(fmt, Format):
         return fmt
-    if isinstance(fmt, str):
+    if fmt is None:  # np.dtype(None) would silently mean float64
+        pass
+    elif isinstance(fmt, str):
         key = fmt.strip().lower()
         key = ALIASES.get(key, key)
         if key in FORMATS:
@@ -245,7 +248,7 @@ def get_format(fmt: str | Format | Any) -> Format:
     else:
         try:
             dtype = np.dtype(fmt)
-        except TypeError:
+        except (TypeError, ValueError):
             dtype = None
         if dtype is not None and dtype in _BY_DTYPE:
             return FORMATS[_BY_DTYPE[dtype]]
@@ -310,7 +313,7 @@ def _round_magnitude(s: np.ndarray, neg: np.ndarray | None, mode: str,
         return np.where(toward_inf, away, lo)
     lo = np.floor(s)
     with np.errstate(invalid="ignore"):  # Inf - Inf for Inf input; the result stays Inf
-        frac = s - lo  # exact (Sterbenz): 0 <= s - floor(s) < 1
+        frac = s - lo  # exact: floor(s) lies on the float64 grid of s; 0 <= frac < 1
     if mode == "rna":
         return lo + (frac >= 0.5)
     # stochastic: P(up) = frac (quantised to multiples of 2**-53 by the draw)
@@ -394,6 +397,10 @@ def round(x: Any, fmt: str | Format | Any, mode: str = "rne", *,
     x64 = _as_float64(x)
     if not f.is_integer and f.precision >= 53:  # fp64: float64 input is already a fp64 value
         return x64.copy()
+    if not f.is_integer and (f.emin - f.precision + 1 < -1022 or f.emax > 1021):
+        raise ValueError(f"fmt: {f.name} needs float64's exponent range plus margin for "
+                         f"exact scaling (emin - p + 1 >= -1022, emax <= 1021); got emin={f.emin}, "
+                         f"p={f.precision}, emax={f.emax}")
     flat = x64.reshape(-1)  # 1-D so that 0-d input also gets in-place array arithmetic
     if f.is_integer:
         out = _round_integer(flat, f, mode, rng)

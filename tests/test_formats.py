@@ -7,6 +7,7 @@ the standards (IEEE 754-2019 binary64/32/16, bfloat16, NVIDIA tf32, OCP OFP8 E4M
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 
@@ -461,6 +462,11 @@ def test_clear_errors():
         F.get_format("fp12")
     with pytest.raises(ValueError, match="unknown format"):
         F.round(np.ones(2), np.complex64)
+    with pytest.raises(ValueError, match="unknown format None"):
+        F.get_format(None)
+    wide = dataclasses.replace(F.FORMATS["fp16"], name="wide", emin=-1015)
+    with pytest.raises(ValueError, match="emin=-1015"):
+        F.round(np.ones(2), wide)
     with pytest.raises(ValueError, match=r"'nearest'.*rne"):
         F.round(np.ones(2), "fp16", "nearest")
     with pytest.raises(ValueError, match="stochastic.*rng"):
