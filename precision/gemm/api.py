@@ -52,6 +52,7 @@ def cuda_gemm(A: Any, B: Any, schedule: Schedule, *, arch: str = "sm90") -> Any:
     return launch_gemm(
         schedule.kernel, cp.asarray(A, dtype=cp.float32), cp.asarray(B, dtype=cp.float32),
         lo_scale=2.0**s, out_scale=2.0**-s, arch=_cuda_arch(arch),
+        strict_name=schedule.strict_kernel,
     )
 
 

@@ -31,6 +31,12 @@ DISTRIBUTIONS: tuple[tuple[str, str, dict], ...] = (
     ("exp_rand1", "exp_rand", {"phi": 1.0}),
     ("exp_rand2", "exp_rand", {"phi": 2.0}),
 )
+#: Extra cases (label, distribution, parameters, exact power-of-two scale) recorded at the
+#: full-record sizes only: uniform(-1, 1) * 2^120 overflows fp32 products and fp16 inputs, so
+#: Inf/NaN reach the accumulators (exercises satf and special values).
+SPECIAL_CASES: tuple[tuple[str, str, dict, float], ...] = (
+    ("huge", "uniform", {}, 2.0**120),
+)
 INT8_INPUT_SCALE = np.float32(64.0)
 
 
@@ -43,9 +49,11 @@ def case_inputs(n: int, label: str) -> tuple[np.ndarray, np.ndarray]:
     """fp32 A, B (n x n) of a recorded case."""
     from precision.distributions import make_inputs
 
-    dist, params = next((d, p) for lab, d, p in DISTRIBUTIONS if lab == label)
+    table = [(lab, d, p, 1.0) for lab, d, p in DISTRIBUTIONS] + list(SPECIAL_CASES)
+    dist, params, scale = next((d, p, sc) for lab, d, p, sc in table if lab == label)
     rng = np.random.default_rng(case_seed(n, label))
-    return make_inputs(dist, n, n, n, rng, **params)
+    A, B = make_inputs(dist, n, n, n, rng, **params)
+    return A * np.float32(scale), B * np.float32(scale)
 
 
 def kernel_inputs(A: np.ndarray, B: np.ndarray, s: Schedule) -> tuple[np.ndarray, np.ndarray]:
@@ -64,10 +72,13 @@ def sample_rows(n: int) -> np.ndarray:
     return np.unique(np.array([0, 1, n // 2, n - 1]))
 
 
-def _cases(sizes: list[int]) -> Iterator[tuple[int, str]]:
+def _cases(sizes: list[int], special: bool) -> Iterator[tuple[int, str]]:
     for n in sizes:
         for label, _, _ in DISTRIBUTIONS:
             yield n, label
+        if special:
+            for label, *_ in SPECIAL_CASES:
+                yield n, label
 
 
 def record(path: str, sizes_full: list[int], sizes_hashed: list[int]) -> int:
@@ -77,7 +88,7 @@ def record(path: str, sizes_full: list[int], sizes_hashed: list[int]) -> int:
     data: dict[str, np.ndarray] = {}
     count = 0
     for full, sizes in ((True, sizes_full), (False, sizes_hashed)):
-        for n, label in _cases(sizes):
+        for n, label in _cases(sizes, special=full):
             A, B = case_inputs(n, label)
             key = f"n{n}/{label}"
             if full:

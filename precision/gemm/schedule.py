@@ -117,6 +117,9 @@ class Schedule:
     output: str
     integer: bool = False
     tile: tuple[int, int, int] = (TILE_M, TILE_N, TILE_K)
+    #: floating-point satf: the kernel runs the plain chain and flags non-finite results;
+    #: this second kernel then recomputes with the per-step clamp (a no-op when none were).
+    strict_kernel: str | None = None
     ftz: bool = False
     fma_contraction: bool = False
 
@@ -204,7 +207,8 @@ def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") ->
             step, epi = (Mma("acc", "A", "B", "acc"), Satf("acc")), ()
         return Schedule(kernel=f"gemm_satf_{kfmt}", method=method, correction=None,
                         input_rounding=rounding, split=None, accumulators=("acc",), step=step,
-                        epilogue=epi, output="acc", integer=integer, **common)
+                        epilogue=epi, output="acc", integer=integer,
+                        strict_kernel=None if integer else f"gemm_satfstrict_{kfmt}", **common)
     # corrected
     if f not in LO_SCALE_LOG2:
         raise ValueError(

@@ -13,7 +13,13 @@
 //    with nvcc, -ftz=false, -fmad=false: subnormals are kept.
 //  * plain:    acc = mma(A, B, acc) chained over k in increasing k-blocks.
 //  * satf:     after every mma: +Inf -> +FLT_MAX, -Inf -> -FLT_MAX, NaN -> +0 (software; int8
-//              uses the hardware .satfinite on s32).
+//              uses the hardware .satfinite on s32). Floating-point satf runs in two launches:
+//              gemm_satf_* computes the plain chain and sets *flag when any final accumulator
+//              is not finite; gemm_satfstrict_* then returns at once if *flag == 0 and else
+//              recomputes everything with the clamp after every mma. Equal to clamping always:
+//              a chain whose every step stays finite is unchanged by the clamp, and a step with
+//              a non-finite c yields a non-finite d (Inf + finite = Inf, NaN propagates), so a
+//              non-finite intermediate always leaves a non-finite final value and the flag.
 //  * ootomo:   per instruction k-block: t = mma(Ahi, Bhi, 0); main = fp32_rn(main + t);
 //              corr = mma(Alo, Bhi, corr); corr = mma(Ahi, Blo, corr).
 //              epilogue D = fp32_rn(main + fp32_rn(corr * out_scale)).
@@ -28,7 +34,7 @@
 namespace prec {
 
 enum Fmt { F16 = 0, BF16 = 1, TF32 = 2, E4M3 = 3, E5M2 = 4, S8 = 5 };
-enum Mode { PLAIN = 0, OOTOMO = 1, MARKIDIS = 2, SATF = 3 };
+enum Mode { PLAIN = 0, OOTOMO = 1, MARKIDIS = 2, SATF = 3, SATF_STRICT = 4 };
 
 constexpr int BM = 128, BN = 128, BK = 32, STAGES = 3, NTHREADS = 256;
 constexpr int WM = 64, WN = 32;           // warp tile; warps laid out 2 (M) x 4 (N)
@@ -227,11 +233,14 @@ __device__ __forceinline__ void load_stage(float* sA, float* sB, const float* A,
 template <int FMT, int MODE>
 __device__ __forceinline__ void gemm_body(const float* __restrict__ A, const float* __restrict__ B,
                                           float* __restrict__ D, int M, int N, int K,
-                                          float lo_scale, float out_scale) {
+                                          float lo_scale, float out_scale, int* flag) {
   constexpr int KI = Traits<FMT>::KI;
   constexpr int NV = KI / 4;  // values per thread per row per instruction
   constexpr bool SPLIT = (MODE == OOTOMO || MODE == MARKIDIS);
-  constexpr bool SAT = (MODE == SATF);
+  constexpr bool SAT = (MODE == SATF_STRICT) || (MODE == SATF && FMT == S8);
+  if constexpr (MODE == SATF_STRICT) {
+    if (*reinterpret_cast<volatile int*>(flag) == 0) return;  // fast launch was all finite
+  }
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
   float* sA = smem;
@@ -340,6 +349,16 @@ __device__ __forceinline__ void gemm_body(const float* __restrict__ A, const flo
     }
   }
   cp_async_wait<0>();
+  if constexpr (MODE == SATF && FMT != S8) {
+    bool bad = false;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) bad |= !isfinite(acc[i][j][r]);
+    if (__any_sync(0xffffffffu, bad) && lane == 0) atomicOr(flag, 1);
+  }
 
   // Epilogue: D[row, col..col+1] from c0,c1 (row g) and c2,c3 (row g+8).
 #pragma unroll
@@ -365,28 +384,33 @@ __device__ __forceinline__ void gemm_body(const float* __restrict__ A, const flo
 
 }  // namespace prec
 
-#define PREC_GEMM_KERNEL(NAME, FMT, MODE)                                                     \
-  extern "C" __global__ void __launch_bounds__(prec::NTHREADS, 1)                             \
+#define PREC_GEMM_KERNEL(NAME, FMT, MODE, MINB)                                               \
+  extern "C" __global__ void __launch_bounds__(prec::NTHREADS, MINB)                          \
       NAME(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ D,  \
-           int M, int N, int K, float lo_scale, float out_scale) {                            \
-    prec::gemm_body<FMT, MODE>(A, B, D, M, N, K, lo_scale, out_scale);                        \
+           int M, int N, int K, float lo_scale, float out_scale, int* flag) {                 \
+    prec::gemm_body<FMT, MODE>(A, B, D, M, N, K, lo_scale, out_scale, flag);                  \
   }
 
-PREC_GEMM_KERNEL(gemm_plain_f16, prec::F16, prec::PLAIN)
-PREC_GEMM_KERNEL(gemm_plain_bf16, prec::BF16, prec::PLAIN)
-PREC_GEMM_KERNEL(gemm_plain_tf32, prec::TF32, prec::PLAIN)
-PREC_GEMM_KERNEL(gemm_plain_e4m3, prec::E4M3, prec::PLAIN)
-PREC_GEMM_KERNEL(gemm_plain_e5m2, prec::E5M2, prec::PLAIN)
-PREC_GEMM_KERNEL(gemm_plain_int8, prec::S8, prec::PLAIN)
-PREC_GEMM_KERNEL(gemm_satf_f16, prec::F16, prec::SATF)
-PREC_GEMM_KERNEL(gemm_satf_bf16, prec::BF16, prec::SATF)
-PREC_GEMM_KERNEL(gemm_satf_tf32, prec::TF32, prec::SATF)
-PREC_GEMM_KERNEL(gemm_satf_e4m3, prec::E4M3, prec::SATF)
-PREC_GEMM_KERNEL(gemm_satf_e5m2, prec::E5M2, prec::SATF)
-PREC_GEMM_KERNEL(gemm_satf_int8, prec::S8, prec::SATF)
-PREC_GEMM_KERNEL(gemm_ootomo_f16, prec::F16, prec::OOTOMO)
-PREC_GEMM_KERNEL(gemm_ootomo_bf16, prec::BF16, prec::OOTOMO)
-PREC_GEMM_KERNEL(gemm_ootomo_tf32, prec::TF32, prec::OOTOMO)
-PREC_GEMM_KERNEL(gemm_markidis_f16, prec::F16, prec::MARKIDIS)
-PREC_GEMM_KERNEL(gemm_markidis_bf16, prec::BF16, prec::MARKIDIS)
-PREC_GEMM_KERNEL(gemm_markidis_tf32, prec::TF32, prec::MARKIDIS)
+PREC_GEMM_KERNEL(gemm_plain_f16, prec::F16, prec::PLAIN, 2)
+PREC_GEMM_KERNEL(gemm_plain_bf16, prec::BF16, prec::PLAIN, 2)
+PREC_GEMM_KERNEL(gemm_plain_tf32, prec::TF32, prec::PLAIN, 2)
+PREC_GEMM_KERNEL(gemm_plain_e4m3, prec::E4M3, prec::PLAIN, 1)
+PREC_GEMM_KERNEL(gemm_plain_e5m2, prec::E5M2, prec::PLAIN, 1)
+PREC_GEMM_KERNEL(gemm_plain_int8, prec::S8, prec::PLAIN, 1)
+PREC_GEMM_KERNEL(gemm_satf_f16, prec::F16, prec::SATF, 2)
+PREC_GEMM_KERNEL(gemm_satf_bf16, prec::BF16, prec::SATF, 2)
+PREC_GEMM_KERNEL(gemm_satf_tf32, prec::TF32, prec::SATF, 2)
+PREC_GEMM_KERNEL(gemm_satf_e4m3, prec::E4M3, prec::SATF, 1)
+PREC_GEMM_KERNEL(gemm_satf_e5m2, prec::E5M2, prec::SATF, 1)
+PREC_GEMM_KERNEL(gemm_satf_int8, prec::S8, prec::SATF, 1)
+PREC_GEMM_KERNEL(gemm_satfstrict_f16, prec::F16, prec::SATF_STRICT, 1)
+PREC_GEMM_KERNEL(gemm_satfstrict_bf16, prec::BF16, prec::SATF_STRICT, 1)
+PREC_GEMM_KERNEL(gemm_satfstrict_tf32, prec::TF32, prec::SATF_STRICT, 1)
+PREC_GEMM_KERNEL(gemm_satfstrict_e4m3, prec::E4M3, prec::SATF_STRICT, 1)
+PREC_GEMM_KERNEL(gemm_satfstrict_e5m2, prec::E5M2, prec::SATF_STRICT, 1)
+PREC_GEMM_KERNEL(gemm_ootomo_f16, prec::F16, prec::OOTOMO, 1)
+PREC_GEMM_KERNEL(gemm_ootomo_bf16, prec::BF16, prec::OOTOMO, 1)
+PREC_GEMM_KERNEL(gemm_ootomo_tf32, prec::TF32, prec::OOTOMO, 1)
+PREC_GEMM_KERNEL(gemm_markidis_f16, prec::F16, prec::MARKIDIS, 1)
+PREC_GEMM_KERNEL(gemm_markidis_bf16, prec::BF16, prec::MARKIDIS, 1)
+PREC_GEMM_KERNEL(gemm_markidis_tf32, prec::TF32, prec::MARKIDIS, 1)

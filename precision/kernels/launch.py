@@ -52,12 +52,14 @@ def _padded(cp: Any, X: Any, rows: int, cols: int) -> Any:
 
 def launch_gemm(
     name: str, A: Any, B: Any, *, lo_scale: float = 1.0, out_scale: float = 1.0,
-    arch: str = "sm_90",
+    arch: str = "sm_90", strict_name: str | None = None,
 ) -> Any:
     """Run kernel ``name`` on device arrays A (M x K) and B (K x N); returns D (M x N) float32.
 
     M, N, K are zero-padded to the tile sizes on the device (a copy only for ragged shapes).
     ``lo_scale``/``out_scale`` are the split's 2^s and the epilogue's 2^-s (corrected kernels).
+    ``strict_name`` (floating-point satf) is launched after ``name`` on the same stream; it
+    recomputes D with the per-step clamp only when ``name`` flagged a non-finite result.
     """
     from precision.gpu import require_gpu
 
@@ -69,13 +71,12 @@ def launch_gemm(
     Mp, Np, Kp = (-(-M // BM) * BM, -(-N // BN) * BN, -(-K // BK) * BK)
     Ap, Bp = _padded(cp, A, Mp, Kp), _padded(cp, B, Kp, Np)
     D = cp.empty((Mp, Np), dtype=cp.float32)
-    kern = get_kernel(name, arch)
-    kern(
-        (Np // BN, Mp // BM, 1), (NTHREADS, 1, 1),
-        (Ap, Bp, D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp), cp.float32(lo_scale),
-         cp.float32(out_scale)),
-        shared_mem=SMEM_BYTES,
-    )
+    flag = cp.zeros(1, dtype=cp.int32)
+    args = (Ap, Bp, D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp), cp.float32(lo_scale),
+            cp.float32(out_scale), flag)
+    for kname in (name,) if strict_name is None else (name, strict_name):
+        get_kernel(kname, arch)((Np // BN, Mp // BM, 1), (NTHREADS, 1, 1), args,
+                                shared_mem=SMEM_BYTES)
     if (Mp, Np) != (M, N):
         D = cp.ascontiguousarray(D[:M, :N])
     return D
