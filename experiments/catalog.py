@@ -33,9 +33,7 @@ def load_catalog() -> Catalog:
     """Read the valid axis values from the library modules."""
     from precision import distributions, formats, gemm, tensorcore
 
-    aliases: dict[str, str] = {}
-    for alias in getattr(formats, "ALIASES", {}):
-        aliases[alias] = formats.get_format(alias).name
+    aliases = {alias: formats.get_format(alias).name for alias in formats.ALIASES}
     return Catalog(
         methods=tuple(gemm.METHODS),
         formats=tuple(formats.FORMATS),

@@ -106,6 +106,7 @@ def _base_row(point: Point, repeat: int) -> dict:
         "status": STATUS_OK, "error": None,
         "err_fro": np.nan, "err_max": np.nan, "err_median": np.nan, "identical_bits": np.nan,
         "time_s": np.nan, "time_min_s": np.nan, "timed_calls": point.calls, "tflops": np.nan,
+        "timing": None,
     }
 
 
@@ -117,29 +118,72 @@ def _call(gemm: GemmFn, A: np.ndarray, B: np.ndarray, point: Point, backend: str
     return gemm(A, B, **kwargs)
 
 
-def _measure(gemm: GemmFn, A, B, ref, point: Point, row: dict) -> None:
-    """Run the timed GEMM calls of one repeat and fill ``row`` in place."""
-    for _ in range(point.warmup):
-        _call(gemm, A, B, point, point.backend)
-    times = []
-    out = None
-    for _ in range(point.calls):
-        start = time.perf_counter()
-        result = _call(gemm, A, B, point, point.backend)
-        times.append(time.perf_counter() - start)
-        out = result if out is None else out
-    out = np.asarray(out)
-    if out.shape != ref.shape:
-        raise ValueError(f"gemm returned shape {out.shape}, expected {ref.shape}")
-    from precision.metrics import error_metrics, identical_bits_fraction
+def _is_library_gemm(fn: GemmFn) -> bool:
+    from precision.gemm import gemm
 
-    row.update(error_metrics(out, ref))
+    return fn is gemm
+
+
+def _device_call(point: Point) -> Callable | None:
+    """For a GPU backend, a call on device-resident inputs (so that only the GEMM is timed,
+    not host-device copies); None for CPU backends."""
+    if point.backend == "cuda":
+        from precision.gemm import cuda_gemm, get_schedule
+
+        schedule = get_schedule(point.method, point.format, point.correction)
+        return lambda dA, dB: cuda_gemm(dA, dB, schedule, arch=point.arch)
+    if point.backend == "cublas":
+        from precision.gemm.api import cublas_mode
+        from precision.vendor.cublas import cublas_gemm
+
+        mode = cublas_mode(point.method, point.format, point.correction)
+        return lambda dA, dB: cublas_gemm(dA, dB, mode=mode)
+    return None
+
+
+def _run_timed(gemm: GemmFn | None, A, B, point: Point, row: dict) -> np.ndarray:
+    """The GEMM result of one repeat; fills the timing columns of ``row``.
+
+    GPU backends (with the library's gemm) run on device-resident inputs and are timed with
+    CUDA events; everything else is timed by the wall clock around the ``gemm`` call.
+    """
+    gemm = gemm or _default_gemm()
+    device = _device_call(point) if _is_library_gemm(gemm) else None
+    if device is not None:
+        from precision.gpu import require_gpu, time_gpu
+
+        cp = require_gpu(f"backend {point.backend!r}")
+        dA, dB = cp.asarray(A), cp.asarray(B)
+        out = cp.asnumpy(device(dA, dB))
+        times = time_gpu(lambda: device(dA, dB), repeats=point.calls, warmup=point.warmup)
+        row["timing"] = "cuda_events"
+    else:
+        for _ in range(point.warmup):
+            _call(gemm, A, B, point, point.backend)
+        times, out = [], None
+        for _ in range(point.calls):
+            start = time.perf_counter()
+            result = _call(gemm, A, B, point, point.backend)
+            times.append(time.perf_counter() - start)
+            out = result if out is None else out
+        row["timing"] = "wall"
     median = float(np.median(times))
     row["time_s"] = median
     row["time_min_s"] = float(np.min(times))
     row["tflops"] = 2.0 * point.m * point.n * point.k / median / 1e12 if median > 0 else np.nan
+    return np.asarray(out)
+
+
+def _measure(gemm: GemmFn | None, A, B, ref, point: Point, row: dict) -> None:
+    """Run one repeat of ``point`` and fill ``row`` in place (errors, timing, agreement)."""
+    from precision.metrics import error_metrics, identical_bits_fraction
+
+    out = _run_timed(gemm, A, B, point, row)
+    if out.shape != ref.shape:
+        raise ValueError(f"gemm returned shape {out.shape}, expected {ref.shape}")
+    row.update(error_metrics(out, ref))
     if point.compare_backend is not None and point.compare_backend != point.backend:
-        other = np.asarray(_call(gemm, A, B, point, point.compare_backend))
+        other = np.asarray(_call(gemm or _default_gemm(), A, B, point, point.compare_backend))
         row["identical_bits"] = identical_bits_fraction(
             out.astype(np.float32), other.astype(np.float32))
 
@@ -160,7 +204,7 @@ def compute_point(point: Point, cache: InputCache | None = None,
         else:
             try:
                 A, B, ref = cache.get(point, repeat)
-                _measure(gemm or _default_gemm(), A, B, ref, point, row)
+                _measure(gemm, A, B, ref, point, row)
             except Exception as exc:  # recorded per point; the sweep goes on
                 row.update(status=STATUS_ERROR, error=f"{type(exc).__name__}: {exc}")
         row.update(_provenance())

@@ -25,7 +25,7 @@ from experiments.store import ResultsDir
 from experiments.sweep import Point, expand, group_by_inputs
 
 EXECUTORS = ("local", "dask")
-GPU_BACKENDS = ("emulator-gpu", "cuda", "cublas")
+GPU_BACKENDS = ("cuda", "cublas")
 
 
 class RunnerError(RuntimeError):

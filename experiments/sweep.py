@@ -85,7 +85,11 @@ class Point:
 
     def dist_label(self, explicit: tuple[str, ...] = ()) -> str:
         """``distribution`` plus the parameters named in ``explicit``, e.g. ``exp_rand(phi=1)``."""
-        shown = [f"{key}={value:g}" for key, value in self.dist_params if key in explicit]
+        from precision.distributions import get_distribution
+
+        params = dict(self.dist_params)
+        order = get_distribution(self.distribution).defaults  # the generator's own order
+        shown = [f"{key}={params[key]:g}" for key in order if key in explicit]
         return f"{self.distribution}({', '.join(shown)})" if shown else self.distribution
 
 

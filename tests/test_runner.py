@@ -186,11 +186,18 @@ def test_unavailable_backend_and_failing_point_are_rows_not_crashes(tmp_path):
     assert summary.computed == (len(cuda) + len(bad)) // 2
 
 
-def test_compare_backend_records_identical_bits(tmp_path):
-    text = CONFIG.replace("seed = 3", 'seed = 3\ncompare_backend = "numpy"')
+def test_compare_backend_records_identical_bits(tmp_path, monkeypatch):
+    import experiments.execute
+
+    monkeypatch.setattr(experiments.execute, "_availability",
+                        lambda: dict.fromkeys(doubles.BACKENDS))
+    text = CONFIG.replace("seed = 3", 'seed = 3\ncompare_backend = "emulator"').replace(
+        'format = ["f16", "bf16"]', 'format = ["f16", "bf16"]\nbackend = ["cublas"]')
     _, table = run(tmp_path, text)
+    assert (table["status"] == "ok").all()
     # the double computes the same bits on every backend
     assert (table["identical_bits"] == 1.0).all()
+    assert (table["timing"] == "wall").all()
 
 
 def test_figures_are_written(tmp_path):

@@ -19,10 +19,9 @@ import numpy as np
 from experiments.catalog import Catalog
 
 METHODS = ("plain", "corrected", "satf")
-BACKENDS = ("emulator", "emulator-gpu", "cuda", "cublas", "numpy")
+BACKENDS = ("emulator", "cuda", "cublas")
 CORRECTIONS = ("markidis", "ootomo")
-UNAVAILABLE = {"emulator-gpu": "no GPU (test double)", "cuda": "no GPU (test double)",
-               "cublas": "no GPU (test double)"}
+UNAVAILABLE = {"cuda": "no GPU (test double)", "cublas": "no GPU (test double)"}
 
 
 def fake_gemm(A, B, *, method="plain", fmt="f16", backend="emulator", arch="sm90",
