@@ -392,6 +392,44 @@ def gen_tf32_lowbits(instr: Instruction, T: int, rng: np.random.Generator) -> Bi
     return triple(a_low, a), triple(b_low, b), np.repeat(c, 3, axis=0)
 
 
+def gen_exp_floor(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
+    """Near-tie sums at the bottom of the output range, probing which terms survive alignment.
+
+    Row i, column j: p1 = a[i,0] b[0,j] (or c) sits exactly at a rounding decision point of
+    the output, and a tiny p2 = a[i,1] b[1,j], with exponent varying over the tile, pushes the
+    exact sum off it; all other operands are +0. Whether the output moves tells whether p2
+    survived the alignment to E - F, i.e. where the anchor E sits when c is zero (the floor).
+
+    f32 output (RZ), p2 < 0 — mode 0: p1 = 2^-149; mode 1: p1 = 3*2^-149; mode 2: p1 = 0 and
+    c = 2^-149. f16 output (RNE, unit u = 2^-24) — mode 0: p1 = u/2, p2 > 0; mode 1:
+    p1 = 3u/2, p2 < 0; mode 2: c = u, p1 = u/2, p2 < 0. In modes 0 and 1, c is +0 or -0.
+    """
+    del rng  # fully determined
+    fa, fc = instr.a_fmt, instr.c_fmt
+    sa, sb, sc = _shapes(instr, T)
+    a, b, c = np.zeros(sa), np.zeros(sb), np.zeros(sc)
+    mode = (np.arange(T) % 3)[:, None]
+    i = np.arange(M)[None, :]
+    j = np.arange(N)[None, :]
+    if fc is F16:
+        p1_a, p1_b, unit = 2.0**-11, 2.0**-14, 2.0**-24  # p1 = 2^-25 = u/2
+        p2_a, p2_b = 2.0 ** -(9 + i), 2.0 ** -(24 - 2 * j)  # p2 = 2^-19 .. 2^-48
+        p1_scale = np.where(mode == 1, 1.5, 1.0)
+        p2_sign = np.where(mode == 0, 1.0, -1.0)
+    else:
+        p1_a, p1_b, unit = 2.0**-75, 2.0**-74, 2.0**-149  # p1 = 2^-149
+        p2_a, p2_b = 2.0 ** -(60 + i), 2.0 ** -(88 + 2 * j)  # p2 = 2^-148 .. 2^-177
+        p1_scale = np.where(mode == 1, 1.5, np.where(mode == 2, 0.0, 1.0))
+        p2_sign = -1.0
+    a[:, :, 0] = p1_a * p1_scale
+    b[:, 0, :] = p1_b
+    a[:, :, 1] = p2_sign * p2_a
+    b[:, 1, :] = p2_b
+    zero_sign = np.where((np.arange(T) // 3) % 2 == 1, -1.0, 1.0)[:, None, None]
+    c[:] = np.where(mode[:, :, None] == 2, unit, np.copysign(0.0, zero_sign))
+    return from_values(fa, a), from_values(fa, b), from_values(fc, c)
+
+
 def gen_extreme(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
     """int8 operands near +-127/-128, c near +-2^31; same-signed products push past int32."""
     sa, sb, sc = _shapes(instr, T)
@@ -420,15 +458,18 @@ GENERATORS: dict[str, Callable[[Instruction, int, np.random.Generator], Bits]] =
     "special": gen_special,
     "tf32_lowbits": gen_tf32_lowbits,
     "extreme": gen_extreme,
+    "exp_floor": gen_exp_floor,
 }
 
 # Share of an instruction's tiles per kind (floating point / integer).
 _SHARE_FLOAT = {"small_int": 0.02, "normal": 0.28, "wide_exp": 0.25, "random_bits": 0.18,
-                "cancellation": 0.12, "subnormal": 0.075, "special": 0.075, "tf32_lowbits": 0.06}
+                "cancellation": 0.12, "subnormal": 0.075, "special": 0.075, "tf32_lowbits": 0.06,
+                "exp_floor": 0.015}
 _SHARE_INT = {"small_int": 0.02, "random_bits": 0.58, "cancellation": 0.15, "extreme": 0.25}
 #: A chained recording gets 1/CHAINED_SHARE of the tiles of a single-instruction one.
 CHAINED_SHARE = 5
-_MIN_TILES = {"small_int": 4, "special": 2 * len(SPECIAL_SCENARIOS), "tf32_lowbits": 6}
+_MIN_TILES = {"small_int": 4, "exp_floor": 12, "special": 2 * len(SPECIAL_SCENARIOS),
+              "tf32_lowbits": 6}
 
 
 def tile_counts(instr: Instruction, tiles: int) -> dict[str, int]:
@@ -440,7 +481,7 @@ def tile_counts(instr: Instruction, tiles: int) -> dict[str, int]:
     counts = {}
     for kind in kinds_for(instr):
         n = max(int(round(share[kind] * total)), _MIN_TILES.get(kind, 3))
-        if kind == "tf32_lowbits":
+        if kind in ("tf32_lowbits", "exp_floor"):
             n += (-n) % 3
         counts[kind] = n
     return counts

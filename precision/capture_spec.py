@@ -151,7 +151,7 @@ for _i in _BASE:
 #: Data kinds, in the order of their uint8 index in a recording.
 KINDS: tuple[str, ...] = (
     "small_int", "normal", "wide_exp", "random_bits", "cancellation", "subnormal", "special",
-    "tf32_lowbits", "extreme",
+    "tf32_lowbits", "extreme", "exp_floor",
 )
 
 
@@ -161,7 +161,11 @@ def kinds_for(instr: Instruction) -> tuple[str, ...]:
         return ("small_int", "random_bits", "cancellation", "extreme")
     kinds = ("small_int", "normal", "wide_exp", "random_bits", "cancellation", "subnormal",
              "special")
-    return kinds + ("tf32_lowbits",) if instr.a_fmt is TF32 else kinds
+    if instr.a_fmt is TF32:
+        kinds += ("tf32_lowbits",)
+    if instr.nchain == 1 and (instr.c_fmt is F16 or instr.a_fmt in (BF16, TF32)):
+        kinds += ("exp_floor",)  # only where products or c reach the output's floor
+    return kinds
 
 
 def get_instruction(name: str) -> Instruction:
