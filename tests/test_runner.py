@@ -232,3 +232,10 @@ def test_dask_missing_is_a_clear_error(tmp_path, monkeypatch):
     with pytest.raises(RunnerError, match=r"precision\[dask\]"):
         run(tmp_path, executor="dask")
     assert not (tmp_path / "results").exists()
+
+
+def test_local_process_pool_matches_serial(tmp_path):
+    _, serial = run(tmp_path / "serial")
+    summary, pooled = run(tmp_path / "pool", jobs=2)
+    assert summary.computed == 16
+    pd.testing.assert_frame_equal(sort(serial)[ERROR_COLUMNS], sort(pooled)[ERROR_COLUMNS])

@@ -121,15 +121,33 @@ def _launch(cfg: Path, *extra: str, sleep: float = 0.0) -> subprocess.Popen:
     )
 
 
+def _wait_for_points(proc: subprocess.Popen, points_dir: Path, count: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if points_dir.exists() and len(list(points_dir.glob("*.parquet"))) >= count:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"no {count} points written: {proc.communicate()}")
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_finished_points(cfg, tmp_path):
+    points_dir = tmp_path / "results" / "cli" / "points"
+    proc = _launch(cfg, sleep=0.1)
+    _wait_for_points(proc, points_dir, 2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "interrupted" in err.decode()
+    files = list(points_dir.glob("*.parquet"))
+    assert 2 <= len(files) < 16
+    for path in files:
+        assert len(pd.read_parquet(path)) == 2
+    assert not list(points_dir.glob("*.tmp"))
+
+
 def test_killed_run_resumes_without_recomputing_and_matches_clean_run(cfg, tmp_path):
     points_dir = tmp_path / "results" / "cli" / "points"
     proc = _launch(cfg, sleep=0.1)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        if points_dir.exists() and len(list(points_dir.glob("*.parquet"))) >= 4:
-            break
-        time.sleep(0.02)
-    assert proc.poll() is None, proc.communicate()
+    _wait_for_points(proc, points_dir, 4)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     done = {p: p.stat().st_mtime_ns for p in points_dir.glob("*.parquet")}
