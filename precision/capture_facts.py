@@ -188,7 +188,8 @@ def zero_sign(rec: Recording, inp: Inputs, out: list[str]) -> None:
         n = int(m.sum())
         if n:
             out.append(f"  {label}: +0 in {_pct(n, int((m & d_pos0).sum()))}, -0 in "
-                       f"{int((m & d_neg0).sum())}")
+                       f"{int((m & d_neg0).sum())}, nonzero (terms truncated in alignment) "
+                       f"in {int((m & ~d_pos0 & ~d_neg0).sum())}")
     under = inp.finite & ~exact0 & (inp.approx < 0) & (inp.D == 0)
     if under.any():
         n = int(under.sum())

@@ -168,3 +168,30 @@ def test_generation_is_seeded_per_kind():
     a2, *_ = cd.generate(instr, counts, 7)
     a3, *_ = cd.generate(instr, counts, 8)
     assert np.array_equal(a1, a2) and not np.array_equal(a1, a3)
+
+
+# --- facts stated in docs/hardware.md, checked directly on the recorded bits ----------------
+
+
+@pytest.mark.parametrize("name", [n for n, i in INSTRUCTIONS.items() if i.floating])
+def test_recorded_nan_outputs_are_canonical_and_zeros_positive(name):
+    rec = _recording(name)
+    fc = rec.instr.c_fmt
+    d = rec.d.view(fc.view)
+    canonical = fc.uint(0x7FFFFFFF if fc.width == 32 else 0x7FFF)
+    assert np.isnan(d).any()
+    assert np.all(rec.d[np.isnan(d)] == canonical)
+    assert not np.any(rec.d == fc.uint(fc.sign_mask))  # no -0 output anywhere
+
+
+def test_recorded_tf32_low_bits_are_ignored():
+    rec = _recording("tf32_f32").select("tf32_lowbits")
+    assert np.array_equal(rec.d[0::3], rec.d[1::3])  # low bits set == low bits cleared
+    assert not np.array_equal(rec.d[0::3], rec.d[2::3])  # != operands rounded to nearest
+
+
+def test_facts_report_runs():
+    from precision.capture_facts import report
+
+    text = report(DATA)
+    assert "## bf16_f32" in text and "e_zero=-133" in text
