@@ -19,6 +19,8 @@ kinds:
   cleared; the same rounded to nearest-even at bit 13), so the recording settles how the
   hardware reads them.
 - ``extreme`` (int8): operands near +-127/-128 and c near +-2^31, so the sum overflows int32.
+- ``exp_floor``: near-tie sums at the bottom of the output range (bf16/tf32 -> f32, f16 -> f16)
+  that reveal which exponent a zero c / zero product anchors the alignment at.
 """
 
 from __future__ import annotations
