@@ -37,10 +37,24 @@ def git_commit() -> str | None:
         return None
 
 
+@functools.cache
+def driver_release() -> str | None:
+    """The NVIDIA driver release (e.g. ``'580.159.04'``) from ``nvidia-smi``, if it runs."""
+    try:
+        res = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = res.stdout.strip().splitlines()
+    return lines[0].strip() if res.returncode == 0 and lines else None
+
+
 def _gpu_fields() -> dict:
     cp = cupy_or_none()
     if cp is None:
-        return {"gpu": None, "driver": None, "cuda": None, "cupy": None}
+        return {"gpu": None, "driver": None, "driver_api": None, "cuda": None, "cupy": None}
     driver = cp.cuda.runtime.driverGetVersion()
     runtime = cp.cuda.runtime.runtimeGetVersion()
 
@@ -49,7 +63,8 @@ def _gpu_fields() -> dict:
 
     return {
         "gpu": device_name(),
-        "driver": fmt(driver),
+        "driver": driver_release(),
+        "driver_api": fmt(driver),
         "cuda": fmt(runtime),
         "cupy": cp.__version__,
     }
@@ -58,8 +73,9 @@ def _gpu_fields() -> dict:
 def collect(seed: int | None = None) -> dict:
     """A flat dict of provenance fields, ready to become columns of a results table.
 
-    Keys: version, git_commit, host, python, numpy, ml_dtypes, gpu, driver (CUDA driver API
-    version), cuda (runtime version), cupy, seed, created_utc (ISO 8601).
+    Keys: version, git_commit, host, python, numpy, ml_dtypes, gpu, driver (release from
+    nvidia-smi), driver_api (CUDA driver API version), cuda (runtime version), cupy, seed,
+    created_utc (ISO 8601).
     """
     import ml_dtypes
 
