@@ -1,0 +1,318 @@
+"""Exact matrix products, rounded once: the reference every error metric is measured against.
+
+:func:`exact_matmul` returns ``RN(A·B + C)``: the exact real value of every output element,
+rounded once to nearest-even in float64 or in fp32. How (Ozaki-style error-free splitting):
+
+1. **Exact digits.** Every input is a float64 (fp16/bf16/fp8/tf32/fp32/fp64 values are; integers
+   up to 2**53 too). Row ``i`` of ``A`` is scaled by its own power of two ``2**ea_i`` (``|A[i,:]|
+   < 2**ea_i``), column ``j`` of ``B`` by ``2**eb_j``, and each element is cut, by integer bit
+   operations on its 53-bit significand, into signed base-``2**β`` digits:
+   ``A[i,k] = Σ_s DA_s[i,k]·2**(ea_i − β(s+1))`` with ``|DA_s| < 2**β``. As many digits are
+   taken as the lowest set bit of any element needs, so nothing is dropped.
+2. **Exact BLAS products.** ``β = ⌊(53 − ⌈log2 K⌉)/2⌋`` makes every partial sum of
+   ``DA_s @ DB_t`` an integer below ``K·2**(2β) ≤ 2**53`` in magnitude, so a float64 GEMM (NumPy's
+   BLAS or cuBLAS DGEMM, in any summation order, with or without FMA) computes it exactly.
+3. **Exact accumulation.** Products with the same ``g = s + t`` share the scale
+   ``2**(ea_i + eb_j − β(g+2))`` and are summed in int64. ``C`` is cut into digits on the same
+   per-element grid. Carry propagation turns the digits into a sign and a magnitude in base
+   ``2**β`` limbs: the exact value, still unrounded.
+4. **One rounding.** The top 61–63 bits of the magnitude plus a sticky bit (any lower bit set)
+   determine round-to-nearest-even at precision 53 (fp64) or 24 (fp32), with gradual underflow
+   (the rounding position moves up for subnormal results) and overflow to ±Inf. This is the
+   correctly rounded result: there is no intermediate rounding anywhere before it.
+
+Cost: ``Sa·Sb`` float64 GEMMs, where ``Sa``, ``Sb`` are the digit counts (2–3 each for fp32
+data of moderate dynamic range per row; more for rows spanning many binades). Exact zeros give
++0. Non-finite inputs are rejected.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+_ROUNDINGS = {"fp64": (53, -1022, 1023), "fp32": (24, -126, 127)}
+_ROW_CHUNK_ELEMENTS = 1 << 22  # output elements per chunk of rows (bounds limb memory)
+
+
+def exact_matmul(
+    A: Any, B: Any, C: Any = None, *, rounding: str = "fp64", device: str = "cpu"
+) -> Any:
+    """``A @ B (+ C)`` computed exactly and rounded once to nearest-even.
+
+    Parameters
+    ----------
+    A, B : 2-D arrays ``M×K`` and ``K×N`` of finite values exactly representable in float64
+        (any float dtype up to float64 including ml_dtypes formats, or integers ≤ 2**53).
+        NumPy arrays, or CuPy arrays with ``device="gpu"``.
+    C : optional ``M×N`` (or broadcastable) addend, same rules.
+    rounding : ``"fp64"`` — the result is the float64 nearest the exact value;
+        ``"fp32"`` — the fp32 nearest the exact value (one rounding, subnormals and overflow to
+        ±Inf as IEEE round-to-nearest-even), returned as float32.
+    device : ``"cpu"`` (NumPy/BLAS) or ``"gpu"`` (CuPy/cuBLAS DGEMM); the result is a NumPy array
+        for ``"cpu"`` and a CuPy array for ``"gpu"``. Both give identical bits.
+
+    See the module docstring for why the result is correctly rounded.
+    """
+    if rounding not in _ROUNDINGS:
+        raise ValueError(f"rounding must be 'fp64' or 'fp32', got {rounding!r}")
+    if device == "cpu":
+        xp: ModuleType = np
+    elif device == "gpu":
+        from precision.gpu import require_gpu
+
+        xp = require_gpu("exact_matmul(device='gpu')")
+    else:
+        raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
+    a = _as_float64(xp, A, "A")
+    b = _as_float64(xp, B, "B")
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"A and B must be 2-D, got shapes {a.shape} and {b.shape}")
+    m, k = a.shape
+    if b.shape[0] != k:
+        raise ValueError(f"A is {m}×{k} but B has {b.shape[0]} rows; expected {k}")
+    n = b.shape[1]
+    c = None
+    if C is not None:
+        c = _as_float64(xp, C, "C")
+        try:
+            c = xp.ascontiguousarray(xp.broadcast_to(c, (m, n)))
+        except ValueError:
+            raise ValueError(
+                f"C has shape {c.shape}; expected one broadcastable to {(m, n)}"
+            ) from None
+    p, emin, emax = _ROUNDINGS[rounding]
+    out = xp.empty((m, n), dtype=np.float64)
+    if m and n:
+        beta = max(1, (53 - max(k - 1, 0).bit_length()) // 2)
+        ea = _scale_exponents(xp, a, axis=1)
+        eb = _scale_exponents(xp, b, axis=0)
+        db = _digits(xp, b, eb[None, :], beta)
+        rows = max(1, _ROW_CHUNK_ELEMENTS // max(n, 1))
+        for r0 in range(0, m, rows):
+            rs = slice(r0, min(m, r0 + rows))
+            da = _digits(xp, a[rs], ea[rs, None], beta)
+            base = ea[rs, None] + eb[None, :]  # value = Σ_g S_g·2^(base − β(g+2))
+            out[rs] = _exact_chunk(xp, da, db, None if c is None else c[rs], base, beta,
+                                   p, emin, emax)
+    return out.astype(np.float32) if rounding == "fp32" else out
+
+
+# --------------------------------------------------------------------------------- digits
+
+
+def _as_float64(xp: ModuleType, x: Any, name: str) -> Any:
+    """``x`` as a float64 array on ``xp``'s device; errors name ``name`` and what is wrong."""
+    on_gpu = xp is not np and isinstance(x, xp.ndarray)
+    if xp is np and hasattr(x, "__cuda_array_interface__"):
+        raise TypeError(f"{name} is a GPU array; pass device='gpu'")
+    arr = x if on_gpu else np.asarray(x)
+    kind = arr.dtype.kind
+    if kind not in "fiubV" or (kind == "f" and arr.dtype.itemsize > 8):
+        raise TypeError(f"{name} has dtype {arr.dtype}; expected a real float (≤ 64 bits) or "
+                        f"integer dtype")
+    if kind in "iu" and arr.size and int(abs(arr.astype(np.float64)).max()) > 2**53:
+        raise ValueError(f"{name} has integers above 2**53, not exactly representable in float64")
+    out = arr.astype(np.float64) if on_gpu else xp.asarray(arr.astype(np.float64))
+    if not bool(xp.isfinite(out).all()):
+        raise ValueError(f"{name} contains Inf or NaN; the exact reference needs finite inputs")
+    return out
+
+
+def _scale_exponents(xp: ModuleType, x: Any, axis: int) -> Any:
+    """int64 ``e`` per row (axis=1) or column (axis=0) with ``|x| < 2**e`` (0 for all-zero)."""
+    if x.shape[axis] == 0:
+        return xp.zeros(x.shape[1 - axis], dtype=np.int64)
+    _, e = xp.frexp(xp.abs(x).max(axis=axis))
+    return e.astype(np.int64)
+
+
+def _significands(xp: ModuleType, x: Any) -> tuple[Any, Any]:
+    """``|x| = mag·2**lsb`` with ``mag`` a uint64 below 2**53 (0 for zeros) and int64 ``lsb``."""
+    mant, e = xp.frexp(x)
+    mag = xp.abs(xp.ldexp(mant, 53)).astype(np.uint64)
+    return mag, e.astype(np.int64) - 53
+
+
+def _shift_digit(xp: ModuleType, mag: Any, sh: Any, mask: np.uint64) -> Any:
+    """``⌊mag·2**(−sh)⌋ mod 2**β`` for int64 shifts of either sign (uint64 arithmetic)."""
+    right = xp.right_shift(mag, xp.clip(sh, 0, 63).astype(np.uint64))
+    left = xp.left_shift(mag, xp.clip(-sh, 0, 63).astype(np.uint64))
+    return xp.where(sh >= 0, right, left) & mask
+
+
+def _digits(xp: ModuleType, x: Any, e: Any, beta: int) -> list[Any]:
+    """Signed float64 digit matrices ``D_s`` with ``x = Σ_s D_s·2**(e − β(s+1))`` exactly."""
+    mag, lsb = _significands(xp, x)
+    nz = mag != 0
+    low = xp.where(nz, lsb + _ctz53(xp, mag), e)  # exponent of the lowest set bit
+    span = int((e - low).max()) if x.size else 0
+    count = max(1, -(-span // beta))
+    mask = np.uint64((1 << beta) - 1)
+    sign = xp.where(x < 0, -1.0, 1.0)
+    out = []
+    for s in range(count):
+        sh = (e - beta * (s + 1)) - lsb
+        out.append(_shift_digit(xp, mag, sh, mask).astype(np.float64) * sign)
+    return out
+
+
+def _ctz53(xp: ModuleType, mag: Any) -> Any:
+    """Trailing zero count of nonzero uint64 values below 2**53 (exact via frexp)."""
+    low_bit = (mag & (~mag + np.uint64(1))).astype(np.float64)  # a power of two, exact
+    _, e = xp.frexp(low_bit)
+    return e.astype(np.int64) - 1
+
+
+def _bitlen(xp: ModuleType, x: Any) -> Any:
+    """Bit length of uint64 values (exact: each 32-bit half converts to float64 exactly)."""
+    hi = (x >> np.uint64(32)).astype(np.float64)
+    lo = (x & np.uint64(0xFFFFFFFF)).astype(np.float64)
+    _, ehi = xp.frexp(hi)
+    _, elo = xp.frexp(lo)
+    return xp.where(hi > 0, ehi.astype(np.int64) + 32, elo.astype(np.int64))
+
+
+# --------------------------------------------------------------------------------- limbs
+
+
+def _exact_chunk(xp, da, db, c, base, beta, p, emin, emax):
+    """Exact ``Σ DA_s@DB_t (+ c)`` for a chunk of rows, rounded; see the module docstring."""
+    g_max = len(da) + len(db) - 2
+    # limbs[l] has weight 2^(base − β(g_max + 2) + β·l); l = g_max − g for the products.
+    unit = base - beta * (g_max + 2)
+    limbs: dict[int, Any] = {}
+    shape = (da[0].shape[0], db[0].shape[1])
+    for s, d_a in enumerate(da):
+        for t, d_b in enumerate(db):
+            l = g_max - (s + t)
+            if l not in limbs:
+                limbs[l] = xp.zeros(shape, dtype=np.int64)
+            _add_product(xp, limbs[l], d_a, d_b)
+    if c is not None:
+        _add_c_digits(xp, limbs, c, unit, beta)
+    lo = min(limbs)
+    hi = max(limbs)
+    stack = xp.zeros((hi - lo + 1,) + shape, dtype=np.int64)
+    for l, v in limbs.items():
+        stack[l - lo] = v
+    unit = unit + beta * lo
+    # Sign of the exact value from a first normalisation, then the magnitude's limbs.
+    _, top_carry = _normalise(xp, stack.copy(), beta)
+    negative = top_carry < 0
+    stack = xp.where(negative[None], -stack, stack)
+    mag_limbs, carry = _normalise(xp, stack, beta)
+    while bool((carry != 0).any()):  # the top carry can span several limbs
+        nxt = carry & np.int64((1 << beta) - 1)
+        mag_limbs = xp.concatenate([mag_limbs, nxt[None]])
+        carry = carry >> np.int64(beta)
+    m, sticky, q = _leading_bits(xp, mag_limbs, unit, beta)
+    value = _round_rne(xp, m, sticky, q, p, emin, emax)
+    return xp.where(negative, -value, value)
+
+
+def _add_product(xp, acc: Any, d_a: Any, d_b: Any) -> None:
+    """``acc += d_a @ d_b`` (int64), the float64 GEMM exact (integer partial sums < 2**53).
+
+    Digit matrices beyond the first are mostly zero (only elements spanning many binades below
+    their row's maximum reach them), so the GEMM is restricted to the rows, inner indices and
+    columns that hold nonzeros whenever that removes at least half of one of them.
+    """
+    kk = (d_a != 0).any(axis=0) & (d_b != 0).any(axis=1)
+    n_k = int(kk.sum())
+    if n_k == 0:
+        return
+    if n_k < 0.5 * kk.size:
+        d_a, d_b = d_a[:, kk], d_b[kk]
+    rows = (d_a != 0).any(axis=1)
+    cols = (d_b != 0).any(axis=0)
+    if int(rows.sum()) < 0.5 * rows.size or int(cols.sum()) < 0.5 * cols.size:
+        ri, ci = xp.nonzero(rows)[0], xp.nonzero(cols)[0]
+        prod = (d_a[ri] @ d_b[:, ci]).astype(np.int64)
+        acc[ri[:, None], ci[None, :]] += prod
+    else:
+        acc += (d_a @ d_b).astype(np.int64)
+
+
+def _add_c_digits(xp, limbs: dict[int, Any], c: Any, unit: Any, beta: int) -> None:
+    """Add ``c`` (exactly, as base-2**β digits on the per-element limb grid) into ``limbs``."""
+    mag, lsb = _significands(xp, c)
+    nz = mag != 0
+    off = xp.where(nz, lsb - unit, 0)  # c = mag·2^(unit + off)
+    u0 = off // beta
+    rem = (off - u0 * beta).astype(np.uint64)
+    sign = xp.where(c < 0, -1, 1).astype(np.int64)
+    mask = np.uint64((1 << beta) - 1)
+    n_digits = -(-(53 + beta - 1) // beta)
+    for kk in range(n_digits):
+        if kk == 0:
+            d = (mag << rem) & mask
+        else:
+            d = (mag >> (np.uint64(beta * kk) - rem)) & mask
+        d = d.astype(np.int64) * sign
+        idx = u0 + kk
+        for l in (int(v) for v in xp.unique(idx[nz & (d != 0)])):
+            add = xp.where(idx == l, d, 0)
+            limbs[l] = add if l not in limbs else limbs[l] + add
+
+
+def _normalise(xp, stack: Any, beta: int) -> tuple[Any, Any]:
+    """Carry-propagate int64 limbs into [0, 2**β) from the bottom; returns (limbs, top carry)."""
+    mask = np.int64((1 << beta) - 1)
+    carry = xp.zeros(stack.shape[1:], dtype=np.int64)
+    for l in range(stack.shape[0]):
+        v = stack[l] + carry
+        carry = v >> np.int64(beta)  # floor division: arithmetic shift
+        stack[l] = v & mask
+    return stack, carry
+
+
+def _leading_bits(xp, limbs: Any, unit: Any, beta: int) -> tuple[Any, Any, Any]:
+    """Top 63 bits ``m`` (uint64, 0 for a zero value) of a nonnegative base-2**β limb number,
+    a sticky flag (any lower bit set) and the exponent ``q`` of m's lowest bit; limb ``l``
+    weighs ``2**(unit + β·l)``."""
+    n_limbs = limbs.shape[0]
+    nonzero = limbs != 0
+    top = n_limbs - 1 - xp.argmax(nonzero[::-1], axis=0)  # most significant nonzero limb
+    steps = -(-63 // beta) + 2
+    zeros = xp.zeros((steps,) + limbs.shape[1:], np.int64)
+    padded = xp.concatenate([zeros, limbs])
+    b = np.uint64(beta)
+    one = np.uint64(1)
+    m = xp.zeros(limbs.shape[1:], np.uint64)
+    sticky = xp.zeros(limbs.shape[1:], bool)
+    q = xp.zeros(limbs.shape[1:], np.int64)
+    for off in range(steps):
+        limb = xp.take_along_axis(padded, (top + steps - off)[None], axis=0)[0].astype(np.uint64)
+        sh = xp.clip(63 - _bitlen(xp, m), 0, beta).astype(np.uint64)
+        m = (m << sh) | (limb >> (b - sh))
+        sticky |= (limb & ((one << (b - sh)) - one)) != 0
+        q = xp.where(sh > 0, unit + beta * (top - off) + (b - sh).astype(np.int64), q)
+    for l in range(n_limbs):  # limbs strictly below the last one read
+        sticky |= nonzero[l] & (l <= top - steps)
+    return m, sticky, q
+
+
+def _round_rne(xp, m: Any, sticky: Any, q: Any, p: int, emin: int, emax: int) -> Any:
+    """Nonnegative ``(m + δ)·2**q`` (0 ≤ δ < 1, δ > 0 iff sticky) rounded to nearest-even at
+    precision ``p`` with gradual underflow below ``2**emin`` and overflow above emax; float64."""
+    bl = _bitlen(xp, m)
+    e = q + bl - 1
+    keep = xp.where(e >= emin, p, p - (emin - e))
+    drop = bl - keep  # ≥ 8 whenever sticky can be set, since bl ≥ 61 then
+    exact = drop <= 0
+    d = xp.clip(drop, 1, 64).astype(np.uint64)
+    one = np.uint64(1)
+    r = xp.where(d >= 64, np.uint64(0), m >> xp.minimum(d, np.uint64(63)))
+    rem = xp.where(d >= 64, m, m & ((one << xp.minimum(d, np.uint64(63))) - one))
+    half = one << (d - one)
+    up = (rem > half) | ((rem == half) & (sticky | ((r & one) == one)))
+    r = r + up.astype(np.uint64)
+    r = xp.where(exact, m, r)
+    scale = xp.where(exact, q, q + drop)
+    with np.errstate(over="ignore"):
+        value = xp.ldexp(r.astype(np.float64), scale.astype(np.int32) if xp is not np else scale)
+    limit = (2.0 - 2.0 ** (1 - p)) * 2.0**emax  # the format's largest finite value
+    return xp.where(value > limit, np.inf, value)
