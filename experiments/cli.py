@@ -20,6 +20,7 @@ COMMAND_MODULES: list[str] = [
     "experiments.commands.capture",
     "experiments.commands.verify",
     "experiments.commands.bench_gemm",
+    "experiments.commands.bench",
 ]
 
 

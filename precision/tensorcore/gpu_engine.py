@@ -1,0 +1,166 @@
+"""GPU engine for :func:`precision.tensorcore.mma`: the fused-block arithmetic as CUDA kernels.
+
+``mma_gpu`` computes exactly what the CPU engine (:mod:`precision.tensorcore.fdpa` driven by
+:mod:`precision.tensorcore.mma`) computes, for every output element, on CUDA cores with integer
+arithmetic only (gpu_engine.cu). Per fused block of ``L`` products: exact products of the
+inputs' integer significands, block anchor ``E`` = max(``e_zero``, anchor of ``c``, anchors of
+nonzero products), every term truncated toward zero to a multiple of ``2**(E - F)`` and summed
+exactly (int32 products, int64 with ``c``), one rounding into the accumulator format (fp32 RZ,
+fp32 RZ with 13 fraction bits, or fp16 RNE; overflow to ±Inf; exact zero +0), IEEE specials
+resolved per block (NaN canonical 0x7FFFFFFF / 0x7FFF). The fp8 schedule of sm_90 (two
+interleaved 16-product blocks from ``c = +0`` then an RN add of ``c``) and int8 (exact, wrap or
+``satfinite``) are included; FP ``satf`` clamps after every instruction.
+
+Because no fp32/fp16 floating-point instruction touches the data (the fp8 RN add goes through an
+exact or innocuously double-rounded float64 sum, Boldo–Melquiond: 53 ≥ 2·24 + 2), CuPy's forced
+``-ftz`` under NVRTC cannot change a result; the source is compiled with NVRTC at first use.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from precision.gpu import require_gpu
+from precision.tensorcore.arch import Instruction
+
+_SOURCE = Path(__file__).with_name("gpu_engine.cu")
+_SPECIAL_CODE = 30000  # decoded exponent of Inf (NaN is 30001), see gpu_engine.cu
+_TILE = 64
+_THREADS = 256
+
+# numpy dtype -> (decode_operand format code, raw-bits dtype)
+_OPERAND: dict[np.dtype, tuple[int, type]] = {
+    np.dtype(np.float16): (0, np.uint16),
+    np.dtype(ml_dtypes.bfloat16): (1, np.uint16),
+    np.dtype(np.float32): (2, np.uint32),  # tf32 in an fp32 container
+    np.dtype(ml_dtypes.float8_e4m3fn): (3, np.uint8),
+    np.dtype(ml_dtypes.float8_e5m2): (4, np.uint8),
+    np.dtype(np.int8): (5, np.int8),
+}
+_ACC_BITS: dict[np.dtype, type] = {
+    np.dtype(np.float32): np.uint32,
+    np.dtype(np.float16): np.uint16,
+    np.dtype(np.int32): np.uint32,
+}
+_MODE = {"rz": 0, "rz_e8m13": 1, "rne": 2, "wrap": 0}
+
+
+@functools.cache
+def _module() -> Any:
+    cp = require_gpu("the GPU emulation engine")
+    return cp.RawModule(code=_SOURCE.read_text(), options=("-std=c++17",))
+
+
+def _bits(cp: ModuleType, x: Any, name: str) -> tuple[Any, int]:
+    """Raw bit patterns of ``x`` on the device and its decode format code."""
+    dtype = np.dtype(x.dtype)
+    if dtype not in _OPERAND:
+        raise TypeError(f"{name} has dtype {dtype}; expected one of {sorted(map(str, _OPERAND))}")
+    code, raw = _OPERAND[dtype]
+    if isinstance(x, cp.ndarray):
+        return cp.ascontiguousarray(x).view(raw), code
+    return cp.asarray(np.ascontiguousarray(x).view(raw)), code
+
+
+def _decode(cp: ModuleType, bits: Any, code: int, pre: int) -> tuple[Any, Any]:
+    """int32 significand (normalised to 11 bits, times 2^pre) and anchor exponent arrays."""
+    sig = cp.empty(bits.shape, dtype=cp.int32)
+    ex = cp.empty(bits.shape, dtype=cp.int32)
+    n = bits.size
+    if n:
+        _module().get_function("decode_operand")(
+            ((n + 255) // 256,), (256,),
+            (bits, np.int32(code), np.int64(n), np.int32(pre), sig, ex),
+        )
+    return sig, ex
+
+
+def _batched(cp: ModuleType, x: Any, batch: tuple[int, ...], r: int) -> tuple[Any, int]:
+    """``x`` as [R or 1, rows, cols] (broadcast batch kept at stride 0 when x has none)."""
+    rows, cols = x.shape[-2:]
+    if int(np.prod(x.shape[:-2], dtype=np.int64)) == 1:
+        return x.reshape(1, rows, cols), 0
+    x = cp.ascontiguousarray(cp.broadcast_to(x, batch + (rows, cols)))
+    return x.reshape(r, rows, cols), rows * cols
+
+
+def _fp8_permutation(k: int, ins_k: int) -> np.ndarray:
+    """Column order putting each instruction's k mod 4 ∈ {0,1} block before its {2,3} block."""
+    idx = np.arange(ins_k)
+    one = np.concatenate([idx[idx % 4 < 2], idx[idx % 4 >= 2]])
+    return (np.arange(0, k, ins_k)[:, None] + one[None, :]).ravel()
+
+
+def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = False) -> Any:
+    """Bit-exact chain of MMA ``instruction`` s, ``a·b + c``, computed on the GPU.
+
+    ``a [..., M, K]``, ``b [..., K, N]``, ``c [..., M, N]`` as for :func:`precision.mma`
+    (numpy arrays, or CuPy arrays of float16 / float32 (tf32) / int8 / int32 / float32 acc);
+    validation of formats and shapes is the caller's (``mma`` does it). Returns ``c``'s dtype,
+    as numpy when ``c`` is numpy, else as CuPy. Results are bit-identical to the CPU engine.
+    """
+    cp = require_gpu("mma(device='gpu')")
+    ins = instruction
+    if ins.in_fmt != "int8" and ins.block not in (4, 8, 16):
+        raise NotImplementedError(f"GPU engine supports blocks of 4, 8 or 16; got {ins.block}")
+    if ins.in_fmt != "int8" and ins.frac_bits + 2 + (ins.block - 1).bit_length() > 31:
+        raise NotImplementedError(f"frac_bits {ins.frac_bits} too wide for int32 block sums")
+    c_dtype = np.dtype(c.dtype)
+    if c_dtype not in _ACC_BITS:
+        raise TypeError(f"c has dtype {c_dtype}; expected float32, float16 or int32")
+    return_numpy = not isinstance(c, cp.ndarray)
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2], c.shape[:-2]))
+    r = int(np.prod(batch, dtype=np.int64))
+
+    a_bits, a_code = _bits(cp, a, "a")
+    b_bits, b_code = _bits(cp, b, "b")
+    is_int = ins.in_fmt == "int8"
+    pre = max(ins.frac_bits - 20, 0) if not is_int else 0
+    a_sig, a_exp = _decode(cp, a_bits, a_code, pre)
+    b_sig, b_exp = _decode(cp, b_bits, b_code, 0)
+    special = not is_int and bool(
+        (a_exp >= _SPECIAL_CODE).any() or (b_exp >= _SPECIAL_CODE).any()
+    )
+    sched = 1 if ins.schedule == "fp8_via_f16" else 0
+    if sched:
+        perm = cp.asarray(_fp8_permutation(k, ins.k))
+        a_sig, a_exp = a_sig[..., perm], a_exp[..., perm]
+        b_sig, b_exp = b_sig[..., perm, :], b_exp[..., perm, :]
+    # A transposed to [.., K, M] so both operand tiles load along contiguous rows.
+    a_sig, s_a = _batched(cp, cp.ascontiguousarray(a_sig.swapaxes(-1, -2)), batch, r)
+    a_exp, _ = _batched(cp, cp.ascontiguousarray(a_exp.swapaxes(-1, -2)), batch, r)
+    b_sig, s_b = _batched(cp, cp.ascontiguousarray(b_sig), batch, r)
+    b_exp, _ = _batched(cp, cp.ascontiguousarray(b_exp), batch, r)
+
+    raw = _ACC_BITS[c_dtype]
+    c_dev = c if isinstance(c, cp.ndarray) else cp.asarray(np.ascontiguousarray(c))
+    c_bits = cp.ascontiguousarray(cp.broadcast_to(c_dev, batch + (m, n))).view(raw)
+    c_bits = c_bits.reshape(r, m, n)
+    d_bits = cp.empty_like(c_bits)
+
+    if is_int:
+        name = "mma_int8"
+    else:
+        name = f"mma_l{ins.block}" + ("_special" if special else "")
+    kernel = _module().get_function(name)
+    grid = ((n + _TILE - 1) // _TILE, (m + _TILE - 1) // _TILE, r)
+    if r and m and n:
+        kernel(grid, (_THREADS,), (
+            a_sig, a_exp, b_sig, b_exp, c_bits, d_bits,
+            np.int32(m), np.int32(n), np.int32(k),
+            np.int64(s_a), np.int64(s_b), np.int64(m * n),
+            np.int32(ins.frac_bits), np.int32(ins.e_zero), np.int32(_MODE[ins.out_rounding]),
+            np.int32(bool(satf)), np.int32(max(ins.k // ins.block, 1)), np.int32(sched),
+        ))
+    out = d_bits.view(c_dtype).reshape(batch + (m, n))
+    if return_numpy:
+        return cp.asnumpy(out).view(c_dtype)
+    return out
