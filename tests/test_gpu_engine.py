@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from importlib import import_module
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ from precision import mma
 from precision.tensorcore.gpu_engine import _fp8_permutation
 
 # name -> (input dtype, accumulator dtype, fmt): the benchmark's formats plus fp8 with f16 acc
+_mma_module = import_module("precision.tensorcore.chain")
 CASES = {**FORMATS, "e4m3_f16acc": (ml_dtypes.float8_e4m3fn, np.float16, None)}
 
 
