@@ -180,9 +180,11 @@ def _verify_rows(args, rng) -> list[dict]:
         t_cpu = time.perf_counter() - t0
         u = {1: np.uint8, 2: np.uint16, 4: np.uint32}[cpu.dtype.itemsize]
         same = float((gpu.view(u) == cpu.view(u)).mean())
-        rows.append(_row("gpu", "gpu_vs_cpu", fmt, n, t_gpu, t_gpu, 1,
-                         f"cpu_engine_rows_every_{stride}", t_cpu, identical=same,
-                         elements_compared=int(cpu.size)))
+        row = _row("gpu", "gpu_vs_cpu", fmt, n, t_gpu, t_gpu, 1,
+                   f"cpu_engine_rows_every_{stride}", t_cpu, identical=same,
+                   elements_compared=int(cpu.size))
+        row["baseline_macs_per_s"] = float(cpu.shape[0]) * n * n / t_cpu  # the rows it did
+        rows.append(row)
         print(f"verify {fmt:7s} n={n} rows::{stride}: identical fraction {same} "
               f"({cpu.size} elements; gpu {t_gpu:.2f} s, cpu {t_cpu:.2f} s)", flush=True)
     return rows
