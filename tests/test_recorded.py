@@ -195,3 +195,15 @@ def test_facts_report_runs():
 
     text = report(DATA)
     assert "## bf16_f32" in text and "e_zero=-133" in text
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(INSTRUCTIONS))
+def test_gpu_engine_matches_hardware(name):
+    """The CuPy emulation engine (``mma(..., device="gpu")``) on the same recorded vectors."""
+    from precision import mma
+
+    rec = _recording(name)
+    got = emulate(rec, mma=functools.partial(mma, device="gpu"))
+    n_bad = int((got != rec.d).sum())
+    assert n_bad == 0, f"{name}: {n_bad}/{rec.d.size} outputs of the GPU engine differ"
