@@ -14,7 +14,7 @@ import pandas as pd
 # stay >= ~6 pt when the figure is scaled to the column.
 PANEL_IN = 1.9
 ERROR_LABELS = {
-    "err_fro": "relative error (Frobenius norm)",
+    "err_fro": "rel. error (Frobenius)",
     "err_median": "median relative elementwise error",
     "err_max": "max relative elementwise error",
 }

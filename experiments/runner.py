@@ -55,6 +55,18 @@ def _dist_labels(config: ExperimentConfig, points: list[Point]) -> dict[str, str
             for p in points}
 
 
+def combine_results(config: ExperimentConfig, rd: ResultsDir) -> pd.DataFrame:
+    """Combine the stored points of ``config`` (missing ones skipped) into ``results.parquet``.
+
+    Works on a directory left by an interrupted run too; returns the (possibly empty) table.
+    """
+    points = expand(config)
+    table = rd.combine(points, _dist_labels(config, points))
+    if not table.empty:
+        rd.write_table(table, config.name)
+    return table
+
+
 def _import_dask():
     try:
         import dask.distributed as dd
@@ -171,9 +183,8 @@ def run_experiment(
             with _dask_pool(pending, jobs, scheduler, dask_processes) as pool:
                 _run_pool(pool, group_by_inputs(pending), on_done)
 
-    table = rd.combine(points, _dist_labels(config, points))
+    table = combine_results(config, rd)
     if not table.empty:
-        rd.write_table(table, config.name)
         counts = table.drop_duplicates("point_id")["status"].value_counts()
         summary.status_counts = {str(k): int(v) for k, v in counts.items()}
         bad = table[table["status"] != STATUS_OK].drop_duplicates("point_id")

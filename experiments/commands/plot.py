@@ -16,8 +16,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "plot",
         help="draw the figures of a results directory",
-        description="Read RESULTS_DIR/results.parquet and write error-vs-size (and "
-        "TFLOP/s-vs-size) figures as PNG and PDF under RESULTS_DIR/figures/.",
+        description="Read RESULTS_DIR/results.parquet (combining the stored points first if "
+        "a run was interrupted) and write error-vs-size (and TFLOP/s-vs-size) figures as PNG "
+        "and PDF under RESULTS_DIR/figures/.",
     )
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="e.g. results/quickstart")
     p.set_defaults(func=main)
@@ -27,6 +28,13 @@ def main(args: argparse.Namespace) -> int:
     """Plot; return the exit code."""
     root = Path(args.results_dir)
     table_path = root / "results.parquet"
+    if not table_path.exists() and (root / "config.toml").exists() and (root / "points").is_dir():
+        # An interrupted run: combine the points it stored first.
+        from experiments.config import load_config
+        from experiments.runner import combine_results
+        from experiments.store import ResultsDir
+
+        combine_results(load_config(root / "config.toml"), ResultsDir(root.parent, root.name))
     if not table_path.exists():
         print(f"error: {table_path} does not exist (run the config first)", file=sys.stderr)
         return 2
