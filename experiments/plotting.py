@@ -68,6 +68,8 @@ def _plot(table: pd.DataFrame, y: str, ylabel: str, out: Path, title: str) -> li
     for ax in g.axes.flat:
         ax.set_xticks(xs, [str(v) for v in xs], minor=False)
         ax.minorticks_off()
+        if len(xs) > 4:  # keep crowded size labels legible at paper-column width
+            ax.tick_params(axis="x", labelrotation=45, labelsize="small")
     sns.move_legend(g, "upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, frameon=False,
                     fontsize="small", title_fontsize="small")
     g.figure.suptitle(title, y=1.03, fontsize="medium")
