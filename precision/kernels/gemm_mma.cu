@@ -144,35 +144,35 @@ template <int FMT, bool SAT>
 __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
                                     const float (&c)[4]) {
   if constexpr (FMT == F16) {
-    asm volatile(
+    asm(
         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
         "{%8,%9}, {%10,%11,%12,%13};\n"
         : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
           "f"(c[1]), "f"(c[2]), "f"(c[3]));
   } else if constexpr (FMT == BF16) {
-    asm volatile(
+    asm(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
         "{%8,%9}, {%10,%11,%12,%13};\n"
         : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
           "f"(c[1]), "f"(c[2]), "f"(c[3]));
   } else if constexpr (FMT == TF32) {
-    asm volatile(
+    asm(
         "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
         "{%8,%9}, {%10,%11,%12,%13};\n"
         : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
           "f"(c[1]), "f"(c[2]), "f"(c[3]));
   } else if constexpr (FMT == E4M3) {
-    asm volatile(
+    asm(
         "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
         "{%8,%9}, {%10,%11,%12,%13};\n"
         : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
           "f"(c[1]), "f"(c[2]), "f"(c[3]));
   } else if constexpr (FMT == E5M2) {
-    asm volatile(
+    asm(
         "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
         "{%8,%9}, {%10,%11,%12,%13};\n"
         : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
@@ -182,14 +182,14 @@ __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const
     const uint32_t* ci = reinterpret_cast<const uint32_t*>(c);
     uint32_t* di = reinterpret_cast<uint32_t*>(d);
     if constexpr (SAT) {
-      asm volatile(
+      asm(
           "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32 {%0,%1,%2,%3}, "
           "{%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
           : "=r"(di[0]), "=r"(di[1]), "=r"(di[2]), "=r"(di[3])
           : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(ci[0]),
             "r"(ci[1]), "r"(ci[2]), "r"(ci[3]));
     } else {
-      asm volatile(
+      asm(
           "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, "
           "{%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
           : "=r"(di[0]), "=r"(di[1]), "=r"(di[2]), "=r"(di[3])
@@ -213,21 +213,346 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-// Copy the fp32 tiles A[bm:bm+BM, k0:k0+BK] and B[k0:k0+BK, bn:bn+BN] into one stage.
+// Copy the fp32 tiles A[bm:bm+BM, k0:k0+BK] and B[k0:k0+BK, bn:bn+BN] into one stage
+// (row strides LA, LB floats) with NTH threads.
+template <int LA = LDA, int LB = LDB, int NTH = NTHREADS>
 __device__ __forceinline__ void load_stage(float* sA, float* sB, const float* A, const float* B,
                                            int K, int N, int bm, int bn, int k0, int tid) {
 #pragma unroll
-  for (int i = 0; i < (BM * BK / 4) / NTHREADS; ++i) {
-    int c = tid + i * NTHREADS;
+  for (int i = 0; i < (BM * BK / 4) / NTH; ++i) {
+    int c = tid + i * NTH;
     int row = c / (BK / 4), col = (c % (BK / 4)) * 4;
-    cp_async16(sA + row * LDA + col, A + size_t(bm + row) * K + k0 + col);
+    cp_async16(sA + row * LA + col, A + size_t(bm + row) * K + k0 + col);
   }
 #pragma unroll
-  for (int i = 0; i < (BK * BN / 4) / NTHREADS; ++i) {
-    int c = tid + i * NTHREADS;
+  for (int i = 0; i < (BK * BN / 4) / NTH; ++i) {
+    int c = tid + i * NTH;
     int row = c / (BN / 4), col = (c % (BN / 4)) * 4;
-    cp_async16(sB + row * LDB + col, B + size_t(k0 + row) * N + bn + col);
+    cp_async16(sB + row * LB + col, B + size_t(k0 + row) * N + bn + col);
   }
+}
+
+template <int MT>
+__device__ __forceinline__ void zero_acc(float (&acc)[MT][NT][4], float (&corr)[MT][NT][4]) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) { acc[i][j][r] = 0.0f; corr[i][j][r] = 0.0f; }
+}
+
+// Flag (floating-point satf fast launch) and epilogue of a warp tile at (row0, col0):
+// D[row, col..col+1] from c0,c1 (row g) and c2,c3 (row g+8).
+template <int FMT, int MODE, int MT>
+__device__ __forceinline__ void finish(float (&acc)[MT][NT][4], float (&corr)[MT][NT][4],
+                                       float* __restrict__ D, int N, int row0, int col0,
+                                       int lane, float out_scale, int* flag) {
+  const int g = lane >> 2, q = lane & 3;
+  if constexpr (MODE == SATF && FMT != S8) {
+    bool bad = false;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) bad |= !isfinite(acc[i][j][r]);
+    if (__any_sync(0xffffffffu, bad) && lane == 0) atomicOr(flag, 1);
+  }
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      float v[4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        if constexpr (MODE == OOTOMO) {
+          v[r] = __fadd_rn(acc[i][j][r], __fmul_rn(corr[i][j][r], out_scale));
+        } else if constexpr (FMT == S8) {
+          v[r] = __int2float_rn(__float_as_int(acc[i][j][r]));
+        } else {
+          v[r] = acc[i][j][r];
+        }
+      }
+      int row = row0 + i * 16 + g, col = col0 + j * 8 + 2 * q;
+      *reinterpret_cast<float2*>(D + size_t(row) * N + col) = make_float2(v[0], v[1]);
+      *reinterpret_cast<float2*>(D + size_t(row + 8) * N + col) = make_float2(v[2], v[3]);
+    }
+}
+
+// ---- converted-tile path (f16, bf16, tf32) ----------------------------------------------
+// The fp32 tiles arrive by cp.async in STAGES_C<FMT> staging buffers. Once per CTA tile, each
+// element is rounded (and split into hi/lo) exactly as the register path below would do it and
+// stored as a 16-bit (f16/bf16) or 32-bit (tf32) operand tile in shared memory; warps then feed
+// mma.sync through ldmatrix. The conversion stores each k at the column of its k-slot
+// (Schedule.k_perm: f16/bf16 slot 2q+e+8h <- k = q+4e+8h; tf32 slot = k), so every mma gets
+// exactly the operand registers of the register path (bit-identical by construction). Conversion of tile kt+1 overlaps the MMAs of tile kt
+// (double-buffered operand tiles, one barrier per k-tile).
+// fp32 staging stages: 16-bit plain/satf 2 (108.5 KiB: two CTAs per SM), 16-bit split 4,
+// tf32 2 (one CTA per SM for both; launch.py's smem_bytes mirrors this).
+template <int FMT, bool SPLIT> struct CvtCfg {
+  static constexpr int STAGES = (FMT == TF32 || !SPLIT) ? 2 : 4;
+};
+constexpr int CLDA = BK + 4;    // fp32 staging: A [BM][36], B [BK][132] (conflict-free float4)
+constexpr int CLDB = BN + 4;
+constexpr int CSTAGE = BM * CLDA + BK * CLDB;  // floats per staging stage
+constexpr int H_LDA = BK + 8;   // 16-bit operand tiles: A [BM][40], B [BK][136] (halves)
+constexpr int H_LDB = BN + 8;
+constexpr int H_A = BM * H_LDA, H_B = BK * H_LDB;  // halves
+constexpr int T_LD = BK + 4;    // tf32 operand tiles: A [BM][36], B^T [BN][36] (words)
+constexpr int T_A = BM * T_LD, T_B = BN * T_LD;    // words
+
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
+  uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], const void* p) {
+  uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+}
+
+// hi (and lo) of four fp32 values, exactly as the register path computes them.
+template <int FMT, bool SPLIT>
+__device__ __forceinline__ void split4(const float4 v, float lo_scale, uint32_t (&hi)[4],
+                                       uint32_t (&lo)[4]) {
+  const float x[4] = {v.x, v.y, v.z, v.w};
+  if constexpr (FMT == TF32) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if constexpr (SPLIT) {
+        float h = round_fmt<TF32>(x[e]);
+        hi[e] = tf32_rne_bits(h);
+        lo[e] = tf32_rne_bits(__fmul_rn(__fsub_rn(x[e], h), lo_scale));
+      } else {
+        hi[e] = tf32_rne_bits(x[e]);
+      }
+    }
+  } else {
+    if constexpr (SPLIT) {
+      float h[4], l[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        h[e] = round_fmt<FMT>(x[e]);
+        l[e] = __fmul_rn(__fsub_rn(x[e], h[e]), lo_scale);
+      }
+      hi[0] = pack2<FMT>(h[0], h[1]);
+      hi[1] = pack2<FMT>(h[2], h[3]);
+      lo[0] = pack2<FMT>(l[0], l[1]);
+      lo[1] = pack2<FMT>(l[2], l[3]);
+    } else {
+      hi[0] = pack2<FMT>(x[0], x[1]);
+      hi[1] = pack2<FMT>(x[2], x[3]);
+    }
+  }
+}
+
+// Round/split one fp32 staging stage into the operand tiles oh (hi) and ol (lo).
+template <int FMT, bool SPLIT, int NTH>
+__device__ __forceinline__ void convert_stage(const float* st, uint32_t* oh, uint32_t* ol,
+                                              float lo_scale, int tid) {
+  const float* sA = st;
+  const float* sB = st + BM * CLDA;
+  if constexpr (FMT == TF32) {
+    uint32_t* hA = oh; uint32_t* hB = oh + T_A;
+    uint32_t* lA = ol; uint32_t* lB = ol + T_A;
+#pragma unroll
+    for (int i = 0; i < (BM * BK / 4) / NTH; ++i) {
+      int c = tid + i * NTH;
+      int row = c / (BK / 4), col = (c % (BK / 4)) * 4;
+      float4 v = *reinterpret_cast<const float4*>(sA + row * CLDA + col);
+      uint32_t h[4], l[4];
+      split4<FMT, SPLIT>(v, lo_scale, h, l);
+      *reinterpret_cast<uint4*>(hA + row * T_LD + col) = make_uint4(h[0], h[1], h[2], h[3]);
+      if constexpr (SPLIT)
+        *reinterpret_cast<uint4*>(lA + row * T_LD + col) = make_uint4(l[0], l[1], l[2], l[3]);
+    }
+#pragma unroll
+    for (int i = 0; i < (BK * BN / 4) / NTH; ++i) {  // B stored transposed: [n][k]
+      int c = tid + i * NTH;
+      int k = c % BK, n = (c / BK) * 4;
+      float4 v = *reinterpret_cast<const float4*>(sB + k * CLDB + n);
+      uint32_t h[4], l[4];
+      split4<FMT, SPLIT>(v, lo_scale, h, l);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        hB[(n + e) * T_LD + k] = h[e];
+        if constexpr (SPLIT) lB[(n + e) * T_LD + k] = l[e];
+      }
+    }
+  } else {
+    uint16_t* hA = reinterpret_cast<uint16_t*>(oh); uint16_t* hB = hA + H_A;
+    uint16_t* lA = reinterpret_cast<uint16_t*>(ol); uint16_t* lB = lA + H_A;
+    // A: 8 consecutive k = 8h + r (r = q + 4e) go to columns 8h + 2q + e (Schedule.k_perm),
+    // i.e. the u32 at column 8h + 2q packs (k = 8h + q, k = 8h + q + 4): the old register path.
+#pragma unroll
+    for (int i = 0; i < (BM * BK / 8) / NTH; ++i) {
+      int c = tid + i * NTH;
+      int row = c / (BK / 8), col = (c % (BK / 8)) * 8;
+      float4 v0 = *reinterpret_cast<const float4*>(sA + row * CLDA + col);
+      float4 v1 = *reinterpret_cast<const float4*>(sA + row * CLDA + col + 4);
+      uint32_t h[4], l[4];
+      split4<FMT, SPLIT>(make_float4(v0.x, v1.x, v0.y, v1.y), lo_scale, h, l);
+      uint32_t h2[4], l2[4];
+      split4<FMT, SPLIT>(make_float4(v0.z, v1.z, v0.w, v1.w), lo_scale, h2, l2);
+      *reinterpret_cast<uint4*>(hA + row * H_LDA + col) = make_uint4(h[0], h[1], h2[0], h2[1]);
+      if constexpr (SPLIT)
+        *reinterpret_cast<uint4*>(lA + row * H_LDA + col) = make_uint4(l[0], l[1], l2[0], l2[1]);
+    }
+    // B: physical k row -> slot row (k & ~15) + 8h + 2q + e for k % 16 = 8h + 4e + q.
+#pragma unroll
+    for (int i = 0; i < (BK * BN / 4) / NTH; ++i) {
+      int c = tid + i * NTH;
+      int row = c / (BN / 4), col = (c % (BN / 4)) * 4;
+      int kl = row & 15;
+      int srow = (row & ~15) + (kl & 8) + 2 * (kl & 3) + ((kl >> 2) & 1);
+      float4 v = *reinterpret_cast<const float4*>(sB + row * CLDB + col);
+      uint32_t h[4], l[4];
+      split4<FMT, SPLIT>(v, lo_scale, h, l);
+      *reinterpret_cast<uint2*>(hB + srow * H_LDB + col) = make_uint2(h[0], h[1]);
+      if constexpr (SPLIT) *reinterpret_cast<uint2*>(lB + srow * H_LDB + col) = make_uint2(l[0], l[1]);
+    }
+  }
+}
+
+// A fragments (MT m16 tiles) and B fragments (NT n8 tiles) of one instruction k-block kk.
+template <int FMT, int MT>
+__device__ __forceinline__ void load_frags(const uint32_t* o, int wm, int wn, int kk, int lane,
+                                           uint32_t (&a)[MT][4], uint32_t (&b)[NT][2]) {
+  if constexpr (FMT == TF32) {
+    const uint32_t* oA = o;
+    const uint32_t* oB = o + T_A;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+      ldsm_x4(a[i], oA + (wm + i * 16 + (lane & 15)) * T_LD + kk + (lane >> 4) * 4);
+#pragma unroll
+    for (int jp = 0; jp < NT / 2; ++jp) {
+      uint32_t r[4];
+      ldsm_x4(r, oB + (wn + jp * 16 + (lane & 7) + (lane >> 4) * 8) * T_LD + kk +
+                     ((lane >> 3) & 1) * 4);
+      b[2 * jp][0] = r[0]; b[2 * jp][1] = r[1]; b[2 * jp + 1][0] = r[2]; b[2 * jp + 1][1] = r[3];
+    }
+  } else {
+    const uint16_t* oA = reinterpret_cast<const uint16_t*>(o);
+    const uint16_t* oB = oA + H_A;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+      ldsm_x4(a[i], oA + (wm + i * 16 + (lane & 15)) * H_LDA + kk + (lane >> 4) * 8);
+#pragma unroll
+    for (int jp = 0; jp < NT / 2; ++jp) {
+      uint32_t r[4];
+      ldsm_x4_t(r, oB + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * H_LDB + wn + jp * 16 +
+                       (lane >> 4) * 8);
+      b[2 * jp][0] = r[0]; b[2 * jp][1] = r[1]; b[2 * jp + 1][0] = r[2]; b[2 * jp + 1][1] = r[3];
+    }
+  }
+}
+
+// Threads per CTA: 512 for the f16/bf16/tf32 split kernels, else 256 (mirrored in launch.py).
+__host__ __device__ constexpr int cvt_threads(int fmt, int mode) {
+  return (fmt == F16 || fmt == BF16 || fmt == TF32) && (mode == OOTOMO || mode == MARKIDIS)
+             ? 512 : NTHREADS;
+}
+
+template <int FMT>
+__host__ __device__ constexpr int cvt_part_words() {  // one operand tile pair (A and B), words
+  return FMT == TF32 ? (T_A + T_B) : (H_A + H_B) / 2;
+}
+
+template <int FMT, int MODE>
+__device__ __forceinline__ void gemm_body_cvt(const float* __restrict__ A,
+                                              const float* __restrict__ B, float* __restrict__ D,
+                                              int M, int N, int K, float lo_scale,
+                                              float out_scale, int* flag) {
+  constexpr int KI = Traits<FMT>::KI;
+  constexpr bool SPLIT = (MODE == OOTOMO || MODE == MARKIDIS);
+  constexpr int S = CvtCfg<FMT, SPLIT>::STAGES;
+  // split kernels: 16 warps of 32x32 (4 x 4), plain/satf: 8 warps of 64x32 (2 x 4)
+  constexpr int NTH = cvt_threads(FMT, MODE);
+  constexpr int WMc = NTH == 512 ? 32 : 64;
+  constexpr int MT = WMc / 16;
+  constexpr bool SAT = (MODE == SATF_STRICT);
+  constexpr int PW = cvt_part_words<FMT>();
+  constexpr int NP = SPLIT ? 2 : 1;
+  if constexpr (MODE == SATF_STRICT) {
+    if (*reinterpret_cast<volatile int*>(flag) == 0) return;  // fast launch was all finite
+  }
+  extern __shared__ float4 smem4[];
+  float* stage = reinterpret_cast<float*>(smem4);
+  uint32_t* ops = reinterpret_cast<uint32_t*>(stage + S * CSTAGE);  // [2 buffers][NP parts]
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = (warp / 4) * WMc, wn = (warp % 4) * WN;
+  const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
+  const int KT = K / BK;
+
+  float acc[MT][NT][4];
+  float corr[MT][NT][4];
+  zero_acc(acc, corr);
+
+#pragma unroll
+  for (int s = 0; s < S; ++s) {
+    if (s < KT) {
+      float* st = stage + s * CSTAGE;
+      load_stage<CLDA, CLDB, NTH>(st, st + BM * CLDA, A, B, K, N, bm, bn, s * BK, tid);
+    }
+    cp_async_commit();
+  }
+  cp_async_wait<S - 1>();
+  __syncthreads();
+  convert_stage<FMT, SPLIT, NTH>(stage, ops, ops + PW, lo_scale, tid);
+  cp_async_wait<S - 2>();
+  __syncthreads();
+
+  for (int kt = 0; kt < KT; ++kt) {
+    if (kt + S < KT) {
+      float* st = stage + (kt % S) * CSTAGE;
+      load_stage<CLDA, CLDB, NTH>(st, st + BM * CLDA, A, B, K, N, bm, bn, (kt + S) * BK, tid);
+    }
+    cp_async_commit();
+    if (kt + 1 < KT) {
+      uint32_t* o = ops + ((kt + 1) & 1) * NP * PW;
+      convert_stage<FMT, SPLIT, NTH>(stage + ((kt + 1) % S) * CSTAGE, o, o + PW, lo_scale, tid);
+    }
+    const uint32_t* oh = ops + (kt & 1) * NP * PW;
+    const uint32_t* ol = oh + PW;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += KI) {
+      uint32_t ahi[MT][4], alo[MT][4], bhi[NT][2], blo[NT][2];
+      load_frags<FMT, MT>(oh, wm, wn, kk, lane, ahi, bhi);
+      if constexpr (SPLIT) load_frags<FMT, MT>(ol, wm, wn, kk, lane, alo, blo);
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+          if constexpr (MODE == OOTOMO) {
+            float t[4];
+            const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            mma<FMT, false>(t, ahi[i], bhi[j], z);
+#pragma unroll
+            for (int r = 0; r < 4; ++r) acc[i][j][r] = __fadd_rn(acc[i][j][r], t[r]);
+            mma<FMT, false>(corr[i][j], alo[i], bhi[j], corr[i][j]);
+            mma<FMT, false>(corr[i][j], ahi[i], blo[j], corr[i][j]);
+          } else if constexpr (MODE == MARKIDIS) {
+            mma<FMT, false>(acc[i][j], ahi[i], bhi[j], acc[i][j]);
+            mma<FMT, false>(acc[i][j], alo[i], bhi[j], acc[i][j]);
+            mma<FMT, false>(acc[i][j], ahi[i], blo[j], acc[i][j]);
+          } else {
+            mma<FMT, false>(acc[i][j], ahi[i], bhi[j], acc[i][j]);
+            if constexpr (SAT) {
+#pragma unroll
+              for (int r = 0; r < 4; ++r) acc[i][j][r] = satf(acc[i][j][r]);
+            }
+          }
+        }
+      }
+    }
+    cp_async_wait<S - 2>();
+    __syncthreads();
+  }
+  cp_async_wait<0>();
+  finish<FMT, MODE>(acc, corr, D, N, bm + wm, bn + wn, lane, out_scale, flag);
 }
 
 template <int FMT, int MODE>
@@ -254,12 +579,7 @@ __device__ __forceinline__ void gemm_body(const float* __restrict__ A, const flo
 
   float acc[MT][NT][4];   // plain/satf/markidis accumulator, ootomo: main
   float corr[MT][NT][4];  // ootomo: correction accumulator (unused otherwise)
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) { acc[i][j][r] = 0.0f; corr[i][j][r] = 0.0f; }
+  zero_acc(acc, corr);
 
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
@@ -349,62 +669,44 @@ __device__ __forceinline__ void gemm_body(const float* __restrict__ A, const flo
     }
   }
   cp_async_wait<0>();
-  if constexpr (MODE == SATF && FMT != S8) {
-    bool bad = false;
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) bad |= !isfinite(acc[i][j][r]);
-    if (__any_sync(0xffffffffu, bad) && lane == 0) atomicOr(flag, 1);
-  }
+  finish<FMT, MODE>(acc, corr, D, N, bm + wm, bn + wn, lane, out_scale, flag);
+}
 
-  // Epilogue: D[row, col..col+1] from c0,c1 (row g) and c2,c3 (row g+8).
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      float v[4];
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        if constexpr (MODE == OOTOMO) {
-          v[r] = __fadd_rn(acc[i][j][r], __fmul_rn(corr[i][j][r], out_scale));
-        } else if constexpr (FMT == S8) {
-          v[r] = __int2float_rn(__float_as_int(acc[i][j][r]));
-        } else {
-          v[r] = acc[i][j][r];
-        }
-      }
-      int row = bm + wm + i * 16 + g, col = bn + wn + j * 8 + 2 * q;
-      *reinterpret_cast<float2*>(D + size_t(row) * N + col) = make_float2(v[0], v[1]);
-      *reinterpret_cast<float2*>(D + size_t(row + 8) * N + col) = make_float2(v[2], v[3]);
-    }
+// f16/bf16/tf32: converted operand tiles + ldmatrix; fp8/int8: register conversion path.
+template <int FMT, int MODE>
+__device__ __forceinline__ void gemm_dispatch(const float* __restrict__ A,
+                                              const float* __restrict__ B, float* __restrict__ D,
+                                              int M, int N, int K, float lo_scale,
+                                              float out_scale, int* flag) {
+  if constexpr (FMT == F16 || FMT == BF16 || FMT == TF32)
+    gemm_body_cvt<FMT, MODE>(A, B, D, M, N, K, lo_scale, out_scale, flag);
+  else
+    gemm_body<FMT, MODE>(A, B, D, M, N, K, lo_scale, out_scale, flag);
 }
 
 }  // namespace prec
 
 #define PREC_GEMM_KERNEL(NAME, FMT, MODE, MINB)                                               \
-  extern "C" __global__ void __launch_bounds__(prec::NTHREADS, MINB)                          \
+  extern "C" __global__ void __launch_bounds__(prec::cvt_threads(FMT, MODE), MINB)                          \
       NAME(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ D,  \
            int M, int N, int K, float lo_scale, float out_scale, int* flag) {                 \
-    prec::gemm_body<FMT, MODE>(A, B, D, M, N, K, lo_scale, out_scale, flag);                  \
+    prec::gemm_dispatch<FMT, MODE>(A, B, D, M, N, K, lo_scale, out_scale, flag);              \
   }
 
 PREC_GEMM_KERNEL(gemm_plain_f16, prec::F16, prec::PLAIN, 2)
 PREC_GEMM_KERNEL(gemm_plain_bf16, prec::BF16, prec::PLAIN, 2)
-PREC_GEMM_KERNEL(gemm_plain_tf32, prec::TF32, prec::PLAIN, 2)
+PREC_GEMM_KERNEL(gemm_plain_tf32, prec::TF32, prec::PLAIN, 1)
 PREC_GEMM_KERNEL(gemm_plain_e4m3, prec::E4M3, prec::PLAIN, 1)
 PREC_GEMM_KERNEL(gemm_plain_e5m2, prec::E5M2, prec::PLAIN, 1)
 PREC_GEMM_KERNEL(gemm_plain_int8, prec::S8, prec::PLAIN, 1)
 PREC_GEMM_KERNEL(gemm_satf_f16, prec::F16, prec::SATF, 2)
 PREC_GEMM_KERNEL(gemm_satf_bf16, prec::BF16, prec::SATF, 2)
-PREC_GEMM_KERNEL(gemm_satf_tf32, prec::TF32, prec::SATF, 2)
+PREC_GEMM_KERNEL(gemm_satf_tf32, prec::TF32, prec::SATF, 1)
 PREC_GEMM_KERNEL(gemm_satf_e4m3, prec::E4M3, prec::SATF, 1)
 PREC_GEMM_KERNEL(gemm_satf_e5m2, prec::E5M2, prec::SATF, 1)
 PREC_GEMM_KERNEL(gemm_satf_int8, prec::S8, prec::SATF, 1)
-PREC_GEMM_KERNEL(gemm_satfstrict_f16, prec::F16, prec::SATF_STRICT, 1)
-PREC_GEMM_KERNEL(gemm_satfstrict_bf16, prec::BF16, prec::SATF_STRICT, 1)
+PREC_GEMM_KERNEL(gemm_satfstrict_f16, prec::F16, prec::SATF_STRICT, 2)
+PREC_GEMM_KERNEL(gemm_satfstrict_bf16, prec::BF16, prec::SATF_STRICT, 2)
 PREC_GEMM_KERNEL(gemm_satfstrict_tf32, prec::TF32, prec::SATF_STRICT, 1)
 PREC_GEMM_KERNEL(gemm_satfstrict_e4m3, prec::E4M3, prec::SATF_STRICT, 1)
 PREC_GEMM_KERNEL(gemm_satfstrict_e5m2, prec::E5M2, prec::SATF_STRICT, 1)
