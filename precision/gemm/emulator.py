@@ -11,6 +11,7 @@ import numpy as np
 
 from precision.gemm.operands import prepare_operands
 from precision.gemm.schedule import Add, IntToFloat, Mma, Satf, Scale, Schedule
+from precision.tensorcore.fdpa import canonicalize_nan
 
 _FLT_MAX = np.float32(np.finfo(np.float32).max)
 
@@ -59,24 +60,16 @@ def run_schedule(
     return out
 
 
-def _canonical_nan(x: np.ndarray) -> np.ndarray:
-    """NaN results of CUDA-core FADD/FMUL are the canonical 0x7FFFFFFF on NVIDIA GPUs
-    (numpy on x86 gives 0xFFC00000); recorded H200 outputs confirm it for Inf - Inf."""
-    nan = np.isnan(x)
-    if nan.any():
-        x.view(np.uint32)[nan] = 0x7FFFFFFF
-    return x
-
-
 def _apply(op, env: dict[str, np.ndarray], do_mma) -> None:
     if isinstance(op, Mma):
         do_mma(op)
     elif isinstance(op, Add):
         with np.errstate(invalid="ignore", over="ignore"):
-            env[op.dst] = _canonical_nan((env[op.x] + env[op.y]).astype(np.float32))
+            env[op.dst] = canonicalize_nan((env[op.x] + env[op.y]).astype(np.float32))
     elif isinstance(op, Scale):
         with np.errstate(invalid="ignore", over="ignore", under="ignore"):
-            env[op.dst] = _canonical_nan((env[op.x] * np.float32(2.0**op.log2)).astype(np.float32))
+            scaled = env[op.x] * np.float32(2.0**op.log2)
+            env[op.dst] = canonicalize_nan(scaled.astype(np.float32))
     elif isinstance(op, Satf):
         env[op.dst] = satf(env[op.dst])
     elif isinstance(op, IntToFloat):

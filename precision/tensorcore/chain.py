@@ -206,10 +206,7 @@ def _rn_add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """x + y rounded to nearest even in x's dtype (an FADD.RN/HADD.RN), canonical NaN out."""
     with np.errstate(over="ignore", invalid="ignore"):
         s = (x.astype(np.float64) + y.astype(np.float64)).astype(x.dtype)
-    if np.isnan(s).any():
-        uint = s.view(np.uint32 if s.dtype == np.float32 else np.uint16)
-        uint[np.isnan(s)] = 0x7FFFFFFF if s.dtype == np.float32 else 0x7FFF
-    return s
+    return fdpa.canonicalize_nan(s)
 
 
 class _FloatChain:

@@ -133,6 +133,24 @@ def block(
     return out
 
 
+# The NaN NVIDIA GPUs produce (tensor cores, FADD/FMUL on CUDA cores), per storage dtype.
+CANONICAL_NAN_BITS = {np.dtype(np.float32): 0x7FFFFFFF, np.dtype(np.float16): 0x7FFF}
+
+
+def canonicalize_nan(x: np.ndarray) -> np.ndarray:
+    """Give every NaN of the float32/float16 array ``x`` the GPU's canonical bits, in place.
+
+    Recorded H200 outputs show a NaN result is always the positive quiet NaN 0x7FFFFFFF
+    (fp32) / 0x7FFF (fp16), whatever the input payloads; numpy on x86 gives 0xFFC00000.
+    Returns ``x``.
+    """
+    nan = np.isnan(x)
+    if nan.any():
+        x.view(np.uint32 if x.dtype == np.float32 else np.uint16)[nan] = \
+            CANONICAL_NAN_BITS[x.dtype]
+    return x
+
+
 def _apply_specials(out: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
     """Overwrite results of blocks with non-finite terms by the IEEE value of the exact sum.
 
@@ -147,6 +165,4 @@ def _apply_specials(out: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray
     if not bad.any():
         return
     out[bad] = total[bad].astype(out.dtype)
-    nan_bits = {np.dtype(np.float32): 0x7FFFFFFF, np.dtype(np.float16): 0x7FFF}[out.dtype]
-    uint = out.view(np.uint32 if out.dtype == np.float32 else np.uint16)
-    uint[np.isnan(out)] = nan_bits
+    canonicalize_nan(out)
