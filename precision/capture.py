@@ -236,15 +236,11 @@ def build_probe(workdir: str | Path) -> Path:
 
     nvcc rather than NVRTC: CuPy's NVRTC path forces ``-ftz=true``.
     """
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        raise RuntimeError("precision capture needs nvcc (the CUDA toolkit compiler) on PATH "
-                           "to build capture_kernels/probe.cu; none was found")
+    from precision.kernels.build import run_nvcc
+
     out = Path(workdir) / "probe.cubin"
-    cmd = [nvcc, f"-arch={ARCH}", "-cubin", "-o", str(out), str(KERNEL_SOURCE)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"nvcc failed ({' '.join(cmd)}):\n{proc.stderr}")
+    run_nvcc([f"-arch={ARCH}", "-cubin", "-o", str(out), str(KERNEL_SOURCE)],
+             what="precision capture building capture_kernels/probe.cu")
     return out
 
 

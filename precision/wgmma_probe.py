@@ -69,13 +69,10 @@ def pack(a: np.ndarray, b: np.ndarray, c: np.ndarray):
 
 
 def _nvcc(src: Path, arch: str, out: Path) -> Path:
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        raise RuntimeError("nvcc not found on PATH")
-    cmd = [nvcc, f"-arch={arch}", "-cubin", "-o", str(out), str(src)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"nvcc failed ({' '.join(cmd)}):\n{proc.stderr}")
+    from precision.kernels.build import run_nvcc
+
+    run_nvcc([f"-arch={arch}", "-cubin", "-o", str(out), str(src)],
+             what=f"building the wgmma probe {src.name}")
     return out
 
 

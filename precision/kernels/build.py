@@ -42,16 +42,16 @@ def cache_dir() -> Path:
     return root
 
 
-def find_nvcc() -> str:
-    """Path of ``nvcc`` (``$CUDA_HOME/bin`` or ``PATH``); RuntimeError when absent."""
+def find_nvcc(what: str = "building the CUDA GEMM kernels") -> str:
+    """Path of ``nvcc`` (``$CUDA_HOME/bin`` or ``PATH``); RuntimeError naming ``what`` if absent."""
     for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if home and (Path(home) / "bin" / "nvcc").exists():
             return str(Path(home) / "bin" / "nvcc")
     found = shutil.which("nvcc")
     if found is None:
         raise RuntimeError(
-            "building the CUDA GEMM kernels needs nvcc (CUDA toolkit >= 12.4); none found on "
-            "PATH, $CUDA_HOME or /usr/local/cuda"
+            f"{what} needs nvcc (CUDA toolkit >= 12.4); none found on PATH, $CUDA_HOME or "
+            "/usr/local/cuda"
         )
     return found
 
@@ -59,6 +59,17 @@ def find_nvcc() -> str:
 def _nvcc_version(nvcc: str) -> str:
     out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True)
     return out.stdout.strip().splitlines()[-1]
+
+
+def run_nvcc(args: list[str], *, what: str, nvcc: str | None = None) -> None:
+    """Run ``nvcc *args``; on failure a RuntimeError naming ``what``, the command and stderr."""
+    nvcc = nvcc or find_nvcc(what)
+    cmd = [nvcc, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"nvcc failed while {what} (exit {proc.returncode}):\n{' '.join(cmd)}\n{proc.stderr}"
+        )
 
 
 def build_cubin(
@@ -90,11 +101,7 @@ def build_cubin(
     )
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
         tmp_out = Path(tmp) / out.name
-        cmd = [nvcc, *gencode, "-cubin", *flags, "-o", str(tmp_out), str(src)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(
-                f"nvcc failed on {src} (exit {proc.returncode}):\n{' '.join(cmd)}\n{proc.stderr}"
-            )
+        run_nvcc([*gencode, "-cubin", *flags, "-o", str(tmp_out), str(src)],
+                 what=f"building {src.name}", nvcc=nvcc)
         os.replace(tmp_out, out)  # atomic: concurrent builders never see a partial cubin
     return out
