@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 
-
-@functools.cache
-def gpu_available() -> bool:
-    """True when CuPy imports and sees at least one CUDA device."""
-    try:
-        import cupy
-
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:
-        return False
+from precision.gpu import unavailable_reason
 
 
 def pytest_collection_modifyitems(config, items):
-    if gpu_available():
+    reason = unavailable_reason()
+    if reason is None:
         return
-    skip = pytest.mark.skip(reason="needs CuPy and an NVIDIA GPU")
+    skip = pytest.mark.skip(reason=f"needs CuPy and an NVIDIA GPU ({reason})")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
