@@ -41,13 +41,20 @@ def test_every_kernel_name_is_unique_and_in_the_source():
 
     import precision.kernels
 
-    src = (Path(precision.kernels.__file__).parent / "gemm_mma.cu").read_text()
+    kdir = Path(precision.kernels.__file__).parent
+    mma_src = (kdir / "gemm_mma.cu").read_text()
     names = [s.kernel for s in all_schedules()]
     assert len(names) == len(set(names))
     for s in all_schedules():
-        assert f"PREC_GEMM_KERNEL({s.kernel}," in src
-        if s.strict_kernel:
-            assert f"PREC_GEMM_KERNEL({s.strict_kernel}," in src
+        src = (kdir / s.source).read_text()
+        if s.source == "gemm_wgmma.cu":
+            macro = "WG_PLAIN_KERNEL" if s.method in ("plain", "satf") else "WG_SPLIT_KERNEL"
+            assert f"{macro}({s.kernel}," in src
+            assert s.k_perm == tuple(range(s.k_block))  # operands K-major, natural k order
+        else:
+            assert f"PREC_GEMM_KERNEL({s.kernel}," in src
+        if s.strict_kernel:  # the per-step clamp kernel is always the mma.sync one
+            assert f"PREC_GEMM_KERNEL({s.strict_kernel}," in mma_src
 
 
 def test_corrected_ootomo_structure():

@@ -95,8 +95,10 @@ class Split:
 
 @dataclass(frozen=True)
 class Schedule:
-    """One kernel's arithmetic. ``step`` runs once per k-block of ``k_block`` (the instruction
-    k) in increasing k; ``epilogue`` runs once; ``output`` names the fp32 result.
+    """One kernel's arithmetic. ``step`` runs once per k-block of ``k_block`` (one instruction's
+    k, or two for the wgmma Ootomo kernels) in increasing k; an ``Mma`` over a k-block of
+    several instructions chains them in increasing k; ``epilogue`` runs once; ``output``
+    names the fp32 result.
 
     ``k_perm[s]`` is the physical k (within one instruction's k-range) that the kernel places in
     the instruction's k-slot ``s`` of the PTX fragment layout; it matters where an instruction
@@ -122,6 +124,8 @@ class Schedule:
     strict_kernel: str | None = None
     ftz: bool = False
     fma_contraction: bool = False
+    #: CUDA source of ``kernel`` (``gemm_wgmma.cu``: wgmma, sm_90a; ``gemm_mma.cu``: mma.sync).
+    source: str = "gemm_mma.cu"
 
     def describe(self) -> str:
         """Human-readable one-screen summary (used in docs and the bench CSV)."""
@@ -176,6 +180,21 @@ def canonical_format(fmt: object) -> str:
     return name
 
 
+#: Formats whose kernels run on wgmma (gemm_wgmma.cu); fp8/int8 stay on mma.sync (gemm_mma.cu).
+WGMMA_FORMATS: tuple[str, ...] = ("fp16", "bf16", "tf32")
+#: Ootomo k-block of the wgmma kernels, in instructions: t = hi*hi is chained inside the tensor
+#: core over this many instructions before its fp32 round-to-nearest add (one CTA k-stage).
+OOTOMO_BLOCK_INSTRUCTIONS = 2
+
+
+def wgmma_tile(method: str, fmt: str) -> tuple[int, int, int]:
+    """(BM, BN, BK) of the wgmma kernel for ``method`` on ``fmt`` (see gemm_wgmma.cu): plain
+    and satf 128 x 256 with k-stages of 128 bytes per row; split kernels 128 x 128 with 64."""
+    row_bytes = 128 if method in ("plain", "satf") else 64
+    k = row_bytes // (4 if fmt == "tf32" else 2)
+    return (128, 256, k) if method in ("plain", "satf") else (128, 128, k)
+
+
 def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") -> Schedule:
     """The schedule of the kernel implementing ``method`` on inputs rounded to ``fmt``.
 
@@ -185,7 +204,14 @@ def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") ->
         raise ValueError(f"method={method!r}: expected one of {METHODS}")
     f = canonical_format(fmt)
     kfmt = _KERNEL_FMT[f]
-    common = dict(fmt=f, k_block=INSTRUCTION_K[f], k_perm=k_permutation(f))
+    ki = INSTRUCTION_K[f]
+    if f in WGMMA_FORMATS:  # wgmma: operands K-major in shared memory, k in natural order
+        common = dict(fmt=f, k_block=ki, k_perm=tuple(range(ki)),
+                      tile=wgmma_tile(method, f), source="gemm_wgmma.cu")
+        prefix = "wg"
+    else:
+        common = dict(fmt=f, k_block=ki, k_perm=k_permutation(f))
+        prefix = "gemm"
     if f in ("e4m3", "e5m2"):
         rounding = "rne, satfinite (|x| > MAX_NORM -> +-MAX_NORM)"
     elif f == "int8":
@@ -195,7 +221,7 @@ def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") ->
     integer = f == "int8"
     if method == "plain":
         epi = (IntToFloat("acc"),) if integer else ()
-        return Schedule(kernel=f"gemm_plain_{kfmt}", method=method, correction=None,
+        return Schedule(kernel=f"{prefix}_plain_{kfmt}", method=method, correction=None,
                         input_rounding=rounding, split=None, accumulators=("acc",),
                         step=(Mma("acc", "A", "B", "acc"),), epilogue=epi, output="acc",
                         integer=integer, **common)
@@ -205,7 +231,7 @@ def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") ->
             epi = (IntToFloat("acc"),)
         else:
             step, epi = (Mma("acc", "A", "B", "acc"), Satf("acc")), ()
-        return Schedule(kernel=f"gemm_satf_{kfmt}", method=method, correction=None,
+        return Schedule(kernel=f"{prefix}_satf_{kfmt}", method=method, correction=None,
                         input_rounding=rounding, split=None, accumulators=("acc",), step=step,
                         epilogue=epi, output="acc", integer=integer,
                         strict_kernel=None if integer else f"gemm_satfstrict_{kfmt}", **common)
@@ -216,8 +242,10 @@ def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") ->
         )
     if correction == "ootomo":
         s = LO_SCALE_LOG2[f]
+        kb = OOTOMO_BLOCK_INSTRUCTIONS * ki
+        common.update(k_block=kb, k_perm=tuple(range(kb)))
         return Schedule(
-            kernel=f"gemm_ootomo_{kfmt}", method=method, correction=correction,
+            kernel=f"{prefix}_ootomo_{kfmt}", method=method, correction=correction,
             input_rounding=rounding, split=Split(s), accumulators=("main", "corr"),
             step=(Mma("t", "A_hi", "B_hi", "zero"), Add("main", "main", "t"),
                   Mma("corr", "A_lo", "B_hi", "corr"), Mma("corr", "A_hi", "B_lo", "corr")),
@@ -225,7 +253,7 @@ def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") ->
             output="out", **common)
     if correction == "markidis":
         return Schedule(
-            kernel=f"gemm_markidis_{kfmt}", method=method, correction=correction,
+            kernel=f"{prefix}_markidis_{kfmt}", method=method, correction=correction,
             input_rounding=rounding, split=Split(0), accumulators=("acc",),
             step=(Mma("acc", "A_hi", "B_hi", "acc"), Mma("acc", "A_lo", "B_hi", "acc"),
                   Mma("acc", "A_hi", "B_lo", "acc")),

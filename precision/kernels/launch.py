@@ -1,4 +1,5 @@
-"""CuPy launchers for the nvcc-built GEMM kernels (``gemm_mma.cu``).
+"""CuPy launchers for the nvcc-built GEMM kernels (``gemm_wgmma.cu`` for f16/bf16/tf32,
+``gemm_mma.cu`` for fp8/int8 and the per-step satf clamp).
 
 CuPy is imported lazily (through :mod:`precision.gpu`); nothing here touches the GPU at import.
 """
@@ -46,18 +47,25 @@ def smem_bytes(name: str) -> int:
 
 
 @functools.cache
-def _module(arch: str) -> Any:
+def _module(source: str, arch: str) -> Any:
     from precision.gpu import require_gpu
 
     cp = require_gpu("the CUDA GEMM kernels")
-    return cp.RawModule(path=str(build_cubin(GEMM_SOURCE, arch=arch)))
+    return cp.RawModule(path=str(build_cubin(source, arch=arch)))
 
 
 @functools.cache
 def get_kernel(name: str, arch: str = "sm_90") -> Any:
-    """The ``cupy.RawKernel`` entry point ``name`` of the GEMM cubin for ``arch``."""
-    kern = _module(arch).get_function(name)
-    smem = smem_bytes(name)
+    """The ``cupy.RawKernel`` entry point ``name``: ``wg_*`` from the wgmma cubin (built for
+    ``sm_90a``), others from the mma.sync cubin for ``arch``."""
+    if name.startswith("wg_"):
+        kern = _module(WGMMA_SOURCE, "sm_90a").get_function(name)
+        smem = wgmma_smem_bytes(name)
+    else:
+        kern = _module(GEMM_SOURCE, arch).get_function(name)
+        smem = smem_bytes(name)
+    if smem == 0:
+        return kern
     try:  # a RawKernel (CuPy >= 8) exposes the attribute; a bare Function needs the driver
         kern.max_dynamic_shared_size_bytes = smem
     except AttributeError:
@@ -95,6 +103,9 @@ def launch_gemm(
     cp = require_gpu("the CUDA GEMM kernels")
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
         raise ValueError(f"A (M x K) and B (K x N) must agree: got {A.shape} and {B.shape}")
+    if name.startswith("wg_"):
+        return _launch_wgmma(cp, name, A, B, lo_scale=lo_scale, out_scale=out_scale,
+                             arch=arch, strict_name=strict_name)
     M, K = A.shape
     N = B.shape[1]
     Mp, Np, Kp = (-(-M // BM) * BM, -(-N // BN) * BN, -(-K // BK) * BK)
@@ -106,6 +117,91 @@ def launch_gemm(
     for kname in (name,) if strict_name is None else (name, strict_name):
         get_kernel(kname, arch)((Np // BN, Mp // BM, 1), (threads(kname), 1, 1), args,
                                 shared_mem=smem_bytes(kname))
+    if (Mp, Np) != (M, N):
+        D = cp.ascontiguousarray(D[:M, :N])
+    return D
+
+
+# ---- wgmma kernels (gemm_wgmma.cu) ----------------------------------------------------------
+WGMMA_SOURCE = "gemm_wgmma.cu"
+#: Element bytes of the operand storage per format suffix.
+_WG_BYTES = {"f16": 2, "bf16": 2, "tf32": 4}
+#: plain/satf: 128 x 256 CTA tiles, k-stages of 128 bytes per row, 4 cp.async stages;
+#: split (ootomo/markidis): 128 x 128, k-stages of 64 bytes per row, 3 operand-tile buffers
+#: (A_hi, A_lo, B_hi, B_lo each 128 rows). Must match gemm_wgmma.cu. +1 KiB for 1024-B alignment.
+WG_PLAIN_TILE_MN, WG_SPLIT_TILE_MN = (128, 256), (128, 128)
+_WG_PLAIN_ROW, _WG_PLAIN_STAGES, _WG_SPLIT_ROW, _WG_SPLIT_STAGES = 128, 4, 64, 3
+
+
+def _wg_parts(name: str) -> tuple[str, str]:
+    mode, fmt = name[len("wg_"):].rsplit("_", 1)
+    if fmt not in _WG_BYTES or mode not in ("plain", "satf", "ootomo", "markidis"):
+        raise ValueError(f"unknown wgmma GEMM kernel {name!r}")
+    return mode, fmt
+
+
+def wgmma_tile(name: str) -> tuple[int, int, int]:
+    """(BM, BN, BK) of wgmma kernel ``name``; the host zero-pads M, N, K to these."""
+    mode, fmt = _wg_parts(name)
+    if mode in ("plain", "satf"):
+        return (*WG_PLAIN_TILE_MN, _WG_PLAIN_ROW // _WG_BYTES[fmt])
+    return (*WG_SPLIT_TILE_MN, _WG_SPLIT_ROW // _WG_BYTES[fmt])
+
+
+def wgmma_smem_bytes(name: str) -> int:
+    """Dynamic shared memory of ``name`` (0 for the rounding kernels, which use static)."""
+    if name.startswith(("wg_round_rows_", "wg_round_transpose_")):
+        return 0
+    mode, _ = _wg_parts(name)
+    bm, bn, _ = wgmma_tile(name)
+    if mode in ("plain", "satf"):
+        return _WG_PLAIN_STAGES * (bm + bn) * _WG_PLAIN_ROW + 1024
+    return _WG_SPLIT_STAGES * 4 * 128 * _WG_SPLIT_ROW + 1024
+
+
+def _round_operand(cp: Any, fmt: str, X: Any, rows_p: int, cols_p: int, transpose: bool) -> Any:
+    """``X`` rounded to ``fmt`` (storage bits), zero-padded, transposed if asked, on device."""
+    X = cp.ascontiguousarray(X, dtype=cp.float32)
+    rows, cols = X.shape
+    dtype = cp.uint32 if fmt == "tf32" else cp.uint16
+    if transpose:
+        Y = cp.empty((cols_p, rows_p), dtype=dtype)
+        grid = (-(-max(cols, cols_p) // 32), -(-max(rows, rows_p) // 32), 1)
+        get_kernel(f"wg_round_transpose_{fmt}")(
+            grid, (32, 8, 1), (X, cp.int32(rows), cp.int32(cols), Y, cp.int32(rows_p),
+                               cp.int32(cols_p)))
+    else:
+        Y = cp.empty((rows_p, cols_p), dtype=dtype)
+        get_kernel(f"wg_round_rows_{fmt}")(
+            (min(-(-rows_p * cols_p // 256), 65535), 1, 1), (256, 1, 1),
+            (X, cp.int32(rows), cp.int32(cols), Y, cp.int32(rows_p), cp.int32(cols_p)))
+    return Y
+
+
+def _launch_wgmma(cp: Any, name: str, A: Any, B: Any, *, lo_scale: float, out_scale: float,
+                  arch: str, strict_name: str | None) -> Any:
+    mode, fmt = _wg_parts(name)
+    M, K = A.shape
+    N = B.shape[1]
+    bm, bn, bk = wgmma_tile(name)
+    Mp, Np, Kp = (-(-M // bm) * bm, -(-N // bn) * bn, -(-K // bk) * bk)
+    D = cp.empty((Mp, Np), dtype=cp.float32)
+    grid = ((Mp // bm) * (Np // bn), 1, 1)
+    kern = get_kernel(name)
+    smem = wgmma_smem_bytes(name)
+    if mode in ("plain", "satf"):
+        Ar = _round_operand(cp, fmt, A, Mp, Kp, transpose=False)
+        Bt = _round_operand(cp, fmt, B, Kp, Np, transpose=True)
+        flag = cp.zeros(1, dtype=cp.int32)
+        kern(grid, (256, 1, 1), (Ar, Bt, D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp), flag),
+             shared_mem=smem)
+        if mode == "satf" and strict_name is not None and int(flag.get()[0]):
+            # a non-finite result: recompute with the clamp after every MMA (gemm_mma.cu)
+            return launch_gemm(f"gemm_satf_{fmt}", A, B, arch=arch, strict_name=strict_name)
+    else:
+        Ap, Bp = _padded(cp, A, Mp, Kp), _padded(cp, B, Kp, Np)
+        kern(grid, (256, 1, 1), (Ap, Bp, D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp),
+                                 cp.float32(lo_scale), cp.float32(out_scale)), shared_mem=smem)
     if (Mp, Np) != (M, N):
         D = cp.ascontiguousarray(D[:M, :N])
     return D

@@ -1,0 +1,452 @@
+// GEMM kernels on wgmma (sm_90a) for f16, bf16 and tf32 inputs: plain, satf (fast launch) and
+// corrected (Ootomo-Yokota, Markidis).
+//
+// Numerical contract (mirrored by precision/gemm/schedule.py, replayed by the emulator):
+//  * One wgmma.m64nNk16 (f16/bf16) or m64nNk8 (tf32) computes, for every output element, the
+//    same fused block as mma.sync m16n8k16 / m16n8k8 (recorded on the H200: docs/wgmma.md).
+//    Operands are K-major in shared memory, k in natural order (Schedule.k_perm = identity).
+//  * All fp32 CUDA-core arithmetic is __fadd_rn/__fmul_rn; built by nvcc with -ftz=false
+//    -fmad=false, so subnormals are kept and nothing is contracted into an FMA.
+//  * plain / satf: the inputs are rounded (f16/bf16 cvt.rn, tf32 RNE on the bits) by the
+//    wg_round_* kernels into K-major operand arrays (B transposed), then
+//    acc = mma(A, B, acc) chained over k in increasing order, acc starting at +0.
+//    satf (fast launch) computes the plain chain and sets *flag if any result is not finite;
+//    the host then runs the per-step-clamp kernel of gemm_mma.cu (see launch.py).
+//  * ootomo: fp32 A, B are read into registers and split there ("load with operation"):
+//    hi = fmt(x), lo = fmt(fp32_rn(fp32_rn(x - hi) * lo_scale)), stored as operand tiles in
+//    shared memory (no pass through global memory). Per k-block of two instructions (32 k for
+//    f16/bf16, 16 for tf32): t = mma(Ahi, Bhi, 0) chained over the two instructions;
+//    main = fp32_rn(main + t) on CUDA cores; corr = mma(Alo, Bhi, corr) over both
+//    instructions, then corr = mma(Ahi, Blo, corr) over both. D = fp32_rn(main +
+//    fp32_rn(corr * out_scale)). The first t-instruction uses scale-d = 0 for f16 (the
+//    accumulator input is ignored; identical to c = +0 because every f16 product exceeds the
+//    2^-133 zero-anchor) and an explicitly zeroed accumulator for bf16/tf32.
+//  * markidis: lo unscaled; per instruction: acc = mma(Ahi, Bhi, acc); acc = mma(Alo, Bhi, acc);
+//    acc = mma(Ahi, Blo, acc). D = acc.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "wgmma_ops.cuh"
+
+namespace wg {
+
+enum Mode { PLAIN = 0, SATF = 1, OOTOMO = 2, MARKIDIS = 3 };
+
+template <int FMT> struct Elem {
+  static constexpr int BYTES = FMT == TF32 ? 4 : 2;  // storage bytes per operand element
+  static constexpr int KI = FMT == TF32 ? 8 : 16;    // k of one instruction
+};
+
+// Tile shapes (launch.py mirrors them). plain/satf: 128 x 256 CTA tile, two warpgroups of
+// m64n256, k-stage of 128 bytes per row (64 f16/bf16 or 32 tf32), PLAIN_STAGES cp.async stages.
+// Split kernels: 128 x 128 CTA tile (three fp32 accumulator sets fill the register file),
+// k-stage of 64 bytes per row (32 or 16 k), SPLIT_STAGES operand-tile buffers.
+constexpr int NTHREADS = 256, BM = 128;
+constexpr int PLAIN_BN = 256, PLAIN_ROW = 128, PLAIN_STAGES = 4;
+constexpr int SPLIT_BN = 128, SPLIT_ROW = 64, SPLIT_STAGES = 3;
+constexpr int RASTER_GROUP = 8;  // CTA tiles walk 8 M-tiles at a time (L2 reuse)
+
+// ---- rounding -----------------------------------------------------------------------------
+__device__ __forceinline__ uint32_t tf32_rne_bits(float x) {
+  uint32_t u = __float_as_uint(x);
+  if ((u & 0x7f800000u) == 0x7f800000u) return u;  // Inf / NaN unchanged
+  u += 0x0fffu + ((u >> 13) & 1u);                    // round to nearest even at bit 13
+  return u & 0xffffe000u;
+}
+template <int FMT> __device__ __forceinline__ float round_fmt(float x) {
+  if constexpr (FMT == F16) return __half2float(__float2half_rn(x));
+  else if constexpr (FMT == BF16) return __bfloat162float(__float2bfloat16_rn(x));
+  else return __uint_as_float(tf32_rne_bits(x));
+}
+// Two values (exactly representable or not: cvt.rn either way) packed low-k first.
+template <int FMT> __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  if constexpr (FMT == F16) {
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&h);
+  } else {
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&h);
+  }
+}
+// Storage bits of one rounded element (16-bit formats in the low half).
+template <int FMT> __device__ __forceinline__ uint32_t storage_bits(float x) {
+  if constexpr (FMT == F16) return __half_as_ushort(__float2half_rn(x));
+  else if constexpr (FMT == BF16) return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+  else return tf32_rne_bits(x);
+}
+
+// ---- PTX helpers ----------------------------------------------------------------------------
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp_async16(uint32_t s, const void* g) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(g));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void st_shared_v4(uint32_t s, uint4 v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(s), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
+}
+// Generic-proxy shared-memory writes (st.shared, cp.async) -> visible to wgmma (async proxy).
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Keeps the compiler from moving accumulator reads/writes across wgmma issue/wait points.
+template <int N> __device__ __forceinline__ void fence_regs(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// Shared-memory matrix descriptor (PTX ISA "matrix descriptor"): start address, leading and
+// stride byte offsets (all >> 4) and the swizzle mode in bits 62-63 (1 = 128 B, 2 = 64 B).
+__device__ __forceinline__ uint64_t make_desc(uint32_t saddr, uint32_t sbo, uint64_t swizzle) {
+  return uint64_t((saddr & 0x3FFFFu) >> 4) | (uint64_t(1) << 16) |
+         (uint64_t((sbo >> 4) & 0x3FFFu) << 32) | (swizzle << 62);
+}
+// K-major tiles with rows of ROW bytes (128 or 64) in the matching swizzle: the 16-byte chunk
+// kc of row r sits at chunk kc ^ f(r) of that row; 8-row atoms of 8*ROW bytes.
+template <int ROW> __device__ __forceinline__ uint32_t swz(int r, int kc) {
+  if constexpr (ROW == 128) return r * 128 + ((kc ^ (r & 7)) << 4);
+  else return r * 64 + ((kc ^ ((r >> 1) & 3)) << 4);
+}
+template <int ROW> __device__ __forceinline__ uint64_t tile_desc(uint32_t s) {
+  return make_desc(s, 8 * ROW, ROW == 128 ? 1 : 2);
+}
+
+__device__ __forceinline__ uint32_t align1024(uint32_t s) { return (s + 1023u) & ~1023u; }
+
+// CTA tile (tm, tn) of blockIdx.x, RASTER_GROUP M-tiles at a time.
+__device__ __forceinline__ void tile_coords(int mt, int nt, int& tm, int& tn) {
+  const int pid = blockIdx.x, per_group = RASTER_GROUP * nt;
+  const int first = (pid / per_group) * RASTER_GROUP;
+  const int gsize = min(mt - first, RASTER_GROUP);
+  const int in = pid % per_group;
+  tm = first + in % gsize;
+  tn = in / gsize;
+}
+
+// D[row0 + .., col0 + ..] from a warpgroup's m64nN accumulators (PTX fragment layout:
+// d[4j + r] -> row 16w + g + 8(r/2), column 8j + 2q + (r%2)).
+template <int NACC>
+__device__ __forceinline__ void store_tile(const float (&v)[NACC], float* __restrict__ D,
+                                           int ldd, int row0, int col0) {
+  const int t = threadIdx.x & 127, w = t >> 5, lane = t & 31, g = lane >> 2, q = lane & 3;
+  float* p0 = D + size_t(row0 + 16 * w + g) * ldd + col0 + 2 * q;
+  float* p1 = p0 + size_t(8) * ldd;
+#pragma unroll
+  for (int j = 0; j < NACC / 4; ++j) {
+    *reinterpret_cast<float2*>(p0 + 8 * j) = make_float2(v[4 * j], v[4 * j + 1]);
+    *reinterpret_cast<float2*>(p1 + 8 * j) = make_float2(v[4 * j + 2], v[4 * j + 3]);
+  }
+}
+
+// ---- input rounding (plain / satf) ----------------------------------------------------------
+// Y (rows_p x cols_p, storage format, row-major) = fmt(X) with zero padding; X is rows x cols.
+template <int FMT>
+__device__ __forceinline__ void round_rows(const float* __restrict__ X, int rows, int cols,
+                                           void* __restrict__ Y, int rows_p, int cols_p) {
+  const size_t total = size_t(rows_p) * cols_p;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const int r = int(i / cols_p), c = int(i % cols_p);
+    const float x = (r < rows && c < cols) ? X[size_t(r) * cols + c] : 0.0f;
+    if constexpr (FMT == TF32) static_cast<uint32_t*>(Y)[i] = storage_bits<FMT>(x);
+    else static_cast<uint16_t*>(Y)[i] = uint16_t(storage_bits<FMT>(x));
+  }
+}
+// Y (cols_p x rows_p) = fmt(X)^T with zero padding: 32 x 32 tiles through shared memory.
+template <int FMT>
+__device__ __forceinline__ void round_transpose(const float* __restrict__ X, int rows,
+                                                int cols, void* __restrict__ Y, int rows_p,
+                                                int cols_p) {
+  __shared__ uint32_t t[32][33];
+  const int r0 = blockIdx.y * 32, c0 = blockIdx.x * 32;
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    const int r = r0 + i, c = c0 + threadIdx.x;
+    const float x = (r < rows && c < cols) ? X[size_t(r) * cols + c] : 0.0f;
+    t[i][threadIdx.x] = storage_bits<FMT>(x);
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    const int c = c0 + i, r = r0 + threadIdx.x;  // output row c, column r
+    if (c < cols_p && r < rows_p) {
+      const size_t o = size_t(c) * rows_p + r;
+      if constexpr (FMT == TF32) static_cast<uint32_t*>(Y)[o] = t[threadIdx.x][i];
+      else static_cast<uint16_t*>(Y)[o] = uint16_t(t[threadIdx.x][i]);
+    }
+  }
+}
+
+// ---- plain / satf: cp.async pipeline of pre-rounded K-major tiles ---------------------------
+template <int FMT, int MODE>
+__device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
+                                           const uint8_t* __restrict__ Bt,
+                                           float* __restrict__ D, int Mp, int Np, int Kp,
+                                           int* flag) {
+  constexpr int EB = Elem<FMT>::BYTES, KI = Elem<FMT>::KI, BN = PLAIN_BN, ROW = PLAIN_ROW;
+  constexpr int BK = ROW / EB, S = PLAIN_STAGES, A_TILE = BM * ROW, STAGE = (BM + BN) * ROW;
+  constexpr int CPR = ROW / 16;  // 16-byte chunks per row
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t base = align1024(smem_u32(smem_raw));
+  const int tid = threadIdx.x, wgi = tid >> 7;
+  int tm, tn;
+  tile_coords(Mp / BM, Np / BN, tm, tn);
+  const size_t ld = size_t(Kp) * EB;  // bytes per row of A and of B^T
+  const uint8_t* Ag = A + size_t(tm) * BM * ld;
+  const uint8_t* Bg = Bt + size_t(tn) * BN * ld;
+  const int nk = Kp / BK;
+
+  auto load = [&](int kt) {
+    const uint32_t sa = base + (kt % S) * STAGE, sb = sa + A_TILE;
+    const size_t koff = size_t(kt) * ROW;
+#pragma unroll
+    for (int i = 0; i < BM * CPR / NTHREADS; ++i) {
+      const int c = tid + i * NTHREADS, r = c / CPR, kc = c % CPR;
+      cp_async16(sa + swz<ROW>(r, kc), Ag + r * ld + koff + kc * 16);
+    }
+#pragma unroll
+    for (int i = 0; i < BN * CPR / NTHREADS; ++i) {
+      const int c = tid + i * NTHREADS, r = c / CPR, kc = c % CPR;
+      cp_async16(sb + swz<ROW>(r, kc), Bg + r * ld + koff + kc * 16);
+    }
+  };
+
+  float acc[BN / 2];
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+
+  load(0);
+  cp_async_commit();
+  if (nk > 1) load(1);
+  cp_async_commit();
+  for (int kt = 0; kt < nk; ++kt) {
+    wgmma_wait<1>();     // this warpgroup's MMAs of stage kt-2 are done
+    cp_async_wait<1>();  // this thread's copies of stage kt have landed
+    fence_proxy_async();
+    __syncthreads();     // stage kt complete for all; stage kt-2's buffer free everywhere
+    if (kt + 2 < nk) load(kt + 2);
+    cp_async_commit();
+    const uint32_t sa = base + (kt % S) * STAGE + wgi * 64 * ROW;
+    const uint32_t sb = base + (kt % S) * STAGE + A_TILE;
+    fence_regs(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int i = 0; i < BK / KI; ++i)
+      Mma<FMT, BN>::run(acc, tile_desc<ROW>(sa + 32 * i), tile_desc<ROW>(sb + 32 * i), 1);
+    wgmma_commit();
+    fence_regs(acc);
+  }
+  wgmma_wait<0>();
+  fence_regs(acc);
+  if constexpr (MODE == SATF) {
+    bool bad = false;
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) bad |= !isfinite(acc[i]);
+    if (__any_sync(0xffffffffu, bad) && (tid & 31) == 0) atomicOr(flag, 1);
+  }
+  store_tile(acc, D, Np, tm * BM + wgi * 64, tn * BN);
+}
+
+// ---- corrected: fp32 -> registers -> split -> shared operand tiles --------------------------
+// Thread (r = tid % 128, h = tid / 128) converts, per k-stage, row r of the A tile and column
+// r of the B tile (stored as row r of B^T), k in [h*KS/2, (h+1)*KS/2): two 16-byte chunks of
+// hi and two of lo per operand.
+template <int FMT>
+__device__ __forceinline__ void split_chunks(const float* v, float lo_scale, uint4 (&hi)[2],
+                                             uint4 (&lo)[2]) {
+  uint32_t h[8], l[8];
+  if constexpr (FMT == TF32) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const float x = round_fmt<TF32>(v[e]);
+      h[e] = __float_as_uint(x);
+      l[e] = tf32_rne_bits(__fmul_rn(__fsub_rn(v[e], x), lo_scale));
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      float x0 = round_fmt<FMT>(v[2 * e]), x1 = round_fmt<FMT>(v[2 * e + 1]);
+      h[e] = pack2<FMT>(x0, x1);
+      l[e] = pack2<FMT>(__fmul_rn(__fsub_rn(v[2 * e], x0), lo_scale),
+                        __fmul_rn(__fsub_rn(v[2 * e + 1], x1), lo_scale));
+    }
+  }
+  hi[0] = make_uint4(h[0], h[1], h[2], h[3]);
+  hi[1] = make_uint4(h[4], h[5], h[6], h[7]);
+  lo[0] = make_uint4(l[0], l[1], l[2], l[3]);
+  lo[1] = make_uint4(l[4], l[5], l[6], l[7]);
+}
+
+template <int FMT, int MODE>
+__device__ __forceinline__ void split_body(const float* __restrict__ A,
+                                           const float* __restrict__ B, float* __restrict__ D,
+                                           int Mp, int Np, int Kp, float lo_scale,
+                                           float out_scale) {
+  constexpr int EB = Elem<FMT>::BYTES, KI = Elem<FMT>::KI, BN = SPLIT_BN, ROW = SPLIT_ROW;
+  constexpr int KS = ROW / EB, HALF = KS / 2, S = SPLIT_STAGES;
+  constexpr int TILE = 128 * ROW, STAGE = 4 * TILE;  // A_hi, A_lo, B_hi, B_lo
+  constexpr bool ZERO_BY_SCALE = FMT == F16;         // see the header comment
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t base = align1024(smem_u32(smem_raw));
+  const int tid = threadIdx.x, wgi = tid >> 7, r = tid & 127, h = tid >> 7;
+  int tm, tn;
+  tile_coords(Mp / BM, Np / BN, tm, tn);
+  const float* Ag = A + size_t(tm * BM + r) * Kp + h * HALF;
+  const float* Bg = B + size_t(h * HALF) * Np + tn * BN + r;
+  const int nk = Kp / KS;
+
+  float ra[HALF], rb[HALF];
+  auto load = [&](int kt) {
+    const float4* pa = reinterpret_cast<const float4*>(Ag + kt * KS);
+#pragma unroll
+    for (int j = 0; j < HALF / 4; ++j) {
+      const float4 v = pa[j];
+      ra[4 * j] = v.x; ra[4 * j + 1] = v.y; ra[4 * j + 2] = v.z; ra[4 * j + 3] = v.w;
+    }
+    const float* pb = Bg + size_t(kt) * KS * Np;
+#pragma unroll
+    for (int i = 0; i < HALF; ++i) rb[i] = pb[size_t(i) * Np];
+  };
+  auto store = [&](int s) {
+    const uint32_t st = base + s * STAGE;
+    uint4 hi[2], lo[2];
+    split_chunks<FMT>(ra, lo_scale, hi, lo);
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      st_shared_v4(st + swz<ROW>(r, 2 * h + c), hi[c]);
+      st_shared_v4(st + TILE + swz<ROW>(r, 2 * h + c), lo[c]);
+    }
+    split_chunks<FMT>(rb, lo_scale, hi, lo);
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      st_shared_v4(st + 2 * TILE + swz<ROW>(r, 2 * h + c), hi[c]);
+      st_shared_v4(st + 3 * TILE + swz<ROW>(r, 2 * h + c), lo[c]);
+    }
+  };
+
+  float acc[BN / 2];
+  float corr[MODE == OOTOMO ? BN / 2 : 1];
+  float tmp[MODE == OOTOMO ? BN / 2 : 1];
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+  if constexpr (MODE == OOTOMO) {
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) { corr[i] = 0.0f; tmp[i] = 0.0f; }
+  }
+
+  load(0);
+  store(0);
+  if (nk > 1) load(1);
+  for (int kt = 0; kt < nk; ++kt) {
+    fence_proxy_async();
+    __syncthreads();  // stage kt stored by all; the buffer of stage kt-2 is free everywhere
+    const uint32_t st = base + (kt % S) * STAGE;
+    const uint32_t a_hi = st + wgi * 64 * ROW, a_lo = a_hi + TILE;
+    const uint32_t b_hi = st + 2 * TILE, b_lo = st + 3 * TILE;
+    fence_regs(acc);
+    if constexpr (MODE == OOTOMO) { fence_regs(corr); fence_regs(tmp); }
+    wgmma_fence();
+    if constexpr (MODE == OOTOMO) {
+#pragma unroll
+      for (int i = 0; i < KS / KI; ++i)
+        Mma<FMT, BN>::run(tmp, tile_desc<ROW>(a_hi + 32 * i), tile_desc<ROW>(b_hi + 32 * i),
+                          (ZERO_BY_SCALE && i == 0) ? 0 : 1);
+      wgmma_commit();
+#pragma unroll
+      for (int i = 0; i < KS / KI; ++i)
+        Mma<FMT, BN>::run(corr, tile_desc<ROW>(a_lo + 32 * i), tile_desc<ROW>(b_hi + 32 * i), 1);
+#pragma unroll
+      for (int i = 0; i < KS / KI; ++i)
+        Mma<FMT, BN>::run(corr, tile_desc<ROW>(a_hi + 32 * i), tile_desc<ROW>(b_lo + 32 * i), 1);
+      wgmma_commit();
+    } else {
+#pragma unroll
+      for (int i = 0; i < KS / KI; ++i) {
+        Mma<FMT, BN>::run(acc, tile_desc<ROW>(a_hi + 32 * i), tile_desc<ROW>(b_hi + 32 * i), 1);
+        Mma<FMT, BN>::run(acc, tile_desc<ROW>(a_lo + 32 * i), tile_desc<ROW>(b_hi + 32 * i), 1);
+        Mma<FMT, BN>::run(acc, tile_desc<ROW>(a_hi + 32 * i), tile_desc<ROW>(b_lo + 32 * i), 1);
+      }
+      wgmma_commit();
+    }
+    if (kt + 1 < nk) store((kt + 1) % S);  // that buffer was last read by stage kt-2
+    if (kt + 2 < nk) load(kt + 2);
+    wgmma_wait<1>();  // ootomo: t of stage kt is final; both: stage kt-1 done
+    if constexpr (MODE == OOTOMO) {
+      fence_regs(tmp);
+      fence_regs(acc);
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) {
+        acc[i] = __fadd_rn(acc[i], tmp[i]);
+        if constexpr (!ZERO_BY_SCALE) tmp[i] = 0.0f;
+      }
+    }
+  }
+  wgmma_wait<0>();
+  fence_regs(acc);
+  if constexpr (MODE == OOTOMO) {
+    fence_regs(corr);
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] = __fadd_rn(acc[i], __fmul_rn(corr[i], out_scale));
+  }
+  store_tile(acc, D, Np, tm * BM + wgi * 64, tn * BN);
+}
+
+}  // namespace wg
+
+// ---- entry points ---------------------------------------------------------------------------
+#define WG_ROUND_KERNELS(SUFFIX, FMT)                                                          \
+  extern "C" __global__ void wg_round_rows_##SUFFIX(const float* __restrict__ X, int rows,    \
+                                                    int cols, void* __restrict__ Y,           \
+                                                    int rows_p, int cols_p) {                 \
+    wg::round_rows<FMT>(X, rows, cols, Y, rows_p, cols_p);                                    \
+  }                                                                                           \
+  extern "C" __global__ void wg_round_transpose_##SUFFIX(const float* __restrict__ X,         \
+                                                         int rows, int cols,                  \
+                                                         void* __restrict__ Y, int rows_p,    \
+                                                         int cols_p) {                        \
+    wg::round_transpose<FMT>(X, rows, cols, Y, rows_p, cols_p);                               \
+  }
+
+#define WG_PLAIN_KERNEL(NAME, FMT, MODE)                                                       \
+  extern "C" __global__ void __launch_bounds__(wg::NTHREADS, 1)                               \
+      NAME(const uint8_t* __restrict__ A, const uint8_t* __restrict__ Bt,                      \
+           float* __restrict__ D, int Mp, int Np, int Kp, int* flag) {                        \
+    wg::plain_body<FMT, MODE>(A, Bt, D, Mp, Np, Kp, flag);                                    \
+  }
+
+#define WG_SPLIT_KERNEL(NAME, FMT, MODE)                                                       \
+  extern "C" __global__ void __launch_bounds__(wg::NTHREADS, 1)                               \
+      NAME(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ D,  \
+           int Mp, int Np, int Kp, float lo_scale, float out_scale) {                         \
+    wg::split_body<FMT, MODE>(A, B, D, Mp, Np, Kp, lo_scale, out_scale);                      \
+  }
+
+WG_ROUND_KERNELS(f16, wg::F16)
+WG_ROUND_KERNELS(bf16, wg::BF16)
+WG_ROUND_KERNELS(tf32, wg::TF32)
+WG_PLAIN_KERNEL(wg_plain_f16, wg::F16, wg::PLAIN)
+WG_PLAIN_KERNEL(wg_plain_bf16, wg::BF16, wg::PLAIN)
+WG_PLAIN_KERNEL(wg_plain_tf32, wg::TF32, wg::PLAIN)
+WG_PLAIN_KERNEL(wg_satf_f16, wg::F16, wg::SATF)
+WG_PLAIN_KERNEL(wg_satf_bf16, wg::BF16, wg::SATF)
+WG_PLAIN_KERNEL(wg_satf_tf32, wg::TF32, wg::SATF)
+WG_SPLIT_KERNEL(wg_ootomo_f16, wg::F16, wg::OOTOMO)
+WG_SPLIT_KERNEL(wg_ootomo_bf16, wg::BF16, wg::OOTOMO)
+WG_SPLIT_KERNEL(wg_ootomo_tf32, wg::TF32, wg::OOTOMO)
+WG_SPLIT_KERNEL(wg_markidis_f16, wg::F16, wg::MARKIDIS)
+WG_SPLIT_KERNEL(wg_markidis_bf16, wg::BF16, wg::MARKIDIS)
+WG_SPLIT_KERNEL(wg_markidis_tf32, wg::TF32, wg::MARKIDIS)
