@@ -12,7 +12,7 @@
 //    acc = mma(A, B, acc) chained over k in increasing order, acc starting at +0.
 //    satf (fast launch) computes the plain chain and sets *flag if any result is not finite;
 //    the host then runs the per-step-clamp kernel of gemm_mma.cu (see launch.py).
-//  * ootomo: fp32 A, B are read into registers and split there ("load with operation"):
+//  * ootomo: fp32 A, B tiles are read into registers and split there ("load with operation"):
 //    hi = fmt(x), lo = fmt(fp32_rn(fp32_rn(x - hi) * lo_scale)), stored as operand tiles in
 //    shared memory (no pass through global memory). Per k-block of two instructions (32 k for
 //    f16/bf16, 16 for tf32): t = mma(Ahi, Bhi, 0) chained over the two instructions;
@@ -41,10 +41,11 @@ template <int FMT> struct Elem {
 // Tile shapes (launch.py mirrors them). plain/satf: 128 x 256 CTA tile, two warpgroups of
 // m64n256, k-stage of 128 bytes per row (64 f16/bf16 or 32 tf32), PLAIN_STAGES cp.async stages.
 // Split kernels: 128 x 128 CTA tile (three fp32 accumulator sets fill the register file),
-// k-stage of 64 bytes per row (32 or 16 k), SPLIT_STAGES operand-tile buffers.
+// k-stage of 64 bytes per row (32 or 16 k), SPLIT_STAGES operand-tile buffers and
+// SPLIT_STAGING fp32 staging slots ([128][KS+4] A and [KS][132] B floats each).
 constexpr int NTHREADS = 256, BM = 128;
 constexpr int PLAIN_BN = 256, PLAIN_ROW = 128, PLAIN_STAGES = 4;
-constexpr int SPLIT_BN = 128, SPLIT_ROW = 64, SPLIT_STAGES = 3;
+constexpr int SPLIT_BN = 128, SPLIT_ROW = 64, SPLIT_STAGES = 3, SPLIT_STAGING = 3;
 constexpr int RASTER_GROUP = 8;  // CTA tiles walk 8 M-tiles at a time (L2 reuse)
 
 // ---- rounding -----------------------------------------------------------------------------
@@ -261,10 +262,12 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
   store_tile(acc, D, Np, tm * BM + wgi * 64, tn * BN);
 }
 
-// ---- corrected: fp32 -> registers -> split -> shared operand tiles --------------------------
-// Thread (r = tid % 128, h = tid / 128) converts, per k-stage, row r of the A tile and column
-// r of the B tile (stored as row r of B^T), k in [h*KS/2, (h+1)*KS/2): two 16-byte chunks of
-// hi and two of lo per operand.
+// ---- corrected: fp32 tiles -> shared staging -> registers (split) -> shared operand tiles --
+// fp32 tiles arrive by cp.async in SPLIT_STAGING staging slots, two k-stages ahead of their
+// conversion. Thread (r = tid % 128, h = tid / 128) converts, per k-stage, row r of the A tile
+// and column r of the B tile (stored as row r of B^T), k in [h*KS/2, (h+1)*KS/2): it reads the
+// fp32 values into registers, splits them there and stores two 16-byte chunks of hi and two of
+// lo per operand. The fp32 values never return to global memory.
 template <int FMT>
 __device__ __forceinline__ void split_chunks(const float* v, float lo_scale, uint4 (&hi)[2],
                                              uint4 (&lo)[2]) {
@@ -297,40 +300,57 @@ __device__ __forceinline__ void split_body(const float* __restrict__ A,
                                            int Mp, int Np, int Kp, float lo_scale,
                                            float out_scale) {
   constexpr int EB = Elem<FMT>::BYTES, KI = Elem<FMT>::KI, BN = SPLIT_BN, ROW = SPLIT_ROW;
-  constexpr int KS = ROW / EB, HALF = KS / 2, S = SPLIT_STAGES;
+  constexpr int KS = ROW / EB, HALF = KS / 2, S = SPLIT_STAGES, STG = SPLIT_STAGING;
   constexpr int TILE = 128 * ROW, STAGE = 4 * TILE;  // A_hi, A_lo, B_hi, B_lo
+  constexpr int LDA = KS + 4, LDB = BN + 4;          // staging row strides (floats)
+  constexpr int ST_A = BM * LDA, ST_STAGE = ST_A + KS * LDB;  // floats per staging slot
   constexpr bool ZERO_BY_SCALE = FMT == F16;         // see the header comment
   extern __shared__ uint8_t smem_raw[];
   const uint32_t base = align1024(smem_u32(smem_raw));
+  float* staging = reinterpret_cast<float*>(smem_raw + (base - smem_u32(smem_raw)) + S * STAGE);
+  const uint32_t staging_s = base + S * STAGE;
   const int tid = threadIdx.x, wgi = tid >> 7, r = tid & 127, h = tid >> 7;
   int tm, tn;
   tile_coords(Mp / BM, Np / BN, tm, tn);
-  const float* Ag = A + size_t(tm * BM + r) * Kp + h * HALF;
-  const float* Bg = B + size_t(h * HALF) * Np + tn * BN + r;
+  const float* Ag = A + size_t(tm) * BM * Kp;
+  const float* Bg = B + size_t(tn) * BN;
   const int nk = Kp / KS;
 
-  float ra[HALF], rb[HALF];
-  auto load = [&](int kt) {
-    const float4* pa = reinterpret_cast<const float4*>(Ag + kt * KS);
+  auto fetch = [&](int kt) {  // cp.async of k-stage kt into staging slot kt % STG
+    const uint32_t sa = staging_s + (kt % STG) * ST_STAGE * 4, sb = sa + ST_A * 4;
+    const float* ga = Ag + kt * KS;
+#pragma unroll
+    for (int i = 0; i < BM * (KS / 4) / NTHREADS; ++i) {
+      const int c = tid + i * NTHREADS, row = c / (KS / 4), ch = c % (KS / 4);
+      cp_async16(sa + (row * LDA + ch * 4) * 4, ga + size_t(row) * Kp + ch * 4);
+    }
+    const float* gb = Bg + size_t(kt) * KS * Np;
+#pragma unroll
+    for (int i = 0; i < KS * (BN / 4) / NTHREADS; ++i) {
+      const int c = tid + i * NTHREADS, row = c / (BN / 4), ch = c % (BN / 4);
+      cp_async16(sb + (row * LDB + ch * 4) * 4, gb + size_t(row) * Np + ch * 4);
+    }
+  };
+  auto convert = [&](int kt) {  // staging slot kt % STG -> operand buffer kt % S
+    const float* sa = staging + (kt % STG) * ST_STAGE;
+    const float* sb = sa + ST_A;
+    const uint32_t st = base + (kt % S) * STAGE;
+    float v[HALF];
+    uint4 hi[2], lo[2];
 #pragma unroll
     for (int j = 0; j < HALF / 4; ++j) {
-      const float4 v = pa[j];
-      ra[4 * j] = v.x; ra[4 * j + 1] = v.y; ra[4 * j + 2] = v.z; ra[4 * j + 3] = v.w;
+      const float4 x = *reinterpret_cast<const float4*>(sa + r * LDA + h * HALF + 4 * j);
+      v[4 * j] = x.x; v[4 * j + 1] = x.y; v[4 * j + 2] = x.z; v[4 * j + 3] = x.w;
     }
-    const float* pb = Bg + size_t(kt) * KS * Np;
-#pragma unroll
-    for (int i = 0; i < HALF; ++i) rb[i] = pb[size_t(i) * Np];
-  };
-  auto store = [&](int s) {
-    const uint32_t st = base + s * STAGE;
-    uint4 hi[2], lo[2];
-    split_chunks<FMT>(ra, lo_scale, hi, lo);
+    split_chunks<FMT>(v, lo_scale, hi, lo);
 #pragma unroll
     for (int c = 0; c < 2; ++c) {
       st_shared_v4(st + swz<ROW>(r, 2 * h + c), hi[c]);
       st_shared_v4(st + TILE + swz<ROW>(r, 2 * h + c), lo[c]);
     }
-    split_chunks<FMT>(rb, lo_scale, hi, lo);
+#pragma unroll
+    for (int i = 0; i < HALF; ++i) v[i] = sb[(h * HALF + i) * LDB + r];
+    split_chunks<FMT>(v, lo_scale, hi, lo);
 #pragma unroll
     for (int c = 0; c < 2; ++c) {
       st_shared_v4(st + 2 * TILE + swz<ROW>(r, 2 * h + c), hi[c]);
@@ -348,12 +368,21 @@ __device__ __forceinline__ void split_body(const float* __restrict__ A,
     for (int i = 0; i < BN / 2; ++i) { corr[i] = 0.0f; tmp[i] = 0.0f; }
   }
 
-  load(0);
-  store(0);
-  if (nk > 1) load(1);
+  // cp.async groups: one per k-stage (empty past the end), committed in k order.
+#pragma unroll
+  for (int j = 0; j < STG; ++j) {
+    if (j < nk) fetch(j);
+    cp_async_commit();
+  }
+  cp_async_wait<STG - 1>();
+  __syncthreads();
+  convert(0);
   for (int kt = 0; kt < nk; ++kt) {
+    cp_async_wait<STG - 2>();  // this thread's copies of stage kt+1 have landed
     fence_proxy_async();
-    __syncthreads();  // stage kt stored by all; the buffer of stage kt-2 is free everywhere
+    __syncthreads();  // operand buffer kt complete; staging kt+1 visible; slot of kt free
+    if (kt + STG < nk) fetch(kt + STG);
+    cp_async_commit();
     const uint32_t st = base + (kt % S) * STAGE;
     const uint32_t a_hi = st + wgi * 64 * ROW, a_lo = a_hi + TILE;
     const uint32_t b_hi = st + 2 * TILE, b_lo = st + 3 * TILE;
@@ -382,8 +411,7 @@ __device__ __forceinline__ void split_body(const float* __restrict__ A,
       }
       wgmma_commit();
     }
-    if (kt + 1 < nk) store((kt + 1) % S);  // that buffer was last read by stage kt-2
-    if (kt + 2 < nk) load(kt + 2);
+    if (kt + 1 < nk) convert(kt + 1);  // that operand buffer was last read by stage kt-2
     wgmma_wait<1>();  // ootomo: t of stage kt is final; both: stage kt-1 done
     if constexpr (MODE == OOTOMO) {
       fence_regs(tmp);

@@ -128,9 +128,11 @@ WGMMA_SOURCE = "gemm_wgmma.cu"
 _WG_BYTES = {"f16": 2, "bf16": 2, "tf32": 4}
 #: plain/satf: 128 x 256 CTA tiles, k-stages of 128 bytes per row, 4 cp.async stages;
 #: split (ootomo/markidis): 128 x 128, k-stages of 64 bytes per row, 3 operand-tile buffers
-#: (A_hi, A_lo, B_hi, B_lo each 128 rows). Must match gemm_wgmma.cu. +1 KiB for 1024-B alignment.
+#: (A_hi, A_lo, B_hi, B_lo each 128 rows) plus fp32 staging slots. Must match gemm_wgmma.cu;
+#: +1 KiB for the 1024-byte alignment of the operand tiles.
 WG_PLAIN_TILE_MN, WG_SPLIT_TILE_MN = (128, 256), (128, 128)
 _WG_PLAIN_ROW, _WG_PLAIN_STAGES, _WG_SPLIT_ROW, _WG_SPLIT_STAGES = 128, 4, 64, 3
+_WG_SPLIT_STAGING = 3  # fp32 staging slots: A [128][KS + 4] and B [KS][128 + 4] floats
 
 
 def _wg_parts(name: str) -> tuple[str, str]:
@@ -153,10 +155,12 @@ def wgmma_smem_bytes(name: str) -> int:
     if name.startswith(("wg_round_rows_", "wg_round_transpose_")):
         return 0
     mode, _ = _wg_parts(name)
-    bm, bn, _ = wgmma_tile(name)
+    bm, bn, bk = wgmma_tile(name)
     if mode in ("plain", "satf"):
         return _WG_PLAIN_STAGES * (bm + bn) * _WG_PLAIN_ROW + 1024
-    return _WG_SPLIT_STAGES * 4 * 128 * _WG_SPLIT_ROW + 1024
+    ks = bk
+    staging = _WG_SPLIT_STAGING * (bm * (ks + 4) + ks * (bn + 4)) * 4
+    return _WG_SPLIT_STAGES * 4 * 128 * _WG_SPLIT_ROW + staging + 1024
 
 
 def _round_operand(cp: Any, fmt: str, X: Any, rows_p: int, cols_p: int, transpose: bool) -> Any:
