@@ -60,6 +60,17 @@ def _runner(cp, method, fmt, correction, backend, Ad, Bd):
     return lambda: cublas_gemm(Ad, Bd, mode=mode)
 
 
+def _kernel_name(method: str, fmt: str, correction: str | None, backend: str) -> str:
+    """Our kernel's entry point (``wg_*``: wgmma, ``gemm_*``: mma.sync) or ``cublas:<mode>``."""
+    if backend == "cuda":
+        from precision.gemm import get_schedule
+
+        return get_schedule(method, fmt, correction).kernel
+    from precision.gemm.api import cublas_mode
+
+    return f"cublas:{cublas_mode(method, fmt, correction)}"
+
+
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -90,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
                 t = statistics.median(times)
                 row = {
                     "method": method, "correction": corr or "", "format": fmt,
-                    "backend": backend, "n": n, "tflops": 2.0 * n**3 / t / 1e12,
+                    "backend": backend, "kernel": _kernel_name(method, fmt, corr, backend),
+                    "n": n, "tflops": 2.0 * n**3 / t / 1e12,
                     "err_fro": err["err_fro"], "err_max": err["err_max"],
                     "err_median": err.get("err_median"), "distribution": dist,
                     "phi": params.get("phi", np.nan), "time_s_median": t,

@@ -4,7 +4,8 @@ Backends:
 
 - ``"emulator"``: the kernel's :class:`~precision.gemm.schedule.Schedule` replayed on the CPU
   with the bit-exact MMA emulator; equals ``"cuda"`` bit for bit.
-- ``"cuda"``: our nvcc-built mma.sync kernels (``precision/kernels/gemm_mma.cu``) via CuPy.
+- ``"cuda"``: our nvcc-built kernels via CuPy: wgmma for fp16/bf16/tf32
+  (``precision/kernels/gemm_wgmma.cu``), mma.sync for fp8/int8 (``gemm_mma.cu``).
 - ``"cublas"``: vendor baselines through :func:`precision.vendor.cublas.cublas_gemm`:
   plain fp32 (SGEMM), plain tf32, plain fp16 / bf16 (fp32 output), corrected fp16 (three
   cuBLAS GEMMs, Ootomo scaling).
@@ -89,7 +90,7 @@ def gemm(
 
     ``method``: ``"plain"`` (inputs rounded to ``fmt``, tensor-core products, fp32 chain),
     ``"corrected"`` (fp32 inputs split into hi/lo parts of ``fmt``; ``correction="ootomo"``:
-    hi·hi accumulated outside the tensor core per instruction k-block in fp32 RN, corrections
+    hi·hi accumulated outside the tensor core per k-block (two instructions) in fp32 RN, corrections
     inside, scaled by 2^s; ``"markidis"``: unscaled, all inside the tensor core), or
     ``"satf"`` (plain with the floating-point satf clamp after every MMA; int8 uses the s32
     ``.satfinite``). ``fmt``: fp16, bf16, tf32, e4m3, e5m2, int8 (aliases accepted); fp32
