@@ -1,9 +1,7 @@
 // GEMM kernels on mma.sync (sm_90): plain and satf for e4m3/e5m2/int8, and the satf kernels
 // (fast launch + per-step clamp) for f16/bf16/tf32, which the wgmma satf path of
 // gemm_wgmma.cu falls back to when a result is not finite. The f16/bf16/tf32 plain and
-// corrected GEMMs run on wgmma (gemm_wgmma.cu); the OOTOMO/MARKIDIS template paths below are no
-// longer instantiated (they remain as the reference mma.sync implementation of the split; see
-// docs/gemm.md).
+// corrected GEMMs run on wgmma (gemm_wgmma.cu).
 //
 // Numerical contract (mirrored by precision/gemm/schedule.py, replayed by the emulator):
 //  * A (M x K) and B (K x N) are fp32, row-major, M % BM == N % BN == K % BK == 0 (the host
@@ -25,21 +23,15 @@
 //              a chain whose every step stays finite is unchanged by the clamp, and a step with
 //              a non-finite c yields a non-finite d (Inf + finite = Inf, NaN propagates), so a
 //              non-finite intermediate always leaves a non-finite final value and the flag.
-//  * ootomo:   per instruction k-block: t = mma(Ahi, Bhi, 0); main = fp32_rn(main + t);
-//              corr = mma(Alo, Bhi, corr); corr = mma(Ahi, Blo, corr).
-//              epilogue D = fp32_rn(main + fp32_rn(corr * out_scale)).
-//              Ahi = fmt(a), Alo = fmt(fp32_rn((a - Ahi) * lo_scale)); lo_scale = 2^s exact.
-//  * markidis: per k-block: acc = mma(Ahi, Bhi, acc); acc = mma(Alo, Bhi, acc);
-//              acc = mma(Ahi, Blo, acc); lo unscaled (lo_scale = 1); D = acc.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_fp8.h>
-#include <stdint.h>
+
+#include "common.cuh"
 
 namespace prec {
 
-enum Fmt { F16 = 0, BF16 = 1, TF32 = 2, E4M3 = 3, E5M2 = 4, S8 = 5 };
-enum Mode { PLAIN = 0, OOTOMO = 1, MARKIDIS = 2, SATF = 3, SATF_STRICT = 4 };
+using namespace pk;
+
+enum Mode { PLAIN = 0, SATF = 1, SATF_STRICT = 2 };
 
 constexpr int BM = 128, BN = 128, BK = 32, STAGES = 3, NTHREADS = 256;
 constexpr int WM = 64, WN = 32;           // warp tile; warps laid out 2 (M) x 4 (N)
@@ -56,36 +48,7 @@ template <> struct Traits<E4M3> { static constexpr int KI = 32, AREG = 4, BREG =
 template <> struct Traits<E5M2> { static constexpr int KI = 32, AREG = 4, BREG = 2; };
 template <> struct Traits<S8>   { static constexpr int KI = 32, AREG = 4, BREG = 2; };
 
-// ---- rounding of one fp32 value to the input format (result as fp32, exact) -------------
-__device__ __forceinline__ uint32_t tf32_rne_bits(float x) {
-  uint32_t u = __float_as_uint(x);
-  if ((u & 0x7f800000u) == 0x7f800000u) return u;  // Inf / NaN unchanged
-  u += 0x0fffu + ((u >> 13) & 1u);                    // round to nearest even at bit 13
-  return u & 0xffffe000u;
-}
-
-template <int FMT> __device__ __forceinline__ float round_fmt(float x);
-template <> __device__ __forceinline__ float round_fmt<F16>(float x) {
-  return __half2float(__float2half_rn(x));
-}
-template <> __device__ __forceinline__ float round_fmt<BF16>(float x) {
-  return __bfloat162float(__float2bfloat16_rn(x));
-}
-template <> __device__ __forceinline__ float round_fmt<TF32>(float x) {
-  return __uint_as_float(tf32_rne_bits(x));
-}
-
-// ---- packing of rounded values into mma operand registers ---------------------------------
-template <int FMT> __device__ __forceinline__ uint32_t pack2(float lo, float hi);
-template <> __device__ __forceinline__ uint32_t pack2<F16>(float lo, float hi) {
-  __half2 h = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&h);
-}
-template <> __device__ __forceinline__ uint32_t pack2<BF16>(float lo, float hi) {
-  __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&h);
-}
-
+// ---- packing of rounded values into mma operand registers (pack2: common.cuh) --------
 template <int FMT> __device__ __forceinline__ uint32_t pack4(const float* v);
 template <> __device__ __forceinline__ uint32_t pack4<E4M3>(const float* v) {
   uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(v[0], v[1]), __NV_SATFINITE, __NV_E4M3);
@@ -209,15 +172,6 @@ __device__ __forceinline__ float satf(float v) {
   return isnan(v) ? 0.0f : fminf(fmaxf(v, -3.402823466e38f), 3.402823466e38f);
 }
 
-__device__ __forceinline__ void cp_async16(float* smem, const float* gmem) {
-  uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
 // Copy the fp32 tiles A[bm:bm+BM, k0:k0+BK] and B[k0:k0+BK, bn:bn+BN] into one stage
 // (row strides LA, LB floats) with NTH threads.
 template <int LA = LDA, int LB = LDB, int NTH = NTHREADS>
@@ -227,32 +181,31 @@ __device__ __forceinline__ void load_stage(float* sA, float* sB, const float* A,
   for (int i = 0; i < (BM * BK / 4) / NTH; ++i) {
     int c = tid + i * NTH;
     int row = c / (BK / 4), col = (c % (BK / 4)) * 4;
-    cp_async16(sA + row * LA + col, A + size_t(bm + row) * K + k0 + col);
+    cp_async16(smem_u32(sA + row * LA + col), A + size_t(bm + row) * K + k0 + col);
   }
 #pragma unroll
   for (int i = 0; i < (BK * BN / 4) / NTH; ++i) {
     int c = tid + i * NTH;
     int row = c / (BN / 4), col = (c % (BN / 4)) * 4;
-    cp_async16(sB + row * LB + col, B + size_t(k0 + row) * N + bn + col);
+    cp_async16(smem_u32(sB + row * LB + col), B + size_t(k0 + row) * N + bn + col);
   }
 }
 
 template <int MT>
-__device__ __forceinline__ void zero_acc(float (&acc)[MT][NT][4], float (&corr)[MT][NT][4]) {
+__device__ __forceinline__ void zero_acc(float (&acc)[MT][NT][4]) {
 #pragma unroll
   for (int i = 0; i < MT; ++i)
 #pragma unroll
     for (int j = 0; j < NT; ++j)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) { acc[i][j][r] = 0.0f; corr[i][j][r] = 0.0f; }
+      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
 }
 
 // Flag (floating-point satf fast launch) and epilogue of a warp tile at (row0, col0):
 // D[row, col..col+1] from c0,c1 (row g) and c2,c3 (row g+8).
 template <int FMT, int MODE, int MT>
-__device__ __forceinline__ void finish(float (&acc)[MT][NT][4], float (&corr)[MT][NT][4],
-                                       float* __restrict__ D, int N, int row0, int col0,
-                                       int lane, float out_scale, int* flag) {
+__device__ __forceinline__ void finish(float (&acc)[MT][NT][4], float* __restrict__ D, int N,
+                                       int row0, int col0, int lane, int* flag) {
   const int g = lane >> 2, q = lane & 3;
   if constexpr (MODE == SATF && FMT != S8) {
     bool bad = false;
@@ -271,9 +224,7 @@ __device__ __forceinline__ void finish(float (&acc)[MT][NT][4], float (&corr)[MT
       float v[4];
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        if constexpr (MODE == OOTOMO) {
-          v[r] = __fadd_rn(acc[i][j][r], __fmul_rn(corr[i][j][r], out_scale));
-        } else if constexpr (FMT == S8) {
+        if constexpr (FMT == S8) {
           v[r] = __int2float_rn(__float_as_int(acc[i][j][r]));
         } else {
           v[r] = acc[i][j][r];
@@ -286,18 +237,14 @@ __device__ __forceinline__ void finish(float (&acc)[MT][NT][4], float (&corr)[MT
 }
 
 // ---- converted-tile path (f16, bf16, tf32) ----------------------------------------------
-// The fp32 tiles arrive by cp.async in STAGES_C<FMT> staging buffers. Once per CTA tile, each
-// element is rounded (and split into hi/lo) exactly as the register path below would do it and
-// stored as a 16-bit (f16/bf16) or 32-bit (tf32) operand tile in shared memory; warps then feed
-// mma.sync through ldmatrix. The conversion stores each k at the column of its k-slot
-// (Schedule.k_perm: f16/bf16 slot 2q+e+8h <- k = q+4e+8h; tf32 slot = k), so every mma gets
-// exactly the operand registers of the register path (bit-identical by construction). Conversion of tile kt+1 overlaps the MMAs of tile kt
-// (double-buffered operand tiles, one barrier per k-tile).
-// fp32 staging stages: 16-bit plain/satf 2 (108.5 KiB: two CTAs per SM), 16-bit split 4,
-// tf32 2 (one CTA per SM for both; launch.py's smem_bytes mirrors this).
-template <int FMT, bool SPLIT> struct CvtCfg {
-  static constexpr int STAGES = (FMT == TF32 || !SPLIT) ? 2 : 4;
-};
+// The fp32 tiles arrive by cp.async in CVT_STAGES staging buffers. Once per CTA tile, each
+// element is rounded and stored as a 16-bit (f16/bf16) or 32-bit (tf32) operand tile in shared
+// memory; warps then feed mma.sync through ldmatrix. The conversion stores each k at the
+// column of its k-slot (Schedule.k_perm of the mma.sync kernels: f16/bf16 slot 2q+e+8h <- k =
+// q+4e+8h; tf32 slot = k). Conversion of tile kt+1 overlaps the MMAs of tile kt
+// (double-buffered operand tiles, one barrier per k-tile). 16-bit: 108.5 KiB (two CTAs per
+// SM); tf32: one CTA per SM. launch.py's smem_bytes mirrors this.
+constexpr int CVT_STAGES = 2;
 constexpr int CLDA = BK + 4;    // fp32 staging: A [BM][36], B [BK][132] (conflict-free float4)
 constexpr int CLDB = BN + 4;
 constexpr int CSTAGE = BM * CLDA + BK * CLDB;  // floats per staging stage
@@ -319,76 +266,50 @@ __device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], const void* p) {
 }
 
 // hi (and lo) of four fp32 values, exactly as the register path computes them.
-template <int FMT, bool SPLIT>
-__device__ __forceinline__ void split4(const float4 v, float lo_scale, uint32_t (&hi)[4],
-                                       uint32_t (&lo)[4]) {
-  const float x[4] = {v.x, v.y, v.z, v.w};
+// Four fp32 values rounded to the operand format: tf32 one word each, f16/bf16 two packed
+// pairs in hi[0], hi[1].
+template <int FMT>
+__device__ __forceinline__ void round4(const float4 v, uint32_t (&hi)[4]) {
   if constexpr (FMT == TF32) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      if constexpr (SPLIT) {
-        float h = round_fmt<TF32>(x[e]);
-        hi[e] = tf32_rne_bits(h);
-        lo[e] = tf32_rne_bits(__fmul_rn(__fsub_rn(x[e], h), lo_scale));
-      } else {
-        hi[e] = tf32_rne_bits(x[e]);
-      }
-    }
+    hi[0] = tf32_rne_bits(v.x);
+    hi[1] = tf32_rne_bits(v.y);
+    hi[2] = tf32_rne_bits(v.z);
+    hi[3] = tf32_rne_bits(v.w);
   } else {
-    if constexpr (SPLIT) {
-      float h[4], l[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        h[e] = round_fmt<FMT>(x[e]);
-        l[e] = __fmul_rn(__fsub_rn(x[e], h[e]), lo_scale);
-      }
-      hi[0] = pack2<FMT>(h[0], h[1]);
-      hi[1] = pack2<FMT>(h[2], h[3]);
-      lo[0] = pack2<FMT>(l[0], l[1]);
-      lo[1] = pack2<FMT>(l[2], l[3]);
-    } else {
-      hi[0] = pack2<FMT>(x[0], x[1]);
-      hi[1] = pack2<FMT>(x[2], x[3]);
-    }
+    hi[0] = pack2<FMT>(v.x, v.y);
+    hi[1] = pack2<FMT>(v.z, v.w);
   }
 }
 
-// Round/split one fp32 staging stage into the operand tiles oh (hi) and ol (lo).
-template <int FMT, bool SPLIT, int NTH>
-__device__ __forceinline__ void convert_stage(const float* st, uint32_t* oh, uint32_t* ol,
-                                              float lo_scale, int tid) {
+// Round one fp32 staging stage into the operand tiles oh.
+template <int FMT>
+__device__ __forceinline__ void convert_stage(const float* st, uint32_t* oh, int tid) {
+  constexpr int NTH = NTHREADS;
   const float* sA = st;
   const float* sB = st + BM * CLDA;
   if constexpr (FMT == TF32) {
     uint32_t* hA = oh; uint32_t* hB = oh + T_A;
-    uint32_t* lA = ol; uint32_t* lB = ol + T_A;
 #pragma unroll
     for (int i = 0; i < (BM * BK / 4) / NTH; ++i) {
       int c = tid + i * NTH;
       int row = c / (BK / 4), col = (c % (BK / 4)) * 4;
       float4 v = *reinterpret_cast<const float4*>(sA + row * CLDA + col);
-      uint32_t h[4], l[4];
-      split4<FMT, SPLIT>(v, lo_scale, h, l);
+      uint32_t h[4];
+      round4<FMT>(v, h);
       *reinterpret_cast<uint4*>(hA + row * T_LD + col) = make_uint4(h[0], h[1], h[2], h[3]);
-      if constexpr (SPLIT)
-        *reinterpret_cast<uint4*>(lA + row * T_LD + col) = make_uint4(l[0], l[1], l[2], l[3]);
     }
 #pragma unroll
     for (int i = 0; i < (BK * BN / 4) / NTH; ++i) {  // B stored transposed: [n][k]
       int c = tid + i * NTH;
       int k = c % BK, n = (c / BK) * 4;
       float4 v = *reinterpret_cast<const float4*>(sB + k * CLDB + n);
-      uint32_t h[4], l[4];
-      split4<FMT, SPLIT>(v, lo_scale, h, l);
+      uint32_t h[4];
+      round4<FMT>(v, h);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        hB[(n + e) * T_LD + k] = h[e];
-        if constexpr (SPLIT) lB[(n + e) * T_LD + k] = l[e];
-      }
+      for (int e = 0; e < 4; ++e) hB[(n + e) * T_LD + k] = h[e];
     }
   } else {
     uint16_t* hA = reinterpret_cast<uint16_t*>(oh); uint16_t* hB = hA + H_A;
-    uint16_t* lA = reinterpret_cast<uint16_t*>(ol); uint16_t* lB = lA + H_A;
     // A: 8 consecutive k = 8h + r (r = q + 4e) go to columns 8h + 2q + e (Schedule.k_perm),
     // i.e. the u32 at column 8h + 2q packs (k = 8h + q, k = 8h + q + 4): the old register path.
 #pragma unroll
@@ -397,13 +318,10 @@ __device__ __forceinline__ void convert_stage(const float* st, uint32_t* oh, uin
       int row = c / (BK / 8), col = (c % (BK / 8)) * 8;
       float4 v0 = *reinterpret_cast<const float4*>(sA + row * CLDA + col);
       float4 v1 = *reinterpret_cast<const float4*>(sA + row * CLDA + col + 4);
-      uint32_t h[4], l[4];
-      split4<FMT, SPLIT>(make_float4(v0.x, v1.x, v0.y, v1.y), lo_scale, h, l);
-      uint32_t h2[4], l2[4];
-      split4<FMT, SPLIT>(make_float4(v0.z, v1.z, v0.w, v1.w), lo_scale, h2, l2);
+      uint32_t h[4], h2[4];
+      round4<FMT>(make_float4(v0.x, v1.x, v0.y, v1.y), h);
+      round4<FMT>(make_float4(v0.z, v1.z, v0.w, v1.w), h2);
       *reinterpret_cast<uint4*>(hA + row * H_LDA + col) = make_uint4(h[0], h[1], h2[0], h2[1]);
-      if constexpr (SPLIT)
-        *reinterpret_cast<uint4*>(lA + row * H_LDA + col) = make_uint4(l[0], l[1], l2[0], l2[1]);
     }
     // B: physical k row -> slot row (k & ~15) + 8h + 2q + e for k % 16 = 8h + 4e + q.
 #pragma unroll
@@ -413,10 +331,9 @@ __device__ __forceinline__ void convert_stage(const float* st, uint32_t* oh, uin
       int kl = row & 15;
       int srow = (row & ~15) + (kl & 8) + 2 * (kl & 3) + ((kl >> 2) & 1);
       float4 v = *reinterpret_cast<const float4*>(sB + row * CLDB + col);
-      uint32_t h[4], l[4];
-      split4<FMT, SPLIT>(v, lo_scale, h, l);
+      uint32_t h[4];
+      round4<FMT>(v, h);
       *reinterpret_cast<uint2*>(hB + srow * H_LDB + col) = make_uint2(h[0], h[1]);
-      if constexpr (SPLIT) *reinterpret_cast<uint2*>(lB + srow * H_LDB + col) = make_uint2(l[0], l[1]);
     }
   }
 }
@@ -454,12 +371,6 @@ __device__ __forceinline__ void load_frags(const uint32_t* o, int wm, int wn, in
   }
 }
 
-// Threads per CTA: 512 for the f16/bf16/tf32 split kernels, else 256 (mirrored in launch.py).
-__host__ __device__ constexpr int cvt_threads(int fmt, int mode) {
-  return (fmt == F16 || fmt == BF16 || fmt == TF32) && (mode == OOTOMO || mode == MARKIDIS)
-             ? 512 : NTHREADS;
-}
-
 template <int FMT>
 __host__ __device__ constexpr int cvt_part_words() {  // one operand tile pair (A and B), words
   return FMT == TF32 ? (T_A + T_B) : (H_A + H_B) / 2;
@@ -468,87 +379,62 @@ __host__ __device__ constexpr int cvt_part_words() {  // one operand tile pair (
 template <int FMT, int MODE>
 __device__ __forceinline__ void gemm_body_cvt(const float* __restrict__ A,
                                               const float* __restrict__ B, float* __restrict__ D,
-                                              int M, int N, int K, float lo_scale,
-                                              float out_scale, int* flag) {
+                                              int M, int N, int K, int* flag) {
   constexpr int KI = Traits<FMT>::KI;
-  constexpr bool SPLIT = (MODE == OOTOMO || MODE == MARKIDIS);
-  constexpr int S = CvtCfg<FMT, SPLIT>::STAGES;
-  // split kernels: 16 warps of 32x32 (4 x 4), plain/satf: 8 warps of 64x32 (2 x 4)
-  constexpr int NTH = cvt_threads(FMT, MODE);
-  constexpr int WMc = NTH == 512 ? 32 : 64;
-  constexpr int MT = WMc / 16;
+  constexpr int S = CVT_STAGES;
   constexpr bool SAT = (MODE == SATF_STRICT);
   constexpr int PW = cvt_part_words<FMT>();
-  constexpr int NP = SPLIT ? 2 : 1;
   if constexpr (MODE == SATF_STRICT) {
     if (*reinterpret_cast<volatile int*>(flag) == 0) return;  // fast launch was all finite
   }
   extern __shared__ float4 smem4[];
   float* stage = reinterpret_cast<float*>(smem4);
-  uint32_t* ops = reinterpret_cast<uint32_t*>(stage + S * CSTAGE);  // [2 buffers][NP parts]
+  uint32_t* ops = reinterpret_cast<uint32_t*>(stage + S * CSTAGE);  // [2 buffers][PW words]
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int wm = (warp / 4) * WMc, wn = (warp % 4) * WN;
+  const int wm = (warp / 4) * WM, wn = (warp % 4) * WN;
   const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
   const int KT = K / BK;
 
   float acc[MT][NT][4];
-  float corr[MT][NT][4];
-  zero_acc(acc, corr);
+  zero_acc(acc);
 
 #pragma unroll
   for (int s = 0; s < S; ++s) {
     if (s < KT) {
       float* st = stage + s * CSTAGE;
-      load_stage<CLDA, CLDB, NTH>(st, st + BM * CLDA, A, B, K, N, bm, bn, s * BK, tid);
+      load_stage<CLDA, CLDB>(st, st + BM * CLDA, A, B, K, N, bm, bn, s * BK, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<S - 1>();
   __syncthreads();
-  convert_stage<FMT, SPLIT, NTH>(stage, ops, ops + PW, lo_scale, tid);
+  convert_stage<FMT>(stage, ops, tid);
   cp_async_wait<S - 2>();
   __syncthreads();
 
   for (int kt = 0; kt < KT; ++kt) {
     if (kt + S < KT) {
       float* st = stage + (kt % S) * CSTAGE;
-      load_stage<CLDA, CLDB, NTH>(st, st + BM * CLDA, A, B, K, N, bm, bn, (kt + S) * BK, tid);
+      load_stage<CLDA, CLDB>(st, st + BM * CLDA, A, B, K, N, bm, bn, (kt + S) * BK, tid);
     }
     cp_async_commit();
     if (kt + 1 < KT) {
-      uint32_t* o = ops + ((kt + 1) & 1) * NP * PW;
-      convert_stage<FMT, SPLIT, NTH>(stage + ((kt + 1) % S) * CSTAGE, o, o + PW, lo_scale, tid);
+      convert_stage<FMT>(stage + ((kt + 1) % S) * CSTAGE, ops + ((kt + 1) & 1) * PW, tid);
     }
-    const uint32_t* oh = ops + (kt & 1) * NP * PW;
-    const uint32_t* ol = oh + PW;
+    const uint32_t* oh = ops + (kt & 1) * PW;
 #pragma unroll
     for (int kk = 0; kk < BK; kk += KI) {
-      uint32_t ahi[MT][4], alo[MT][4], bhi[NT][2], blo[NT][2];
-      load_frags<FMT, MT>(oh, wm, wn, kk, lane, ahi, bhi);
-      if constexpr (SPLIT) load_frags<FMT, MT>(ol, wm, wn, kk, lane, alo, blo);
+      uint32_t a[MT][4], b[NT][2];
+      load_frags<FMT, MT>(oh, wm, wn, kk, lane, a, b);
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
 #pragma unroll
         for (int i = 0; i < MT; ++i) {
-          if constexpr (MODE == OOTOMO) {
-            float t[4];
-            const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            mma<FMT, false>(t, ahi[i], bhi[j], z);
+          mma<FMT, false>(acc[i][j], a[i], b[j], acc[i][j]);
+          if constexpr (SAT) {
 #pragma unroll
-            for (int r = 0; r < 4; ++r) acc[i][j][r] = __fadd_rn(acc[i][j][r], t[r]);
-            mma<FMT, false>(corr[i][j], alo[i], bhi[j], corr[i][j]);
-            mma<FMT, false>(corr[i][j], ahi[i], blo[j], corr[i][j]);
-          } else if constexpr (MODE == MARKIDIS) {
-            mma<FMT, false>(acc[i][j], ahi[i], bhi[j], acc[i][j]);
-            mma<FMT, false>(acc[i][j], alo[i], bhi[j], acc[i][j]);
-            mma<FMT, false>(acc[i][j], ahi[i], blo[j], acc[i][j]);
-          } else {
-            mma<FMT, false>(acc[i][j], ahi[i], bhi[j], acc[i][j]);
-            if constexpr (SAT) {
-#pragma unroll
-              for (int r = 0; r < 4; ++r) acc[i][j][r] = satf(acc[i][j][r]);
-            }
+            for (int r = 0; r < 4; ++r) acc[i][j][r] = satf(acc[i][j][r]);
           }
         }
       }
@@ -557,16 +443,14 @@ __device__ __forceinline__ void gemm_body_cvt(const float* __restrict__ A,
     __syncthreads();
   }
   cp_async_wait<0>();
-  finish<FMT, MODE>(acc, corr, D, N, bm + wm, bn + wn, lane, out_scale, flag);
+  finish<FMT, MODE>(acc, D, N, bm + wm, bn + wn, lane, flag);
 }
 
 template <int FMT, int MODE>
 __device__ __forceinline__ void gemm_body(const float* __restrict__ A, const float* __restrict__ B,
-                                          float* __restrict__ D, int M, int N, int K,
-                                          float lo_scale, float out_scale, int* flag) {
+                                          float* __restrict__ D, int M, int N, int K, int* flag) {
   constexpr int KI = Traits<FMT>::KI;
   constexpr int NV = KI / 4;  // values per thread per row per instruction
-  constexpr bool SPLIT = (MODE == OOTOMO || MODE == MARKIDIS);
   constexpr bool SAT = (MODE == SATF_STRICT) || (MODE == SATF && FMT == S8);
   if constexpr (MODE == SATF_STRICT) {
     if (*reinterpret_cast<volatile int*>(flag) == 0) return;  // fast launch was all finite
@@ -582,9 +466,8 @@ __device__ __forceinline__ void gemm_body(const float* __restrict__ A, const flo
   const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
   const int KT = K / BK;
 
-  float acc[MT][NT][4];   // plain/satf/markidis accumulator, ootomo: main
-  float corr[MT][NT][4];  // ootomo: correction accumulator (unused otherwise)
-  zero_acc(acc, corr);
+  float acc[MT][NT][4];
+  zero_acc(acc);
 
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
@@ -606,7 +489,7 @@ __device__ __forceinline__ void gemm_body(const float* __restrict__ A, const flo
 
 #pragma unroll
     for (int kk = 0; kk < BK; kk += KI) {
-      uint32_t ahi[MT][4], alo[MT][4];
+      uint32_t a[MT][4];
 #pragma unroll
       for (int i = 0; i < MT; ++i) {
         float x0[NV], x1[NV];
@@ -614,88 +497,49 @@ __device__ __forceinline__ void gemm_body(const float* __restrict__ A, const flo
         const float* p1 = p0 + 8 * LDA;
 #pragma unroll
         for (int j = 0; j < NV; ++j) { x0[j] = p0[4 * j]; x1[j] = p1[4 * j]; }
-        if constexpr (SPLIT) {
-          float h0[NV], h1[NV];
-#pragma unroll
-          for (int j = 0; j < NV; ++j) {
-            h0[j] = round_fmt<FMT>(x0[j]);
-            h1[j] = round_fmt<FMT>(x1[j]);
-            x0[j] = __fmul_rn(__fsub_rn(x0[j], h0[j]), lo_scale);
-            x1[j] = __fmul_rn(__fsub_rn(x1[j], h1[j]), lo_scale);
-          }
-          make_a<FMT>(ahi[i], h0, h1);
-          make_a<FMT>(alo[i], x0, x1);
-        } else {
-          make_a<FMT>(ahi[i], x0, x1);
-        }
+        make_a<FMT>(a[i], x0, x1);
       }
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
-        uint32_t bhi[2], blo[2];
+        uint32_t b[2];
         float y[NV];
         const float* p = b_s + (kk + q) * LDB + wn + j * 8 + g;
 #pragma unroll
         for (int t = 0; t < NV; ++t) y[t] = p[4 * t * LDB];
-        if constexpr (SPLIT) {
-          float h[NV];
-#pragma unroll
-          for (int t = 0; t < NV; ++t) {
-            h[t] = round_fmt<FMT>(y[t]);
-            y[t] = __fmul_rn(__fsub_rn(y[t], h[t]), lo_scale);
-          }
-          make_b<FMT>(bhi, h);
-          make_b<FMT>(blo, y);
-        } else {
-          make_b<FMT>(bhi, y);
-        }
+        make_b<FMT>(b, y);
 #pragma unroll
         for (int i = 0; i < MT; ++i) {
-          if constexpr (MODE == OOTOMO) {
-            float t[4];
-            const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            mma<FMT, false>(t, ahi[i], bhi, z);
+          mma<FMT, SAT>(acc[i][j], a[i], b, acc[i][j]);
+          if constexpr (SAT && FMT != S8) {
 #pragma unroll
-            for (int r = 0; r < 4; ++r) acc[i][j][r] = __fadd_rn(acc[i][j][r], t[r]);
-            mma<FMT, false>(corr[i][j], alo[i], bhi, corr[i][j]);
-            mma<FMT, false>(corr[i][j], ahi[i], blo, corr[i][j]);
-          } else if constexpr (MODE == MARKIDIS) {
-            mma<FMT, false>(acc[i][j], ahi[i], bhi, acc[i][j]);
-            mma<FMT, false>(acc[i][j], alo[i], bhi, acc[i][j]);
-            mma<FMT, false>(acc[i][j], ahi[i], blo, acc[i][j]);
-          } else {
-            mma<FMT, SAT>(acc[i][j], ahi[i], bhi, acc[i][j]);
-            if constexpr (SAT && FMT != S8) {
-#pragma unroll
-              for (int r = 0; r < 4; ++r) acc[i][j][r] = satf(acc[i][j][r]);
-            }
+            for (int r = 0; r < 4; ++r) acc[i][j][r] = satf(acc[i][j][r]);
           }
         }
       }
     }
   }
   cp_async_wait<0>();
-  finish<FMT, MODE>(acc, corr, D, N, bm + wm, bn + wn, lane, out_scale, flag);
+  finish<FMT, MODE>(acc, D, N, bm + wm, bn + wn, lane, flag);
 }
 
 // f16/bf16/tf32: converted operand tiles + ldmatrix; fp8/int8: register conversion path.
 template <int FMT, int MODE>
 __device__ __forceinline__ void gemm_dispatch(const float* __restrict__ A,
                                               const float* __restrict__ B, float* __restrict__ D,
-                                              int M, int N, int K, float lo_scale,
-                                              float out_scale, int* flag) {
+                                              int M, int N, int K, int* flag) {
   if constexpr (FMT == F16 || FMT == BF16 || FMT == TF32)
-    gemm_body_cvt<FMT, MODE>(A, B, D, M, N, K, lo_scale, out_scale, flag);
+    gemm_body_cvt<FMT, MODE>(A, B, D, M, N, K, flag);
   else
-    gemm_body<FMT, MODE>(A, B, D, M, N, K, lo_scale, out_scale, flag);
+    gemm_body<FMT, MODE>(A, B, D, M, N, K, flag);
 }
 
 }  // namespace prec
 
 #define PREC_GEMM_KERNEL(NAME, FMT, MODE, MINB)                                               \
-  extern "C" __global__ void __launch_bounds__(prec::cvt_threads(FMT, MODE), MINB)                          \
+  extern "C" __global__ void __launch_bounds__(prec::NTHREADS, MINB)                          \
       NAME(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ D,  \
-           int M, int N, int K, float lo_scale, float out_scale, int* flag) {                 \
-    prec::gemm_dispatch<FMT, MODE>(A, B, D, M, N, K, lo_scale, out_scale, flag);              \
+           int M, int N, int K, int* flag) {                                                  \
+    prec::gemm_dispatch<FMT, MODE>(A, B, D, M, N, K, flag);                                   \
   }
 
 PREC_GEMM_KERNEL(gemm_plain_e4m3, prec::E4M3, prec::PLAIN, 1)

@@ -23,13 +23,12 @@
 //    2^-133 zero-anchor) and an explicitly zeroed accumulator for bf16/tf32.
 //  * markidis: lo unscaled; per instruction: acc = mma(Ahi, Bhi, acc); acc = mma(Alo, Bhi, acc);
 //    acc = mma(Ahi, Blo, acc). D = acc.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <stdint.h>
-
+#include "common.cuh"
 #include "wgmma_ops.cuh"
 
 namespace wg {
+
+using namespace pk;
 
 enum Mode { PLAIN = 0, SATF = 1, OOTOMO = 2, MARKIDIS = 3 };
 
@@ -48,28 +47,7 @@ constexpr int PLAIN_BN = 256, PLAIN_ROW = 128, PLAIN_STAGES = 4;
 constexpr int SPLIT_BN = 128, SPLIT_ROW = 64, SPLIT_STAGES = 3, SPLIT_STAGING = 3;
 constexpr int RASTER_GROUP = 8;  // CTA tiles walk 8 M-tiles at a time (L2 reuse)
 
-// ---- rounding -----------------------------------------------------------------------------
-__device__ __forceinline__ uint32_t tf32_rne_bits(float x) {
-  uint32_t u = __float_as_uint(x);
-  if ((u & 0x7f800000u) == 0x7f800000u) return u;  // Inf / NaN unchanged
-  u += 0x0fffu + ((u >> 13) & 1u);                    // round to nearest even at bit 13
-  return u & 0xffffe000u;
-}
-template <int FMT> __device__ __forceinline__ float round_fmt(float x) {
-  if constexpr (FMT == F16) return __half2float(__float2half_rn(x));
-  else if constexpr (FMT == BF16) return __bfloat162float(__float2bfloat16_rn(x));
-  else return __uint_as_float(tf32_rne_bits(x));
-}
-// Two values (exactly representable or not: cvt.rn either way) packed low-k first.
-template <int FMT> __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  if constexpr (FMT == F16) {
-    __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&h);
-  } else {
-    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&h);
-  }
-}
+// ---- rounding (tf32_rne_bits, round_fmt, pack2: common.cuh) -------------------------------
 // Storage bits of one rounded element (16-bit formats in the low half).
 template <int FMT> __device__ __forceinline__ uint32_t storage_bits(float x) {
   if constexpr (FMT == F16) return __half_as_ushort(__float2half_rn(x));
@@ -78,16 +56,6 @@ template <int FMT> __device__ __forceinline__ uint32_t storage_bits(float x) {
 }
 
 // ---- PTX helpers ----------------------------------------------------------------------------
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cp_async16(uint32_t s, const void* g) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(g));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 __device__ __forceinline__ void st_shared_v4(uint32_t s, uint4 v) {
   asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(s), "r"(v.x), "r"(v.y),
                "r"(v.z), "r"(v.w)

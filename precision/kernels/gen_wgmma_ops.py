@@ -23,9 +23,9 @@ HEADER = """\
 #pragma once
 #include <stdint.h>
 
-namespace wg {
+#include "common.cuh"
 
-enum Fmt { F16 = 0, BF16 = 1, TF32 = 2 };
+namespace wg {
 
 template <int FMT, int N> struct Mma;
 """
@@ -39,7 +39,7 @@ def _wrapper(tag: str, ptx: str, k: int, tnsp: bool, n: int) -> str:
         ", ".join(f'"+f"(d[{j}])' for j in range(i, min(i + 8, nreg))) for i in range(0, nreg, 8)
     )
     return f"""
-template <> struct Mma<{tag}, {n}> {{
+template <> struct Mma<pk::{tag}, {n}> {{
   static __device__ __forceinline__ void run(float (&d)[{nreg}], uint64_t da, uint64_t db,
                                              int scale_d) {{
     asm volatile(

@@ -7,13 +7,13 @@
 #pragma once
 #include <stdint.h>
 
-namespace wg {
+#include "common.cuh"
 
-enum Fmt { F16 = 0, BF16 = 1, TF32 = 2 };
+namespace wg {
 
 template <int FMT, int N> struct Mma;
 
-template <> struct Mma<F16, 128> {
+template <> struct Mma<pk::F16, 128> {
   static __device__ __forceinline__ void run(float (&d)[64], uint64_t da, uint64_t db,
                                              int scale_d) {
     asm volatile(
@@ -32,7 +32,7 @@ template <> struct Mma<F16, 128> {
   }
 };
 
-template <> struct Mma<F16, 256> {
+template <> struct Mma<pk::F16, 256> {
   static __device__ __forceinline__ void run(float (&d)[128], uint64_t da, uint64_t db,
                                              int scale_d) {
     asm volatile(
@@ -59,7 +59,7 @@ template <> struct Mma<F16, 256> {
   }
 };
 
-template <> struct Mma<BF16, 128> {
+template <> struct Mma<pk::BF16, 128> {
   static __device__ __forceinline__ void run(float (&d)[64], uint64_t da, uint64_t db,
                                              int scale_d) {
     asm volatile(
@@ -78,7 +78,7 @@ template <> struct Mma<BF16, 128> {
   }
 };
 
-template <> struct Mma<BF16, 256> {
+template <> struct Mma<pk::BF16, 256> {
   static __device__ __forceinline__ void run(float (&d)[128], uint64_t da, uint64_t db,
                                              int scale_d) {
     asm volatile(
@@ -105,7 +105,7 @@ template <> struct Mma<BF16, 256> {
   }
 };
 
-template <> struct Mma<TF32, 128> {
+template <> struct Mma<pk::TF32, 128> {
   static __device__ __forceinline__ void run(float (&d)[64], uint64_t da, uint64_t db,
                                              int scale_d) {
     asm volatile(
@@ -124,7 +124,7 @@ template <> struct Mma<TF32, 128> {
   }
 };
 
-template <> struct Mma<TF32, 256> {
+template <> struct Mma<pk::TF32, 256> {
   static __device__ __forceinline__ void run(float (&d)[128], uint64_t da, uint64_t db,
                                              int scale_d) {
     asm volatile(
