@@ -114,30 +114,32 @@ def launch_gemm(
 
 # ---- wgmma kernels (gemm_wgmma.cu) ----------------------------------------------------------
 WGMMA_SOURCE = "gemm_wgmma.cu"
-#: Element bytes of the operand storage per format suffix.
-_WG_BYTES = {"f16": 2, "bf16": 2, "tf32": 4}
+#: Format suffixes of the wgmma kernels.
+_WG_FORMATS = ("f16", "bf16", "tf32")
 #: plain/satf: 128 x 256 CTA tiles, k-stages of 128 bytes per row, 4 cp.async stages;
 #: split (ootomo/markidis): 128 x 128, k-stages of 64 bytes per row, 3 operand-tile buffers
-#: (A_hi, A_lo, B_hi, B_lo each 128 rows) plus fp32 staging slots. Must match gemm_wgmma.cu;
-#: +1 KiB for the 1024-byte alignment of the operand tiles.
-WG_PLAIN_TILE_MN, WG_SPLIT_TILE_MN = (128, 256), (128, 128)
+#: (A_hi, A_lo, B_hi, B_lo each 128 rows) plus fp32 staging slots. Tiles come from
+#: precision.gemm.schedule.wgmma_tile; all must match gemm_wgmma.cu. +1 KiB for the 1024-byte
+#: alignment of the operand tiles.
 _WG_PLAIN_ROW, _WG_PLAIN_STAGES, _WG_SPLIT_ROW, _WG_SPLIT_STAGES = 128, 4, 64, 3
 _WG_SPLIT_STAGING = 3  # fp32 staging slots: A [128][KS + 4] and B [KS][128 + 4] floats
 
 
 def _wg_parts(name: str) -> tuple[str, str]:
     mode, fmt = name[len("wg_"):].rsplit("_", 1)
-    if fmt not in _WG_BYTES or mode not in ("plain", "satf", "ootomo", "markidis"):
+    if fmt not in _WG_FORMATS or mode not in ("plain", "satf", "ootomo", "markidis"):
         raise ValueError(f"unknown wgmma GEMM kernel {name!r}")
     return mode, fmt
 
 
 def wgmma_tile(name: str) -> tuple[int, int, int]:
-    """(BM, BN, BK) of wgmma kernel ``name``; the host zero-pads M, N, K to these."""
+    """(BM, BN, BK) of wgmma kernel ``name`` (the tile its schedule declares); the host
+    zero-pads M, N, K to these."""
+    from precision.gemm.schedule import wgmma_tile as schedule_tile
+
     mode, fmt = _wg_parts(name)
-    if mode in ("plain", "satf"):
-        return (*WG_PLAIN_TILE_MN, _WG_PLAIN_ROW // _WG_BYTES[fmt])
-    return (*WG_SPLIT_TILE_MN, _WG_SPLIT_ROW // _WG_BYTES[fmt])
+    method = mode if mode in ("plain", "satf") else "corrected"
+    return schedule_tile(method, {"f16": "fp16", "bf16": "bf16", "tf32": "tf32"}[fmt])
 
 
 def wgmma_smem_bytes(name: str) -> int:
