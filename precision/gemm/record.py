@@ -7,10 +7,13 @@ int8 kernels get the same matrices times 64 (exact) so that rounding to int8 is 
 - ``record(path, sizes_full, sizes_hashed)``: on the GPU. For ``sizes_full`` every input and
   output is stored as bits (``.npz``); for ``sizes_hashed`` the SHA-256 of the input and output
   bits and four output rows (``.npz`` too), so that large cases stay small on disk.
+- ``compare(new, old)``: two recordings of the same cases (e.g. a rewritten kernel against the
+  checked-in one, same schedule): which arrays differ, bit for bit.
 - ``verify(path)``: on any machine. Re-creates inputs (checking their hashes), runs the
   emulator backend and compares bit patterns; returns one row per (case, kernel).
 
-Run as ``python -m precision.gemm.record record OUT.npz`` or ``... verify IN.npz``.
+Run as ``python -m precision.gemm.record record OUT.npz``, ``... verify IN.npz`` or
+``... compare NEW.npz OLD.npz``.
 """
 
 from __future__ import annotations
@@ -153,6 +156,22 @@ def verify(path: str, *, max_n: int | None = None, kernels: list[str] | None = N
     return rows
 
 
+def compare(new_path: str, old_path: str) -> dict[str, list[str]]:
+    """Arrays of two recordings, by outcome: ``identical`` (same bits), ``different`` and
+    ``only_new`` / ``only_old`` (recorded in one file only)."""
+    new, old = np.load(new_path), np.load(old_path)
+    out: dict[str, list[str]] = {"identical": [], "different": [], "only_new": [],
+                                 "only_old": sorted(set(old.files) - set(new.files))}
+    for name in sorted(new.files):
+        if name not in old.files:
+            out["only_new"].append(name)
+        elif new[name].shape == old[name].shape and np.array_equal(new[name], old[name]):
+            out["identical"].append(name)
+        else:
+            out["different"].append(name)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m precision.gemm.record", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -164,10 +183,20 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("path")
     v.add_argument("--max-n", type=int, default=None)
     v.add_argument("--kernel", action="append", default=None)
+    c = sub.add_parser("compare")
+    c.add_argument("new")
+    c.add_argument("old")
     args = p.parse_args(argv)
     if args.cmd == "record":
         print(f"recorded {record(args.path, args.full, args.hashed)} kernel outputs")
         return 0
+    if args.cmd == "compare":
+        result = compare(args.new, args.old)
+        for outcome in ("different", "only_new", "only_old"):
+            for name in result[outcome]:
+                print(f"{outcome:9s} {name}")
+        print(", ".join(f"{len(v)} {k}" for k, v in result.items()))
+        return 1 if result["different"] else 0
     bad = 0
     for row in verify(args.path, max_n=args.max_n, kernels=args.kernel):
         bad += not row["identical"]
@@ -181,4 +210,4 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     sys.exit(main())
 
-__all__ = ["DISTRIBUTIONS", "case_inputs", "record", "verify"]
+__all__ = ["DISTRIBUTIONS", "case_inputs", "compare", "record", "verify"]

@@ -40,11 +40,10 @@ template <int FMT> struct Elem {
 // Tile shapes (launch.py mirrors them). plain/satf: 128 x 256 CTA tile, two warpgroups of
 // m64n256, k-stage of 128 bytes per row (64 f16/bf16 or 32 tf32), PLAIN_STAGES cp.async stages.
 // Split kernels: 128 x 128 CTA tile (three fp32 accumulator sets fill the register file),
-// k-stage of 64 bytes per row (32 or 16 k), SPLIT_STAGES operand-tile buffers and
-// SPLIT_STAGING fp32 staging slots ([128][KS+4] A and [KS][132] B floats each).
+// k-stage of 64 bytes per row (32 or 16 k), buffers per format in SplitCfg (below).
 constexpr int NTHREADS = 256, BM = 128;
 constexpr int PLAIN_BN = 256, PLAIN_ROW = 128, PLAIN_STAGES = 4;
-constexpr int SPLIT_BN = 128, SPLIT_ROW = 64, SPLIT_STAGES = 3, SPLIT_STAGING = 3;
+constexpr int SPLIT_BN = 128, SPLIT_ROW = 64;
 constexpr int RASTER_GROUP = 8;  // CTA tiles walk 8 M-tiles at a time (L2 reuse)
 
 // ---- rounding (tf32_rne_bits, round_fmt, pack2: common.cuh) -------------------------------
@@ -230,36 +229,65 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
   store_tile(acc, D, Np, tm * BM + wgi * 64, tn * BN);
 }
 
-// ---- corrected: fp32 tiles -> shared staging -> registers (split) -> shared operand tiles --
-// fp32 tiles arrive by cp.async in SPLIT_STAGING staging slots, two k-stages ahead of their
-// conversion. Thread (r = tid % 128, h = tid / 128) converts, per k-stage, row r of the A tile
-// and column r of the B tile (stored as row r of B^T), k in [h*KS/2, (h+1)*KS/2): it reads the
-// fp32 values into registers, splits them there and stores two 16-byte chunks of hi and two of
-// lo per operand. The fp32 values never return to global memory.
+// ---- corrected: warp-specialised split GEMM --------------------------------------------------
+// 512 threads: warpgroups 0 and 1 are producers, warpgroups 2 and 3 the consumers (rows 0-63
+// and 64-127 of the 128 x 128 CTA tile). setmaxnreg moves registers from the producers to the
+// consumers, which hold the three fp32 accumulator sets.
+//  * producers: cp.async brings fp32 k-stages of A (128 x KS) and B (KS x 128) into STG
+//    staging slots, STG - 1 stages ahead of their conversion. Producer thread (r, h) then reads
+//    half h of row r of the A tile and of column r of the B tile into registers, splits them
+//    there (hi = fmt(x), lo = fmt((x - hi) * lo_scale)) and stores 16-byte chunks of hi and lo
+//    into the swizzled operand tiles of buffer kt % S (no pass through global memory). FULL[s]
+//    tells the consumers a buffer is ready; EMPTY[s] tells the producers the consumers' wgmma
+//    are done with it.
+//  * consumers: only wgmma and the fp32 adds of the schedule (header comment).
+// Named barriers: 0 is unused after the split, FULL[s] = 1 + s, EMPTY[s] = 1 + S + s, and
+// PRODUCER_BAR synchronises the producer warpgroups alone.
+template <int FMT> struct SplitCfg {
+  static constexpr int KS = SPLIT_ROW / Elem<FMT>::BYTES;  // k per stage: 32 (16-bit), 16 (tf32)
+  static constexpr int S = FMT == TF32 ? 4 : 3;            // operand-tile buffers
+  static constexpr int STG = FMT == TF32 ? 4 : 3;          // fp32 staging slots
+};
+constexpr int PRODUCERS = 256, SPLIT_THREADS = PRODUCERS + 256;
+// 256 * 48 + 256 * 208 = 65536 registers: the whole register file.
+constexpr int PRODUCER_REGS = 48, CONSUMER_REGS = 208;
+
+template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+__device__ __forceinline__ void bar_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+// One 16-byte chunk of hi and of lo from the fp32 values v[0 .. 16 / BYTES). hi is rounded
+// once (cvt.rn) and widened back exactly to form the residual; same values as
+// hi = round_fmt(x), lo = fmt(fp32_rn(fp32_rn(x - hi) * lo_scale)).
 template <int FMT>
-__device__ __forceinline__ void split_chunks(const float* v, float lo_scale, uint4 (&hi)[2],
-                                             uint4 (&lo)[2]) {
-  uint32_t h[8], l[8];
+__device__ __forceinline__ void split_chunk(const float* v, float lo_scale, uint4& hi, uint4& lo) {
+  uint32_t h[4], l[4];
   if constexpr (FMT == TF32) {
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const float x = round_fmt<TF32>(v[e]);
-      h[e] = __float_as_uint(x);
-      l[e] = tf32_rne_bits(__fmul_rn(__fsub_rn(v[e], x), lo_scale));
+    for (int e = 0; e < 4; ++e) {
+      h[e] = tf32_cvt_rn_bits(v[e]);
+      l[e] = tf32_cvt_rn_bits(__fmul_rn(__fsub_rn(v[e], __uint_as_float(h[e])), lo_scale));
     }
   } else {
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      float x0 = round_fmt<FMT>(v[2 * e]), x1 = round_fmt<FMT>(v[2 * e + 1]);
-      h[e] = pack2<FMT>(x0, x1);
-      l[e] = pack2<FMT>(__fmul_rn(__fsub_rn(v[2 * e], x0), lo_scale),
-                        __fmul_rn(__fsub_rn(v[2 * e + 1], x1), lo_scale));
+    for (int e = 0; e < 4; ++e) {
+      h[e] = pack2<FMT>(v[2 * e], v[2 * e + 1]);
+      const float2 x = unpack2<FMT>(h[e]);
+      l[e] = pack2<FMT>(__fmul_rn(__fsub_rn(v[2 * e], x.x), lo_scale),
+                        __fmul_rn(__fsub_rn(v[2 * e + 1], x.y), lo_scale));
     }
   }
-  hi[0] = make_uint4(h[0], h[1], h[2], h[3]);
-  hi[1] = make_uint4(h[4], h[5], h[6], h[7]);
-  lo[0] = make_uint4(l[0], l[1], l[2], l[3]);
-  lo[1] = make_uint4(l[4], l[5], l[6], l[7]);
+  hi = make_uint4(h[0], h[1], h[2], h[3]);
+  lo = make_uint4(l[0], l[1], l[2], l[3]);
 }
 
 template <int FMT, int MODE>
@@ -267,65 +295,98 @@ __device__ __forceinline__ void split_body(const float* __restrict__ A,
                                            const float* __restrict__ B, float* __restrict__ D,
                                            int Mp, int Np, int Kp, float lo_scale,
                                            float out_scale) {
-  constexpr int EB = Elem<FMT>::BYTES, KI = Elem<FMT>::KI, BN = SPLIT_BN, ROW = SPLIT_ROW;
-  constexpr int KS = ROW / EB, HALF = KS / 2, S = SPLIT_STAGES, STG = SPLIT_STAGING;
+  using Cfg = SplitCfg<FMT>;
+  constexpr int KI = Elem<FMT>::KI, BN = SPLIT_BN, ROW = SPLIT_ROW, KS = Cfg::KS;
+  constexpr int S = Cfg::S, STG = Cfg::STG, E = 16 / Elem<FMT>::BYTES;  // E: elements/chunk
   constexpr int TILE = 128 * ROW, STAGE = 4 * TILE;  // A_hi, A_lo, B_hi, B_lo
   constexpr int LDA = KS + 4, LDB = BN + 4;          // staging row strides (floats)
   constexpr int ST_A = BM * LDA, ST_STAGE = ST_A + KS * LDB;  // floats per staging slot
-  constexpr bool ZERO_BY_SCALE = FMT == F16;         // see the header comment
+  constexpr int FULL = 1, EMPTY = 1 + S, PRODUCER_BAR = 1 + 2 * S;
+  constexpr bool ZERO_BY_SCALE = FMT == F16;  // see the header comment
+  static_assert(PRODUCER_BAR < 16, "named barriers");
   extern __shared__ uint8_t smem_raw[];
   const uint32_t base = align1024(smem_u32(smem_raw));
   float* staging = reinterpret_cast<float*>(smem_raw + (base - smem_u32(smem_raw)) + S * STAGE);
   const uint32_t staging_s = base + S * STAGE;
-  const int tid = threadIdx.x, wgi = tid >> 7, r = tid & 127, h = tid >> 7;
+  const int tid = threadIdx.x;
+  if (blockDim.x != SPLIT_THREADS) __trap();  // a wrong launch would deadlock on the barriers
   int tm, tn;
   tile_coords(Mp / BM, Np / BN, tm, tn);
-  const float* Ag = A + size_t(tm) * BM * Kp;
-  const float* Bg = B + size_t(tn) * BN;
   const int nk = Kp / KS;
 
-  auto fetch = [&](int kt) {  // cp.async of k-stage kt into staging slot kt % STG
-    const uint32_t sa = staging_s + (kt % STG) * ST_STAGE * 4, sb = sa + ST_A * 4;
-    const float* ga = Ag + kt * KS;
+  if (tid < PRODUCERS) {  // ---------------------------------------------------- producers
+    setmaxnreg_dec<PRODUCER_REGS>();
+    const int r = tid & 127, h = tid >> 7;
+    const float* Ag = A + size_t(tm) * BM * Kp;
+    const float* Bg = B + size_t(tn) * BN;
+    // Thread tid copies, per k-stage, 16-byte chunk tid % (KS/4) of A rows tid / (KS/4) +
+    // i * A_STEP and chunk tid % 32 of B rows tid / 32 + i * 8 (pointers advanced, not
+    // recomputed).
+    constexpr int A_CH = KS / 4, A_STEP = PRODUCERS / A_CH, A_COPIES = BM / A_STEP;
+    constexpr int B_STEP = PRODUCERS / 32, B_COPIES = KS / B_STEP;
+    const float* a_src = Ag + size_t(tid / A_CH) * Kp + (tid % A_CH) * 4;
+    const float* b_src = Bg + size_t(tid / 32) * Np + (tid % 32) * 4;
+    const uint32_t a_dst = ((tid / A_CH) * LDA + (tid % A_CH) * 4) * 4;
+    const uint32_t b_dst = (ST_A + (tid / 32) * LDB + (tid % 32) * 4) * 4;
+    const size_t a_step = size_t(A_STEP) * Kp, b_step = size_t(B_STEP) * Np;
+    auto fetch = [&](int kt) {  // cp.async of k-stage kt into staging slot kt % STG
+      const uint32_t slot = staging_s + (kt % STG) * ST_STAGE * 4;
+      const float* ga = a_src + kt * KS;
 #pragma unroll
-    for (int i = 0; i < BM * (KS / 4) / NTHREADS; ++i) {
-      const int c = tid + i * NTHREADS, row = c / (KS / 4), ch = c % (KS / 4);
-      cp_async16(sa + (row * LDA + ch * 4) * 4, ga + size_t(row) * Kp + ch * 4);
+      for (int i = 0; i < A_COPIES; ++i, ga += a_step)
+        cp_async16(slot + a_dst + i * A_STEP * LDA * 4, ga);
+      const float* gb = b_src + size_t(kt) * KS * Np;
+#pragma unroll
+      for (int i = 0; i < B_COPIES; ++i, gb += b_step)
+        cp_async16(slot + b_dst + i * B_STEP * LDB * 4, gb);
+    };
+#pragma unroll
+    for (int j = 0; j < STG - 1; ++j) {  // one cp.async group per k-stage, in k order
+      if (j < nk) fetch(j);
+      cp_async_commit();
     }
-    const float* gb = Bg + size_t(kt) * KS * Np;
+    for (int kt = 0; kt < nk; ++kt) {
+      cp_async_wait<STG - 2>();     // this thread's copies of stage kt have landed
+      bar_sync(PRODUCER_BAR, PRODUCERS);  // everyone's have; slot of kt - 1 is converted
+      if (kt + STG - 1 < nk) fetch(kt + STG - 1);
+      cp_async_commit();
+      if (kt >= S) bar_sync(EMPTY + kt % S, SPLIT_THREADS);  // consumers done with kt - S
+      const float* sa = staging + (kt % STG) * ST_STAGE;
+      const float* sb = sa + ST_A;
+      const uint32_t st = base + (kt % S) * STAGE;
+      constexpr int HALF = KS / E / 2;  // 16-byte chunks per thread and operand
 #pragma unroll
-    for (int i = 0; i < KS * (BN / 4) / NTHREADS; ++i) {
-      const int c = tid + i * NTHREADS, row = c / (BN / 4), ch = c % (BN / 4);
-      cp_async16(sb + (row * LDB + ch * 4) * 4, gb + size_t(row) * Np + ch * 4);
+      for (int c = h * HALF; c < (h + 1) * HALF; ++c) {  // row r of the A tile, chunk c
+        float v[E];
+#pragma unroll
+        for (int j = 0; j < E / 4; ++j) {
+          const float4 x = *reinterpret_cast<const float4*>(sa + r * LDA + c * E + 4 * j);
+          v[4 * j] = x.x; v[4 * j + 1] = x.y; v[4 * j + 2] = x.z; v[4 * j + 3] = x.w;
+        }
+        uint4 hi, lo;
+        split_chunk<FMT>(v, lo_scale, hi, lo);
+        st_shared_v4(st + swz<ROW>(r, c), hi);
+        st_shared_v4(st + TILE + swz<ROW>(r, c), lo);
+      }
+#pragma unroll
+      for (int c = h * HALF; c < (h + 1) * HALF; ++c) {  // column r of B (row r of B^T)
+        float v[E];
+#pragma unroll
+        for (int i = 0; i < E; ++i) v[i] = sb[(c * E + i) * LDB + r];
+        uint4 hi, lo;
+        split_chunk<FMT>(v, lo_scale, hi, lo);
+        st_shared_v4(st + 2 * TILE + swz<ROW>(r, c), hi);
+        st_shared_v4(st + 3 * TILE + swz<ROW>(r, c), lo);
+      }
+      fence_proxy_async();                         // st.shared -> visible to wgmma
+      bar_arrive(FULL + kt % S, SPLIT_THREADS);  // buffer kt % S ready
     }
-  };
-  auto convert = [&](int kt) {  // staging slot kt % STG -> operand buffer kt % S
-    const float* sa = staging + (kt % STG) * ST_STAGE;
-    const float* sb = sa + ST_A;
-    const uint32_t st = base + (kt % S) * STAGE;
-    float v[HALF];
-    uint4 hi[2], lo[2];
-#pragma unroll
-    for (int j = 0; j < HALF / 4; ++j) {
-      const float4 x = *reinterpret_cast<const float4*>(sa + r * LDA + h * HALF + 4 * j);
-      v[4 * j] = x.x; v[4 * j + 1] = x.y; v[4 * j + 2] = x.z; v[4 * j + 3] = x.w;
-    }
-    split_chunks<FMT>(v, lo_scale, hi, lo);
-#pragma unroll
-    for (int c = 0; c < 2; ++c) {
-      st_shared_v4(st + swz<ROW>(r, 2 * h + c), hi[c]);
-      st_shared_v4(st + TILE + swz<ROW>(r, 2 * h + c), lo[c]);
-    }
-#pragma unroll
-    for (int i = 0; i < HALF; ++i) v[i] = sb[(h * HALF + i) * LDB + r];
-    split_chunks<FMT>(v, lo_scale, hi, lo);
-#pragma unroll
-    for (int c = 0; c < 2; ++c) {
-      st_shared_v4(st + 2 * TILE + swz<ROW>(r, 2 * h + c), hi[c]);
-      st_shared_v4(st + 3 * TILE + swz<ROW>(r, 2 * h + c), lo[c]);
-    }
-  };
+    return;
+  }
 
+  // ----------------------------------------------------------------------------- consumers
+  setmaxnreg_inc<CONSUMER_REGS>();
+  const int wgi = (tid - PRODUCERS) >> 7;
   float acc[BN / 2];
   float corr[MODE == OOTOMO ? BN / 2 : 1];
   float tmp[MODE == OOTOMO ? BN / 2 : 1];
@@ -335,22 +396,8 @@ __device__ __forceinline__ void split_body(const float* __restrict__ A,
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) { corr[i] = 0.0f; tmp[i] = 0.0f; }
   }
-
-  // cp.async groups: one per k-stage (empty past the end), committed in k order.
-#pragma unroll
-  for (int j = 0; j < STG; ++j) {
-    if (j < nk) fetch(j);
-    cp_async_commit();
-  }
-  cp_async_wait<STG - 1>();
-  __syncthreads();
-  convert(0);
   for (int kt = 0; kt < nk; ++kt) {
-    cp_async_wait<STG - 2>();  // this thread's copies of stage kt+1 have landed
-    fence_proxy_async();
-    __syncthreads();  // operand buffer kt complete; staging kt+1 visible; slot of kt free
-    if (kt + STG < nk) fetch(kt + STG);
-    cp_async_commit();
+    bar_sync(FULL + kt % S, SPLIT_THREADS);
     const uint32_t st = base + (kt % S) * STAGE;
     const uint32_t a_hi = st + wgi * 64 * ROW, a_lo = a_hi + TILE;
     const uint32_t b_hi = st + 2 * TILE, b_lo = st + 3 * TILE;
@@ -379,8 +426,8 @@ __device__ __forceinline__ void split_body(const float* __restrict__ A,
       }
       wgmma_commit();
     }
-    if (kt + 1 < nk) convert(kt + 1);  // that operand buffer was last read by stage kt-2
     wgmma_wait<1>();  // ootomo: t of stage kt is final; both: stage kt-1 done
+    if (kt > 0 && kt - 1 + S < nk) bar_arrive(EMPTY + (kt - 1) % S, SPLIT_THREADS);
     if constexpr (MODE == OOTOMO) {
       fence_regs(tmp);
       fence_regs(acc);
@@ -425,7 +472,7 @@ __device__ __forceinline__ void split_body(const float* __restrict__ A,
   }
 
 #define WG_SPLIT_KERNEL(NAME, FMT, MODE)                                                       \
-  extern "C" __global__ void __launch_bounds__(wg::NTHREADS, 1)                               \
+  extern "C" __global__ void __launch_bounds__(wg::SPLIT_THREADS, 1)                          \
       NAME(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ D,  \
            int Mp, int Np, int Kp, float lo_scale, float out_scale) {                         \
     wg::split_body<FMT, MODE>(A, B, D, Mp, Np, Kp, lo_scale, out_scale);                      \

@@ -116,13 +116,16 @@ def launch_gemm(
 WGMMA_SOURCE = "gemm_wgmma.cu"
 #: Format suffixes of the wgmma kernels.
 _WG_FORMATS = ("f16", "bf16", "tf32")
-#: plain/satf: 128 x 256 CTA tiles, k-stages of 128 bytes per row, 4 cp.async stages;
-#: split (ootomo/markidis): 128 x 128, k-stages of 64 bytes per row, 3 operand-tile buffers
-#: (A_hi, A_lo, B_hi, B_lo each 128 rows) plus fp32 staging slots. Tiles come from
-#: precision.gemm.schedule.wgmma_tile; all must match gemm_wgmma.cu. +1 KiB for the 1024-byte
-#: alignment of the operand tiles.
-_WG_PLAIN_ROW, _WG_PLAIN_STAGES, _WG_SPLIT_ROW, _WG_SPLIT_STAGES = 128, 4, 64, 3
-_WG_SPLIT_STAGING = 3  # fp32 staging slots: A [128][KS + 4] and B [KS][128 + 4] floats
+#: plain/satf: 128 x 256 CTA tiles, k-stages of 128 bytes per row, 4 cp.async stages, 256
+#: threads. split (ootomo/markidis): 128 x 128, k-stages of 64 bytes per row, 512 threads (two
+#: producer and two consumer warpgroups), per format a number of operand-tile buffers (A_hi,
+#: A_lo, B_hi, B_lo each 128 rows) and fp32 staging slots (SplitCfg in gemm_wgmma.cu). Tiles
+#: come from precision.gemm.schedule.wgmma_tile; all must match gemm_wgmma.cu. +1 KiB for the
+#: 1024-byte alignment of the operand tiles.
+_WG_PLAIN_ROW, _WG_PLAIN_STAGES, _WG_PLAIN_THREADS = 128, 4, 256
+_WG_SPLIT_ROW, _WG_SPLIT_THREADS = 64, 512
+#: (operand-tile buffers, staging slots: A [128][KS + 4] and B [KS][128 + 4] floats) per format
+_WG_SPLIT_BUFFERS = {"f16": (3, 3), "bf16": (3, 3), "tf32": (4, 4)}
 
 
 def _wg_parts(name: str) -> tuple[str, str]:
@@ -146,13 +149,13 @@ def wgmma_smem_bytes(name: str) -> int:
     """Dynamic shared memory of ``name`` (0 for the rounding kernels, which use static)."""
     if name.startswith(("wg_round_rows_", "wg_round_transpose_")):
         return 0
-    mode, _ = _wg_parts(name)
+    mode, fmt = _wg_parts(name)
     bm, bn, bk = wgmma_tile(name)
     if mode in ("plain", "satf"):
         return _WG_PLAIN_STAGES * (bm + bn) * _WG_PLAIN_ROW + 1024
-    ks = bk
-    staging = _WG_SPLIT_STAGING * (bm * (ks + 4) + ks * (bn + 4)) * 4
-    return _WG_SPLIT_STAGES * 4 * 128 * _WG_SPLIT_ROW + staging + 1024
+    buffers, slots = _WG_SPLIT_BUFFERS[fmt]
+    staging = slots * (bm * (bk + 4) + bk * (bn + 4)) * 4
+    return buffers * 4 * 128 * _WG_SPLIT_ROW + staging + 1024
 
 
 def _round_operand(cp: Any, fmt: str, X: Any, rows_p: int, cols_p: int, transpose: bool) -> Any:
@@ -189,15 +192,16 @@ def _launch_wgmma(cp: Any, name: str, A: Any, B: Any, *, lo_scale: float, out_sc
         Ar = _round_operand(cp, fmt, A, Mp, Kp, transpose=False)
         Bt = _round_operand(cp, fmt, B, Kp, Np, transpose=True)
         flag = cp.zeros(1, dtype=cp.int32)
-        kern(grid, (256, 1, 1), (Ar, Bt, D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp), flag),
-             shared_mem=smem)
+        kern(grid, (_WG_PLAIN_THREADS, 1, 1),
+             (Ar, Bt, D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp), flag), shared_mem=smem)
         if mode == "satf" and strict_name is not None and int(flag.get()[0]):
             # a non-finite result: recompute with the clamp after every MMA (gemm_mma.cu)
             return launch_gemm(f"gemm_satf_{fmt}", A, B, arch=arch, strict_name=strict_name)
     else:
         Ap, Bp = _padded(cp, A, Mp, Kp), _padded(cp, B, Kp, Np)
-        kern(grid, (256, 1, 1), (Ap, Bp, D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp),
-                                 cp.float32(lo_scale), cp.float32(out_scale)), shared_mem=smem)
+        kern(grid, (_WG_SPLIT_THREADS, 1, 1),
+             (Ap, Bp, D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp), cp.float32(lo_scale),
+              cp.float32(out_scale)), shared_mem=smem)
     if (Mp, Np) != (M, N):
         D = cp.ascontiguousarray(D[:M, :N])
     return D
