@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from precision.gemm.record import verify
+from precision.gemm.record import compare, main, verify
 
 DATA = Path(__file__).parent / "data" / "gemm" / "cuda_cases_sm90.npz"
 
@@ -51,3 +51,20 @@ def test_small_cases_bit_identical(n):
 @pytest.mark.parametrize("n", [257, 1024])
 def test_large_cases_bit_identical(n):
     _check(n)
+
+
+def test_compare_reports_changed_missing_and_extra_arrays(tmp_path, capsys):
+    """``record compare``: arrays with the same bits, with different bits (one flipped bit)
+    and present in one recording only are told apart; any difference makes the exit code 1."""
+    d = np.arange(12, dtype=np.uint32).reshape(3, 4)
+    flipped = d.copy()
+    flipped[1, 2] ^= 1
+    old, new = tmp_path / "old.npz", tmp_path / "new.npz"
+    np.savez(old, **{"n3/u/k1/D": d, "n3/u/k2/D": d, "n3/u/gone/D": d})
+    np.savez(new, **{"n3/u/k1/D": d, "n3/u/k2/D": flipped, "n3/u/added/D": d})
+    result = compare(str(new), str(old))
+    assert result == {"identical": ["n3/u/k1/D"], "different": ["n3/u/k2/D"],
+                      "only_new": ["n3/u/added/D"], "only_old": ["n3/u/gone/D"]}
+    assert main(["compare", str(new), str(old)]) == 1
+    assert "different n3/u/k2/D" in capsys.readouterr().out
+    assert main(["compare", str(old), str(old)]) == 0

@@ -243,14 +243,32 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
 //  * consumers: only wgmma and the fp32 adds of the schedule (header comment).
 // Named barriers: 0 is unused after the split, FULL[s] = 1 + s, EMPTY[s] = 1 + S + s, and
 // PRODUCER_BAR synchronises the producer warpgroups alone.
+// Tuning knobs, overridable with -D (experiments/tune_split.py times variants; launch.py's
+// split_smem_bytes must be given the same numbers): operand-tile buffers and fp32 staging
+// slots for 16-bit formats and for tf32, and the producer threads' registers (the consumers
+// get the rest of the register file: 256 * P + 256 * (256 - P) = 65536).
+#ifndef WG_SPLIT_BUFFERS16
+#define WG_SPLIT_BUFFERS16 3
+#endif
+#ifndef WG_SPLIT_STAGING16
+#define WG_SPLIT_STAGING16 3
+#endif
+#ifndef WG_SPLIT_BUFFERS32
+#define WG_SPLIT_BUFFERS32 4
+#endif
+#ifndef WG_SPLIT_STAGING32
+#define WG_SPLIT_STAGING32 4
+#endif
+#ifndef WG_SPLIT_PRODUCER_REGS
+#define WG_SPLIT_PRODUCER_REGS 48
+#endif
 template <int FMT> struct SplitCfg {
   static constexpr int KS = SPLIT_ROW / Elem<FMT>::BYTES;  // k per stage: 32 (16-bit), 16 (tf32)
-  static constexpr int S = FMT == TF32 ? 4 : 3;            // operand-tile buffers
-  static constexpr int STG = FMT == TF32 ? 4 : 3;          // fp32 staging slots
+  static constexpr int S = FMT == TF32 ? WG_SPLIT_BUFFERS32 : WG_SPLIT_BUFFERS16;  // buffers
+  static constexpr int STG = FMT == TF32 ? WG_SPLIT_STAGING32 : WG_SPLIT_STAGING16;  // slots
 };
 constexpr int PRODUCERS = 256, SPLIT_THREADS = PRODUCERS + 256;
-// 256 * 48 + 256 * 208 = 65536 registers: the whole register file.
-constexpr int PRODUCER_REGS = 48, CONSUMER_REGS = 208;
+constexpr int PRODUCER_REGS = WG_SPLIT_PRODUCER_REGS, CONSUMER_REGS = 256 - PRODUCER_REGS;
 
 template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
@@ -368,7 +386,7 @@ __device__ __forceinline__ void split_body(const float* __restrict__ A,
         st_shared_v4(st + swz<ROW>(r, c), hi);
         st_shared_v4(st + TILE + swz<ROW>(r, c), lo);
       }
-#pragma unroll
+#pragma unroll 1  // (unrolled, the f16 producer spills registers)
       for (int c = h * HALF; c < (h + 1) * HALF; ++c) {  // column r of B (row r of B^T)
         float v[E];
 #pragma unroll

@@ -125,6 +125,7 @@ _WG_FORMATS = ("f16", "bf16", "tf32")
 _WG_PLAIN_ROW, _WG_PLAIN_STAGES, _WG_PLAIN_THREADS = 128, 4, 256
 _WG_SPLIT_ROW, _WG_SPLIT_THREADS = 64, 512
 #: (operand-tile buffers, staging slots: A [128][KS + 4] and B [KS][128 + 4] floats) per format
+#: (gemm_wgmma.cu's WG_SPLIT_BUFFERS16/STAGING16 and ...32 defaults)
 _WG_SPLIT_BUFFERS = {"f16": (3, 3), "bf16": (3, 3), "tf32": (4, 4)}
 
 
@@ -153,7 +154,14 @@ def wgmma_smem_bytes(name: str) -> int:
     bm, bn, bk = wgmma_tile(name)
     if mode in ("plain", "satf"):
         return _WG_PLAIN_STAGES * (bm + bn) * _WG_PLAIN_ROW + 1024
-    buffers, slots = _WG_SPLIT_BUFFERS[fmt]
+    return split_smem_bytes(fmt, *_WG_SPLIT_BUFFERS[fmt])
+
+
+def split_smem_bytes(fmt: str, buffers: int, slots: int) -> int:
+    """Dynamic shared memory of a split kernel on ``fmt`` ("f16", "bf16", "tf32") with
+    ``buffers`` operand-tile buffers (A_hi, A_lo, B_hi, B_lo: 128 rows of 64 bytes each) and
+    ``slots`` fp32 staging slots, plus 1 KiB for the 1024-byte alignment."""
+    bm, bn, bk = wgmma_tile(f"wg_ootomo_{fmt}")
     staging = slots * (bm * (bk + 4) + bk * (bn + 4)) * 4
     return buffers * 4 * 128 * _WG_SPLIT_ROW + staging + 1024
 

@@ -1,0 +1,101 @@
+"""Time build variants of the corrected (split) wgmma kernels on a GPU.
+
+``gemm_wgmma.cu`` exposes its tuning knobs as macros (``WG_SPLIT_BUFFERS16``,
+``WG_SPLIT_STAGING16``, ``WG_SPLIT_BUFFERS32``, ``WG_SPLIT_STAGING32``,
+``WG_SPLIT_PRODUCER_REGS``). This tool builds one cubin per variant with
+``-D`` flags, times each kernel on n x n x n uniform(-1, 1) inputs (CUDA events, median of
+``--repeats`` launches, kernel only: the inputs are already padded fp32 device arrays) and
+checks that every variant's output has the same bits as the first variant's: the knobs change
+the speed, never the schedule. A developer tool; the benchmark of record is ``precision
+bench-gemm``.
+
+    python -m experiments.tune_split --n 8192 --variant '' --variant BUFFERS16=4,STAGING16=2
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+KNOBS = ("BUFFERS16", "STAGING16", "BUFFERS32", "STAGING32", "PRODUCER_REGS")
+DEFAULTS = {"BUFFERS16": 3, "STAGING16": 3, "BUFFERS32": 4, "STAGING32": 4}
+DEFAULT_KERNELS = ("wg_ootomo_f16", "wg_ootomo_tf32")
+
+
+def parse_variant(text: str) -> dict[str, int]:
+    """``"BUFFERS16=4,STAGING16=2"`` -> {"BUFFERS16": 4, "STAGING16": 2}; unknown knobs are
+    an error."""
+    out: dict[str, int] = {}
+    for part in filter(None, text.split(",")):
+        key, _, value = part.partition("=")
+        if key not in KNOBS or not value.lstrip("-").isdigit():
+            raise SystemExit(f"--variant {text!r}: expected KNOB=INT with KNOB in {KNOBS}")
+        out[key] = int(value)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m experiments.tune_split", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--n", type=int, default=8192)
+    p.add_argument("--variant", action="append", default=None,
+                   help="KNOB=INT[,KNOB=INT...]; '' is the defaults (repeatable)")
+    p.add_argument("--kernel", action="append", default=None)
+    p.add_argument("--repeats", type=int, default=10)
+    args = p.parse_args(argv)
+
+    import cupy as cp
+    import numpy as np
+
+    from precision.gemm.schedule import get_schedule
+    from precision.kernels.build import build_cubin
+    from precision.kernels.launch import split_smem_bytes
+
+    n = args.n
+    if n % 128:
+        raise SystemExit(f"--n {n}: must be a multiple of 128 (no padding here)")
+    variants = [parse_variant(v) for v in (args.variant or [""])]
+    kernels = args.kernel or list(DEFAULT_KERNELS)
+    rng = np.random.default_rng(0)
+    A = cp.asarray(rng.uniform(-1, 1, (n, n)).astype(np.float32))
+    B = cp.asarray(rng.uniform(-1, 1, (n, n)).astype(np.float32))
+    reference: dict[str, object] = {}
+    print(f"n={n}  TFLOP/s = 2 n^3 / median kernel time")
+    for knobs in variants:
+        flags = tuple(f"-DWG_SPLIT_{k}={v}" for k, v in knobs.items())
+        module = cp.RawModule(path=str(build_cubin("gemm_wgmma.cu", arch="sm_90a",
+                                                   extra_flags=flags)))
+        for name in kernels:
+            fmt = {"f16": "fp16", "bf16": "bf16", "tf32": "tf32"}[name.rsplit("_", 1)[1]]
+            split = get_schedule("corrected", fmt).split
+            s = split.lo_scale_log2 if split else 0
+            fn = module.get_function(name)
+            bits = "32" if fmt == "tf32" else "16"
+            smem = split_smem_bytes(name.rsplit("_", 1)[1],
+                                    knobs.get("BUFFERS" + bits, DEFAULTS["BUFFERS" + bits]),
+                                    knobs.get("STAGING" + bits, DEFAULTS["STAGING" + bits]))
+            fn.max_dynamic_shared_size_bytes = smem
+            D = cp.empty((n, n), dtype=cp.float32)
+            launch_args = (A, B, D, cp.int32(n), cp.int32(n), cp.int32(n),
+                           cp.float32(2.0**s), cp.float32(2.0**-s))
+            times = []
+            for i in range(args.repeats + 2):
+                start, stop = cp.cuda.Event(), cp.cuda.Event()
+                start.record()
+                fn(((n // 128) ** 2,), (512,), launch_args, shared_mem=smem)
+                stop.record()
+                stop.synchronize()
+                if i >= 2:
+                    times.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
+            t = float(np.median(times))
+            out = D.view(cp.uint32)
+            same = "reference" if name not in reference else (
+                "identical" if bool(cp.array_equal(out, reference[name])) else "DIFFERENT")
+            reference.setdefault(name, out.copy())
+            print(f"{name:16s} {','.join(f'{k}={v}' for k, v in knobs.items()) or 'defaults':45s}"
+                  f" {2 * n**3 / t / 1e12:7.1f} TFLOP/s  {same}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
