@@ -101,7 +101,8 @@ def block_model(A: np.ndarray, B: np.ndarray, C: np.ndarray, fa: BitFormat, fc: 
     S = S + np.where(np.signbit(C), -1, 1) * align(mc, ec, fc.man_bits)
     V = np.ldexp(S.astype(np.float64), E - F)  # exact: |S| < 2^40
     if fc is F16:
-        out = V.astype(np.float16)
+        with np.errstate(over="ignore"):  # overflow to Inf is the modelled result
+            out = V.astype(np.float16)
     else:
         with np.errstate(over="ignore"):
             out = V.astype(np.float32)
