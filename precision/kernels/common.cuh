@@ -31,14 +31,6 @@ __device__ __forceinline__ uint32_t tf32_cvt_rn_bits(float x) {
 #endif
 }
 
-// One fp32 value rounded to nearest even in the format, returned exactly as fp32.
-template <int FMT> __device__ __forceinline__ float round_fmt(float x) {
-  static_assert(FMT == F16 || FMT == BF16 || FMT == TF32, "round_fmt: f16, bf16 or tf32");
-  if constexpr (FMT == F16) return __half2float(__float2half_rn(x));
-  else if constexpr (FMT == BF16) return __bfloat162float(__float2bfloat16_rn(x));
-  else return __uint_as_float(tf32_rne_bits(x));
-}
-
 // Two fp32 values rounded (cvt.rn) and packed, the first in the low 16 bits.
 template <int FMT> __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   static_assert(FMT == F16 || FMT == BF16, "pack2: f16 or bf16");

@@ -46,7 +46,7 @@ constexpr int PLAIN_BN = 256, PLAIN_ROW = 128, PLAIN_STAGES = 4;
 constexpr int SPLIT_BN = 128, SPLIT_ROW = 64;
 constexpr int RASTER_GROUP = 8;  // CTA tiles walk 8 M-tiles at a time (L2 reuse)
 
-// ---- rounding (tf32_rne_bits, round_fmt, pack2: common.cuh) -------------------------------
+// ---- rounding (tf32_rne_bits, tf32_cvt_rn_bits, pack2, unpack2: common.cuh) --------------
 // Storage bits of one rounded element (16-bit formats in the low half).
 template <int FMT> __device__ __forceinline__ uint32_t storage_bits(float x) {
   if constexpr (FMT == F16) return __half_as_ushort(__float2half_rn(x));
@@ -284,8 +284,8 @@ __device__ __forceinline__ void bar_arrive(int id, int count) {
 }
 
 // One 16-byte chunk of hi and of lo from the fp32 values v[0 .. 16 / BYTES). hi is rounded
-// once (cvt.rn) and widened back exactly to form the residual; same values as
-// hi = round_fmt(x), lo = fmt(fp32_rn(fp32_rn(x - hi) * lo_scale)).
+// once (cvt.rn) and widened back exactly to form the residual: hi = fmt(x) (RNE),
+// lo = fmt(fp32_rn(fp32_rn(x - hi) * lo_scale)).
 template <int FMT>
 __device__ __forceinline__ void split_chunk(const float* v, float lo_scale, uint4& hi, uint4& lo) {
   uint32_t h[4], l[4];
