@@ -100,12 +100,9 @@ def block_model(A: np.ndarray, B: np.ndarray, C: np.ndarray, fa: BitFormat, fc: 
     S = (np.where(sp, -1, 1) * align(mp, ep, 2 * fa.man_bits)).sum(1)
     S = S + np.where(np.signbit(C), -1, 1) * align(mc, ec, fc.man_bits)
     V = np.ldexp(S.astype(np.float64), E - F)  # exact: |S| < 2^40
-    if fc is F16:
-        with np.errstate(over="ignore"):  # overflow to Inf is the modelled result
-            out = V.astype(np.float16)
-    else:
-        with np.errstate(over="ignore"):
-            out = V.astype(np.float32)
+    with np.errstate(over="ignore"):  # overflow to Inf is what the model computes here
+        out = V.astype(np.float16 if fc is F16 else np.float32)
+    if fc is not F16:
         toward = np.abs(out.astype(np.float64)) > np.abs(V)
         out = np.where(toward, np.nextafter(out, np.float32(0)), out)
         out = np.where(np.abs(V) >= 2.0**128, np.copysign(np.float32(np.inf), V), out)
