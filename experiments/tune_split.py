@@ -18,7 +18,6 @@ import argparse
 import sys
 
 KNOBS = ("BUFFERS16", "STAGING16", "BUFFERS32", "STAGING32", "PRODUCER_REGS")
-DEFAULTS = {"BUFFERS16": 3, "STAGING16": 3, "BUFFERS32": 4, "STAGING32": 4}
 DEFAULT_KERNELS = ("wg_ootomo_f16", "wg_ootomo_tf32")
 
 
@@ -43,19 +42,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kernel", action="append", default=None)
     p.add_argument("--repeats", type=int, default=10)
     args = p.parse_args(argv)
+    variants = [parse_variant(v) for v in (args.variant or [""])]  # bad knobs: before any work
 
     import cupy as cp
     import numpy as np
 
-    from precision.gemm.schedule import get_schedule
+    from precision.gemm.schedule import all_schedules
     from precision.kernels.build import build_cubin
-    from precision.kernels.launch import split_smem_bytes
+    from precision.kernels.launch import WG_SPLIT_BUFFERS, WG_SPLIT_THREADS, split_smem_bytes
 
     n = args.n
     if n % 128:
         raise SystemExit(f"--n {n}: must be a multiple of 128 (no padding here)")
-    variants = [parse_variant(v) for v in (args.variant or [""])]
     kernels = args.kernel or list(DEFAULT_KERNELS)
+    schedules = {s.kernel: s for s in all_schedules()}
     rng = np.random.default_rng(0)
     A = cp.asarray(rng.uniform(-1, 1, (n, n)).astype(np.float32))
     B = cp.asarray(rng.uniform(-1, 1, (n, n)).astype(np.float32))
@@ -66,14 +66,14 @@ def main(argv: list[str] | None = None) -> int:
         module = cp.RawModule(path=str(build_cubin("gemm_wgmma.cu", arch="sm_90a",
                                                    extra_flags=flags)))
         for name in kernels:
-            fmt = {"f16": "fp16", "bf16": "bf16", "tf32": "tf32"}[name.rsplit("_", 1)[1]]
-            split = get_schedule("corrected", fmt).split
+            split = schedules[name].split
             s = split.lo_scale_log2 if split else 0
             fn = module.get_function(name)
+            fmt = name.rsplit("_", 1)[1]
             bits = "32" if fmt == "tf32" else "16"
-            smem = split_smem_bytes(name.rsplit("_", 1)[1],
-                                    knobs.get("BUFFERS" + bits, DEFAULTS["BUFFERS" + bits]),
-                                    knobs.get("STAGING" + bits, DEFAULTS["STAGING" + bits]))
+            buffers, slots = WG_SPLIT_BUFFERS[fmt]
+            smem = split_smem_bytes(fmt, knobs.get("BUFFERS" + bits, buffers),
+                                    knobs.get("STAGING" + bits, slots))
             fn.max_dynamic_shared_size_bytes = smem
             D = cp.empty((n, n), dtype=cp.float32)
             launch_args = (A, B, D, cp.int32(n), cp.int32(n), cp.int32(n),
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             for i in range(args.repeats + 2):
                 start, stop = cp.cuda.Event(), cp.cuda.Event()
                 start.record()
-                fn(((n // 128) ** 2,), (512,), launch_args, shared_mem=smem)
+                fn(((n // 128) ** 2,), (WG_SPLIT_THREADS,), launch_args, shared_mem=smem)
                 stop.record()
                 stop.synchronize()
                 if i >= 2:

@@ -123,10 +123,11 @@ _WG_FORMATS = ("f16", "bf16", "tf32")
 #: come from precision.gemm.schedule.wgmma_tile; all must match gemm_wgmma.cu. +1 KiB for the
 #: 1024-byte alignment of the operand tiles.
 _WG_PLAIN_ROW, _WG_PLAIN_STAGES, _WG_PLAIN_THREADS = 128, 4, 256
-_WG_SPLIT_ROW, _WG_SPLIT_THREADS = 64, 512
+_WG_SPLIT_ROW = 64
+WG_SPLIT_THREADS = 512
 #: (operand-tile buffers, staging slots: A [128][KS + 4] and B [KS][128 + 4] floats) per format
 #: (gemm_wgmma.cu's WG_SPLIT_BUFFERS16/STAGING16 and ...32 defaults)
-_WG_SPLIT_BUFFERS = {"f16": (3, 3), "bf16": (3, 3), "tf32": (4, 4)}
+WG_SPLIT_BUFFERS = {"f16": (3, 3), "bf16": (3, 3), "tf32": (4, 4)}
 
 
 def _wg_parts(name: str) -> tuple[str, str]:
@@ -151,10 +152,10 @@ def wgmma_smem_bytes(name: str) -> int:
     if name.startswith(("wg_round_rows_", "wg_round_transpose_")):
         return 0
     mode, fmt = _wg_parts(name)
-    bm, bn, bk = wgmma_tile(name)
     if mode in ("plain", "satf"):
+        bm, bn, _ = wgmma_tile(name)
         return _WG_PLAIN_STAGES * (bm + bn) * _WG_PLAIN_ROW + 1024
-    return split_smem_bytes(fmt, *_WG_SPLIT_BUFFERS[fmt])
+    return split_smem_bytes(fmt, *WG_SPLIT_BUFFERS[fmt])
 
 
 def split_smem_bytes(fmt: str, buffers: int, slots: int) -> int:
@@ -207,7 +208,7 @@ def _launch_wgmma(cp: Any, name: str, A: Any, B: Any, *, lo_scale: float, out_sc
             return launch_gemm(f"gemm_satf_{fmt}", A, B, arch=arch, strict_name=strict_name)
     else:
         Ap, Bp = _padded(cp, A, Mp, Kp), _padded(cp, B, Kp, Np)
-        kern(grid, (_WG_SPLIT_THREADS, 1, 1),
+        kern(grid, (WG_SPLIT_THREADS, 1, 1),
              (Ap, Bp, D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp), cp.float32(lo_scale),
               cp.float32(out_scale)), shared_mem=smem)
     if (Mp, Np) != (M, N):
