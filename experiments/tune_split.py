@@ -1,15 +1,14 @@
 """Time build variants of the corrected (split) wgmma kernels on a GPU.
 
-``gemm_wgmma.cu`` exposes its tuning knobs as macros (``WG_SPLIT_BUFFERS16``,
-``WG_SPLIT_STAGING16``, ``WG_SPLIT_BUFFERS32``, ``WG_SPLIT_STAGING32``,
-``WG_SPLIT_PRODUCER_REGS``). This tool builds one cubin per variant with
-``-D`` flags, times each kernel on n x n x n uniform(-1, 1) inputs (CUDA events, median of
-``--repeats`` launches, kernel only: the inputs are already padded fp32 device arrays) and
-checks that every variant's output has the same bits as the first variant's: the knobs change
-the speed, never the schedule. A developer tool; the benchmark of record is ``precision
-bench-gemm``.
+``gemm_wgmma.cu`` exposes its tuning knobs as macros (``WG_SPLIT_SLOTS16``,
+``WG_SPLIT_SLOTS32``: shared-memory ring slots; ``WG_SPLIT_PRODUCER_REGS``). This tool
+builds one cubin per variant with ``-D`` flags, times each kernel on n x n x n uniform(-1, 1)
+inputs (CUDA events, median of ``--repeats`` launches, kernel only: the inputs are already
+padded fp32 device arrays) and checks that every variant's output has the same bits as the
+first variant's: the knobs change the speed, never the schedule. A developer tool; the
+benchmark of record is ``precision bench-gemm``.
 
-    python -m experiments.tune_split --n 8192 --variant '' --variant BUFFERS16=4,STAGING16=2
+    python -m experiments.tune_split --n 8192 --variant '' --variant SLOTS16=3,SLOTS32=5
 """
 
 from __future__ import annotations
@@ -17,12 +16,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-KNOBS = ("BUFFERS16", "STAGING16", "BUFFERS32", "STAGING32", "PRODUCER_REGS")
+KNOBS = ("SLOTS16", "SLOTS32", "PRODUCER_REGS")
 DEFAULT_KERNELS = ("wg_ootomo_f16", "wg_ootomo_tf32")
 
 
 def parse_variant(text: str) -> dict[str, int]:
-    """``"BUFFERS16=4,STAGING16=2"`` -> {"BUFFERS16": 4, "STAGING16": 2}; unknown knobs are
+    """``"SLOTS16=3,PRODUCER_REGS=48"`` -> {"SLOTS16": 3, "PRODUCER_REGS": 48}; unknown knobs are
     an error."""
     out: dict[str, int] = {}
     for part in filter(None, text.split(",")):
@@ -49,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from precision.gemm.schedule import all_schedules
     from precision.kernels.build import build_cubin
-    from precision.kernels.launch import WG_SPLIT_BUFFERS, WG_SPLIT_THREADS, split_smem_bytes
+    from precision.kernels.launch import WG_SPLIT_SLOTS, WG_SPLIT_THREADS, split_smem_bytes
 
     n = args.n
     if n % 128:
@@ -71,9 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             fn = module.get_function(name)
             fmt = name.rsplit("_", 1)[1]
             bits = "32" if fmt == "tf32" else "16"
-            buffers, slots = WG_SPLIT_BUFFERS[fmt]
-            smem = split_smem_bytes(fmt, knobs.get("BUFFERS" + bits, buffers),
-                                    knobs.get("STAGING" + bits, slots))
+            smem = split_smem_bytes(fmt, knobs.get("SLOTS" + bits, WG_SPLIT_SLOTS[fmt]))
             fn.max_dynamic_shared_size_bytes = smem
             D = cp.empty((n, n), dtype=cp.float32)
             launch_args = (A, B, D, cp.int32(n), cp.int32(n), cp.int32(n),

@@ -233,39 +233,44 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
 // 512 threads: warpgroups 0 and 1 are producers, warpgroups 2 and 3 the consumers (rows 0-63
 // and 64-127 of the 128 x 128 CTA tile). setmaxnreg moves registers from the producers to the
 // consumers, which hold the three fp32 accumulator sets.
-//  * producers: cp.async brings fp32 k-stages of A (128 x KS) and B (KS x 128) into STG
-//    staging slots, STG - 1 stages ahead of their conversion. Producer thread (r, h) then reads
-//    half h of row r of the A tile and of column r of the B tile into registers, splits them
-//    there (hi = fmt(x), lo = fmt((x - hi) * lo_scale)) and stores 16-byte chunks of hi and lo
-//    into the swizzled operand tiles of buffer kt % S (no pass through global memory). FULL[s]
-//    tells the consumers a buffer is ready; EMPTY[s] tells the producers the consumers' wgmma
-//    are done with it.
-//  * consumers: only wgmma and the fp32 adds of the schedule (header comment).
+// Shared memory is a ring of S slots, one k-stage each: fp32 staging tiles of A (128 x KS) and
+// B (KS x 128) and the swizzled K-major operand tiles B_hi and B_lo (128 rows of 64 bytes).
+//  * producers: cp.async brings k-stage kt + P (P = S - 2) into its slot while stage kt is
+//    converted. Producer thread (r, h) reads half h of column r of the B staging tile into
+//    registers, splits it there (hi = fmt(x), lo = fmt((x - hi) * lo_scale)) and stores 16-byte
+//    chunks of hi and lo into B_hi and B_lo. FULL[s]: slot s holds its stage (A staged, B split).
+//  * consumers: each thread reads the fp32 values of its own A register fragments from the A
+//    staging tile, splits them in registers into hi and lo fragments and issues wgmma with A
+//    from registers and B from B_hi / B_lo, then the fp32 adds of the schedule (header
+//    comment). EMPTY[s]: the consumers are done with slot s (their reads and their wgmma).
+// Neither operand's hi/lo passes through global memory, and A's not even through shared memory.
 // Named barriers: 0 is unused after the split, FULL[s] = 1 + s, EMPTY[s] = 1 + S + s, and
 // PRODUCER_BAR synchronises the producer warpgroups alone.
 // Tuning knobs, overridable with -D (experiments/tune_split.py times variants; launch.py's
-// split_smem_bytes must be given the same numbers): operand-tile buffers and fp32 staging
-// slots for 16-bit formats and for tf32, and the producer threads' registers (the consumers
-// get the rest of the register file: 256 * P + 256 * (256 - P) = 65536).
-#ifndef WG_SPLIT_BUFFERS16
-#define WG_SPLIT_BUFFERS16 3
+// split_smem_bytes must be given the same slot counts): ring slots for 16-bit formats and for
+// tf32, and the producer threads' registers (the consumers get the rest of the register
+// file: 256 * R + 256 * (256 - R) = 65536).
+#ifndef WG_SPLIT_SLOTS16
+#define WG_SPLIT_SLOTS16 4  // launch.py WG_SPLIT_SLOTS mirrors these defaults
 #endif
-#ifndef WG_SPLIT_STAGING16
-#define WG_SPLIT_STAGING16 3
-#endif
-#ifndef WG_SPLIT_BUFFERS32
-#define WG_SPLIT_BUFFERS32 4
-#endif
-#ifndef WG_SPLIT_STAGING32
-#define WG_SPLIT_STAGING32 4
+#ifndef WG_SPLIT_SLOTS32
+#define WG_SPLIT_SLOTS32 6
 #endif
 #ifndef WG_SPLIT_PRODUCER_REGS
-#define WG_SPLIT_PRODUCER_REGS 48
+#define WG_SPLIT_PRODUCER_REGS 40  // 32: the f16 producer spills; 48: the consumers do
 #endif
 template <int FMT> struct SplitCfg {
   static constexpr int KS = SPLIT_ROW / Elem<FMT>::BYTES;  // k per stage: 32 (16-bit), 16 (tf32)
-  static constexpr int S = FMT == TF32 ? WG_SPLIT_BUFFERS32 : WG_SPLIT_BUFFERS16;  // buffers
-  static constexpr int STG = FMT == TF32 ? WG_SPLIT_STAGING32 : WG_SPLIT_STAGING16;  // slots
+  static constexpr int NI = KS / Elem<FMT>::KI;            // wgmma instructions per stage: 2
+  static constexpr int S = FMT == TF32 ? WG_SPLIT_SLOTS32 : WG_SPLIT_SLOTS16;  // ring slots
+  static constexpr int P = S - 2;  // stages fetched ahead of the one being converted
+  // Staging row strides in floats: A rows of KS + 8 = 40 (16-bit: the consumers' 8-byte
+  // fragment reads are conflict-free) or KS + 4 = 20 (tf32: 4-byte reads); B rows of 128 + 4.
+  static constexpr int LDA = FMT == TF32 ? KS + 4 : KS + 8, LDB = SPLIT_BN + 4;
+  static constexpr int TILE = 128 * SPLIT_ROW;                        // bytes of B_hi, B_lo
+  static constexpr int ST_A = 2 * TILE, ST_B = ST_A + BM * LDA * 4;  // offsets in a slot
+  static constexpr int SLOT = (ST_B + KS * LDB * 4 + 1023) / 1024 * 1024;  // bytes per slot
+  static_assert(S >= 3 && 1 + 2 * S < 16, "ring slots: 3 .. 7 (named barriers)");
 };
 constexpr int PRODUCERS = 256, SPLIT_THREADS = PRODUCERS + 256;
 constexpr int PRODUCER_REGS = WG_SPLIT_PRODUCER_REGS, CONSUMER_REGS = 256 - PRODUCER_REGS;
@@ -282,30 +287,69 @@ __device__ __forceinline__ void bar_sync(int id, int count) {
 __device__ __forceinline__ void bar_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
+template <int N> __device__ __forceinline__ void fence_words(uint32_t (&a)[N][4]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) asm volatile("" : "+r"(a[i][j])::"memory");
+}
 
-// One 16-byte chunk of hi and of lo from the fp32 values v[0 .. 16 / BYTES). hi is rounded
-// once (cvt.rn) and widened back exactly to form the residual: hi = fmt(x) (RNE),
-// lo = fmt(fp32_rn(fp32_rn(x - hi) * lo_scale)).
+// The split of fp32 values: hi = fmt(x), rounded once (cvt.rn) and widened back exactly to
+// form the residual, lo = fmt(fp32_rn(fp32_rn(x - hi) * lo_scale)).
+// f16/bf16: two values, hi and lo packed (first value in the low half).
+template <int FMT>
+__device__ __forceinline__ void split2(float x0, float x1, float lo_scale, uint32_t& hi,
+                                       uint32_t& lo) {
+  hi = pack2<FMT>(x0, x1);
+  const float2 h = unpack2<FMT>(hi);
+  lo = pack2<FMT>(__fmul_rn(__fsub_rn(x0, h.x), lo_scale),
+                  __fmul_rn(__fsub_rn(x1, h.y), lo_scale));
+}
+// tf32: one value, hi and lo as fp32 bit patterns with the low 13 bits clear.
+__device__ __forceinline__ void split1_tf32(float x, float lo_scale, uint32_t& hi, uint32_t& lo) {
+  hi = tf32_cvt_rn_bits(x);
+  lo = tf32_cvt_rn_bits(__fmul_rn(__fsub_rn(x, __uint_as_float(hi)), lo_scale));
+}
+
+// One 16-byte chunk of hi and of lo from the fp32 values v[0 .. 16 / BYTES).
 template <int FMT>
 __device__ __forceinline__ void split_chunk(const float* v, float lo_scale, uint4& hi, uint4& lo) {
   uint32_t h[4], l[4];
-  if constexpr (FMT == TF32) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      h[e] = tf32_cvt_rn_bits(v[e]);
-      l[e] = tf32_cvt_rn_bits(__fmul_rn(__fsub_rn(v[e], __uint_as_float(h[e])), lo_scale));
-    }
-  } else {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      h[e] = pack2<FMT>(v[2 * e], v[2 * e + 1]);
-      const float2 x = unpack2<FMT>(h[e]);
-      l[e] = pack2<FMT>(__fmul_rn(__fsub_rn(v[2 * e], x.x), lo_scale),
-                        __fmul_rn(__fsub_rn(v[2 * e + 1], x.y), lo_scale));
-    }
+  for (int e = 0; e < 4; ++e) {
+    if constexpr (FMT == TF32) split1_tf32(v[e], lo_scale, h[e], l[e]);
+    else split2<FMT>(v[2 * e], v[2 * e + 1], lo_scale, h[e], l[e]);
   }
   hi = make_uint4(h[0], h[1], h[2], h[3]);
   lo = make_uint4(l[0], l[1], l[2], l[3]);
+}
+
+// A consumer thread's hi and lo A fragments of one k-stage, split from the fp32 staging tile.
+// p points at the thread's first value: row 16 w + g of its warpgroup's 64 rows, k = 2q
+// (16-bit) or q (tf32), with (g, q) = (lane / 4, lane % 4). Instruction i's four words follow
+// the PTX register-fragment order of wgmma m64nNk16 / m64nNk8 (rows relative to the warp):
+// f16/bf16 {(g, 2q:2q+1), (g+8, 2q:2q+1), (g, 2q+8:2q+9), (g+8, 2q+8:2q+9)} at k 16 i + ..,
+// tf32 {(g, q), (g+8, q), (g, q+4), (g+8, q+4)} at k 8 i + ...
+template <int FMT, int NI, int LDA>
+__device__ __forceinline__ void split_a_fragments(const float* p, float lo_scale,
+                                                  uint32_t (&hi)[NI][4], uint32_t (&lo)[NI][4]) {
+#pragma unroll
+  for (int i = 0; i < NI; ++i) {
+    if constexpr (FMT == TF32) {
+      const float* s = p + 8 * i;
+      split1_tf32(s[0], lo_scale, hi[i][0], lo[i][0]);
+      split1_tf32(s[8 * LDA], lo_scale, hi[i][1], lo[i][1]);
+      split1_tf32(s[4], lo_scale, hi[i][2], lo[i][2]);
+      split1_tf32(s[8 * LDA + 4], lo_scale, hi[i][3], lo[i][3]);
+    } else {
+      const float* s = p + 16 * i;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {  // j: (row g or g+8) x (k or k+8)
+        const float2 x = *reinterpret_cast<const float2*>(s + (j & 1) * 8 * LDA + (j >> 1) * 8);
+        split2<FMT>(x.x, x.y, lo_scale, hi[i][j], lo[i][j]);
+      }
+    }
+  }
 }
 
 template <int FMT, int MODE>
@@ -314,18 +358,17 @@ __device__ __forceinline__ void split_body(const float* __restrict__ A,
                                            int Mp, int Np, int Kp, float lo_scale,
                                            float out_scale) {
   using Cfg = SplitCfg<FMT>;
-  constexpr int KI = Elem<FMT>::KI, BN = SPLIT_BN, ROW = SPLIT_ROW, KS = Cfg::KS;
-  constexpr int S = Cfg::S, STG = Cfg::STG, E = 16 / Elem<FMT>::BYTES;  // E: elements/chunk
-  constexpr int TILE = 128 * ROW, STAGE = 4 * TILE;  // A_hi, A_lo, B_hi, B_lo
-  constexpr int LDA = KS + 4, LDB = BN + 4;          // staging row strides (floats)
-  constexpr int ST_A = BM * LDA, ST_STAGE = ST_A + KS * LDB;  // floats per staging slot
+  constexpr int BN = SPLIT_BN, ROW = SPLIT_ROW, KS = Cfg::KS, NI = Cfg::NI;
+  constexpr int S = Cfg::S, P = Cfg::P, E = 16 / Elem<FMT>::BYTES;  // E: elements per chunk
+  constexpr int LDA = Cfg::LDA, LDB = Cfg::LDB, TILE = Cfg::TILE, SLOT = Cfg::SLOT;
   constexpr int FULL = 1, EMPTY = 1 + S, PRODUCER_BAR = 1 + 2 * S;
   constexpr bool ZERO_BY_SCALE = FMT == F16;  // see the header comment
-  static_assert(PRODUCER_BAR < 16, "named barriers");
   extern __shared__ uint8_t smem_raw[];
   const uint32_t base = align1024(smem_u32(smem_raw));
-  float* staging = reinterpret_cast<float*>(smem_raw + (base - smem_u32(smem_raw)) + S * STAGE);
-  const uint32_t staging_s = base + S * STAGE;
+  // generic pointer to the floats at shared-window address s
+  auto floats_at = [&](uint32_t s) {
+    return reinterpret_cast<const float*>(smem_raw + (s - smem_u32(smem_raw)));
+  };
   const int tid = threadIdx.x;
   if (blockDim.x != SPLIT_THREADS) __trap();  // a wrong launch would deadlock on the barriers
   int tm, tn;
@@ -344,11 +387,11 @@ __device__ __forceinline__ void split_body(const float* __restrict__ A,
     constexpr int B_STEP = PRODUCERS / 32, B_COPIES = KS / B_STEP;
     const float* a_src = Ag + size_t(tid / A_CH) * Kp + (tid % A_CH) * 4;
     const float* b_src = Bg + size_t(tid / 32) * Np + (tid % 32) * 4;
-    const uint32_t a_dst = ((tid / A_CH) * LDA + (tid % A_CH) * 4) * 4;
-    const uint32_t b_dst = (ST_A + (tid / 32) * LDB + (tid % 32) * 4) * 4;
+    const uint32_t a_dst = Cfg::ST_A + ((tid / A_CH) * LDA + (tid % A_CH) * 4) * 4;
+    const uint32_t b_dst = Cfg::ST_B + ((tid / 32) * LDB + (tid % 32) * 4) * 4;
     const size_t a_step = size_t(A_STEP) * Kp, b_step = size_t(B_STEP) * Np;
-    auto fetch = [&](int kt) {  // cp.async of k-stage kt into staging slot kt % STG
-      const uint32_t slot = staging_s + (kt % STG) * ST_STAGE * 4;
+    auto fetch = [&](int kt) {  // cp.async of k-stage kt into the staging tiles of its slot
+      const uint32_t slot = base + (kt % S) * SLOT;
       const float* ga = a_src + kt * KS;
 #pragma unroll
       for (int i = 0; i < A_COPIES; ++i, ga += a_step)
@@ -359,55 +402,47 @@ __device__ __forceinline__ void split_body(const float* __restrict__ A,
         cp_async16(slot + b_dst + i * B_STEP * LDB * 4, gb);
     };
 #pragma unroll
-    for (int j = 0; j < STG - 1; ++j) {  // one cp.async group per k-stage, in k order
+    for (int j = 0; j < P; ++j) {  // one cp.async group per k-stage, in k order
       if (j < nk) fetch(j);
       cp_async_commit();
     }
     for (int kt = 0; kt < nk; ++kt) {
-      cp_async_wait<STG - 2>();     // this thread's copies of stage kt have landed
-      bar_sync(PRODUCER_BAR, PRODUCERS);  // everyone's have; slot of kt - 1 is converted
-      if (kt + STG - 1 < nk) fetch(kt + STG - 1);
-      cp_async_commit();
-      if (kt >= S) bar_sync(EMPTY + kt % S, SPLIT_THREADS);  // consumers done with kt - S
-      const float* sa = staging + (kt % STG) * ST_STAGE;
-      const float* sb = sa + ST_A;
-      const uint32_t st = base + (kt % S) * STAGE;
-      constexpr int HALF = KS / E / 2;  // 16-byte chunks per thread and operand
-#pragma unroll
-      for (int c = h * HALF; c < (h + 1) * HALF; ++c) {  // row r of the A tile, chunk c
-        float v[E];
-#pragma unroll
-        for (int j = 0; j < E / 4; ++j) {
-          const float4 x = *reinterpret_cast<const float4*>(sa + r * LDA + c * E + 4 * j);
-          v[4 * j] = x.x; v[4 * j + 1] = x.y; v[4 * j + 2] = x.z; v[4 * j + 3] = x.w;
-        }
-        uint4 hi, lo;
-        split_chunk<FMT>(v, lo_scale, hi, lo);
-        st_shared_v4(st + swz<ROW>(r, c), hi);
-        st_shared_v4(st + TILE + swz<ROW>(r, c), lo);
+      if (kt + P < nk) {  // refill the slot of stage kt + P - S once the consumers are done
+        if (kt + P >= S) bar_sync(EMPTY + (kt + P) % S, SPLIT_THREADS);
+        fetch(kt + P);
       }
-#pragma unroll 1  // (unrolled, the f16 producer spills registers)
+      cp_async_commit();
+      cp_async_wait<P>();                 // this thread's copies of stage kt have landed
+      bar_sync(PRODUCER_BAR, PRODUCERS);  // everyone's have
+      const uint32_t slot = base + (kt % S) * SLOT;
+      const float* sb = floats_at(slot + Cfg::ST_B);
+      constexpr int HALF = KS / E / 2;  // 16-byte chunks per thread
+#pragma unroll 1  // (unrolled, the producer runs out of its registers)
       for (int c = h * HALF; c < (h + 1) * HALF; ++c) {  // column r of B (row r of B^T)
         float v[E];
 #pragma unroll
         for (int i = 0; i < E; ++i) v[i] = sb[(c * E + i) * LDB + r];
         uint4 hi, lo;
         split_chunk<FMT>(v, lo_scale, hi, lo);
-        st_shared_v4(st + 2 * TILE + swz<ROW>(r, c), hi);
-        st_shared_v4(st + 3 * TILE + swz<ROW>(r, c), lo);
+        st_shared_v4(slot + swz<ROW>(r, c), hi);
+        st_shared_v4(slot + TILE + swz<ROW>(r, c), lo);
       }
-      fence_proxy_async();                         // st.shared -> visible to wgmma
-      bar_arrive(FULL + kt % S, SPLIT_THREADS);  // buffer kt % S ready
+      fence_proxy_async();                       // st.shared -> visible to wgmma
+      bar_arrive(FULL + kt % S, SPLIT_THREADS);  // slot kt % S ready
     }
     return;
   }
 
   // ----------------------------------------------------------------------------- consumers
   setmaxnreg_inc<CONSUMER_REGS>();
-  const int wgi = (tid - PRODUCERS) >> 7;
+  const int t = tid - PRODUCERS, wgi = t >> 7, lane = t & 31;
+  // this thread's first A fragment value in a staging tile (floats)
+  const int a_first = (64 * wgi + 16 * ((t >> 5) & 3) + (lane >> 2)) * LDA +
+                      (FMT == TF32 ? 1 : 2) * (lane & 3);
   float acc[BN / 2];
   float corr[MODE == OOTOMO ? BN / 2 : 1];
   float tmp[MODE == OOTOMO ? BN / 2 : 1];
+  uint32_t a_hi[NI][4], a_lo[NI][4];
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
   if constexpr (MODE == OOTOMO) {
@@ -415,38 +450,33 @@ __device__ __forceinline__ void split_body(const float* __restrict__ A,
     for (int i = 0; i < BN / 2; ++i) { corr[i] = 0.0f; tmp[i] = 0.0f; }
   }
   for (int kt = 0; kt < nk; ++kt) {
+    if (kt > 0) {
+      wgmma_wait<0>();  // stage kt-1's wgmma are done: its slot and the A fragments are free
+      fence_words(a_hi);
+      fence_words(a_lo);
+      if (kt - 1 + S < nk) bar_arrive(EMPTY + (kt - 1) % S, SPLIT_THREADS);
+    }
     bar_sync(FULL + kt % S, SPLIT_THREADS);
-    const uint32_t st = base + (kt % S) * STAGE;
-    const uint32_t a_hi = st + wgi * 64 * ROW, a_lo = a_hi + TILE;
-    const uint32_t b_hi = st + 2 * TILE, b_lo = st + 3 * TILE;
+    const uint32_t slot = base + (kt % S) * SLOT;
+    split_a_fragments<FMT, NI, LDA>(floats_at(slot + Cfg::ST_A) + a_first, lo_scale, a_hi, a_lo);
+    const uint32_t b_hi = slot, b_lo = slot + TILE;
     fence_regs(acc);
     if constexpr (MODE == OOTOMO) { fence_regs(corr); fence_regs(tmp); }
     wgmma_fence();
     if constexpr (MODE == OOTOMO) {
 #pragma unroll
-      for (int i = 0; i < KS / KI; ++i)
-        Mma<FMT, BN>::run(tmp, tile_desc<ROW>(a_hi + 32 * i), tile_desc<ROW>(b_hi + 32 * i),
-                          (ZERO_BY_SCALE && i == 0) ? 0 : 1);
+      for (int i = 0; i < NI; ++i)
+        MmaRS<FMT, BN>::run(tmp, a_hi[i], tile_desc<ROW>(b_hi + 32 * i),
+                            (ZERO_BY_SCALE && i == 0) ? 0 : 1);
       wgmma_commit();
 #pragma unroll
-      for (int i = 0; i < KS / KI; ++i)
-        Mma<FMT, BN>::run(corr, tile_desc<ROW>(a_lo + 32 * i), tile_desc<ROW>(b_hi + 32 * i), 1);
+      for (int i = 0; i < NI; ++i)
+        MmaRS<FMT, BN>::run(corr, a_lo[i], tile_desc<ROW>(b_hi + 32 * i), 1);
 #pragma unroll
-      for (int i = 0; i < KS / KI; ++i)
-        Mma<FMT, BN>::run(corr, tile_desc<ROW>(a_hi + 32 * i), tile_desc<ROW>(b_lo + 32 * i), 1);
+      for (int i = 0; i < NI; ++i)
+        MmaRS<FMT, BN>::run(corr, a_hi[i], tile_desc<ROW>(b_lo + 32 * i), 1);
       wgmma_commit();
-    } else {
-#pragma unroll
-      for (int i = 0; i < KS / KI; ++i) {
-        Mma<FMT, BN>::run(acc, tile_desc<ROW>(a_hi + 32 * i), tile_desc<ROW>(b_hi + 32 * i), 1);
-        Mma<FMT, BN>::run(acc, tile_desc<ROW>(a_lo + 32 * i), tile_desc<ROW>(b_hi + 32 * i), 1);
-        Mma<FMT, BN>::run(acc, tile_desc<ROW>(a_hi + 32 * i), tile_desc<ROW>(b_lo + 32 * i), 1);
-      }
-      wgmma_commit();
-    }
-    wgmma_wait<1>();  // ootomo: t of stage kt is final; both: stage kt-1 done
-    if (kt > 0 && kt - 1 + S < nk) bar_arrive(EMPTY + (kt - 1) % S, SPLIT_THREADS);
-    if constexpr (MODE == OOTOMO) {
+      wgmma_wait<1>();  // t of stage kt is final
       fence_regs(tmp);
       fence_regs(acc);
 #pragma unroll
@@ -454,6 +484,14 @@ __device__ __forceinline__ void split_body(const float* __restrict__ A,
         acc[i] = __fadd_rn(acc[i], tmp[i]);
         if constexpr (!ZERO_BY_SCALE) tmp[i] = 0.0f;
       }
+    } else {
+#pragma unroll
+      for (int i = 0; i < NI; ++i) {
+        MmaRS<FMT, BN>::run(acc, a_hi[i], tile_desc<ROW>(b_hi + 32 * i), 1);
+        MmaRS<FMT, BN>::run(acc, a_lo[i], tile_desc<ROW>(b_hi + 32 * i), 1);
+        MmaRS<FMT, BN>::run(acc, a_hi[i], tile_desc<ROW>(b_lo + 32 * i), 1);
+      }
+      wgmma_commit();
     }
   }
   wgmma_wait<0>();

@@ -118,16 +118,15 @@ WGMMA_SOURCE = "gemm_wgmma.cu"
 _WG_FORMATS = ("f16", "bf16", "tf32")
 #: plain/satf: 128 x 256 CTA tiles, k-stages of 128 bytes per row, 4 cp.async stages, 256
 #: threads. split (ootomo/markidis): 128 x 128, k-stages of 64 bytes per row, 512 threads (two
-#: producer and two consumer warpgroups), per format a number of operand-tile buffers (A_hi,
-#: A_lo, B_hi, B_lo each 128 rows) and fp32 staging slots (SplitCfg in gemm_wgmma.cu). Tiles
+#: producer and two consumer warpgroups) and a ring of slots per format, each one k-stage: fp32
+#: staging of A and B plus the B_hi and B_lo operand tiles (SplitCfg in gemm_wgmma.cu). Tiles
 #: come from precision.gemm.schedule.wgmma_tile; all must match gemm_wgmma.cu. +1 KiB for the
 #: 1024-byte alignment of the operand tiles.
 _WG_PLAIN_ROW, _WG_PLAIN_STAGES, _WG_PLAIN_THREADS = 128, 4, 256
 _WG_SPLIT_ROW = 64
 WG_SPLIT_THREADS = 512
-#: (operand-tile buffers, staging slots: A [128][KS + 4] and B [KS][128 + 4] floats) per format
-#: (gemm_wgmma.cu's WG_SPLIT_BUFFERS16/STAGING16 and ...32 defaults)
-WG_SPLIT_BUFFERS = {"f16": (3, 3), "bf16": (3, 3), "tf32": (4, 4)}
+#: ring slots per format (gemm_wgmma.cu's WG_SPLIT_SLOTS16 / WG_SPLIT_SLOTS32 defaults)
+WG_SPLIT_SLOTS = {"f16": 4, "bf16": 4, "tf32": 6}
 
 
 def _wg_parts(name: str) -> tuple[str, str]:
@@ -155,16 +154,18 @@ def wgmma_smem_bytes(name: str) -> int:
     if mode in ("plain", "satf"):
         bm, bn, _ = wgmma_tile(name)
         return _WG_PLAIN_STAGES * (bm + bn) * _WG_PLAIN_ROW + 1024
-    return split_smem_bytes(fmt, *WG_SPLIT_BUFFERS[fmt])
+    return split_smem_bytes(fmt, WG_SPLIT_SLOTS[fmt])
 
 
-def split_smem_bytes(fmt: str, buffers: int, slots: int) -> int:
-    """Dynamic shared memory of a split kernel on ``fmt`` ("f16", "bf16", "tf32") with
-    ``buffers`` operand-tile buffers (A_hi, A_lo, B_hi, B_lo: 128 rows of 64 bytes each) and
-    ``slots`` fp32 staging slots, plus 1 KiB for the 1024-byte alignment."""
+def split_smem_bytes(fmt: str, slots: int) -> int:
+    """Dynamic shared memory of a split kernel on ``fmt`` ("f16", "bf16", "tf32") with a ring
+    of ``slots`` slots, plus 1 KiB for the 1024-byte alignment. A slot (rounded up to 1 KiB):
+    the B_hi and B_lo tiles (``bn`` rows of 64 bytes each), the fp32 A staging tile (``bm``
+    rows of bk + 8 floats, tf32 bk + 4) and the fp32 B staging tile (bk rows of bn + 4)."""
     bm, bn, bk = wgmma_tile(f"wg_ootomo_{fmt}")
-    staging = slots * (bm * (bk + 4) + bk * (bn + 4)) * 4
-    return buffers * 4 * 128 * _WG_SPLIT_ROW + staging + 1024
+    lda = bk + (4 if fmt == "tf32" else 8)
+    slot = 2 * bn * _WG_SPLIT_ROW + (bm * lda + bk * (bn + 4)) * 4
+    return slots * (-(-slot // 1024) * 1024) + 1024
 
 
 def _round_operand(cp: Any, fmt: str, X: Any, rows_p: int, cols_p: int, transpose: bool) -> Any:
