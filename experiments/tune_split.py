@@ -1,12 +1,12 @@
 """Time build variants of the corrected (split) wgmma kernels on a GPU.
 
 ``gemm_wgmma.cu`` exposes its tuning knobs as macros (``WG_SPLIT_SLOTS16``,
-``WG_SPLIT_SLOTS32``: shared-memory ring slots; ``WG_SPLIT_PRODUCER_REGS``). This tool
-builds one cubin per variant with ``-D`` flags, times each kernel on n x n x n uniform(-1, 1)
-inputs (CUDA events, median of ``--repeats`` launches, kernel only: the inputs are already
-padded fp32 device arrays) and checks that every variant's output has the same bits as the
-first variant's: the knobs change the speed, never the schedule. A developer tool; the
-benchmark of record is ``precision bench-gemm``.
+``WG_SPLIT_SLOTS32``: shared-memory ring slots; ``WG_SPLIT_UNROLL_B``: producer loop unrolling;
+``WG_SPLIT_PRODUCER_REGS``). This tool builds one cubin per variant with ``-D`` flags, times
+each kernel on n x n x n uniform(-1, 1) inputs (CUDA events, median of ``--repeats`` launches,
+kernel only: the inputs are already padded fp32 device arrays) and checks that every variant's
+output has the same bits as the first variant's: the knobs change the speed, never the
+schedule. A developer tool; the benchmark of record is ``precision bench-gemm``.
 
     python -m experiments.tune_split --n 8192 --variant '' --variant SLOTS16=3,SLOTS32=5
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-KNOBS = ("SLOTS16", "SLOTS32", "PRODUCER_REGS")
+KNOBS = ("SLOTS16", "SLOTS32", "UNROLL_B", "PRODUCER_REGS")
 DEFAULT_KERNELS = ("wg_ootomo_f16", "wg_ootomo_tf32")
 
 
@@ -48,7 +48,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from precision.gemm.schedule import all_schedules
     from precision.kernels.build import build_cubin
-    from precision.kernels.launch import WG_SPLIT_SLOTS, WG_SPLIT_THREADS, split_smem_bytes
+    from precision.kernels.launch import (
+        WG_SPLIT_SLOTS,
+        WG_SPLIT_THREADS,
+        split_smem_bytes,
+        split_tensor_maps,
+    )
 
     n = args.n
     if n % 128:
@@ -73,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
             smem = split_smem_bytes(fmt, knobs.get("SLOTS" + bits, WG_SPLIT_SLOTS[fmt]))
             fn.max_dynamic_shared_size_bytes = smem
             D = cp.empty((n, n), dtype=cp.float32)
-            launch_args = (A, B, D, cp.int32(n), cp.int32(n), cp.int32(n),
-                           cp.float32(2.0**s), cp.float32(2.0**-s))
+            launch_args = (split_tensor_maps(fmt, A, B), D, cp.int32(n), cp.int32(n),
+                           cp.int32(n), cp.float32(2.0**s), cp.float32(2.0**-s))
             times = []
             for i in range(args.repeats + 2):
                 start, stop = cp.cuda.Event(), cp.cuda.Event()

@@ -233,28 +233,35 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
 // 512 threads: warpgroups 0 and 1 are producers, warpgroups 2 and 3 the consumers (rows 0-63
 // and 64-127 of the 128 x 128 CTA tile). setmaxnreg moves registers from the producers to the
 // consumers, which hold the three fp32 accumulator sets.
-// Shared memory is a ring of S slots, one k-stage each: fp32 staging tiles of A (128 x KS) and
-// B (KS x 128) and the swizzled K-major operand tiles B_hi and B_lo (128 rows of 64 bytes).
-//  * producers: cp.async brings k-stage kt + P (P = S - 2) into its slot while stage kt is
-//    converted. Producer thread (r, h) reads half h of column r of the B staging tile into
-//    registers, splits it there (hi = fmt(x), lo = fmt((x - hi) * lo_scale)) and stores 16-byte
-//    chunks of hi and lo into B_hi and B_lo. FULL[s]: slot s holds its stage (A staged, B split).
+// Shared memory is a ring of S slots, one k-stage each: the swizzled K-major operand tiles
+// B_hi and B_lo (128 rows of 64 bytes) and fp32 staging tiles of A (128 x KS) and B (KS x 128).
+//  * producers: thread 0 has the TMA unit copy k-stage kt + P (P = S - 2) into its slot (the
+//    tensor maps are built by launch.py), completing on the slot's mbarrier LOADED[s], while
+//    stage kt is converted: producer thread (r, h) reads half h of column r of the B staging
+//    tile into registers, splits it there (hi = fmt(x), lo = fmt((x - hi) * lo_scale)) and
+//    stores 16-byte chunks of hi and lo into B_hi and B_lo. FULL[s]: slot s holds its stage.
 //  * consumers: each thread reads the fp32 values of its own A register fragments from the A
 //    staging tile, splits them in registers into hi and lo fragments and issues wgmma with A
 //    from registers and B from B_hi / B_lo, then the fp32 adds of the schedule (header
 //    comment). EMPTY[s]: the consumers are done with slot s (their reads and their wgmma).
 // Neither operand's hi/lo passes through global memory, and A's not even through shared memory.
-// Named barriers: 0 is unused after the split, FULL[s] = 1 + s, EMPTY[s] = 1 + S + s, and
-// PRODUCER_BAR synchronises the producer warpgroups alone.
+// A staging layout (bank-conflict-free fragment reads): f16/bf16 as 4 column blocks of 8
+// floats (128 rows of 32 bytes each); tf32 as 128 rows of 64 bytes in the TMA 64-byte swizzle
+// (16-byte chunk c of row r at c ^ ((r / 2) % 4), like swz<64>). B staging: dense rows.
+// Named barriers: 0 is unused after the split, FULL[s] = 1 + s, EMPTY[s] = 1 + S + s; the
+// LOADED mbarriers follow the slots in shared memory.
 // Tuning knobs, overridable with -D (experiments/tune_split.py times variants; launch.py's
 // split_smem_bytes must be given the same slot counts): ring slots for 16-bit formats and for
-// tf32, and the producer threads' registers (the consumers get the rest of the register
-// file: 256 * R + 256 * (256 - R) = 65536).
+// tf32, the unrolling of the producers' B conversion, and the producer threads' registers
+// (the consumers get the rest of the register file: 256 * R + 256 * (256 - R) = 65536).
 #ifndef WG_SPLIT_SLOTS16
 #define WG_SPLIT_SLOTS16 4  // launch.py WG_SPLIT_SLOTS mirrors these defaults
 #endif
 #ifndef WG_SPLIT_SLOTS32
 #define WG_SPLIT_SLOTS32 6
+#endif
+#ifndef WG_SPLIT_UNROLL_B
+#define WG_SPLIT_UNROLL_B 2  // producer B chunks converted per loop trip (1 or 2)
 #endif
 #ifndef WG_SPLIT_PRODUCER_REGS
 #define WG_SPLIT_PRODUCER_REGS 40  // 32: the f16 producer spills; 48: the consumers do
@@ -264,16 +271,17 @@ template <int FMT> struct SplitCfg {
   static constexpr int NI = KS / Elem<FMT>::KI;            // wgmma instructions per stage: 2
   static constexpr int S = FMT == TF32 ? WG_SPLIT_SLOTS32 : WG_SPLIT_SLOTS16;  // ring slots
   static constexpr int P = S - 2;  // stages fetched ahead of the one being converted
-  // Staging row strides in floats: A rows of KS + 8 = 40 (16-bit: the consumers' 8-byte
-  // fragment reads are conflict-free) or KS + 4 = 20 (tf32: 4-byte reads); B rows of 128 + 4.
-  static constexpr int LDA = FMT == TF32 ? KS + 4 : KS + 8, LDB = SPLIT_BN + 4;
-  static constexpr int TILE = 128 * SPLIT_ROW;                        // bytes of B_hi, B_lo
-  static constexpr int ST_A = 2 * TILE, ST_B = ST_A + BM * LDA * 4;  // offsets in a slot
-  static constexpr int SLOT = (ST_B + KS * LDB * 4 + 1023) / 1024 * 1024;  // bytes per slot
-  static_assert(S >= 3 && 1 + 2 * S < 16, "ring slots: 3 .. 7 (named barriers)");
+  static constexpr int A_BOX_K = FMT == TF32 ? 16 : 8;  // columns per TMA box of A (launch.py)
+  static constexpr int TILE = 128 * SPLIT_ROW;           // bytes of B_hi, B_lo
+  static constexpr int ST_A = 2 * TILE, ST_B = ST_A + BM * KS * 4;  // offsets in a slot
+  static constexpr int SLOT = ST_B + KS * SPLIT_BN * 4;             // bytes per slot
+  static constexpr uint32_t STAGE_BYTES = (BM * KS + KS * SPLIT_BN) * 4;  // fp32 per k-stage
+  static_assert(S >= 3 && 1 + 2 * S <= 16, "ring slots: 3 .. 7 (named barriers)");
+  static_assert(SLOT % 1024 == 0, "slots keep the 1024-byte alignment of the tiles");
 };
 constexpr int PRODUCERS = 256, SPLIT_THREADS = PRODUCERS + 256;
 constexpr int PRODUCER_REGS = WG_SPLIT_PRODUCER_REGS, CONSUMER_REGS = 256 - PRODUCER_REGS;
+constexpr int UNROLL_B = WG_SPLIT_UNROLL_B;
 
 template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
@@ -286,6 +294,41 @@ __device__ __forceinline__ void bar_sync(int id, int count) {
 }
 __device__ __forceinline__ void bar_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+// mbarrier at shared-window address bar (PTX ISA 8.0, sm_90; the TMA copies complete on it).
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_init_fence() {  // inits -> visible to all proxies
+  asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;\n" :::
+               "memory");
+}
+// One arrival that also announces `bytes` of bulk-copy data for the barrier's current phase.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
+               "r"(bytes)
+               : "memory");
+}
+// Wait until the phase with the given parity has completed (its data is then visible).
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  while (!done)
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+}
+// The box at coordinates (c0 = column, c1 = row) of the 2-D tensor map at global address tmap
+// -> shared memory at dst, by the TMA unit; completion (bytes) is counted on mbarrier bar.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* tmap, int c0, int c1,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(tmap), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
 }
 template <int N> __device__ __forceinline__ void fence_words(uint32_t (&a)[N][4]) {
 #pragma unroll
@@ -324,104 +367,97 @@ __device__ __forceinline__ void split_chunk(const float* v, float lo_scale, uint
   lo = make_uint4(l[0], l[1], l[2], l[3]);
 }
 
-// A consumer thread's hi and lo A fragments of one k-stage, split from the fp32 staging tile.
-// p points at the thread's first value: row 16 w + g of its warpgroup's 64 rows, k = 2q
-// (16-bit) or q (tf32), with (g, q) = (lane / 4, lane % 4). Instruction i's four words follow
-// the PTX register-fragment order of wgmma m64nNk16 / m64nNk8 (rows relative to the warp):
-// f16/bf16 {(g, 2q:2q+1), (g+8, 2q:2q+1), (g, 2q+8:2q+9), (g+8, 2q+8:2q+9)} at k 16 i + ..,
-// tf32 {(g, q), (g+8, q), (g, q+4), (g+8, q+4)} at k 8 i + ...
-template <int FMT, int NI, int LDA>
-__device__ __forceinline__ void split_a_fragments(const float* p, float lo_scale,
-                                                  uint32_t (&hi)[NI][4], uint32_t (&lo)[NI][4]) {
+// A consumer thread's hi and lo A fragments of one k-stage, split from the fp32 staging tile
+// at a (bytes; layout in the comment above). The thread's rows are row and row + 8 (row = 16 w
+// + g of its warpgroup's block, (g, q) = (lane / 4, lane % 4)). Instruction i's four words
+// follow the PTX register-fragment order of wgmma m64nNk16 / m64nNk8 (k relative to the
+// instruction): f16/bf16 {(row, 2q:2q+1), (row+8, 2q:2q+1), (row, 2q+8:2q+9), (row+8,
+// 2q+8:2q+9)}, tf32 {(row, q), (row+8, q), (row, q+4), (row+8, q+4)}.
+template <int FMT, int NI>
+__device__ __forceinline__ void split_a_fragments(const uint8_t* a, int row, int q,
+                                                  float lo_scale, uint32_t (&hi)[NI][4],
+                                                  uint32_t (&lo)[NI][4]) {
+  if constexpr (FMT == TF32) {
+    const uint8_t* p = a + row * 64 + 4 * q;
+    const int sw = (row >> 1) & 3;  // the 64-byte swizzle of rows row and row + 8
 #pragma unroll
-  for (int i = 0; i < NI; ++i) {
-    if constexpr (FMT == TF32) {
-      const float* s = p + 8 * i;
-      split1_tf32(s[0], lo_scale, hi[i][0], lo[i][0]);
-      split1_tf32(s[8 * LDA], lo_scale, hi[i][1], lo[i][1]);
-      split1_tf32(s[4], lo_scale, hi[i][2], lo[i][2]);
-      split1_tf32(s[8 * LDA + 4], lo_scale, hi[i][3], lo[i][3]);
-    } else {
-      const float* s = p + 16 * i;
+    for (int i = 0; i < NI; ++i)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {  // j: (row g or g+8) x (k or k+8)
-        const float2 x = *reinterpret_cast<const float2*>(s + (j & 1) * 8 * LDA + (j >> 1) * 8);
+      for (int j = 0; j < 4; ++j) {  // j: (row or row+8) x (k or k+4), k = 8 i + q
+        const float x = *reinterpret_cast<const float*>(p + (j & 1) * 8 * 64 +
+                                                        (((2 * i + (j >> 1)) ^ sw) << 4));
+        split1_tf32(x, lo_scale, hi[i][j], lo[i][j]);
+      }
+  } else {
+    const uint8_t* p = a + row * 32 + 8 * q;  // column block 0, k = 2q
+#pragma unroll
+    for (int i = 0; i < NI; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {  // j: (row or row+8) x (k or k+8), k = 16 i + 2q
+        const float2 x = *reinterpret_cast<const float2*>(p + (j & 1) * 8 * 32 +
+                                                          (2 * i + (j >> 1)) * BM * 32);
         split2<FMT>(x.x, x.y, lo_scale, hi[i][j], lo[i][j]);
       }
-    }
   }
 }
 
 template <int FMT, int MODE>
-__device__ __forceinline__ void split_body(const float* __restrict__ A,
-                                           const float* __restrict__ B, float* __restrict__ D,
-                                           int Mp, int Np, int Kp, float lo_scale,
-                                           float out_scale) {
+__device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
+                                           float* __restrict__ D, int Mp, int Np, int Kp,
+                                           float lo_scale, float out_scale) {
   using Cfg = SplitCfg<FMT>;
   constexpr int BN = SPLIT_BN, ROW = SPLIT_ROW, KS = Cfg::KS, NI = Cfg::NI;
   constexpr int S = Cfg::S, P = Cfg::P, E = 16 / Elem<FMT>::BYTES;  // E: elements per chunk
-  constexpr int LDA = Cfg::LDA, LDB = Cfg::LDB, TILE = Cfg::TILE, SLOT = Cfg::SLOT;
-  constexpr int FULL = 1, EMPTY = 1 + S, PRODUCER_BAR = 1 + 2 * S;
+  constexpr int TILE = Cfg::TILE, SLOT = Cfg::SLOT;
+  constexpr int FULL = 1, EMPTY = 1 + S;
   constexpr bool ZERO_BY_SCALE = FMT == F16;  // see the header comment
   extern __shared__ uint8_t smem_raw[];
   const uint32_t base = align1024(smem_u32(smem_raw));
-  // generic pointer to the floats at shared-window address s
-  auto floats_at = [&](uint32_t s) {
-    return reinterpret_cast<const float*>(smem_raw + (s - smem_u32(smem_raw)));
-  };
+  const uint8_t* smem_base = smem_raw + (base - smem_u32(smem_raw));  // generic, of base
   const int tid = threadIdx.x;
   if (blockDim.x != SPLIT_THREADS) __trap();  // a wrong launch would deadlock on the barriers
   int tm, tn;
   tile_coords(Mp / BM, Np / BN, tm, tn);
   const int nk = Kp / KS;
+  // LOADED[s]: an mbarrier per slot, completed when the slot's fp32 staging tiles have landed
+  const uint32_t loaded = base + S * SLOT;
+  if (tid == 0) {
+#pragma unroll
+    for (int j = 0; j < S; ++j) mbar_init(loaded + 8 * j, 1);
+    mbar_init_fence();
+  }
+  __syncthreads();
 
   if (tid < PRODUCERS) {  // ---------------------------------------------------- producers
     setmaxnreg_dec<PRODUCER_REGS>();
     const int r = tid & 127, h = tid >> 7;
-    const float* Ag = A + size_t(tm) * BM * Kp;
-    const float* Bg = B + size_t(tn) * BN;
-    // Thread tid copies, per k-stage, 16-byte chunk tid % (KS/4) of A rows tid / (KS/4) +
-    // i * A_STEP and chunk tid % 32 of B rows tid / 32 + i * 8 (pointers advanced, not
-    // recomputed).
-    constexpr int A_CH = KS / 4, A_STEP = PRODUCERS / A_CH, A_COPIES = BM / A_STEP;
-    constexpr int B_STEP = PRODUCERS / 32, B_COPIES = KS / B_STEP;
-    const float* a_src = Ag + size_t(tid / A_CH) * Kp + (tid % A_CH) * 4;
-    const float* b_src = Bg + size_t(tid / 32) * Np + (tid % 32) * 4;
-    const uint32_t a_dst = Cfg::ST_A + ((tid / A_CH) * LDA + (tid % A_CH) * 4) * 4;
-    const uint32_t b_dst = Cfg::ST_B + ((tid / 32) * LDB + (tid % 32) * 4) * 4;
-    const size_t a_step = size_t(A_STEP) * Kp, b_step = size_t(B_STEP) * Np;
-    auto fetch = [&](int kt) {  // cp.async of k-stage kt into the staging tiles of its slot
-      const uint32_t slot = base + (kt % S) * SLOT;
-      const float* ga = a_src + kt * KS;
+    // thread 0: k-stage kt into its slot, A in KS / A_BOX_K boxes of 128 rows, B in one box
+    auto fetch = [&](int kt) {
+      const uint32_t slot = base + (kt % S) * SLOT, bar = loaded + 8 * (kt % S);
+      mbar_arrive_expect_tx(bar, Cfg::STAGE_BYTES);
 #pragma unroll
-      for (int i = 0; i < A_COPIES; ++i, ga += a_step)
-        cp_async16(slot + a_dst + i * A_STEP * LDA * 4, ga);
-      const float* gb = b_src + size_t(kt) * KS * Np;
-#pragma unroll
-      for (int i = 0; i < B_COPIES; ++i, gb += b_step)
-        cp_async16(slot + b_dst + i * B_STEP * LDB * 4, gb);
+      for (int b = 0; b < KS / Cfg::A_BOX_K; ++b)
+        tma_load_2d(slot + Cfg::ST_A + b * BM * Cfg::A_BOX_K * 4, tmaps,
+                    kt * KS + b * Cfg::A_BOX_K, tm * BM, bar);
+      tma_load_2d(slot + Cfg::ST_B, tmaps + 128, tn * BN, kt * KS, bar);
     };
-#pragma unroll
-    for (int j = 0; j < P; ++j) {  // one cp.async group per k-stage, in k order
-      if (j < nk) fetch(j);
-      cp_async_commit();
-    }
+    if (tid == 0)
+      for (int j = 0; j < P && j < nk; ++j) fetch(j);
     for (int kt = 0; kt < nk; ++kt) {
       if (kt + P < nk) {  // refill the slot of stage kt + P - S once the consumers are done
+        // (EMPTY also holds every producer until all have finished stage kt - 1)
         if (kt + P >= S) bar_sync(EMPTY + (kt + P) % S, SPLIT_THREADS);
-        fetch(kt + P);
+        if (tid == 0) fetch(kt + P);
       }
-      cp_async_commit();
-      cp_async_wait<P>();                 // this thread's copies of stage kt have landed
-      bar_sync(PRODUCER_BAR, PRODUCERS);  // everyone's have
+      mbar_wait(loaded + 8 * (kt % S), (kt / S) & 1);  // stage kt's fp32 tiles have landed
       const uint32_t slot = base + (kt % S) * SLOT;
-      const float* sb = floats_at(slot + Cfg::ST_B);
+      const float* sb = reinterpret_cast<const float*>(smem_base + (kt % S) * SLOT + Cfg::ST_B);
       constexpr int HALF = KS / E / 2;  // 16-byte chunks per thread
-#pragma unroll 1  // (unrolled, the producer runs out of its registers)
+#pragma unroll UNROLL_B
       for (int c = h * HALF; c < (h + 1) * HALF; ++c) {  // column r of B (row r of B^T)
         float v[E];
 #pragma unroll
-        for (int i = 0; i < E; ++i) v[i] = sb[(c * E + i) * LDB + r];
+        for (int i = 0; i < E; ++i) v[i] = sb[(c * E + i) * BN + r];
         uint4 hi, lo;
         split_chunk<FMT>(v, lo_scale, hi, lo);
         st_shared_v4(slot + swz<ROW>(r, c), hi);
@@ -436,9 +472,7 @@ __device__ __forceinline__ void split_body(const float* __restrict__ A,
   // ----------------------------------------------------------------------------- consumers
   setmaxnreg_inc<CONSUMER_REGS>();
   const int t = tid - PRODUCERS, wgi = t >> 7, lane = t & 31;
-  // this thread's first A fragment value in a staging tile (floats)
-  const int a_first = (64 * wgi + 16 * ((t >> 5) & 3) + (lane >> 2)) * LDA +
-                      (FMT == TF32 ? 1 : 2) * (lane & 3);
+  const int a_row = 64 * wgi + 16 * ((t >> 5) & 3) + (lane >> 2), a_q = lane & 3;
   float acc[BN / 2];
   float corr[MODE == OOTOMO ? BN / 2 : 1];
   float tmp[MODE == OOTOMO ? BN / 2 : 1];
@@ -457,8 +491,10 @@ __device__ __forceinline__ void split_body(const float* __restrict__ A,
       if (kt - 1 + S < nk) bar_arrive(EMPTY + (kt - 1) % S, SPLIT_THREADS);
     }
     bar_sync(FULL + kt % S, SPLIT_THREADS);
+    mbar_wait(loaded + 8 * (kt % S), (kt / S) & 1);  // (complete: makes A's staging visible)
     const uint32_t slot = base + (kt % S) * SLOT;
-    split_a_fragments<FMT, NI, LDA>(floats_at(slot + Cfg::ST_A) + a_first, lo_scale, a_hi, a_lo);
+    split_a_fragments<FMT, NI>(smem_base + (kt % S) * SLOT + Cfg::ST_A, a_row, a_q, lo_scale,
+                               a_hi, a_lo);
     const uint32_t b_hi = slot, b_lo = slot + TILE;
     fence_regs(acc);
     if constexpr (MODE == OOTOMO) { fence_regs(corr); fence_regs(tmp); }
@@ -529,9 +565,9 @@ __device__ __forceinline__ void split_body(const float* __restrict__ A,
 
 #define WG_SPLIT_KERNEL(NAME, FMT, MODE)                                                       \
   extern "C" __global__ void __launch_bounds__(wg::SPLIT_THREADS, 1)                          \
-      NAME(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ D,  \
-           int Mp, int Np, int Kp, float lo_scale, float out_scale) {                         \
-    wg::split_body<FMT, MODE>(A, B, D, Mp, Np, Kp, lo_scale, out_scale);                      \
+      NAME(const uint8_t* __restrict__ tmaps, float* __restrict__ D, int Mp, int Np, int Kp,  \
+           float lo_scale, float out_scale) {                                                 \
+    wg::split_body<FMT, MODE>(tmaps, D, Mp, Np, Kp, lo_scale, out_scale);                     \
   }
 
 WG_ROUND_KERNELS(f16, wg::F16)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import numpy as np
+
 from precision.kernels.build import build_cubin
 
 GEMM_SOURCE = "gemm_mma.cu"
@@ -70,7 +72,7 @@ def _padded(cp: Any, X: Any, rows: int, cols: int) -> Any:
     """``X`` as a C-contiguous float32 array zero-padded to ``rows`` x ``cols`` (no copy when
     it already is one)."""
     X = cp.ascontiguousarray(X, dtype=cp.float32)
-    if X.shape == (rows, cols):
+    if X.shape == (rows, cols) and X.data.ptr % 16 == 0:  # (16 B: cp.async / TMA alignment)
         return X
     out = cp.zeros((rows, cols), dtype=cp.float32)
     out[: X.shape[0], : X.shape[1]] = X
@@ -159,13 +161,42 @@ def wgmma_smem_bytes(name: str) -> int:
 
 def split_smem_bytes(fmt: str, slots: int) -> int:
     """Dynamic shared memory of a split kernel on ``fmt`` ("f16", "bf16", "tf32") with a ring
-    of ``slots`` slots, plus 1 KiB for the 1024-byte alignment. A slot (rounded up to 1 KiB):
-    the B_hi and B_lo tiles (``bn`` rows of 64 bytes each), the fp32 A staging tile (``bm``
-    rows of bk + 8 floats, tf32 bk + 4) and the fp32 B staging tile (bk rows of bn + 4)."""
+    of ``slots`` slots, an 8-byte mbarrier per slot and 1 KiB for the 1024-byte alignment. A
+    slot: the B_hi and B_lo tiles (``bn`` rows of 64 bytes each) and the fp32 staging tiles of
+    A (``bm`` x ``bk``) and B (``bk`` x ``bn``)."""
     bm, bn, bk = wgmma_tile(f"wg_ootomo_{fmt}")
-    lda = bk + (4 if fmt == "tf32" else 8)
-    slot = 2 * bn * _WG_SPLIT_ROW + (bm * lda + bk * (bn + 4)) * 4
-    return slots * (-(-slot // 1024) * 1024) + 1024
+    slot = 2 * bn * _WG_SPLIT_ROW + (bm * bk + bk * bn) * 4
+    return slots * (slot + 8) + 1024
+
+
+#: columns of A per TMA box and the box's shared-memory swizzle span (gemm_wgmma.cu SplitCfg
+#: A_BOX_K and the A staging layout): f16/bf16 8 columns (32-byte rows), tf32 16 (64-byte
+#: rows, 64-byte swizzle)
+_A_BOX = {"f16": (8, 0), "bf16": (8, 0), "tf32": (16, 64)}
+
+
+@functools.lru_cache(maxsize=64)
+def _split_tensor_maps(fmt: str, a_ptr: int, b_ptr: int, mp: int, np_: int, kp: int) -> Any:
+    from precision.gpu import require_gpu
+    from precision.kernels.tma import fp32_matrix_map
+
+    cp = require_gpu("the CUDA GEMM kernels")
+    bm, bn, bk = wgmma_tile(f"wg_ootomo_{fmt}")
+    box_k, swizzle = _A_BOX[fmt]
+    maps = (fp32_matrix_map(a_ptr, mp, kp, bm, box_k, swizzle)
+            + fp32_matrix_map(b_ptr, kp, np_, bk, bn))
+    return cp.asarray(np.frombuffer(maps, dtype=np.uint8))
+
+
+def split_tensor_maps(fmt: str, Ap: Any, Bp: Any) -> Any:
+    """Device array of the two TMA tensor maps a split kernel on ``fmt`` reads its k-stages
+    with: A (``Ap``, Mp x Kp, tiles of 128 rows) and B (``Bp``, Kp x Np, tiles of k-stage rows
+    by 128 columns), both padded C-contiguous fp32 device arrays. Cached by pointer and shape
+    (a map holds nothing else), so the arrays must stay alive while their kernel runs."""
+    (mp, kp), (kp2, np_) = Ap.shape, Bp.shape
+    if kp != kp2:
+        raise ValueError(f"A ({mp} x {kp}) and B ({kp2} x {np_}) must agree")
+    return _split_tensor_maps(fmt, Ap.data.ptr, Bp.data.ptr, mp, np_, kp)
 
 
 def _round_operand(cp: Any, fmt: str, X: Any, rows_p: int, cols_p: int, transpose: bool) -> Any:
@@ -210,8 +241,8 @@ def _launch_wgmma(cp: Any, name: str, A: Any, B: Any, *, lo_scale: float, out_sc
     else:
         Ap, Bp = _padded(cp, A, Mp, Kp), _padded(cp, B, Kp, Np)
         kern(grid, (WG_SPLIT_THREADS, 1, 1),
-             (Ap, Bp, D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp), cp.float32(lo_scale),
-              cp.float32(out_scale)), shared_mem=smem)
+             (split_tensor_maps(fmt, Ap, Bp), D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp),
+              cp.float32(lo_scale), cp.float32(out_scale)), shared_mem=smem)
     if (Mp, Np) != (M, N):
         D = cp.ascontiguousarray(D[:M, :N])
     return D
