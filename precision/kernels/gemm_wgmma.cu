@@ -239,7 +239,9 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
 //    tensor maps are built by launch.py), completing on the slot's mbarrier LOADED[s], while
 //    stage kt is converted: producer thread (r, h) reads half h of column r of the B staging
 //    tile into registers, splits it there (hi = fmt(x), lo = fmt((x - hi) * lo_scale)) and
-//    stores 16-byte chunks of hi and lo into B_hi and B_lo. FULL[s]: slot s holds its stage.
+//    stores 16-byte chunks of hi and lo into B_hi and B_lo. FULL[s] (an mbarrier the 256
+//    producer threads arrive on): slot s holds its stage. Each consumer warpgroup waits on it
+//    alone, so the two run out of step and take turns on the tensor cores.
 //  * consumers: each thread reads the fp32 values of its own A register fragments from the A
 //    staging tile, splits them in registers into hi and lo fragments and issues wgmma with A
 //    from registers and B from B_hi / B_lo, then the fp32 adds of the schedule (header
@@ -248,8 +250,8 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
 // A staging layout (bank-conflict-free fragment reads): f16/bf16 as 4 column blocks of 8
 // floats (128 rows of 32 bytes each); tf32 as 128 rows of 64 bytes in the TMA 64-byte swizzle
 // (16-byte chunk c of row r at c ^ ((r / 2) % 4), like swz<64>). B staging: dense rows.
-// Named barriers: 0 is unused after the split, FULL[s] = 1 + s, EMPTY[s] = 1 + S + s; the
-// LOADED mbarriers follow the slots in shared memory.
+// Named barriers: 0 is unused after the split, EMPTY[s] = 1 + s (the producers sync, the
+// consumers arrive). The mbarriers LOADED[s] and FULL[s] follow the slots in shared memory.
 // Tuning knobs, overridable with -D (experiments/tune_split.py times variants; launch.py's
 // split_smem_bytes must be given the same slot counts): ring slots for 16-bit formats and for
 // tf32, the unrolling of the producers' B conversion, and the producer threads' registers
@@ -261,7 +263,7 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
 #define WG_SPLIT_SLOTS32 6
 #endif
 #ifndef WG_SPLIT_UNROLL_B
-#define WG_SPLIT_UNROLL_B 2  // producer B chunks converted per loop trip (1 or 2)
+#define WG_SPLIT_UNROLL_B 1  // producer B chunks converted per loop trip (1 or 2)
 #endif
 #ifndef WG_SPLIT_PRODUCER_REGS
 #define WG_SPLIT_PRODUCER_REGS 40  // 32: the f16 producer spills; 48: the consumers do
@@ -276,7 +278,7 @@ template <int FMT> struct SplitCfg {
   static constexpr int ST_A = 2 * TILE, ST_B = ST_A + BM * KS * 4;  // offsets in a slot
   static constexpr int SLOT = ST_B + KS * SPLIT_BN * 4;             // bytes per slot
   static constexpr uint32_t STAGE_BYTES = (BM * KS + KS * SPLIT_BN) * 4;  // fp32 per k-stage
-  static_assert(S >= 3 && 1 + 2 * S <= 16, "ring slots: 3 .. 7 (named barriers)");
+  static_assert(S >= 3 && S <= 7, "ring slots: 3 .. 7");
   static_assert(SLOT % 1024 == 0, "slots keep the 1024-byte alignment of the tiles");
 };
 constexpr int PRODUCERS = 256, SPLIT_THREADS = PRODUCERS + 256;
@@ -308,6 +310,10 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t byt
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
                "r"(bytes)
                : "memory");
+}
+// One arrival (release: the thread's earlier shared-memory writes are visible to the waiters).
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 // Wait until the phase with the given parity has completed (its data is then visible).
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
@@ -409,7 +415,7 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
   constexpr int BN = SPLIT_BN, ROW = SPLIT_ROW, KS = Cfg::KS, NI = Cfg::NI;
   constexpr int S = Cfg::S, P = Cfg::P, E = 16 / Elem<FMT>::BYTES;  // E: elements per chunk
   constexpr int TILE = Cfg::TILE, SLOT = Cfg::SLOT;
-  constexpr int FULL = 1, EMPTY = 1 + S;
+  constexpr int EMPTY = 1;  // named barriers EMPTY + s
   constexpr bool ZERO_BY_SCALE = FMT == F16;  // see the header comment
   extern __shared__ uint8_t smem_raw[];
   const uint32_t base = align1024(smem_u32(smem_raw));
@@ -419,11 +425,14 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
   int tm, tn;
   tile_coords(Mp / BM, Np / BN, tm, tn);
   const int nk = Kp / KS;
-  // LOADED[s]: an mbarrier per slot, completed when the slot's fp32 staging tiles have landed
-  const uint32_t loaded = base + S * SLOT;
+  // mbarriers per slot: LOADED (the fp32 staging tiles have landed), FULL (B split too)
+  const uint32_t loaded = base + S * SLOT, full = loaded + 8 * S;
   if (tid == 0) {
 #pragma unroll
-    for (int j = 0; j < S; ++j) mbar_init(loaded + 8 * j, 1);
+    for (int j = 0; j < S; ++j) {
+      mbar_init(loaded + 8 * j, 1);
+      mbar_init(full + 8 * j, PRODUCERS);
+    }
     mbar_init_fence();
   }
   __syncthreads();
@@ -463,8 +472,8 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
         st_shared_v4(slot + swz<ROW>(r, c), hi);
         st_shared_v4(slot + TILE + swz<ROW>(r, c), lo);
       }
-      fence_proxy_async();                       // st.shared -> visible to wgmma
-      bar_arrive(FULL + kt % S, SPLIT_THREADS);  // slot kt % S ready
+      fence_proxy_async();         // st.shared -> visible to wgmma
+      mbar_arrive(full + 8 * (kt % S));  // slot kt % S ready
     }
     return;
   }
@@ -490,7 +499,7 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
       fence_words(a_lo);
       if (kt - 1 + S < nk) bar_arrive(EMPTY + (kt - 1) % S, SPLIT_THREADS);
     }
-    bar_sync(FULL + kt % S, SPLIT_THREADS);
+    mbar_wait(full + 8 * (kt % S), (kt / S) & 1);
     mbar_wait(loaded + 8 * (kt % S), (kt / S) & 1);  // (complete: makes A's staging visible)
     const uint32_t slot = base + (kt % S) * SLOT;
     split_a_fragments<FMT, NI>(smem_base + (kt % S) * SLOT + Cfg::ST_A, a_row, a_q, lo_scale,

@@ -161,12 +161,12 @@ def wgmma_smem_bytes(name: str) -> int:
 
 def split_smem_bytes(fmt: str, slots: int) -> int:
     """Dynamic shared memory of a split kernel on ``fmt`` ("f16", "bf16", "tf32") with a ring
-    of ``slots`` slots, an 8-byte mbarrier per slot and 1 KiB for the 1024-byte alignment. A
+    of ``slots`` slots, two 8-byte mbarriers per slot and 1 KiB for the 1024-byte alignment. A
     slot: the B_hi and B_lo tiles (``bn`` rows of 64 bytes each) and the fp32 staging tiles of
     A (``bm`` x ``bk``) and B (``bk`` x ``bn``)."""
     bm, bn, bk = wgmma_tile(f"wg_ootomo_{fmt}")
     slot = 2 * bn * _WG_SPLIT_ROW + (bm * bk + bk * bn) * 4
-    return slots * (slot + 8) + 1024
+    return slots * (slot + 16) + 1024
 
 
 #: columns of A per TMA box and the box's shared-memory swizzle span (gemm_wgmma.cu SplitCfg
