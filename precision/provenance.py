@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import os
 import platform
 import socket
 import subprocess
@@ -20,7 +21,14 @@ from precision.gpu import cupy_or_none, device_name
 
 @functools.cache
 def git_commit() -> str | None:
-    """The source tree's HEAD commit (with ``-dirty`` when modified), or ``None`` if unknown."""
+    """The source tree's HEAD commit (with ``-dirty`` when modified), or ``None`` if unknown.
+
+    ``PRECISION_GIT_COMMIT``, when set, is taken instead: for a copy of the tree on another
+    machine whose ``.git`` is missing or stale (set it to ``git rev-parse HEAD`` of the tree
+    that was copied)."""
+    override = os.environ.get("PRECISION_GIT_COMMIT", "").strip()
+    if override:
+        return override
     root = Path(__file__).resolve().parent.parent
     try:
         head = subprocess.run(
