@@ -1,0 +1,43 @@
+"""Host-side checks of the split (corrected) wgmma kernels' launch parameters (no GPU)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from precision.kernels import launch
+from precision.kernels.tma import fp32_matrix_map
+
+SOURCE = Path(launch.__file__).with_name("gemm_wgmma.cu").read_text()
+SMEM_LIMIT = 227 * 1024  # sm_90 dynamic shared memory per block
+
+
+def _macro(name: str) -> int:
+    m = re.search(rf"#define {name} (\d+)", SOURCE)
+    assert m, name
+    return int(m.group(1))
+
+
+def test_slot_defaults_mirror_the_kernel_source() -> None:
+    assert launch.WG_SPLIT_SLOTS["f16"] == launch.WG_SPLIT_SLOTS["bf16"] == _macro(
+        "WG_SPLIT_SLOTS16")
+    assert launch.WG_SPLIT_SLOTS["tf32"] == _macro("WG_SPLIT_SLOTS32")
+
+
+@pytest.mark.parametrize("fmt", ["f16", "bf16", "tf32"])
+def test_default_shared_memory_fits_and_matches_the_slot_layout(fmt: str) -> None:
+    slots = launch.WG_SPLIT_SLOTS[fmt]
+    ks = 32 if fmt != "tf32" else 16
+    slot = 2 * 128 * 64 + (128 * ks + ks * 128) * 4  # B_hi, B_lo, fp32 A and B staging
+    assert slot % 1024 == 0
+    assert launch.split_smem_bytes(fmt, slots) == slots * (slot + 16) + 1024
+    assert launch.wgmma_smem_bytes(f"wg_ootomo_{fmt}") <= SMEM_LIMIT
+
+
+def test_tensor_map_rejects_misaligned_matrices_before_calling_the_driver() -> None:
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        fp32_matrix_map(0x1004, 128, 128, 128, 8)
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        fp32_matrix_map(0x1000, 128, 6, 128, 2)  # row pitch 24 bytes
