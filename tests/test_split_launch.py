@@ -26,6 +26,14 @@ def test_slot_defaults_mirror_the_kernel_source() -> None:
     assert launch.WG_SPLIT_SLOTS["tf32"] == _macro("WG_SPLIT_SLOTS32")
 
 
+def test_tma_box_widths_mirror_the_kernel_source() -> None:
+    m = re.search(r"A_BOX_K = FMT == TF32 \? (\d+) : (\d+);", SOURCE)
+    assert m, "SplitCfg::A_BOX_K"
+    tf32, others = int(m.group(1)), int(m.group(2))
+    assert launch._A_BOX["tf32"][0] == tf32
+    assert launch._A_BOX["f16"][0] == launch._A_BOX["bf16"][0] == others
+
+
 @pytest.mark.parametrize("fmt", ["f16", "bf16", "tf32"])
 def test_default_shared_memory_fits_and_matches_the_slot_layout(fmt: str) -> None:
     slots = launch.WG_SPLIT_SLOTS[fmt]

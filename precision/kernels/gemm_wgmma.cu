@@ -78,6 +78,14 @@ template <int N> __device__ __forceinline__ void fence_regs(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+// The same for register-A fragments (N instructions of four 32-bit words): kept in place
+// while a wgmma may still read them.
+template <int N> __device__ __forceinline__ void fence_regs(uint32_t (&a)[N][4]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) asm volatile("" : "+r"(a[i][j])::"memory");
+}
 
 // Shared-memory matrix descriptor (PTX ISA "matrix descriptor"): start address, leading and
 // stride byte offsets (all >> 4) and the swizzle mode in bits 62-63 (1 = 128 B, 2 = 64 B).
@@ -336,12 +344,6 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* tmap, int 
       "l"(tmap), "r"(c0), "r"(c1), "r"(bar)
       : "memory");
 }
-template <int N> __device__ __forceinline__ void fence_words(uint32_t (&a)[N][4]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) asm volatile("" : "+r"(a[i][j])::"memory");
-}
 
 // The split of fp32 values: hi = fmt(x), rounded once (cvt.rn) and widened back exactly to
 // form the residual, lo = fmt(fp32_rn(fp32_rn(x - hi) * lo_scale)).
@@ -495,8 +497,8 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
   for (int kt = 0; kt < nk; ++kt) {
     if (kt > 0) {
       wgmma_wait<0>();  // stage kt-1's wgmma are done: its slot and the A fragments are free
-      fence_words(a_hi);
-      fence_words(a_lo);
+      fence_regs(a_hi);
+      fence_regs(a_lo);
       if (kt - 1 + S < nk) bar_arrive(EMPTY + (kt - 1) % S, SPLIT_THREADS);
     }
     mbar_wait(full + 8 * (kt % S), (kt / S) & 1);

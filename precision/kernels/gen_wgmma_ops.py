@@ -38,13 +38,18 @@ template <int FMT, int N> struct MmaRS;
 """
 
 
+def _accumulator_operands(nreg: int) -> str:
+    """The asm output list of the nreg fp32 accumulators d[0 .. nreg), eight per line."""
+    return ",\n        ".join(
+        ", ".join(f'"+f"(d[{j}])' for j in range(i, min(i + 8, nreg))) for i in range(0, nreg, 8)
+    )
+
+
 def _wrapper(tag: str, ptx: str, k: int, tnsp: bool, n: int) -> str:
     nreg = n // 2
     regs = ", ".join(f"%{i}" for i in range(nreg))
     imms = "p, 1, 1, 0, 0" if tnsp else "p, 1, 1"
-    ops = ",\n        ".join(
-        ", ".join(f'"+f"(d[{j}])' for j in range(i, min(i + 8, nreg))) for i in range(0, nreg, 8)
-    )
+    ops = _accumulator_operands(nreg)
     return f"""
 template <> struct Mma<pk::{tag}, {n}> {{
   static __device__ __forceinline__ void run(float (&d)[{nreg}], uint64_t da, uint64_t db,
@@ -65,9 +70,7 @@ def _rs_wrapper(tag: str, ptx: str, k: int, tnsp: bool, n: int) -> str:
     regs = ", ".join(f"%{i}" for i in range(nreg))
     a = ", ".join(f"%{nreg + i}" for i in range(4))
     imms = "p, 1, 1, 0" if tnsp else "p, 1, 1"
-    ops = ",\n        ".join(
-        ", ".join(f'"+f"(d[{j}])' for j in range(i, min(i + 8, nreg))) for i in range(0, nreg, 8)
-    )
+    ops = _accumulator_operands(nreg)
     return f"""
 template <> struct MmaRS<pk::{tag}, {n}> {{
   static __device__ __forceinline__ void run(float (&d)[{nreg}], const uint32_t (&a)[4],
