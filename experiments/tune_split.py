@@ -1,14 +1,18 @@
 """Time build variants of the corrected (split) wgmma kernels on a GPU.
 
-``gemm_wgmma.cu`` exposes its tuning knobs as macros (``WG_SPLIT_SLOTS16``,
-``WG_SPLIT_SLOTS32``: shared-memory ring slots; ``WG_SPLIT_UNROLL_B``: producer loop unrolling;
-``WG_SPLIT_PRODUCER_REGS``). This tool builds one cubin per variant with ``-D`` flags, times
-each kernel on n x n x n uniform(-1, 1) inputs (CUDA events, median of ``--repeats`` launches,
-kernel only: the inputs are already padded fp32 device arrays) and checks that every variant's
-output has the same bits as the first variant's: the knobs change the speed, never the
-schedule. A developer tool; the benchmark of record is ``precision bench-gemm``.
+``gemm_wgmma.cu`` exposes its tuning knobs as macros ``WG_SPLIT_<KNOB>``: ``SLOTS16``,
+``SLOTS32`` (shared-memory ring slots), ``SLACK`` (ring slots not fetched ahead), ``UNROLL_B``
+(producer loop unrolling), ``PRODUCER_REGS16``/``PRODUCER_REGS32`` (producer registers). This
+tool builds one cubin per variant with ``-D`` flags, times each kernel on n x n x n
+uniform(-1, 1) inputs (CUDA events, median of ``--repeats`` launches per round, kernel only:
+the inputs are already padded fp32 device arrays; ``--rounds`` passes interleave the variants,
+since the clock drifts under the power cap) and checks whether every variant's output has the
+same bits as the first variant's. The tuning knobs change the speed, never the schedule;
+``TBLOCK16``/``TBLOCK32`` (k-stages per Ootomo k-block) do change it, and the kernels' values
+must match ``precision/gemm/schedule.py``. A developer tool; the benchmark of record is
+``precision bench-gemm``.
 
-    python -m experiments.tune_split --n 8192 --variant '' --variant SLOTS16=3,SLOTS32=5
+    python -m experiments.tune_split --n 8192 --rounds 5 --variant '' --variant SLOTS32=5
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-KNOBS = ("SLOTS16", "SLOTS32", "UNROLL_B", "PRODUCER_REGS")
+KNOBS = ("SLOTS16", "SLOTS32", "SLACK", "TBLOCK16", "TBLOCK32", "UNROLL_B", "PRODUCER_REGS16",
+         "PRODUCER_REGS32")
 DEFAULT_KERNELS = ("wg_ootomo_f16", "wg_ootomo_tf32")
 
 
@@ -39,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--variant", action="append", default=None,
                    help="KNOB=INT[,KNOB=INT...]; '' is the defaults (repeatable)")
     p.add_argument("--kernel", action="append", default=None)
-    p.add_argument("--repeats", type=int, default=10)
+    p.add_argument("--repeats", type=int, default=10, help="timed launches per round")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="passes over all variants, interleaved (default 1)")
     args = p.parse_args(argv)
     variants = [parse_variant(v) for v in (args.variant or [""])]  # bad knobs: before any work
 
@@ -64,38 +71,52 @@ def main(argv: list[str] | None = None) -> int:
     A = cp.asarray(rng.uniform(-1, 1, (n, n)).astype(np.float32))
     B = cp.asarray(rng.uniform(-1, 1, (n, n)).astype(np.float32))
     reference: dict[str, object] = {}
-    print(f"n={n}  TFLOP/s = 2 n^3 / median kernel time")
-    for knobs in variants:
+    modules = []
+    for knobs in variants:  # build everything first: the timing rounds then run back to back
         flags = tuple(f"-DWG_SPLIT_{k}={v}" for k, v in knobs.items())
-        module = cp.RawModule(path=str(build_cubin("gemm_wgmma.cu", arch="sm_90a",
-                                                   extra_flags=flags)))
+        modules.append(cp.RawModule(path=str(build_cubin("gemm_wgmma.cu", arch="sm_90a",
+                                                         extra_flags=flags))))
+    # round medians per (variant, kernel); rounds interleave the variants, so a drift of the
+    # clocks (the H200 runs at its power cap under these kernels) hits every variant alike
+    medians: dict[tuple[int, str], list[float]] = {}
+    for _ in range(args.rounds):
+        for v, (knobs, module) in enumerate(zip(variants, modules, strict=True)):
+            for name in kernels:
+                split = schedules[name].split
+                s = split.lo_scale_log2 if split else 0
+                fn = module.get_function(name)
+                fmt = name.rsplit("_", 1)[1]
+                bits = "32" if fmt == "tf32" else "16"
+                smem = split_smem_bytes(fmt, knobs.get("SLOTS" + bits, WG_SPLIT_SLOTS[fmt]))
+                fn.max_dynamic_shared_size_bytes = smem
+                D = cp.empty((n, n), dtype=cp.float32)
+                launch_args = (split_tensor_maps(fmt, A, B), D, cp.int32(n), cp.int32(n),
+                               cp.int32(n), cp.float32(2.0**s), cp.float32(2.0**-s))
+                times = []
+                for i in range(args.repeats + 2):
+                    start, stop = cp.cuda.Event(), cp.cuda.Event()
+                    start.record()
+                    fn(((n // 128) ** 2,), (WG_SPLIT_THREADS,), launch_args, shared_mem=smem)
+                    stop.record()
+                    stop.synchronize()
+                    if i >= 2:
+                        times.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
+                medians.setdefault((v, name), []).append(float(np.median(times)))
+                out = D.view(cp.uint32)
+                key = (v, name)
+                if key not in reference:
+                    ref = reference.get((0, name))
+                    reference[key] = ("reference" if ref is None else "identical"
+                                      if bool(cp.array_equal(out, ref[1])) else "DIFFERENT",
+                                      out.copy())
+    print(f"n={n}  TFLOP/s = 2 n^3 / median kernel time; median of {args.rounds} round(s) "
+          f"[slowest .. fastest round]")
+    for v, knobs in enumerate(variants):
         for name in kernels:
-            split = schedules[name].split
-            s = split.lo_scale_log2 if split else 0
-            fn = module.get_function(name)
-            fmt = name.rsplit("_", 1)[1]
-            bits = "32" if fmt == "tf32" else "16"
-            smem = split_smem_bytes(fmt, knobs.get("SLOTS" + bits, WG_SPLIT_SLOTS[fmt]))
-            fn.max_dynamic_shared_size_bytes = smem
-            D = cp.empty((n, n), dtype=cp.float32)
-            launch_args = (split_tensor_maps(fmt, A, B), D, cp.int32(n), cp.int32(n),
-                           cp.int32(n), cp.float32(2.0**s), cp.float32(2.0**-s))
-            times = []
-            for i in range(args.repeats + 2):
-                start, stop = cp.cuda.Event(), cp.cuda.Event()
-                start.record()
-                fn(((n // 128) ** 2,), (WG_SPLIT_THREADS,), launch_args, shared_mem=smem)
-                stop.record()
-                stop.synchronize()
-                if i >= 2:
-                    times.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
-            t = float(np.median(times))
-            out = D.view(cp.uint32)
-            same = "reference" if name not in reference else (
-                "identical" if bool(cp.array_equal(out, reference[name])) else "DIFFERENT")
-            reference.setdefault(name, out.copy())
-            print(f"{name:16s} {','.join(f'{k}={v}' for k, v in knobs.items()) or 'defaults':45s}"
-                  f" {2 * n**3 / t / 1e12:7.1f} TFLOP/s  {same}", flush=True)
+            rates = sorted(2 * n**3 / t / 1e12 for t in medians[(v, name)])
+            label = ",".join(f"{k}={x}" for k, x in knobs.items()) or "defaults"
+            print(f"{name:16s} {label:40s} {float(np.median(rates)):7.1f} TFLOP/s "
+                  f"[{rates[0]:6.1f} .. {rates[-1]:6.1f}]  {reference[(v, name)][0]}", flush=True)
     return 0
 
 

@@ -26,6 +26,20 @@ def test_slot_defaults_mirror_the_kernel_source() -> None:
     assert launch.WG_SPLIT_SLOTS["tf32"] == _macro("WG_SPLIT_SLOTS32")
 
 
+@pytest.mark.parametrize("fmt, macro", [("f16", "WG_SPLIT_TBLOCK16"),
+                                        ("bf16", "WG_SPLIT_TBLOCK16"),
+                                        ("tf32", "WG_SPLIT_TBLOCK32")])
+def test_ootomo_k_block_mirrors_the_kernel_source(fmt: str, macro: str) -> None:
+    from precision.gemm.schedule import OOTOMO_BLOCK_K, get_schedule
+
+    stages = _macro(macro)  # k-stages per k-block in the kernel
+    assert stages * launch.split_stage_k(fmt) == OOTOMO_BLOCK_K
+    name = {"f16": "fp16"}.get(fmt, fmt)
+    assert get_schedule("corrected", name).k_block == OOTOMO_BLOCK_K
+    # the host pads K to whole k-blocks (the kernel traps otherwise)
+    assert launch.wgmma_tile(f"wg_ootomo_{fmt}")[2] == OOTOMO_BLOCK_K
+
+
 def test_tma_box_widths_mirror_the_kernel_source() -> None:
     m = re.search(r"A_BOX_K = FMT == TF32 \? (\d+) : (\d+);", SOURCE)
     assert m, "SplitCfg::A_BOX_K"
@@ -38,6 +52,7 @@ def test_tma_box_widths_mirror_the_kernel_source() -> None:
 def test_default_shared_memory_fits_and_matches_the_slot_layout(fmt: str) -> None:
     slots = launch.WG_SPLIT_SLOTS[fmt]
     ks = 32 if fmt != "tf32" else 16
+    assert launch.split_stage_k(fmt) == ks
     slot = 2 * 128 * 64 + (128 * ks + ks * 128) * 4  # B_hi, B_lo, fp32 A and B staging
     assert slot % 1024 == 0
     assert launch.split_smem_bytes(fmt, slots) == slots * (slot + 16) + 1024

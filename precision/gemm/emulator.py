@@ -39,6 +39,8 @@ def run_schedule(
     kb = schedule.k_block
 
     def do_mma(op: Mma, lo: int, hi: int) -> None:
+        if op.k_part is not None:  # positions k_part of the k-block starting at lo
+            lo, hi = lo + op.k_part[0], lo + op.k_part[1]
         a = ops[op.a][:, lo:hi]
         b = ops[op.b][lo:hi]
         c = zero if op.c == "zero" else env[op.c]

@@ -42,13 +42,15 @@ _KERNEL_FMT = {"fp16": "f16", "bf16": "bf16", "tf32": "tf32", "e4m3": "e4m3", "e
 @dataclass(frozen=True)
 class Mma:
     """``dst = mma(a, b, c)`` over one k-block (instruction k), chained in increasing k.
-    ``satfinite`` is the integer hardware clamp (int8 only)."""
+    ``k_part = (lo, hi)`` restricts it to k-block positions lo .. hi-1 (whole instructions);
+    ``None`` is the whole k-block. ``satfinite`` is the integer hardware clamp (int8 only)."""
 
     dst: str
     a: str
     b: str
     c: str
     satfinite: bool = False
+    k_part: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,10 +97,10 @@ class Split:
 
 @dataclass(frozen=True)
 class Schedule:
-    """One kernel's arithmetic. ``step`` runs once per k-block of ``k_block`` (one instruction's
-    k, or two for the wgmma Ootomo kernels) in increasing k; an ``Mma`` over a k-block of
-    several instructions chains them in increasing k; ``epilogue`` runs once; ``output``
-    names the fp32 result.
+    """One kernel's arithmetic. ``step`` runs once per k-block of ``k_block`` (one
+    instruction's k, or ``OOTOMO_BLOCK_K`` for the wgmma Ootomo kernels) in increasing k; an
+    ``Mma`` over a k-block (or its ``k_part``) of several instructions chains them in
+    increasing k; ``epilogue`` runs once; ``output`` names the fp32 result.
 
     ``k_perm[s]`` is the physical k (within one instruction's k-range) that the kernel places in
     the instruction's k-slot ``s`` of the PTX fragment layout; it matters where an instruction
@@ -147,7 +149,8 @@ class Schedule:
 def _fmt_op(op: Op) -> str:
     if isinstance(op, Mma):
         sat = ".satfinite" if op.satfinite else ""
-        return f"{op.dst} = mma{sat}({op.a}, {op.b}, {op.c})"
+        part = f"[k {op.k_part[0]}:{op.k_part[1]}]" if op.k_part else ""
+        return f"{op.dst} = mma{sat}({op.a}, {op.b}, {op.c}){part}"
     if isinstance(op, Add):
         return f"{op.dst} = rn({op.x} + {op.y})"
     if isinstance(op, Scale):
@@ -182,17 +185,26 @@ def canonical_format(fmt: object) -> str:
 
 #: Formats whose kernels run on wgmma (gemm_wgmma.cu); fp8/int8 stay on mma.sync (gemm_mma.cu).
 WGMMA_FORMATS: tuple[str, ...] = ("fp16", "bf16", "tf32")
-#: Ootomo k-block of the wgmma kernels, in instructions: t = hi*hi is chained inside the tensor
-#: core over this many instructions before its fp32 round-to-nearest add (one CTA k-stage).
-OOTOMO_BLOCK_INSTRUCTIONS = 2
+#: Ootomo k-block of the wgmma kernels, in k: t = hi*hi is chained inside the tensor core over
+#: this many k (2 instructions of f16/bf16, 4 of tf32) before its fp32 round-to-nearest add.
+#: One CTA k-stage of the split kernels for f16/bf16, two for tf32 (gemm_wgmma.cu's
+#: WG_SPLIT_TBLOCK16 / WG_SPLIT_TBLOCK32 k-stages per k-block mirror this).
+OOTOMO_BLOCK_K = 32
+
+
+def split_stage_k(fmt: str) -> int:
+    """k of one k-stage of the split (corrected) wgmma kernels on ``fmt``: operand rows of 64
+    bytes, 32 k for fp16/bf16 and 16 for tf32 (gemm_wgmma.cu SplitCfg::KS)."""
+    return 64 // (4 if canonical_format(fmt) == "tf32" else 2)
 
 
 def wgmma_tile(method: str, fmt: str) -> tuple[int, int, int]:
     """(BM, BN, BK) of the wgmma kernel for ``method`` on ``fmt`` (see gemm_wgmma.cu): plain
-    and satf 128 x 256 with k-stages of 128 bytes per row; split kernels 128 x 128 with 64."""
-    row_bytes = 128 if method in ("plain", "satf") else 64
-    k = row_bytes // (4 if fmt == "tf32" else 2)
-    return (128, 256, k) if method in ("plain", "satf") else (128, 128, k)
+    and satf 128 x 256 with k-stages of 128 bytes per row; split kernels 128 x 128 with
+    k-stages of 64 bytes per row, K padded to whole Ootomo k-blocks (32)."""
+    if method in ("plain", "satf"):
+        return (128, 256, 128 // (4 if fmt == "tf32" else 2))
+    return (128, 128, OOTOMO_BLOCK_K)
 
 
 def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") -> Schedule:
@@ -242,13 +254,12 @@ def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") ->
         )
     if correction == "ootomo":
         s = LO_SCALE_LOG2[f]
-        kb = OOTOMO_BLOCK_INSTRUCTIONS * ki
+        kb = OOTOMO_BLOCK_K
         common.update(k_block=kb, k_perm=tuple(range(kb)))
         return Schedule(
             kernel=f"{prefix}_ootomo_{kfmt}", method=method, correction=correction,
             input_rounding=rounding, split=Split(s), accumulators=("main", "corr"),
-            step=(Mma("t", "A_hi", "B_hi", "zero"), Add("main", "main", "t"),
-                  Mma("corr", "A_lo", "B_hi", "corr"), Mma("corr", "A_hi", "B_lo", "corr")),
+            step=_ootomo_step(kb, split_stage_k(f)),
             epilogue=(Scale("corr", "corr", -s), Add("out", "main", "corr")),
             output="out", **common)
     if correction == "markidis":
@@ -259,6 +270,20 @@ def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") ->
                   Mma("acc", "A_hi", "B_lo", "acc")),
             epilogue=(), output="acc", **common)
     raise ValueError(f"correction={correction!r}: expected one of {CORRECTIONS}")
+
+
+def _ootomo_step(k_block: int, stage_k: int) -> tuple[Op, ...]:
+    """One Ootomo k-block as the split kernels run it, k-stage by k-stage: t = A_hi B_hi
+    chained over the whole block (starting from zero), the corrections A_lo B_hi then A_hi B_lo
+    per k-stage, main += t at the end of the block."""
+    parts = [None] if stage_k == k_block else [
+        (lo, lo + stage_k) for lo in range(0, k_block, stage_k)]
+    step: list[Op] = []
+    for i, part in enumerate(parts):
+        step += [Mma("t", "A_hi", "B_hi", "zero" if i == 0 else "t", k_part=part),
+                 Mma("corr", "A_lo", "B_hi", "corr", k_part=part),
+                 Mma("corr", "A_hi", "B_lo", "corr", k_part=part)]
+    return (*step, Add("main", "main", "t"))
 
 
 def all_schedules() -> list[Schedule]:

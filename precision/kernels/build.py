@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -61,8 +62,22 @@ def _nvcc_version(nvcc: str) -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
-def run_nvcc(args: list[str], *, what: str, nvcc: str | None = None) -> None:
-    """Run ``nvcc *args``; on failure a RuntimeError naming ``what``, the command and stderr."""
+#: ptxas's notes that it made every wgmma of a function wait for the previous one (C7513:
+#: a register that a wgmma reads is written while wgmmas are in flight; C7514, C7515 and
+#: others: the same for other reasons). The kernels stay correct but lose their overlap of
+#: tensor-core work, so a build that reports one is refused.
+WGMMA_SERIALIZED = re.compile(r"\(C75\d\d\) Potential Performance Loss: wgmma\S* instructions "
+                              r"are serialized[^\n]*")
+
+
+def serialized_wgmma_notes(ptxas_output: str) -> list[str]:
+    """ptxas's wgmma-serialisation notes in ``ptxas_output`` (empty list if none)."""
+    return WGMMA_SERIALIZED.findall(ptxas_output)
+
+
+def run_nvcc(args: list[str], *, what: str, nvcc: str | None = None) -> str:
+    """Run ``nvcc *args`` and return its stderr; a RuntimeError naming ``what``, the command
+    and stderr on failure, or when ptxas reports serialised wgmma instructions."""
     nvcc = nvcc or find_nvcc(what)
     cmd = [nvcc, *args]
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -70,6 +85,14 @@ def run_nvcc(args: list[str], *, what: str, nvcc: str | None = None) -> None:
         raise RuntimeError(
             f"nvcc failed while {what} (exit {proc.returncode}):\n{' '.join(cmd)}\n{proc.stderr}"
         )
+    notes = serialized_wgmma_notes(proc.stderr)
+    if notes:
+        raise RuntimeError(
+            f"nvcc while {what}: ptxas serialised wgmma instructions (the kernel would run, "
+            f"but without overlapping its tensor-core work):\n{' '.join(cmd)}\n"
+            + "\n".join(notes)
+        )
+    return proc.stderr
 
 
 def build_cubin(

@@ -12,17 +12,21 @@
 //    acc = mma(A, B, acc) chained over k in increasing order, acc starting at +0.
 //    satf (fast launch) computes the plain chain and sets *flag if any result is not finite;
 //    the host then runs the per-step-clamp kernel of gemm_mma.cu (see launch.py).
-//  * ootomo: fp32 A, B tiles are read into registers and split there ("load with operation"):
-//    hi = fmt(x), lo = fmt(fp32_rn(fp32_rn(x - hi) * lo_scale)), stored as operand tiles in
-//    shared memory (no pass through global memory). Per k-block of two instructions (32 k for
-//    f16/bf16, 16 for tf32): t = mma(Ahi, Bhi, 0) chained over the two instructions;
-//    main = fp32_rn(main + t) on CUDA cores; corr = mma(Alo, Bhi, corr) over both
-//    instructions, then corr = mma(Ahi, Blo, corr) over both. D = fp32_rn(main +
-//    fp32_rn(corr * out_scale)). The first t-instruction uses scale-d = 0 for f16 (the
-//    accumulator input is ignored; identical to c = +0 because every f16 product exceeds the
-//    2^-133 zero-anchor) and an explicitly zeroed accumulator for bf16/tf32.
+//  * ootomo: the fp32 inputs are split where they are loaded ("load with operation"), never
+//    through global memory: hi = fmt(x), lo = fmt(fp32_rn(fp32_rn(x - hi) * lo_scale)) (B by
+//    the producers into shared operand tiles, A by the consumers into register fragments).
+//    Per k-block of 32 k (schedule.py OOTOMO_BLOCK_K: one k-stage of two instructions for
+//    f16/bf16, two k-stages of two for tf32): t = mma(Ahi, Bhi, 0) chained over the block's
+//    instructions; per k-stage corr = mma(Alo, Bhi, corr) over its two instructions, then
+//    corr = mma(Ahi, Blo, corr) over both; at the end of the block main = fp32_rn(main + t)
+//    on CUDA cores. D = fp32_rn(main + fp32_rn(corr * out_scale)). The block's first
+//    t-instruction uses scale-d = 0 (the accumulator input is ignored): identical to c = +0
+//    for f16, whose products all exceed the 2^-133 zero-anchor; for bf16/tf32 see
+//    docs/gemm.md (an explicit +0 accumulator compiles to the same instruction).
 //  * markidis: lo unscaled; per instruction: acc = mma(Ahi, Bhi, acc); acc = mma(Alo, Bhi, acc);
 //    acc = mma(Ahi, Blo, acc). D = acc.
+#include <type_traits>
+
 #include "common.cuh"
 #include "wgmma_ops.cuh"
 
@@ -72,6 +76,13 @@ __device__ __forceinline__ void wgmma_commit() {
 }
 template <int N> __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// f(std::integral_constant<int, P>) for P = 0 .. N-1, unrolled at compile time.
+template <int N, int P = 0, class F> __device__ __forceinline__ void for_parts(F&& f) {
+  if constexpr (P < N) {
+    f(std::integral_constant<int, P>{});
+    for_parts<N, P + 1>(f);
+  }
 }
 // Keeps the compiler from moving accumulator reads/writes across wgmma issue/wait points.
 template <int N> __device__ __forceinline__ void fence_regs(float (&d)[N]) {
@@ -262,35 +273,57 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
 // consumers arrive). The mbarriers LOADED[s] and FULL[s] follow the slots in shared memory.
 // Tuning knobs, overridable with -D (experiments/tune_split.py times variants; launch.py's
 // split_smem_bytes must be given the same slot counts): ring slots for 16-bit formats and for
-// tf32, the unrolling of the producers' B conversion, and the producer threads' registers
-// (the consumers get the rest of the register file: 256 * R + 256 * (256 - R) = 65536).
+// tf32, the slots not fetched ahead (SLACK), the unrolling of the producers' B conversion, and
+// the producer threads' registers per format (the consumers get the rest of the register
+// file: 256 * R + 256 * (256 - R) = 65536). TBLOCK16/TBLOCK32, the k-stages per Ootomo k-block,
+// are part of the schedule, not a tuning knob: schedule.py OOTOMO_BLOCK_K must match them
+// (two tf32 k-stages per block halve the consumers' fp32 adds: +6 % at n = 8192).
 #ifndef WG_SPLIT_SLOTS16
 #define WG_SPLIT_SLOTS16 4  // launch.py WG_SPLIT_SLOTS mirrors these defaults
 #endif
 #ifndef WG_SPLIT_SLOTS32
 #define WG_SPLIT_SLOTS32 6
 #endif
+#ifndef WG_SPLIT_SLACK
+#define WG_SPLIT_SLACK 2  // ring slots minus the stages the TMA fetches ahead (2 .. S - 1)
+#endif
+#ifndef WG_SPLIT_TBLOCK16
+#define WG_SPLIT_TBLOCK16 1  // k-stages per Ootomo k-block (schedule.py OOTOMO_BLOCK_K mirrors)
+#endif
+#ifndef WG_SPLIT_TBLOCK32
+#define WG_SPLIT_TBLOCK32 2
+#endif
 #ifndef WG_SPLIT_UNROLL_B
 #define WG_SPLIT_UNROLL_B 1  // producer B chunks converted per loop trip (1 or 2)
 #endif
-#ifndef WG_SPLIT_PRODUCER_REGS
-#define WG_SPLIT_PRODUCER_REGS 40  // 32: the f16 producer spills; 48: the consumers do
+#ifndef WG_SPLIT_PRODUCER_REGS16
+#define WG_SPLIT_PRODUCER_REGS16 32  // 24: the producers spill; 40: the consumers do
+#endif
+#ifndef WG_SPLIT_PRODUCER_REGS32
+#define WG_SPLIT_PRODUCER_REGS32 24  // 32: the consumers spill (t lives across two k-stages)
 #endif
 template <int FMT> struct SplitCfg {
   static constexpr int KS = SPLIT_ROW / Elem<FMT>::BYTES;  // k per stage: 32 (16-bit), 16 (tf32)
   static constexpr int NI = KS / Elem<FMT>::KI;            // wgmma instructions per stage: 2
   static constexpr int S = FMT == TF32 ? WG_SPLIT_SLOTS32 : WG_SPLIT_SLOTS16;  // ring slots
-  static constexpr int P = S - 2;  // stages fetched ahead of the one being converted
+  static constexpr int P = S - WG_SPLIT_SLACK;  // stages fetched ahead of the one converted
+  static constexpr int T_STAGES = FMT == TF32 ? WG_SPLIT_TBLOCK32 : WG_SPLIT_TBLOCK16;
+  static_assert(T_STAGES == 1 || T_STAGES == 2 || T_STAGES == 4,
+                "k-stages per Ootomo k-block: 1, 2 or 4");
+  // registers per producer / consumer thread: 256 * P + 256 * C = the 65536 of the SM
+  static constexpr int PRODUCER_REGS =
+      FMT == TF32 ? WG_SPLIT_PRODUCER_REGS32 : WG_SPLIT_PRODUCER_REGS16;
+  static constexpr int CONSUMER_REGS = 256 - PRODUCER_REGS;
   static constexpr int A_BOX_K = FMT == TF32 ? 16 : 8;  // columns per TMA box of A (launch.py)
   static constexpr int TILE = 128 * SPLIT_ROW;           // bytes of B_hi, B_lo
   static constexpr int ST_A = 2 * TILE, ST_B = ST_A + BM * KS * 4;  // offsets in a slot
   static constexpr int SLOT = ST_B + KS * SPLIT_BN * 4;             // bytes per slot
   static constexpr uint32_t STAGE_BYTES = (BM * KS + KS * SPLIT_BN) * 4;  // fp32 per k-stage
   static_assert(S >= 3 && S <= 7, "ring slots: 3 .. 7");
+  static_assert(P >= 1 && P <= S - 2, "prefetch distance: 1 .. S - 2");
   static_assert(SLOT % 1024 == 0, "slots keep the 1024-byte alignment of the tiles");
 };
 constexpr int PRODUCERS = 256, SPLIT_THREADS = PRODUCERS + 256;
-constexpr int PRODUCER_REGS = WG_SPLIT_PRODUCER_REGS, CONSUMER_REGS = 256 - PRODUCER_REGS;
 constexpr int UNROLL_B = WG_SPLIT_UNROLL_B;
 
 template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
@@ -416,16 +449,14 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
   using Cfg = SplitCfg<FMT>;
   constexpr int BN = SPLIT_BN, ROW = SPLIT_ROW, KS = Cfg::KS, NI = Cfg::NI;
   constexpr int S = Cfg::S, P = Cfg::P, E = 16 / Elem<FMT>::BYTES;  // E: elements per chunk
-  constexpr int TILE = Cfg::TILE, SLOT = Cfg::SLOT;
+  constexpr int TILE = Cfg::TILE, SLOT = Cfg::SLOT, T_STAGES = Cfg::T_STAGES;
   constexpr int EMPTY = 1;  // named barriers EMPTY + s
-  constexpr bool ZERO_BY_SCALE = FMT == F16;  // see the header comment
   extern __shared__ uint8_t smem_raw[];
   const uint32_t base = align1024(smem_u32(smem_raw));
   const uint8_t* smem_base = smem_raw + (base - smem_u32(smem_raw));  // generic, of base
   const int tid = threadIdx.x;
-  if (blockDim.x != SPLIT_THREADS) __trap();  // a wrong launch would deadlock on the barriers
-  int tm, tn;
-  tile_coords(Mp / BM, Np / BN, tm, tn);
+  // a wrong launch would deadlock on the barriers; K must hold whole Ootomo k-blocks
+  if (blockDim.x != SPLIT_THREADS || Kp % (KS * T_STAGES) != 0) __trap();
   const int nk = Kp / KS;
   // mbarriers per slot: LOADED (the fp32 staging tiles have landed), FULL (B split too)
   const uint32_t loaded = base + S * SLOT, full = loaded + 8 * S;
@@ -440,8 +471,10 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
   __syncthreads();
 
   if (tid < PRODUCERS) {  // ---------------------------------------------------- producers
-    setmaxnreg_dec<PRODUCER_REGS>();
+    setmaxnreg_dec<Cfg::PRODUCER_REGS>();
     const int r = tid & 127, h = tid >> 7;
+    int tm, tn;
+    tile_coords(Mp / BM, Np / BN, tm, tn);
     // thread 0: k-stage kt into its slot, A in KS / A_BOX_K boxes of 128 rows, B in one box
     auto fetch = [&](int kt) {
       const uint32_t slot = base + (kt % S) * SLOT, bar = loaded + 8 * (kt % S);
@@ -455,11 +488,6 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
     if (tid == 0)
       for (int j = 0; j < P && j < nk; ++j) fetch(j);
     for (int kt = 0; kt < nk; ++kt) {
-      if (kt + P < nk) {  // refill the slot of stage kt + P - S once the consumers are done
-        // (EMPTY also holds every producer until all have finished stage kt - 1)
-        if (kt + P >= S) bar_sync(EMPTY + (kt + P) % S, SPLIT_THREADS);
-        if (tid == 0) fetch(kt + P);
-      }
       mbar_wait(loaded + 8 * (kt % S), (kt / S) & 1);  // stage kt's fp32 tiles have landed
       const uint32_t slot = base + (kt % S) * SLOT;
       const float* sb = reinterpret_cast<const float*>(smem_base + (kt % S) * SLOT + Cfg::ST_B);
@@ -474,27 +502,36 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
         st_shared_v4(slot + swz<ROW>(r, c), hi);
         st_shared_v4(slot + TILE + swz<ROW>(r, c), lo);
       }
-      fence_proxy_async();         // st.shared -> visible to wgmma
+      fence_proxy_async();               // st.shared -> visible to wgmma
       mbar_arrive(full + 8 * (kt % S));  // slot kt % S ready
+      if (kt + P < nk) {  // refill the slot of stage kt + P - S once the consumers are done
+        // (EMPTY also holds every producer until all have finished stage kt: the producers
+        // convert stage kt + 1 once the consumers are done with stage kt + P - S)
+        if (kt + P >= S) bar_sync(EMPTY + (kt + P) % S, SPLIT_THREADS);
+        if (tid == 0) fetch(kt + P);
+      }
     }
     return;
   }
 
   // ----------------------------------------------------------------------------- consumers
-  setmaxnreg_inc<CONSUMER_REGS>();
+  setmaxnreg_inc<Cfg::CONSUMER_REGS>();
   const int t = tid - PRODUCERS, wgi = t >> 7, lane = t & 31;
   const int a_row = 64 * wgi + 16 * ((t >> 5) & 3) + (lane >> 2), a_q = lane & 3;
   float acc[BN / 2];
   float corr[MODE == OOTOMO ? BN / 2 : 1];
-  float tmp[MODE == OOTOMO ? BN / 2 : 1];
-  uint32_t a_hi[NI][4], a_lo[NI][4];
+  uint32_t a_hi[NI][4], a_lo[NI][4];  // A fragments of the stage being multiplied
+  float tmp[MODE == OOTOMO ? BN / 2 : 1];  // t of the current Ootomo k-block
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
   if constexpr (MODE == OOTOMO) {
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) { corr[i] = 0.0f; tmp[i] = 0.0f; }
+    for (int i = 0; i < BN / 2; ++i) corr[i] = 0.0f;
   }
-  for (int kt = 0; kt < nk; ++kt) {
+  // Stage kt, the part-th (a compile-time constant) of its Ootomo k-block: no run-time branch
+  // between the wgmma of a k-block, which would make ptxas serialise them (C7514, C7519).
+  auto stage = [&](int kt, auto part_c) {
+    constexpr int part = decltype(part_c)::value;
     if (kt > 0) {
       wgmma_wait<0>();  // stage kt-1's wgmma are done: its slot and the A fragments are free
       fence_regs(a_hi);
@@ -503,18 +540,19 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
     }
     mbar_wait(full + 8 * (kt % S), (kt / S) & 1);
     mbar_wait(loaded + 8 * (kt % S), (kt / S) & 1);  // (complete: makes A's staging visible)
-    const uint32_t slot = base + (kt % S) * SLOT;
+    const uint32_t b_hi = base + (kt % S) * SLOT, b_lo = b_hi + TILE;
     split_a_fragments<FMT, NI>(smem_base + (kt % S) * SLOT + Cfg::ST_A, a_row, a_q, lo_scale,
                                a_hi, a_lo);
-    const uint32_t b_hi = slot, b_lo = slot + TILE;
     fence_regs(acc);
-    if constexpr (MODE == OOTOMO) { fence_regs(corr); fence_regs(tmp); }
+    if constexpr (MODE == OOTOMO) fence_regs(corr);
     wgmma_fence();
     if constexpr (MODE == OOTOMO) {
+      // t = A_hi B_hi chained over the T_STAGES stages of a k-block, starting from scale-d = 0
+      if constexpr (part == 0) MmaRS<FMT, BN>::run_fresh(tmp, a_hi[0], tile_desc<ROW>(b_hi));
+      else MmaRS<FMT, BN>::run(tmp, a_hi[0], tile_desc<ROW>(b_hi), 1);
 #pragma unroll
-      for (int i = 0; i < NI; ++i)
-        MmaRS<FMT, BN>::run(tmp, a_hi[i], tile_desc<ROW>(b_hi + 32 * i),
-                            (ZERO_BY_SCALE && i == 0) ? 0 : 1);
+      for (int i = 1; i < NI; ++i)
+        MmaRS<FMT, BN>::run(tmp, a_hi[i], tile_desc<ROW>(b_hi + 32 * i), 1);
       wgmma_commit();
 #pragma unroll
       for (int i = 0; i < NI; ++i)
@@ -523,13 +561,12 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
       for (int i = 0; i < NI; ++i)
         MmaRS<FMT, BN>::run(corr, a_hi[i], tile_desc<ROW>(b_lo + 32 * i), 1);
       wgmma_commit();
-      wgmma_wait<1>();  // t of stage kt is final
-      fence_regs(tmp);
-      fence_regs(acc);
+      if constexpr (part == T_STAGES - 1) {  // the k-block's t is complete: main += t (fp32 RN)
+        wgmma_wait<1>();
+        fence_regs(tmp);
+        fence_regs(acc);
 #pragma unroll
-      for (int i = 0; i < BN / 2; ++i) {
-        acc[i] = __fadd_rn(acc[i], tmp[i]);
-        if constexpr (!ZERO_BY_SCALE) tmp[i] = 0.0f;
+        for (int i = 0; i < BN / 2; ++i) acc[i] = __fadd_rn(acc[i], tmp[i]);
       }
     } else {
 #pragma unroll
@@ -540,7 +577,9 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
       }
       wgmma_commit();
     }
-  }
+  };
+  for (int kt = 0; kt < nk; kt += T_STAGES)  // (nk is a multiple of T_STAGES: checked above)
+    for_parts<T_STAGES>([&](auto part_c) { stage(kt + decltype(part_c)::value, part_c); });
   wgmma_wait<0>();
   fence_regs(acc);
   if constexpr (MODE == OOTOMO) {
@@ -548,6 +587,8 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = __fadd_rn(acc[i], __fmul_rn(corr[i], out_scale));
   }
+  int tm, tn;  // (computed here, not kept in registers through the k-loop)
+  tile_coords(Mp / BM, Np / BN, tm, tn);
   store_tile(acc, D, Np, tm * BM + wgi * 64, tn * BN);
 }
 

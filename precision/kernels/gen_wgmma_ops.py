@@ -26,6 +26,8 @@ HEADER = """\
 //   thread's four 32-bit words of the 64 x k A fragment (PTX "register fragments" of
 //   wgmma m64nNk16 / m64nNk8, the mma.sync m16n8k16 / m16n8k8 A layout per warp of 16 rows).
 //   a must stay unchanged until the instruction has completed (wgmma_wait).
+// MmaRS<FMT, N>::run_fresh(d, a, desc_b): D = A*B with scale-d = 0 and d write-only, so the
+//   compiler keeps no earlier value of d alive for it.
 #pragma once
 #include <stdint.h>
 
@@ -38,10 +40,12 @@ template <int FMT, int N> struct MmaRS;
 """
 
 
-def _accumulator_operands(nreg: int) -> str:
-    """The asm output list of the nreg fp32 accumulators d[0 .. nreg), eight per line."""
+def _accumulator_operands(nreg: int, constraint: str = "+f") -> str:
+    """The asm output list of the nreg fp32 accumulators d[0 .. nreg), eight per line
+    ("+f": read and written, "=f": written only)."""
     return ",\n        ".join(
-        ", ".join(f'"+f"(d[{j}])' for j in range(i, min(i + 8, nreg))) for i in range(0, nreg, 8)
+        ", ".join(f'"{constraint}"(d[{j}])' for j in range(i, min(i + 8, nreg)))
+        for i in range(0, nreg, 8)
     )
 
 
@@ -70,17 +74,24 @@ def _rs_wrapper(tag: str, ptx: str, k: int, tnsp: bool, n: int) -> str:
     regs = ", ".join(f"%{i}" for i in range(nreg))
     a = ", ".join(f"%{nreg + i}" for i in range(4))
     imms = "p, 1, 1, 0" if tnsp else "p, 1, 1"
-    ops = _accumulator_operands(nreg)
+
+    def body(constraint: str, scale_d: str) -> str:
+        return f"""    asm volatile(
+        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nreg + 5}, 0;\\n"
+        "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ptx}.{ptx} "
+        "{{{regs}}}, {{{a}}}, %{nreg + 4}, {imms};\\n}}\\n"
+        : {_accumulator_operands(nreg, constraint)}
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"({scale_d}));"""
+
     return f"""
 template <> struct MmaRS<pk::{tag}, {n}> {{
   static __device__ __forceinline__ void run(float (&d)[{nreg}], const uint32_t (&a)[4],
                                              uint64_t db, int scale_d) {{
-    asm volatile(
-        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nreg + 5}, 0;\\n"
-        "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ptx}.{ptx} "
-        "{{{regs}}}, {{{a}}}, %{nreg + 4}, {imms};\\n}}\\n"
-        : {ops}
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+{body("+f", "scale_d")}
+  }}
+  static __device__ __forceinline__ void run_fresh(float (&d)[{nreg}], const uint32_t (&a)[4],
+                                                   uint64_t db) {{
+{body("=f", "0")}
   }}
 }};
 """

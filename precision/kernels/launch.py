@@ -159,13 +159,22 @@ def wgmma_smem_bytes(name: str) -> int:
     return split_smem_bytes(fmt, WG_SPLIT_SLOTS[fmt])
 
 
+def split_stage_k(fmt: str) -> int:
+    """k of one k-stage of a split kernel on ``fmt`` ("f16", "bf16", "tf32"): 32 for f16/bf16
+    and 16 for tf32 (the tile's k, to which K is padded, may be larger)."""
+    from precision.gemm.schedule import split_stage_k as stage_k
+
+    return stage_k({"f16": "fp16"}.get(fmt, fmt))
+
+
 def split_smem_bytes(fmt: str, slots: int) -> int:
     """Dynamic shared memory of a split kernel on ``fmt`` ("f16", "bf16", "tf32") with a ring
     of ``slots`` slots, two 8-byte mbarriers per slot and 1 KiB for the 1024-byte alignment. A
     slot: the B_hi and B_lo tiles (``bn`` rows of 64 bytes each) and the fp32 staging tiles of
-    A (``bm`` x ``bk``) and B (``bk`` x ``bn``)."""
-    bm, bn, bk = wgmma_tile(f"wg_ootomo_{fmt}")
-    slot = 2 * bn * _WG_SPLIT_ROW + (bm * bk + bk * bn) * 4
+    A (``bm`` x ``ks``) and B (``ks`` x ``bn``), ``ks`` = :func:`split_stage_k`."""
+    bm, bn, _ = wgmma_tile(f"wg_ootomo_{fmt}")
+    ks = split_stage_k(fmt)
+    slot = 2 * bn * _WG_SPLIT_ROW + (bm * ks + ks * bn) * 4
     return slots * (slot + 16) + 1024
 
 
@@ -181,10 +190,10 @@ def _split_tensor_maps(fmt: str, a_ptr: int, b_ptr: int, mp: int, np_: int, kp: 
     from precision.kernels.tma import fp32_matrix_map
 
     cp = require_gpu("the CUDA GEMM kernels")
-    bm, bn, bk = wgmma_tile(f"wg_ootomo_{fmt}")
+    bm, bn, _ = wgmma_tile(f"wg_ootomo_{fmt}")
     box_k, swizzle = _A_BOX[fmt]
     maps = (fp32_matrix_map(a_ptr, mp, kp, bm, box_k, swizzle)
-            + fp32_matrix_map(b_ptr, kp, np_, bk, bn))
+            + fp32_matrix_map(b_ptr, kp, np_, split_stage_k(fmt), bn))
     return cp.asarray(np.frombuffer(maps, dtype=np.uint8))
 
 
