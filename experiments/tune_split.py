@@ -21,7 +21,7 @@ import argparse
 import sys
 
 KNOBS = ("SLOTS16", "SLOTS32", "SLACK", "TBLOCK16", "TBLOCK32", "UNROLL_B", "PRODUCER_REGS16",
-         "PRODUCER_REGS32")
+         "PRODUCER_REGS32", "RASTER_GROUP")
 DEFAULT_KERNELS = ("wg_ootomo_f16", "wg_ootomo_tf32")
 
 
@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     reference: dict[str, object] = {}
     modules = []
     for knobs in variants:  # build everything first: the timing rounds then run back to back
-        flags = tuple(f"-DWG_SPLIT_{k}={v}" for k, v in knobs.items())
+        flags = tuple(f"-DWG_{k}={v}" if k == "RASTER_GROUP" else f"-DWG_SPLIT_{k}={v}"
+                      for k, v in knobs.items())
         modules.append(cp.RawModule(path=str(build_cubin("gemm_wgmma.cu", arch="sm_90a",
                                                          extra_flags=flags))))
     # round medians per (variant, kernel); rounds interleave the variants, so a drift of the

@@ -48,7 +48,10 @@ template <int FMT> struct Elem {
 constexpr int NTHREADS = 256, BM = 128;
 constexpr int PLAIN_BN = 256, PLAIN_ROW = 128, PLAIN_STAGES = 4;
 constexpr int SPLIT_BN = 128, SPLIT_ROW = 64;
-constexpr int RASTER_GROUP = 8;  // CTA tiles walk 8 M-tiles at a time (L2 reuse)
+#ifndef WG_RASTER_GROUP
+#define WG_RASTER_GROUP 8
+#endif
+constexpr int RASTER_GROUP = WG_RASTER_GROUP;  // CTA tiles walk 8 M-tiles at a time (L2 reuse)
 
 // ---- rounding (tf32_rne_bits, tf32_cvt_rn_bits, pack2, unpack2: common.cuh) --------------
 // Storage bits of one rounded element (16-bit formats in the low half).
