@@ -90,7 +90,7 @@ def gemm(
 
     ``method``: ``"plain"`` (inputs rounded to ``fmt``, tensor-core products, fp32 chain),
     ``"corrected"`` (fp32 inputs split into hi/lo parts of ``fmt``; ``correction="ootomo"``:
-    hi·hi accumulated outside the tensor core per k-block (two instructions) in fp32 RN, corrections
+    hi·hi accumulated outside the tensor core per k-block of 32 k in fp32 RN, corrections
     inside, scaled by 2^s; ``"markidis"``: unscaled, all inside the tensor core), or
     ``"satf"`` (plain with the floating-point satf clamp after every MMA; int8 uses the s32
     ``.satfinite``). ``fmt``: fp16, bf16, tf32, e4m3, e5m2, int8 (aliases accepted); fp32

@@ -203,7 +203,7 @@ def wgmma_tile(method: str, fmt: str) -> tuple[int, int, int]:
     and satf 128 x 256 with k-stages of 128 bytes per row; split kernels 128 x 128 with
     k-stages of 64 bytes per row, K padded to whole Ootomo k-blocks (32)."""
     if method in ("plain", "satf"):
-        return (128, 256, 128 // (4 if fmt == "tf32" else 2))
+        return (128, 256, 128 // (4 if canonical_format(fmt) == "tf32" else 2))
     return (128, 128, OOTOMO_BLOCK_K)
 
 

@@ -257,7 +257,7 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
 // consumers, which hold the three fp32 accumulator sets.
 // Shared memory is a ring of S slots, one k-stage each: the swizzled K-major operand tiles
 // B_hi and B_lo (128 rows of 64 bytes) and fp32 staging tiles of A (128 x KS) and B (KS x 128).
-//  * producers: thread 0 has the TMA unit copy k-stage kt + P (P = S - 2) into its slot (the
+//  * producers: thread 0 has the TMA unit copy k-stage kt + P (P = S - SLACK) into its slot (the
 //    tensor maps are built by launch.py), completing on the slot's mbarrier LOADED[s], while
 //    stage kt is converted: producer thread (r, h) reads half h of column r of the B staging
 //    tile into registers, splits it there (hi = fmt(x), lo = fmt((x - hi) * lo_scale)) and

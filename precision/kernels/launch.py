@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from precision.gemm.schedule import split_stage_k
+from precision.gemm.schedule import wgmma_tile as schedule_wgmma_tile
 from precision.kernels.build import build_cubin
 
 GEMM_SOURCE = "gemm_mma.cu"
@@ -141,11 +143,8 @@ def _wg_parts(name: str) -> tuple[str, str]:
 def wgmma_tile(name: str) -> tuple[int, int, int]:
     """(BM, BN, BK) of wgmma kernel ``name`` (the tile its schedule declares); the host
     zero-pads M, N, K to these."""
-    from precision.gemm.schedule import wgmma_tile as schedule_tile
-
     mode, fmt = _wg_parts(name)
-    method = mode if mode in ("plain", "satf") else "corrected"
-    return schedule_tile(method, {"f16": "fp16", "bf16": "bf16", "tf32": "tf32"}[fmt])
+    return schedule_wgmma_tile(mode if mode in ("plain", "satf") else "corrected", fmt)
 
 
 def wgmma_smem_bytes(name: str) -> int:
@@ -157,14 +156,6 @@ def wgmma_smem_bytes(name: str) -> int:
         bm, bn, _ = wgmma_tile(name)
         return _WG_PLAIN_STAGES * (bm + bn) * _WG_PLAIN_ROW + 1024
     return split_smem_bytes(fmt, WG_SPLIT_SLOTS[fmt])
-
-
-def split_stage_k(fmt: str) -> int:
-    """k of one k-stage of a split kernel on ``fmt`` ("f16", "bf16", "tf32"): 32 for f16/bf16
-    and 16 for tf32 (the tile's k, to which K is padded, may be larger)."""
-    from precision.gemm.schedule import split_stage_k as stage_k
-
-    return stage_k({"f16": "fp16"}.get(fmt, fmt))
 
 
 def split_smem_bytes(fmt: str, slots: int) -> int:
