@@ -2,8 +2,7 @@
 
 ``gemm_wgmma.cu`` exposes its tuning knobs as macros ``WG_SPLIT_<KNOB>``: ``SLOTS16``,
 ``SLOTS32`` (shared-memory ring slots), ``SLACK`` (ring slots not fetched ahead), ``UNROLL_B``
-(producer loop unrolling), ``PRODUCERS`` (producer threads, 128 or 256), ``CLUSTER`` (1, or 2
-CTAs sharing the B split), ``PRODUCER_REGS16``/``PRODUCER_REGS32`` (producer registers). This
+(producer loop unrolling), ``PRODUCER_REGS16``/``PRODUCER_REGS32`` (producer registers). This
 tool builds one cubin per variant with ``-D`` flags, times each kernel on n x n x n
 uniform(-1, 1) inputs (CUDA events, median of ``--repeats`` launches per round, kernel only:
 the inputs are already padded fp32 device arrays; ``--rounds`` passes interleave the variants,
@@ -21,8 +20,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-KNOBS = ("SLOTS16", "SLOTS32", "SLACK", "TBLOCK16", "TBLOCK32", "UNROLL_B", "PRODUCERS",
-         "PRODUCER_REGS16", "PRODUCER_REGS32", "CLUSTER", "RASTER_GROUP")
+KNOBS = ("SLOTS16", "SLOTS32", "SLACK", "TBLOCK16", "TBLOCK32", "UNROLL_B", "PRODUCER_REGS16",
+         "PRODUCER_REGS32", "RASTER_GROUP")
 DEFAULT_KERNELS = ("wg_ootomo_f16", "wg_ootomo_tf32")
 
 
@@ -57,17 +56,15 @@ def main(argv: list[str] | None = None) -> int:
     from precision.gemm.schedule import all_schedules
     from precision.kernels.build import build_cubin
     from precision.kernels.launch import (
-        WG_SPLIT_CLUSTER,
-        WG_SPLIT_CONSUMERS,
-        WG_SPLIT_PRODUCERS,
         WG_SPLIT_SLOTS,
+        WG_SPLIT_THREADS,
         split_smem_bytes,
         split_tensor_maps,
     )
 
     n = args.n
-    if n % 256:
-        raise SystemExit(f"--n {n}: must be a multiple of 256 (no padding here)")
+    if n % 128:
+        raise SystemExit(f"--n {n}: must be a multiple of 128 (no padding here)")
     kernels = args.kernel or list(DEFAULT_KERNELS)
     schedules = {s.kernel: s for s in all_schedules()}
     rng = np.random.default_rng(0)
@@ -91,19 +88,16 @@ def main(argv: list[str] | None = None) -> int:
                 fn = module.get_function(name)
                 fmt = name.rsplit("_", 1)[1]
                 bits = "32" if fmt == "tf32" else "16"
-                cluster = knobs.get("CLUSTER", WG_SPLIT_CLUSTER)
-                smem = split_smem_bytes(fmt, knobs.get("SLOTS" + bits, WG_SPLIT_SLOTS[fmt]),
-                                        cluster)
+                smem = split_smem_bytes(fmt, knobs.get("SLOTS" + bits, WG_SPLIT_SLOTS[fmt]))
                 fn.max_dynamic_shared_size_bytes = smem
-                threads = knobs.get("PRODUCERS", WG_SPLIT_PRODUCERS) + WG_SPLIT_CONSUMERS
                 D = cp.empty((n, n), dtype=cp.float32)
-                launch_args = (split_tensor_maps(fmt, A, B, cluster), D, cp.int32(n), cp.int32(n),
+                launch_args = (split_tensor_maps(fmt, A, B), D, cp.int32(n), cp.int32(n),
                                cp.int32(n), cp.float32(2.0**s), cp.float32(2.0**-s))
                 times = []
                 for i in range(args.repeats + 2):
                     start, stop = cp.cuda.Event(), cp.cuda.Event()
                     start.record()
-                    fn(((n // 128) ** 2,), (threads,), launch_args, shared_mem=smem)
+                    fn(((n // 128) ** 2,), (WG_SPLIT_THREADS,), launch_args, shared_mem=smem)
                     stop.record()
                     stop.synchronize()
                     if i >= 2:

@@ -55,7 +55,7 @@ def test_default_shared_memory_fits_and_matches_the_slot_layout(fmt: str) -> Non
     assert launch.split_stage_k(fmt) == ks
     slot = 2 * 128 * 64 + (128 * ks + ks * 128) * 4  # B_hi, B_lo, fp32 A and B staging
     assert slot % 1024 == 0
-    assert launch.split_smem_bytes(fmt, slots, 1) == slots * (slot + 24) + 1024
+    assert launch.split_smem_bytes(fmt, slots) == slots * (slot + 16) + 1024
     assert launch.wgmma_smem_bytes(f"wg_ootomo_{fmt}") <= SMEM_LIMIT
 
 

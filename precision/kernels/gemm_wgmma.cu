@@ -305,18 +305,6 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
 #ifndef WG_SPLIT_PRODUCER_REGS32
 #define WG_SPLIT_PRODUCER_REGS32 24  // 32: the consumers spill (t lives across two k-stages)
 #endif
-#ifndef WG_SPLIT_PRODUCERS
-#define WG_SPLIT_PRODUCERS 256  // producer threads: 256 or 128 (launch.py WG_SPLIT_THREADS mirrors)
-#endif
-#ifndef WG_SPLIT_CLUSTER
-#define WG_SPLIT_CLUSTER 1  // CTAs per cluster sharing the B split (launch.py WG_SPLIT_CLUSTER)
-#endif
-constexpr int PRODUCERS = WG_SPLIT_PRODUCERS, SPLIT_THREADS = PRODUCERS + 256;
-constexpr int CLUSTER = WG_SPLIT_CLUSTER;
-static_assert(PRODUCERS == 128 || PRODUCERS == 256, "producer threads: 128 or 256");
-static_assert(CLUSTER == 1 || CLUSTER == 2, "CTAs per cluster: 1 or 2");
-static_assert(CLUSTER == 1 || RASTER_GROUP % 2 == 0,
-              "a cluster's two CTAs (blockIdx.x 2c, 2c + 1) must get the same N-tile");
 template <int FMT> struct SplitCfg {
   static constexpr int KS = SPLIT_ROW / Elem<FMT>::BYTES;  // k per stage: 32 (16-bit), 16 (tf32)
   static constexpr int NI = KS / Elem<FMT>::KI;            // wgmma instructions per stage: 2
@@ -325,33 +313,20 @@ template <int FMT> struct SplitCfg {
   static constexpr int T_STAGES = FMT == TF32 ? WG_SPLIT_TBLOCK32 : WG_SPLIT_TBLOCK16;
   static_assert(T_STAGES == 1 || T_STAGES == 2 || T_STAGES == 4,
                 "k-stages per Ootomo k-block: 1, 2 or 4");
-  // registers per producer / consumer thread: PRODUCERS * P + 256 * C fit in what the launch
-  // allocates (SPLIT_THREADS * LAUNCH_REGS, LAUNCH_REGS = 65536 / SPLIT_THREADS in steps of 8;
-  // setmaxnreg.inc would wait for ever for more); C in steps of 8, at most 256
+  // registers per producer / consumer thread: 256 * P + 256 * C = the 65536 of the SM
   static constexpr int PRODUCER_REGS =
       FMT == TF32 ? WG_SPLIT_PRODUCER_REGS32 : WG_SPLIT_PRODUCER_REGS16;
-  static constexpr int LAUNCH_REGS = 65536 / SPLIT_THREADS / 8 * 8;
-  static constexpr int CONSUMER_REGS_FREE =
-      (SPLIT_THREADS * LAUNCH_REGS - PRODUCERS * PRODUCER_REGS) / 256 / 8 * 8;
-  static constexpr int CONSUMER_REGS = CONSUMER_REGS_FREE < 256 ? CONSUMER_REGS_FREE : 256;
-  static_assert(PRODUCER_REGS % 8 == 0 && PRODUCER_REGS >= 24 && PRODUCER_REGS <= LAUNCH_REGS,
-                "producer registers: 24 .. LAUNCH_REGS in steps of 8");
+  static constexpr int CONSUMER_REGS = 256 - PRODUCER_REGS;
   static constexpr int A_BOX_K = FMT == TF32 ? 16 : 8;  // columns per TMA box of A (launch.py)
-  static constexpr int TILE = SPLIT_BN * SPLIT_ROW;  // bytes of B_hi, B_lo
-  static constexpr int BNC = SPLIT_BN / CLUSTER;     // B columns this CTA loads and splits
-  static constexpr int PART_TILE = BNC * SPLIT_ROW;  // bytes of its rows of B_hi (and of B_lo)
+  static constexpr int TILE = 128 * SPLIT_ROW;           // bytes of B_hi, B_lo
   static constexpr int ST_A = 2 * TILE, ST_B = ST_A + BM * KS * 4;  // offsets in a slot
-  static constexpr int SLOT = ST_B + KS * BNC * 4;                  // bytes per slot
-  static constexpr uint32_t STAGE_BYTES = (BM * KS + KS * BNC) * 4;  // fp32 per k-stage
-  // producer threads per B column and 16-byte chunks (of hi, of lo) per thread and k-stage
-  static constexpr int THREADS_PER_COL = PRODUCERS / BNC;
-  static constexpr int CHUNKS = KS * Elem<FMT>::BYTES / 16 / THREADS_PER_COL;
-  static_assert(CHUNKS >= 1 && CHUNKS * THREADS_PER_COL * 16 == KS * Elem<FMT>::BYTES,
-                "the producers share each column's chunks evenly");
+  static constexpr int SLOT = ST_B + KS * SPLIT_BN * 4;             // bytes per slot
+  static constexpr uint32_t STAGE_BYTES = (BM * KS + KS * SPLIT_BN) * 4;  // fp32 per k-stage
   static_assert(S >= 3 && S <= 7, "ring slots: 3 .. 7");
   static_assert(P >= 1 && P <= S - 2, "prefetch distance: 1 .. S - 2");
   static_assert(SLOT % 1024 == 0, "slots keep the 1024-byte alignment of the tiles");
 };
+constexpr int PRODUCERS = 256, SPLIT_THREADS = PRODUCERS + 256;
 constexpr int UNROLL_B = WG_SPLIT_UNROLL_B;
 
 template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
@@ -394,50 +369,6 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
         : "=r"(done)
         : "r"(bar), "r"(parity)
         : "memory");
-}
-// The same wait with cluster-scope acquire: the arrivals it waits for include the peer CTA's.
-__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  while (!done)
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-}
-// ---- thread-block clusters (PTX ISA 7.8+, sm_90) ----
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-// The shared::cluster address of shared-memory address s (this CTA's window) in CTA rank.
-__device__ __forceinline__ uint32_t map_to_rank(uint32_t s, uint32_t rank) {
-  uint32_t d;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(d) : "r"(s), "r"(rank));
-  return d;
-}
-// One arrival on an mbarrier of any CTA of the cluster, with the default (CTA-scope) release:
-// used only to say "done reading", whose reads have completed (a cluster-scope release makes
-// ptxas wait for every outstanding memory operation first: ERRBAR, 15 % of the consumers' time).
-__device__ __forceinline__ void mbar_arrive_remote(uint32_t cluster_bar) {
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
-}
-// bytes (a multiple of 16) from this CTA's shared memory at src to shared::cluster address dst,
-// by the bulk-copy unit; completion (bytes) is counted on the destination CTA's mbarrier bar.
-__device__ __forceinline__ void bulk_copy_to_peer(uint32_t dst, uint32_t src, uint32_t bytes,
-                                                  uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes"
-      " [%0], [%1], %2, [%3];\n" ::"r"(dst),
-      "r"(src), "r"(bytes), "r"(bar)
-      : "memory");
-}
-// Every thread of the cluster waits for all the others (release / acquire at cluster scope).
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" :::
-               "memory");
 }
 // The box at coordinates (c0 = column, c1 = row) of the 2-D tensor map at global address tmap
 // -> shared memory at dst, by the TMA unit; completion (bytes) is counted on mbarrier bar.
@@ -522,41 +453,32 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
   constexpr int BN = SPLIT_BN, ROW = SPLIT_ROW, KS = Cfg::KS, NI = Cfg::NI;
   constexpr int S = Cfg::S, P = Cfg::P, E = 16 / Elem<FMT>::BYTES;  // E: elements per chunk
   constexpr int TILE = Cfg::TILE, SLOT = Cfg::SLOT, T_STAGES = Cfg::T_STAGES;
-  constexpr int EMPTY = 1;  // CLUSTER == 1: named barriers EMPTY + s
-  constexpr int PRODUCER_SYNC = 1;  // CLUSTER == 2: the producers' named barrier
+  constexpr int EMPTY = 1;  // named barriers EMPTY + s
   extern __shared__ uint8_t smem_raw[];
   const uint32_t base = align1024(smem_u32(smem_raw));
   const uint8_t* smem_base = smem_raw + (base - smem_u32(smem_raw));  // generic, of base
   const int tid = threadIdx.x;
   // a wrong launch would deadlock on the barriers; K must hold whole Ootomo k-blocks
-  // (and a cluster's two CTAs must share an N-tile: an even number of M-tiles)
-  if (blockDim.x != SPLIT_THREADS || Kp % (KS * T_STAGES) != 0 || (Mp / BM) % CLUSTER != 0)
-    __trap();
+  if (blockDim.x != SPLIT_THREADS || Kp % (KS * T_STAGES) != 0) __trap();
   const int nk = Kp / KS;
-  // mbarriers per slot: LOADED (the fp32 staging tiles have landed), FULL (B split too) and,
-  // in a cluster, EMPTY (both CTAs' consumers are done with the slot: one arrival per warp)
-  const uint32_t loaded = base + S * SLOT, full = loaded + 8 * S, empty = full + 8 * S;
-  const uint32_t rank = CLUSTER == 1 ? 0 : cluster_rank(), peer = rank ^ 1;
+  // mbarriers per slot: LOADED (the fp32 staging tiles have landed), FULL (B split too)
+  const uint32_t loaded = base + S * SLOT, full = loaded + 8 * S;
   if (tid == 0) {
 #pragma unroll
     for (int j = 0; j < S; ++j) {
       mbar_init(loaded + 8 * j, 1);
-      mbar_init(full + 8 * j, CLUSTER == 1 ? PRODUCERS : 1);
-      if constexpr (CLUSTER == 2) mbar_init(empty + 8 * j, 2 * 8);
+      mbar_init(full + 8 * j, PRODUCERS);
     }
     mbar_init_fence();
   }
-  if constexpr (CLUSTER == 1) __syncthreads();
-  else cluster_sync();  // the peer's barriers are initialised before anything targets them
+  __syncthreads();
 
   if (tid < PRODUCERS) {  // ---------------------------------------------------- producers
     setmaxnreg_dec<Cfg::PRODUCER_REGS>();
-    constexpr int BNC = Cfg::BNC, PART = Cfg::CHUNKS;
-    const int r = tid % BNC, h = tid / BNC;  // column r of this CTA's B columns, part h
+    const int r = tid & 127, h = tid >> 7;
     int tm, tn;
     tile_coords(Mp / BM, Np / BN, tm, tn);
-    // thread 0: k-stage kt into its slot, A in KS / A_BOX_K boxes of 128 rows, B (this CTA's
-    // BNC columns of the tile) in one box
+    // thread 0: k-stage kt into its slot, A in KS / A_BOX_K boxes of 128 rows, B in one box
     auto fetch = [&](int kt) {
       const uint32_t slot = base + (kt % S) * SLOT, bar = loaded + 8 * (kt % S);
       mbar_arrive_expect_tx(bar, Cfg::STAGE_BYTES);
@@ -564,7 +486,7 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
       for (int b = 0; b < KS / Cfg::A_BOX_K; ++b)
         tma_load_2d(slot + Cfg::ST_A + b * BM * Cfg::A_BOX_K * 4, tmaps,
                     kt * KS + b * Cfg::A_BOX_K, tm * BM, bar);
-      tma_load_2d(slot + Cfg::ST_B, tmaps + 128, tn * BN + BNC * rank, kt * KS, bar);
+      tma_load_2d(slot + Cfg::ST_B, tmaps + 128, tn * BN, kt * KS, bar);
     };
     if (tid == 0)
       for (int j = 0; j < P && j < nk; ++j) fetch(j);
@@ -572,47 +494,26 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
       mbar_wait(loaded + 8 * (kt % S), (kt / S) & 1);  // stage kt's fp32 tiles have landed
       const uint32_t slot = base + (kt % S) * SLOT;
       const float* sb = reinterpret_cast<const float*>(smem_base + (kt % S) * SLOT + Cfg::ST_B);
-      const int row = BNC * rank + r;  // row of B^T in the operand tiles
+      constexpr int HALF = KS / E / 2;  // 16-byte chunks per thread
 #pragma unroll UNROLL_B
-      for (int c = h * PART; c < (h + 1) * PART; ++c) {
+      for (int c = h * HALF; c < (h + 1) * HALF; ++c) {  // column r of B (row r of B^T)
         float v[E];
 #pragma unroll
-        for (int i = 0; i < E; ++i) v[i] = sb[(c * E + i) * BNC + r];
+        for (int i = 0; i < E; ++i) v[i] = sb[(c * E + i) * BN + r];
         uint4 hi, lo;
         split_chunk<FMT>(v, lo_scale, hi, lo);
-        st_shared_v4(slot + swz<ROW>(row, c), hi);
-        st_shared_v4(slot + TILE + swz<ROW>(row, c), lo);
+        st_shared_v4(slot + swz<ROW>(r, c), hi);
+        st_shared_v4(slot + TILE + swz<ROW>(r, c), lo);
       }
-      fence_proxy_async();  // st.shared -> visible to wgmma and the bulk copy
-      if constexpr (CLUSTER == 1) {
-        mbar_arrive(full + 8 * (kt % S));  // slot kt % S ready
-        if (kt + P < nk) {  // refill the slot of stage kt + P - S once the consumers are done
-          // (EMPTY also holds every producer until all have finished stage kt: the producers
-          // convert stage kt + 1 once the consumers are done with stage kt + P - S)
-          if (kt + P >= S) bar_sync(EMPTY + (kt + P) % S, SPLIT_THREADS);
-          if (tid == 0) fetch(kt + P);
-        }
-      } else {
-        bar_sync(PRODUCER_SYNC, PRODUCERS);  // this CTA's rows of B_hi and B_lo are written
-        if (tid == 0) {
-          // send them to the same place in the peer's slot; FULL[s] here counts this arrival
-          // and the peer's rows (2 PART_TILE bytes), which may land before or after it
-          const uint32_t mine = slot + Cfg::PART_TILE * rank, bar = full + 8 * (kt % S);
-          const uint32_t peer_bar = map_to_rank(bar, peer);
-          bulk_copy_to_peer(map_to_rank(mine, peer), mine, Cfg::PART_TILE, peer_bar);
-          bulk_copy_to_peer(map_to_rank(mine + TILE, peer), mine + TILE, Cfg::PART_TILE,
-                            peer_bar);
-          mbar_arrive_expect_tx(bar, 2 * Cfg::PART_TILE);
-          if (kt + P < nk) {  // refill once both CTAs' consumers are done with stage kt+P-S
-            // (this also orders the peer's copy of stage kt + P into this slot, and this
-            // CTA's copy of stage kt + P - S out of it, before the refill)
-            if (kt + P >= S) mbar_wait_cluster(empty + 8 * ((kt + P) % S), ((kt + P) / S - 1) & 1);
-            fetch(kt + P);
-          }
-        }
+      fence_proxy_async();               // st.shared -> visible to wgmma
+      mbar_arrive(full + 8 * (kt % S));  // slot kt % S ready
+      if (kt + P < nk) {  // refill the slot of stage kt + P - S once the consumers are done
+        // (EMPTY also holds every producer until all have finished stage kt: the producers
+        // convert stage kt + 1 once the consumers are done with stage kt + P - S)
+        if (kt + P >= S) bar_sync(EMPTY + (kt + P) % S, SPLIT_THREADS);
+        if (tid == 0) fetch(kt + P);
       }
     }
-    if constexpr (CLUSTER == 2) cluster_sync();  // (matches the consumers' below)
     return;
   }
 
@@ -638,18 +539,7 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
       wgmma_wait<0>();  // stage kt-1's wgmma are done: its slot and the A fragments are free
       fence_regs(a_hi);
       fence_regs(a_lo);
-      if (kt - 1 + S < nk) {  // slot (kt - 1) % S will be refilled
-        if constexpr (CLUSTER == 1) {
-          bar_arrive(EMPTY + (kt - 1) % S, SPLIT_THREADS);
-        } else {
-          __syncwarp();
-          if (lane == 0) {  // one arrival per warp, on this CTA's EMPTY and on the peer's
-            const uint32_t bar = empty + 8 * ((kt - 1) % S);
-            mbar_arrive(bar);
-            mbar_arrive_remote(map_to_rank(bar, peer));
-          }
-        }
-      }
+      if (kt - 1 + S < nk) bar_arrive(EMPTY + (kt - 1) % S, SPLIT_THREADS);
     }
     mbar_wait(full + 8 * (kt % S), (kt / S) & 1);
     mbar_wait(loaded + 8 * (kt % S), (kt / S) & 1);  // (complete: makes A's staging visible)
@@ -694,8 +584,6 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
   for (int kt = 0; kt < nk; kt += T_STAGES)  // (nk is a multiple of T_STAGES: checked above)
     for_parts<T_STAGES>([&](auto part_c) { stage(kt + decltype(part_c)::value, part_c); });
   wgmma_wait<0>();
-  // no CTA of a cluster leaves while the other may still reach into its shared memory
-  if constexpr (CLUSTER == 2) cluster_sync();
   fence_regs(acc);
   if constexpr (MODE == OOTOMO) {
     fence_regs(corr);
@@ -730,13 +618,8 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
     wg::plain_body<FMT, MODE>(A, Bt, D, Mp, Np, Kp, flag);                                    \
   }
 
-#if WG_SPLIT_CLUSTER == 2
-#define WG_SPLIT_CLUSTER_DIMS __cluster_dims__(2, 1, 1)
-#else
-#define WG_SPLIT_CLUSTER_DIMS
-#endif
 #define WG_SPLIT_KERNEL(NAME, FMT, MODE)                                                       \
-  extern "C" __global__ void __launch_bounds__(wg::SPLIT_THREADS, 1) WG_SPLIT_CLUSTER_DIMS    \
+  extern "C" __global__ void __launch_bounds__(wg::SPLIT_THREADS, 1)                          \
       NAME(const uint8_t* __restrict__ tmaps, float* __restrict__ D, int Mp, int Np, int Kp,  \
            float lo_scale, float out_scale) {                                                 \
     wg::split_body<FMT, MODE>(tmaps, D, Mp, Np, Kp, lo_scale, out_scale);                     \

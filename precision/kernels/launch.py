@@ -128,13 +128,7 @@ _WG_FORMATS = ("f16", "bf16", "tf32")
 #: 1024-byte alignment of the operand tiles.
 _WG_PLAIN_ROW, _WG_PLAIN_STAGES, _WG_PLAIN_THREADS = 128, 4, 256
 _WG_SPLIT_ROW = 64
-#: producer threads (gemm_wgmma.cu WG_SPLIT_PRODUCERS default) and consumer threads
-WG_SPLIT_PRODUCERS, WG_SPLIT_CONSUMERS = 256, 256
-WG_SPLIT_THREADS = WG_SPLIT_PRODUCERS + WG_SPLIT_CONSUMERS
-#: CTAs per thread-block cluster of the split kernels (gemm_wgmma.cu WG_SPLIT_CLUSTER): 2 =
-#: two CTAs on vertically adjacent tiles each load and split half of their common B tile and
-#: swap the halves through distributed shared memory, so M is padded to 2 tiles
-WG_SPLIT_CLUSTER = 1
+WG_SPLIT_THREADS = 512
 #: ring slots per format (gemm_wgmma.cu's WG_SPLIT_SLOTS16 / WG_SPLIT_SLOTS32 defaults)
 WG_SPLIT_SLOTS = {"f16": 4, "bf16": 4, "tf32": 6}
 
@@ -164,16 +158,15 @@ def wgmma_smem_bytes(name: str) -> int:
     return split_smem_bytes(fmt, WG_SPLIT_SLOTS[fmt])
 
 
-def split_smem_bytes(fmt: str, slots: int, cluster: int = WG_SPLIT_CLUSTER) -> int:
+def split_smem_bytes(fmt: str, slots: int) -> int:
     """Dynamic shared memory of a split kernel on ``fmt`` ("f16", "bf16", "tf32") with a ring
-    of ``slots`` slots, three 8-byte mbarriers per slot and 1 KiB for the 1024-byte alignment.
-    A slot: the B_hi and B_lo tiles (``bn`` rows of 64 bytes each) and the fp32 staging tiles
-    of A (``bm`` x ``ks``) and of the CTA's ``bn / cluster`` columns of B (``ks`` rows),
-    ``ks`` = :func:`split_stage_k`."""
+    of ``slots`` slots, two 8-byte mbarriers per slot and 1 KiB for the 1024-byte alignment. A
+    slot: the B_hi and B_lo tiles (``bn`` rows of 64 bytes each) and the fp32 staging tiles of
+    A (``bm`` x ``ks``) and B (``ks`` x ``bn``), ``ks`` = :func:`split_stage_k`."""
     bm, bn, _ = wgmma_tile(f"wg_ootomo_{fmt}")
     ks = split_stage_k(fmt)
-    slot = 2 * bn * _WG_SPLIT_ROW + (bm * ks + ks * bn // cluster) * 4
-    return slots * (slot + 24) + 1024
+    slot = 2 * bn * _WG_SPLIT_ROW + (bm * ks + ks * bn) * 4
+    return slots * (slot + 16) + 1024
 
 
 #: columns of A per TMA box and the box's shared-memory swizzle span (gemm_wgmma.cu SplitCfg
@@ -183,8 +176,7 @@ _A_BOX = {"f16": (8, 0), "bf16": (8, 0), "tf32": (16, 64)}
 
 
 @functools.lru_cache(maxsize=64)
-def _split_tensor_maps(fmt: str, a_ptr: int, b_ptr: int, mp: int, np_: int, kp: int,
-                       cluster: int) -> Any:
+def _split_tensor_maps(fmt: str, a_ptr: int, b_ptr: int, mp: int, np_: int, kp: int) -> Any:
     from precision.gpu import require_gpu
     from precision.kernels.tma import fp32_matrix_map
 
@@ -192,20 +184,19 @@ def _split_tensor_maps(fmt: str, a_ptr: int, b_ptr: int, mp: int, np_: int, kp: 
     bm, bn, _ = wgmma_tile(f"wg_ootomo_{fmt}")
     box_k, swizzle = _A_BOX[fmt]
     maps = (fp32_matrix_map(a_ptr, mp, kp, bm, box_k, swizzle)
-            + fp32_matrix_map(b_ptr, kp, np_, split_stage_k(fmt), bn // cluster))
+            + fp32_matrix_map(b_ptr, kp, np_, split_stage_k(fmt), bn))
     return cp.asarray(np.frombuffer(maps, dtype=np.uint8))
 
 
-def split_tensor_maps(fmt: str, Ap: Any, Bp: Any, cluster: int = WG_SPLIT_CLUSTER) -> Any:
+def split_tensor_maps(fmt: str, Ap: Any, Bp: Any) -> Any:
     """Device array of the two TMA tensor maps a split kernel on ``fmt`` reads its k-stages
     with: A (``Ap``, Mp x Kp, tiles of 128 rows) and B (``Bp``, Kp x Np, tiles of k-stage rows
-    by 128 / ``cluster`` columns), both padded C-contiguous fp32 device arrays. Cached by
-    pointer and shape (a map holds nothing else), so the arrays must stay alive while their
-    kernel runs."""
+    by 128 columns), both padded C-contiguous fp32 device arrays. Cached by pointer and shape
+    (a map holds nothing else), so the arrays must stay alive while their kernel runs."""
     (mp, kp), (kp2, np_) = Ap.shape, Bp.shape
     if kp != kp2:
         raise ValueError(f"A ({mp} x {kp}) and B ({kp2} x {np_}) must agree")
-    return _split_tensor_maps(fmt, Ap.data.ptr, Bp.data.ptr, mp, np_, kp, cluster)
+    return _split_tensor_maps(fmt, Ap.data.ptr, Bp.data.ptr, mp, np_, kp)
 
 
 def _round_operand(cp: Any, fmt: str, X: Any, rows_p: int, cols_p: int, transpose: bool) -> Any:
@@ -233,9 +224,7 @@ def _launch_wgmma(cp: Any, name: str, A: Any, B: Any, *, lo_scale: float, out_sc
     M, K = A.shape
     N = B.shape[1]
     bm, bn, bk = wgmma_tile(name)
-    # a split kernel's cluster takes vertically adjacent tiles: whole clusters of M-tiles
-    bm_pad = bm if mode in ("plain", "satf") else bm * WG_SPLIT_CLUSTER
-    Mp, Np, Kp = (-(-M // bm_pad) * bm_pad, -(-N // bn) * bn, -(-K // bk) * bk)
+    Mp, Np, Kp = (-(-M // bm) * bm, -(-N // bn) * bn, -(-K // bk) * bk)
     D = cp.empty((Mp, Np), dtype=cp.float32)
     grid = ((Mp // bm) * (Np // bn), 1, 1)
     kern = get_kernel(name)
