@@ -7,10 +7,12 @@ tool builds one cubin per variant with ``-D`` flags, times each kernel on n x n 
 uniform(-1, 1) inputs (CUDA events, median of ``--repeats`` launches per round, kernel only:
 the inputs are already padded fp32 device arrays; ``--rounds`` passes interleave the variants,
 since the clock drifts under the power cap) and checks whether every variant's output has the
-same bits as the first variant's. The tuning knobs change the speed, never the schedule;
-``TBLOCK16``/``TBLOCK32`` (k-stages per Ootomo k-block) do change it, and the kernels' values
-must match ``precision/gemm/schedule.py``. A developer tool; the benchmark of record is
-``precision bench-gemm``.
+same bits as the first variant's. Each line also gives the card's mean board power, mean SM
+clock and energy per flop during the timed launches (``precision.telemetry``; median over
+rounds): at the power cap, energy per flop is what decides the speed. The tuning knobs change
+the speed, never the schedule; ``TBLOCK16``/``TBLOCK32`` (k-stages per Ootomo k-block) do
+change it, and the kernels' values must match ``precision/gemm/schedule.py``. A developer tool;
+the benchmark of record is ``precision bench-gemm``.
 
     python -m experiments.tune_split --n 8192 --rounds 5 --variant '' --variant SLOTS32=5
 """
@@ -61,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         split_smem_bytes,
         split_tensor_maps,
     )
+    from precision.telemetry import PowerSampler, summarize
 
     n = args.n
     if n % 128:
@@ -80,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     # round medians per (variant, kernel); rounds interleave the variants, so a drift of the
     # clocks (the H200 runs at its power cap under these kernels) hits every variant alike
     medians: dict[tuple[int, str], list[float]] = {}
+    states: dict[tuple[int, str], list[dict[str, float]]] = {}  # telemetry per round
     for _ in range(args.rounds):
         for v, (knobs, module) in enumerate(zip(variants, modules, strict=True)):
             for name in kernels:
@@ -93,16 +97,21 @@ def main(argv: list[str] | None = None) -> int:
                 D = cp.empty((n, n), dtype=cp.float32)
                 launch_args = (split_tensor_maps(fmt, A, B), D, cp.int32(n), cp.int32(n),
                                cp.int32(n), cp.float32(2.0**s), cp.float32(2.0**-s))
+                grid, block = ((n // 128) ** 2,), (WG_SPLIT_THREADS,)
+                for _ in range(2):  # untimed
+                    fn(grid, block, launch_args, shared_mem=smem)
                 times = []
-                for i in range(args.repeats + 2):
-                    start, stop = cp.cuda.Event(), cp.cuda.Event()
-                    start.record()
-                    fn(((n // 128) ** 2,), (WG_SPLIT_THREADS,), launch_args, shared_mem=smem)
-                    stop.record()
-                    stop.synchronize()
-                    if i >= 2:
+                with PowerSampler() as sampler:
+                    for _ in range(args.repeats):
+                        start, stop = cp.cuda.Event(), cp.cuda.Event()
+                        start.record()
+                        fn(grid, block, launch_args, shared_mem=smem)
+                        stop.record()
+                        stop.synchronize()
                         times.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
                 medians.setdefault((v, name), []).append(float(np.median(times)))
+                states.setdefault((v, name), []).append(
+                    summarize(sampler.samples, float(np.median(times)), 2.0 * n**3))
                 out = D.view(cp.uint32)
                 key = (v, name)
                 if key not in reference:
@@ -116,8 +125,12 @@ def main(argv: list[str] | None = None) -> int:
         for name in kernels:
             rates = sorted(2 * n**3 / t / 1e12 for t in medians[(v, name)])
             label = ",".join(f"{k}={x}" for k, x in knobs.items()) or "defaults"
+            state = {k: float(np.median([s[k] for s in states[(v, name)]]))
+                     for k in ("power_w", "sm_clock_mhz", "pj_per_flop")}
             print(f"{name:16s} {label:40s} {float(np.median(rates)):7.1f} TFLOP/s "
-                  f"[{rates[0]:6.1f} .. {rates[-1]:6.1f}]  {reference[(v, name)][0]}", flush=True)
+                  f"[{rates[0]:6.1f} .. {rates[-1]:6.1f}]  {state['power_w']:4.0f} W "
+                  f"{state['sm_clock_mhz']:5.0f} MHz {state['pj_per_flop']:5.2f} pJ/flop  "
+                  f"{reference[(v, name)][0]}", flush=True)
     return 0
 
 

@@ -7,6 +7,7 @@ machine without CuPy or a GPU, and GPU paths fail with a message that names what
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from types import ModuleType
 
@@ -66,19 +67,23 @@ def device_name() -> str | None:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
-def time_gpu(fn: Callable[[], object], *, repeats: int = 10, warmup: int = 3) -> list[float]:
+def time_gpu(fn: Callable[[], object], *, repeats: int = 10, warmup: int = 3,
+             min_seconds: float = 0.0) -> list[float]:
     """Wall time in seconds of each of ``repeats`` calls of ``fn`` on the GPU, by CUDA events.
 
     ``warmup`` untimed calls come first (compilation, caches, clocks). Each timed call is
     bracketed by events on the current stream and synchronised, so the times are device times
-    of everything ``fn`` enqueued on that stream.
+    of everything ``fn`` enqueued on that stream. With ``min_seconds`` > 0 the calls go on,
+    back to back, until at least that much host time has passed (and at least ``repeats``
+    calls): long enough, a run reaches the card's steady state under its power limit.
     """
     cp = require_gpu("time_gpu")
     for _ in range(warmup):
         fn()
     cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(repeats):
+    times: list[float] = []
+    deadline = time.perf_counter() + min_seconds
+    while len(times) < repeats or time.perf_counter() < deadline:
         start, stop = cp.cuda.Event(), cp.cuda.Event()
         start.record()
         fn()

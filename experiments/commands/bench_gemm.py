@@ -5,6 +5,13 @@ useful flops over the median of CUDA-event timings of whole calls from fp32 devi
 conversions included) and the relative Frobenius / max elementwise error against a reference
 product (``precision.reference.exact_matmul`` when available, else a float64 GEMM, named in
 the ``reference`` column), plus provenance columns.
+
+The card's state during the timed calls goes next to each timing (``precision.telemetry``):
+mean board power, mean SM clock, peak temperature, the fraction of NVML samples with the power
+cap active, and energy per useful flop (pJ). A short run from a cool card is a burst figure;
+``--sustained S`` adds, at the largest size, a steady-state figure: calls back to back for S
+seconds, median and telemetry over the second half (``*_sustained`` columns), which is what a
+power-capped card delivers on long work.
 """
 
 from __future__ import annotations
@@ -71,6 +78,20 @@ def _kernel_name(method: str, fmt: str, correction: str | None, backend: str) ->
     return f"cublas:{cublas_mode(method, fmt, correction)}"
 
 
+def _sustained(fn, flops: float, seconds: float, repeats: int) -> dict[str, float]:
+    """Steady state: ``fn`` back to back for ``seconds``; TFLOP/s from the median of the second
+    half of the calls, telemetry from the second half of the samples."""
+    from precision.gpu import time_gpu
+    from precision.telemetry import PowerSampler, summarize
+
+    with PowerSampler() as sampler:
+        times = time_gpu(fn, repeats=repeats, warmup=0, min_seconds=seconds)
+    t = statistics.median(times[len(times) // 2:])
+    tel = summarize(sampler.samples[len(sampler.samples) // 2:], t, flops)
+    return {"tflops_sustained": flops / t / 1e12, "sustained_calls": len(times),
+            "sustained_s": sum(times), **{f"{k}_sustained": v for k, v in tel.items()}}
+
+
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -78,7 +99,10 @@ def run(args: argparse.Namespace) -> int:
     from precision.gpu import require_gpu, time_gpu
     from precision.metrics import error_metrics
     from precision.provenance import collect
+    from precision.telemetry import PowerSampler, summarize
 
+    if args.sustained < 0:
+        raise SystemExit(f"--sustained {args.sustained}: expected seconds >= 0")
     cp = require_gpu("precision bench-gemm")
     prov = collect(seed=args.seed)
     rows = []
@@ -97,8 +121,11 @@ def run(args: argparse.Namespace) -> int:
                 fn = _runner(cp, method, fmt, corr, backend, Ad, Bd)
                 D = cp.asnumpy(fn()).astype(np.float64)
                 err = error_metrics(D, ref)
-                times = time_gpu(fn, repeats=args.repeats, warmup=args.warmup)
+                time_gpu(fn, repeats=0, warmup=args.warmup)
+                with PowerSampler() as sampler:
+                    times = time_gpu(fn, repeats=args.repeats, warmup=0)
                 t = statistics.median(times)
+                flops = 2.0 * n**3
                 row = {
                     "method": method, "correction": corr or "", "format": fmt,
                     "backend": backend, "kernel": _kernel_name(method, fmt, corr, backend),
@@ -107,12 +134,20 @@ def run(args: argparse.Namespace) -> int:
                     "err_median": err.get("err_median"), "distribution": dist,
                     "phi": params.get("phi", np.nan), "time_s_median": t,
                     "time_s_min": min(times), "repeats": len(times), "reference": ref_name,
-                    **{f"prov_{k}": v for k, v in prov.items()},
+                    **summarize(sampler.samples, t, flops),
                 }
+                note = f"{row['power_w']:4.0f} W {row['sm_clock_mhz']:5.0f} MHz"
+                if args.sustained > 0 and n == max(args.sizes):
+                    row.update(_sustained(fn, flops, args.sustained, args.repeats))
+                    note += (f" | sustained {row['tflops_sustained']:7.1f} TFLOP/s "
+                             f"{row['power_w_sustained']:4.0f} W "
+                             f"{row['sm_clock_mhz_sustained']:5.0f} MHz")
+                row.update({f"prov_{k}": v for k, v in prov.items()})
                 rows.append(row)
                 print(f"{dist:9s} phi={params.get('phi', '-')!s:4s} n={n:5d} {backend:6s} "
                       f"{method:9s} {fmt:5s} {corr or '':8s} {row['tflops']:8.1f} TFLOP/s "
-                      f"err_fro={row['err_fro']:.3e} err_max={row['err_max']:.3e}", flush=True)
+                      f"err_fro={row['err_fro']:.3e} err_max={row['err_max']:.3e}  {note}",
+                      flush=True)
             del Ad, Bd
             cp.get_default_memory_pool().free_all_blocks()
     out = Path(args.out)
@@ -135,6 +170,9 @@ def register(subparsers) -> None:
                    help="for exp_rand inputs run only corrected methods and SGEMM")
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--sustained", type=float, default=0.0, metavar="SECONDS",
+                   help="also time each configuration at the largest size back to back for "
+                        "SECONDS and report the steady state (default 0: off)")
     p.add_argument("--seed", type=int, default=20240601)
     p.add_argument("--out", default="results/bench/gemm_h200.csv")
     p.set_defaults(func=run)
