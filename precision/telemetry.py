@@ -16,9 +16,15 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
+
+#: NVML's board power on Ampere and newer GPUs (the H200 included) is an average over the last
+#: second (NVML API reference, nvmlDeviceGetPowerUsage), so a window shorter than this does not
+#: get its own power: :func:`summarize` leaves power and energy NaN for it
+POWER_AVERAGING_S = 1.0
 
 #: NVML clock-event reason bits that mean "held back by power" (software power cap, hardware
 #: power brake): nvmlClocksEventReasonSwPowerCap 0x4, nvmlClocksEventReasonHwPowerBrakeSlowdown
@@ -28,13 +34,15 @@ POWER_CAP_REASONS = 0x4 | 0x80
 
 @dataclass(frozen=True)
 class Sample:
-    """One NVML reading: board power (W), SM clock (MHz), GPU temperature (deg C) and whether a
-    power-cap clock-event reason was active."""
+    """One NVML reading: board power (W, a one-second average), SM clock (MHz), GPU temperature
+    (deg C), whether a power-cap clock-event reason was active, and when (``time.perf_counter``
+    seconds)."""
 
     power_w: float
     sm_clock_mhz: float
     temperature_c: float
     power_capped: bool
+    t_s: float = 0.0
 
 
 def _nvml_handle(device_index: int) -> tuple[Any, Any] | None:
@@ -56,6 +64,7 @@ def read_sample(nvml: Any, handle: Any) -> Sample:
         temperature_c=float(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU)),
         power_capped=bool(nvml.nvmlDeviceGetCurrentClocksEventReasons(handle)
                           & POWER_CAP_REASONS),
+        t_s=time.perf_counter(),
     )
 
 
@@ -111,13 +120,16 @@ def summarize(samples: list[Sample], seconds_per_call: float | None = None,
     """Mean board power (W), mean SM clock (MHz), peak temperature (deg C), the fraction of
     samples with a power-cap reason active and, given a call's time and useful flops, energy per
     useful flop in picojoules (mean power x time / flops). NaN fields when there are no
-    samples."""
+    samples; power and energy also NaN when the samples span less than
+    :data:`POWER_AVERAGING_S` (the board power would still be that of the second before)."""
     nan = math.nan
     if not samples:
         return {"power_w": nan, "sm_clock_mhz": nan, "temp_c_max": nan,
                 "power_capped_frac": nan, "pj_per_flop": nan}
     n = len(samples)
     power = sum(s.power_w for s in samples) / n
+    if samples[-1].t_s - samples[0].t_s < POWER_AVERAGING_S:
+        power = nan
     out = {
         "power_w": power,
         "sm_clock_mhz": sum(s.sm_clock_mhz for s in samples) / n,
@@ -125,6 +137,6 @@ def summarize(samples: list[Sample], seconds_per_call: float | None = None,
         "power_capped_frac": sum(s.power_capped for s in samples) / n,
         "pj_per_flop": nan,
     }
-    if seconds_per_call is not None and flops_per_call:
+    if seconds_per_call is not None and flops_per_call and not math.isnan(power):
         out["pj_per_flop"] = power * seconds_per_call / flops_per_call * 1e12
     return out

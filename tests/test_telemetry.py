@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -24,13 +25,14 @@ def _fake_nvml(power_mw: int = 690_500, clock: int = 1650, temp: int = 61,
 
 def test_read_sample_converts_units_and_reads_the_power_cap_bits() -> None:
     s = read_sample(_fake_nvml(), handle=None)
-    assert s == Sample(power_w=690.5, sm_clock_mhz=1650.0, temperature_c=61.0, power_capped=True)
+    assert (s.power_w, s.sm_clock_mhz, s.temperature_c, s.power_capped) == (690.5, 1650.0, 61.0,
+                                                                              True)
     assert read_sample(_fake_nvml(reasons=0x80), None).power_capped  # hardware power brake
     assert not read_sample(_fake_nvml(reasons=0x1 | 0x40), None).power_capped  # idle, thermal
 
 
 def test_summarize_means_peak_fraction_and_energy_per_flop() -> None:
-    samples = [Sample(700.0, 1600.0, 60.0, True), Sample(680.0, 1700.0, 62.0, False)]
+    samples = [Sample(700.0, 1600.0, 60.0, True, 10.0), Sample(680.0, 1700.0, 62.0, False, 12.0)]
     out = summarize(samples, seconds_per_call=0.01, flops_per_call=1e12)
     assert out["power_w"] == 690.0
     assert out["sm_clock_mhz"] == 1650.0
@@ -39,6 +41,14 @@ def test_summarize_means_peak_fraction_and_energy_per_flop() -> None:
     # 690 W x 10 ms = 6.9 J over 1e12 flops = 6.9 pJ per flop
     assert out["pj_per_flop"] == pytest.approx(6.9)
     assert math.isnan(summarize(samples)["pj_per_flop"])  # no timing given
+
+
+def test_windows_shorter_than_nvml_power_averaging_get_no_power() -> None:
+    # 0.5 s of samples: NVML's one-second board-power average still holds the second before
+    samples = [Sample(150.0, 1980.0, 40.0, False, 3.0), Sample(160.0, 1980.0, 41.0, False, 3.5)]
+    out = summarize(samples, 0.007, 1.1e12)
+    assert math.isnan(out["power_w"]) and math.isnan(out["pj_per_flop"])
+    assert out["sm_clock_mhz"] == 1980.0 and out["temp_c_max"] == 41.0
 
 
 def test_summarize_without_samples_is_all_nan() -> None:
@@ -59,8 +69,6 @@ def test_sampler_without_nvml_records_nothing(monkeypatch: pytest.MonkeyPatch) -
 def test_sampler_polls_while_open(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(telemetry, "_nvml_handle", lambda index: (_fake_nvml(), object()))
     with PowerSampler(interval_s=0.001) as sampler:
-        import time
-
         time.sleep(0.05)
     assert sampler.available
     assert len(sampler.samples) >= 3  # entry, polls, exit
