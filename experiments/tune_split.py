@@ -9,7 +9,8 @@ the inputs are already padded fp32 device arrays; ``--rounds`` passes interleave
 since the clock drifts under the power cap) and checks whether every variant's output has the
 same bits as the first variant's. Each line also gives the card's mean board power, mean SM
 clock and energy per flop during the timed launches (``precision.telemetry``; median over
-rounds): at the power cap, energy per flop is what decides the speed. The tuning knobs change
+rounds; power and energy only when a round's launches span a second, e.g. ``--repeats 150`` at
+n = 8192): at the power cap, energy per flop is what decides the speed. The tuning knobs change
 the speed, never the schedule; ``TBLOCK16``/``TBLOCK32`` (k-stages per Ootomo k-block) do
 change it, and the kernels' values must match ``precision/gemm/schedule.py``. A developer tool;
 the benchmark of record is ``precision bench-gemm``.
@@ -20,6 +21,7 @@ the benchmark of record is ``precision bench-gemm``.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 
 KNOBS = ("SLOTS16", "SLOTS32", "SLACK", "TBLOCK16", "TBLOCK32", "UNROLL_B", "PRODUCER_REGS16",
@@ -63,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         split_smem_bytes,
         split_tensor_maps,
     )
-    from precision.telemetry import PowerSampler, summarize
+    from precision.telemetry import summarize, time_gpu_sampled
 
     n = args.n
     if n % 128:
@@ -97,21 +99,12 @@ def main(argv: list[str] | None = None) -> int:
                 D = cp.empty((n, n), dtype=cp.float32)
                 launch_args = (split_tensor_maps(fmt, A, B), D, cp.int32(n), cp.int32(n),
                                cp.int32(n), cp.float32(2.0**s), cp.float32(2.0**-s))
-                grid, block = ((n // 128) ** 2,), (WG_SPLIT_THREADS,)
-                for _ in range(2):  # untimed
-                    fn(grid, block, launch_args, shared_mem=smem)
-                times = []
-                with PowerSampler() as sampler:
-                    for _ in range(args.repeats):
-                        start, stop = cp.cuda.Event(), cp.cuda.Event()
-                        start.record()
-                        fn(grid, block, launch_args, shared_mem=smem)
-                        stop.record()
-                        stop.synchronize()
-                        times.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
+                launch = functools.partial(fn, ((n // 128) ** 2,), (WG_SPLIT_THREADS,),
+                                           launch_args, shared_mem=smem)
+                times, samples = time_gpu_sampled(launch, repeats=args.repeats, warmup=2)
                 medians.setdefault((v, name), []).append(float(np.median(times)))
                 states.setdefault((v, name), []).append(
-                    summarize(sampler.samples, float(np.median(times)), 2.0 * n**3))
+                    summarize(samples, float(np.median(times)), 2.0 * n**3))
                 out = D.view(cp.uint32)
                 key = (v, name)
                 if key not in reference:

@@ -69,7 +69,8 @@ def device_name() -> str | None:
 
 def time_gpu(fn: Callable[[], object], *, repeats: int = 10, warmup: int = 3,
              min_seconds: float = 0.0) -> list[float]:
-    """Wall time in seconds of each of ``repeats`` calls of ``fn`` on the GPU, by CUDA events.
+    """Wall time in seconds of each timed call of ``fn`` on the GPU (``repeats`` of them), by
+    CUDA events.
 
     ``warmup`` untimed calls come first (compilation, caches, clocks). Each timed call is
     bracketed by events on the current stream and synchronised, so the times are device times

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -113,6 +114,18 @@ class PowerSampler:
             self._thread.join()
             self._thread = None
         self._take()
+
+
+def time_gpu_sampled(fn: Callable[[], object], *, repeats: int, warmup: int,
+                     min_seconds: float = 0.0) -> tuple[list[float], list[Sample]]:
+    """``precision.gpu.time_gpu`` with the card sampled during the timed calls only: the
+    ``warmup`` calls run first, outside the sampler. Returns (seconds per call, samples)."""
+    from precision.gpu import time_gpu
+
+    time_gpu(fn, repeats=0, warmup=warmup)
+    with PowerSampler() as sampler:
+        times = time_gpu(fn, repeats=repeats, warmup=0, min_seconds=min_seconds)
+    return times, sampler.samples
 
 
 def summarize(samples: list[Sample], seconds_per_call: float | None = None,

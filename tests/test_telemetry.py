@@ -98,3 +98,25 @@ def test_bench_gemm_takes_sustained_seconds() -> None:
     assert args.sustained == 4.0
     with pytest.raises(SystemExit, match="--sustained -1"):
         bench_gemm.run(parser.parse_args(["bench-gemm", "--sustained", "-1"]))
+
+
+def test_time_gpu_sampled_samples_the_timed_calls_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from precision import gpu
+
+    calls: list[tuple[int, int, float, int]] = []
+
+    def fake_time_gpu(fn, *, repeats, warmup, min_seconds=0.0):  # noqa: ANN001, ANN202
+        calls.append((repeats, warmup, min_seconds, len(sampled)))
+        return [0.5] * repeats
+
+    sampled: list[object] = []
+    nvml = _fake_nvml()
+    reading = nvml.nvmlDeviceGetPowerUsage
+    nvml.nvmlDeviceGetPowerUsage = lambda h: sampled.append(h) or reading(h)
+    monkeypatch.setattr(gpu, "time_gpu", fake_time_gpu)
+    monkeypatch.setattr(telemetry, "_nvml_handle", lambda index: (nvml, object()))
+    times, samples = telemetry.time_gpu_sampled(lambda: None, repeats=3, warmup=2, min_seconds=1.5)
+    assert times == [0.5, 0.5, 0.5]
+    # the warm-up first, before any sample; the timed calls after the sampler's first sample
+    assert calls == [(0, 2, 0.0, 0), (3, 0, 1.5, 1)]
+    assert len(samples) == len(sampled) >= 2

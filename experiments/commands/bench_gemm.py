@@ -81,13 +81,11 @@ def _kernel_name(method: str, fmt: str, correction: str | None, backend: str) ->
 def _sustained(fn, flops: float, seconds: float, repeats: int) -> dict[str, float]:
     """Steady state: ``fn`` back to back for ``seconds``; TFLOP/s from the median of the second
     half of the calls, telemetry from the second half of the samples."""
-    from precision.gpu import time_gpu
-    from precision.telemetry import PowerSampler, summarize
+    from precision.telemetry import summarize, time_gpu_sampled
 
-    with PowerSampler() as sampler:
-        times = time_gpu(fn, repeats=repeats, warmup=0, min_seconds=seconds)
+    times, samples = time_gpu_sampled(fn, repeats=repeats, warmup=0, min_seconds=seconds)
     t = statistics.median(times[len(times) // 2:])
-    tel = summarize(sampler.samples[len(sampler.samples) // 2:], t, flops)
+    tel = summarize(samples[len(samples) // 2:], t, flops)
     return {"tflops_sustained": flops / t / 1e12, "sustained_calls": len(times),
             "sustained_s": sum(times), **{f"{k}_sustained": v for k, v in tel.items()}}
 
@@ -96,10 +94,10 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from precision.distributions import make_inputs
-    from precision.gpu import require_gpu, time_gpu
+    from precision.gpu import require_gpu
     from precision.metrics import error_metrics
     from precision.provenance import collect
-    from precision.telemetry import PowerSampler, summarize
+    from precision.telemetry import summarize, time_gpu_sampled
 
     if args.sustained < 0:
         raise SystemExit(f"--sustained {args.sustained}: expected seconds >= 0")
@@ -121,20 +119,18 @@ def run(args: argparse.Namespace) -> int:
                 fn = _runner(cp, method, fmt, corr, backend, Ad, Bd)
                 D = cp.asnumpy(fn()).astype(np.float64)
                 err = error_metrics(D, ref)
-                time_gpu(fn, repeats=0, warmup=args.warmup)
-                with PowerSampler() as sampler:
-                    times = time_gpu(fn, repeats=args.repeats, warmup=0)
+                times, samples = time_gpu_sampled(fn, repeats=args.repeats, warmup=args.warmup)
                 t = statistics.median(times)
                 flops = 2.0 * n**3
                 row = {
                     "method": method, "correction": corr or "", "format": fmt,
                     "backend": backend, "kernel": _kernel_name(method, fmt, corr, backend),
-                    "n": n, "tflops": 2.0 * n**3 / t / 1e12,
+                    "n": n, "tflops": flops / t / 1e12,
                     "err_fro": err["err_fro"], "err_max": err["err_max"],
                     "err_median": err.get("err_median"), "distribution": dist,
                     "phi": params.get("phi", np.nan), "time_s_median": t,
                     "time_s_min": min(times), "repeats": len(times), "reference": ref_name,
-                    **summarize(sampler.samples, t, flops),
+                    **summarize(samples, t, flops),
                 }
                 note = f"{row['power_w']:4.0f} W {row['sm_clock_mhz']:5.0f} MHz"
                 if args.sustained > 0 and n == max(args.sizes):
