@@ -1,19 +1,21 @@
 """Time build variants of the corrected (split) wgmma kernels on a GPU.
 
 ``gemm_wgmma.cu`` exposes its tuning knobs as macros ``WG_SPLIT_<KNOB>``: ``SLOTS16``,
-``SLOTS32`` (shared-memory ring slots), ``SLACK`` (ring slots not fetched ahead), ``UNROLL_B``
-(producer loop unrolling), ``PRODUCER_REGS16``/``PRODUCER_REGS32`` (producer registers). This
-tool builds one cubin per variant with ``-D`` flags, times each kernel on n x n x n
-uniform(-1, 1) inputs (CUDA events, median of ``--repeats`` launches per round, kernel only:
+``SLOTS32`` (shared-memory ring slots), ``SLACK`` (ring slots not fetched ahead),
+``UNROLL_B16``/``UNROLL_B32`` (producer loop unrolling), ``PRODUCER_REGS16``/``PRODUCER_REGS32``
+(producer registers). This tool builds one cubin per variant with ``-D`` flags, times each
+kernel on n x n x n uniform(-1, 1) inputs (CUDA events, median of ``--repeats`` launches per
+round, kernel only:
 the inputs are already padded fp32 device arrays; ``--rounds`` passes interleave the variants,
 since the clock drifts under the power cap) and checks whether every variant's output has the
 same bits as the first variant's. Each line also gives the card's mean board power, mean SM
 clock and energy per flop during the timed launches (``precision.telemetry``; median over
 rounds; power and energy only when a round's launches span a second, e.g. ``--repeats 150`` at
-n = 8192): at the power cap, energy per flop is what decides the speed. The tuning knobs change
-the speed, never the schedule; ``TBLOCK16``/``TBLOCK32`` (k-stages per Ootomo k-block) do
-change it, and the kernels' values must match ``precision/gemm/schedule.py``. A developer tool;
-the benchmark of record is ``precision bench-gemm``.
+n = 8192): at the power cap, energy per flop is what decides the speed. ``err_fro`` is the
+output's relative Frobenius error against a float64 GEMM of the same fp32 inputs. The tuning
+knobs change the speed, never the schedule; ``TBLOCK16``/``TBLOCK32`` (k-stages per Ootomo
+k-block) do change it, and the kernels' values must match ``precision/gemm/schedule.py``. A
+developer tool; the benchmark of record is ``precision bench-gemm``.
 
     python -m experiments.tune_split --n 8192 --rounds 5 --variant '' --variant SLOTS32=5
 """
@@ -24,8 +26,8 @@ import argparse
 import functools
 import sys
 
-KNOBS = ("SLOTS16", "SLOTS32", "SLACK", "TBLOCK16", "TBLOCK32", "UNROLL_B", "PRODUCER_REGS16",
-         "PRODUCER_REGS32", "RASTER_GROUP")
+KNOBS = ("SLOTS16", "SLOTS32", "SLACK", "TBLOCK16", "TBLOCK32", "UNROLL_B16", "UNROLL_B32",
+         "PRODUCER_REGS16", "PRODUCER_REGS32", "RASTER_GROUP")
 DEFAULT_KERNELS = ("wg_ootomo_f16", "wg_ootomo_tf32")
 
 
@@ -75,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     A = cp.asarray(rng.uniform(-1, 1, (n, n)).astype(np.float32))
     B = cp.asarray(rng.uniform(-1, 1, (n, n)).astype(np.float32))
+    exact = A.astype(cp.float64) @ B.astype(cp.float64)  # err_fro's reference (float64 GEMM)
     reference: dict[str, object] = {}
+    err_fro: dict[tuple[int, str], float] = {}
     modules = []
     for knobs in variants:  # build everything first: the timing rounds then run back to back
         flags = tuple(f"-DWG_{k}={v}" if k == "RASTER_GROUP" else f"-DWG_SPLIT_{k}={v}"
@@ -108,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                 out = D.view(cp.uint32)
                 key = (v, name)
                 if key not in reference:
+                    err_fro[key] = float(cp.linalg.norm(D.astype(cp.float64) - exact)
+                                         / cp.linalg.norm(exact))
                     ref = reference.get((0, name))
                     reference[key] = ("reference" if ref is None else "identical"
                                       if bool(cp.array_equal(out, ref[1])) else "DIFFERENT",
@@ -123,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:16s} {label:40s} {float(np.median(rates)):7.1f} TFLOP/s "
                   f"[{rates[0]:6.1f} .. {rates[-1]:6.1f}]  {state['power_w']:4.0f} W "
                   f"{state['sm_clock_mhz']:5.0f} MHz {state['pj_per_flop']:5.2f} pJ/flop  "
-                  f"{reference[(v, name)][0]}", flush=True)
+                  f"err_fro {err_fro[(v, name)]:.3e}  {reference[(v, name)][0]}", flush=True)
     return 0
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from precision.gemm import all_schedules, get_schedule
-from precision.gemm.schedule import INSTRUCTION_K, LO_SCALE_LOG2, Mma, k_permutation
+from precision.gemm.schedule import INSTRUCTION_K, LO_SCALE_LOG2, Add, Mma, k_permutation
 
 
 @pytest.mark.parametrize("fmt", sorted(INSTRUCTION_K))
@@ -62,8 +62,16 @@ def test_corrected_ootomo_structure():
     assert s.split is not None and s.split.lo_scale_log2 == 11 == LO_SCALE_LOG2["fp16"]
     hh = s.step[0]
     assert isinstance(hh, Mma) and hh.c == "zero" and (hh.a, hh.b) == ("A_hi", "B_hi")
-    assert [(o.a, o.b) for o in s.step if isinstance(o, Mma) and o.dst == "corr"] == [
-        ("A_lo", "B_hi"), ("A_hi", "B_lo")]
+    # f16: a k-block of 128 k = four k-stages of 32; t chains over the whole block, the
+    # corrections run per k-stage, and one fp32 add of t ends the block
+    assert s.k_block == 128
+    stages = [(lo, lo + 32) for lo in range(0, 128, 32)]
+    t_ops = [o for o in s.step if isinstance(o, Mma) and o.dst == "t"]
+    assert [(o.c, o.k_part) for o in t_ops] == [("zero", stages[0])] + [
+        ("t", p) for p in stages[1:]]
+    assert [(o.a, o.b, o.k_part) for o in s.step if isinstance(o, Mma) and o.dst == "corr"] == [
+        x for p in stages for x in (("A_lo", "B_hi", p), ("A_hi", "B_lo", p))]
+    assert isinstance(s.step[-1], Add) and s.step[-1].dst == "main"
     assert "A_lo" not in [o.a for o in s.step if isinstance(o, Mma) and o.b == "B_lo"]
     assert not s.ftz and not s.fma_contraction
     assert "2^11" in s.describe()

@@ -33,11 +33,12 @@ def test_ootomo_k_block_mirrors_the_kernel_source(fmt: str, macro: str) -> None:
     from precision.gemm.schedule import OOTOMO_BLOCK_K, get_schedule
 
     stages = _macro(macro)  # k-stages per k-block in the kernel
-    assert stages * launch.split_stage_k(fmt) == OOTOMO_BLOCK_K
     name = {"f16": "fp16"}.get(fmt, fmt)
-    assert get_schedule("corrected", name).k_block == OOTOMO_BLOCK_K
-    # the host pads K to whole k-blocks (the kernel traps otherwise)
-    assert launch.wgmma_tile(f"wg_ootomo_{fmt}")[2] == OOTOMO_BLOCK_K
+    assert stages * launch.split_stage_k(fmt) == OOTOMO_BLOCK_K[name]
+    assert get_schedule("corrected", name).k_block == OOTOMO_BLOCK_K[name]
+    # the host pads K to whole k-blocks (the kernel traps otherwise), Markidis too
+    assert launch.wgmma_tile(f"wg_ootomo_{fmt}")[2] == OOTOMO_BLOCK_K[name]
+    assert launch.wgmma_tile(f"wg_markidis_{fmt}")[2] == OOTOMO_BLOCK_K[name]
 
 
 def test_tma_box_widths_mirror_the_kernel_source() -> None:

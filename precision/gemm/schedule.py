@@ -185,11 +185,11 @@ def canonical_format(fmt: object) -> str:
 
 #: Formats whose kernels run on wgmma (gemm_wgmma.cu); fp8/int8 stay on mma.sync (gemm_mma.cu).
 WGMMA_FORMATS: tuple[str, ...] = ("fp16", "bf16", "tf32")
-#: Ootomo k-block of the wgmma kernels, in k: t = hi*hi is chained inside the tensor core over
-#: this many k (2 instructions of f16/bf16, 4 of tf32) before its fp32 round-to-nearest add.
-#: One CTA k-stage of the split kernels for f16/bf16, two for tf32 (gemm_wgmma.cu's
-#: WG_SPLIT_TBLOCK16 / WG_SPLIT_TBLOCK32 k-stages per k-block mirror this).
-OOTOMO_BLOCK_K = 32
+#: Ootomo k-block of the wgmma kernels per format, in k: t = hi*hi is chained inside the tensor
+#: core over this many k (8 instructions of f16/bf16, 4 of tf32) before its fp32
+#: round-to-nearest add. Four CTA k-stages of the split kernels for f16/bf16, two for tf32
+#: (gemm_wgmma.cu's WG_SPLIT_TBLOCK16 / WG_SPLIT_TBLOCK32 k-stages per k-block mirror this).
+OOTOMO_BLOCK_K: dict[str, int] = {"fp16": 128, "bf16": 128, "tf32": 32}
 
 
 def split_stage_k(fmt: str) -> int:
@@ -200,11 +200,13 @@ def split_stage_k(fmt: str) -> int:
 
 def wgmma_tile(method: str, fmt: str) -> tuple[int, int, int]:
     """(BM, BN, BK) of the wgmma kernel for ``method`` on ``fmt`` (see gemm_wgmma.cu): plain
-    and satf 128 x 256 with k-stages of 128 bytes per row; split kernels 128 x 128 with
-    k-stages of 64 bytes per row, K padded to whole Ootomo k-blocks (32)."""
+    and satf 128 x 256 with k-stages of 128 bytes per row; split kernels (Ootomo and Markidis)
+    128 x 128 with k-stages of 64 bytes per row, K padded to whole Ootomo k-blocks
+    (``OOTOMO_BLOCK_K``: 128 for fp16/bf16, 32 for tf32)."""
+    f = canonical_format(fmt)
     if method in ("plain", "satf"):
-        return (128, 256, 128 // (4 if canonical_format(fmt) == "tf32" else 2))
-    return (128, 128, OOTOMO_BLOCK_K)
+        return (128, 256, 128 // (4 if f == "tf32" else 2))
+    return (128, 128, OOTOMO_BLOCK_K[f])
 
 
 def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") -> Schedule:
@@ -254,7 +256,7 @@ def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") ->
         )
     if correction == "ootomo":
         s = LO_SCALE_LOG2[f]
-        kb = OOTOMO_BLOCK_K
+        kb = OOTOMO_BLOCK_K[f]
         common.update(k_block=kb, k_perm=tuple(range(kb)))
         return Schedule(
             kernel=f"{prefix}_ootomo_{kfmt}", method=method, correction=correction,

@@ -15,8 +15,8 @@
 //  * ootomo: the fp32 inputs are split where they are loaded ("load with operation"), never
 //    through global memory: hi = fmt(x), lo = fmt(fp32_rn(fp32_rn(x - hi) * lo_scale)) (B by
 //    the producers into shared operand tiles, A by the consumers into register fragments).
-//    Per k-block of 32 k (schedule.py OOTOMO_BLOCK_K: one k-stage of two instructions for
-//    f16/bf16, two k-stages of two for tf32): t = mma(Ahi, Bhi, 0) chained over the block's
+//    Per k-block (schedule.py OOTOMO_BLOCK_K: f16/bf16 128 k = four k-stages of two
+//    instructions, tf32 32 k = two k-stages of two): t = mma(Ahi, Bhi, 0) chained over the block's
 //    instructions; per k-stage corr = mma(Alo, Bhi, corr) over its two instructions, then
 //    corr = mma(Ahi, Blo, corr) over both; at the end of the block main = fp32_rn(main + t)
 //    on CUDA cores. D = fp32_rn(main + fp32_rn(corr * out_scale)). The block's first
@@ -279,8 +279,12 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
 // tf32, the slots not fetched ahead (SLACK), the unrolling of the producers' B conversion, and
 // the producer threads' registers per format (the consumers get the rest of the register
 // file: 256 * R + 256 * (256 - R) = 65536). TBLOCK16/TBLOCK32, the k-stages per Ootomo k-block,
-// are part of the schedule, not a tuning knob: schedule.py OOTOMO_BLOCK_K must match them
-// (two tf32 k-stages per block halve the consumers' fp32 adds: +6 % at n = 8192).
+// are part of the schedule, not a tuning knob: schedule.py OOTOMO_BLOCK_K must match them.
+// Longer k-blocks mean fewer fp32 adds for the consumers (tf32: two k-stages, +6 % at n = 8192;
+// f16: four k-stages, -4 % energy per flop at the power cap), but t then stays live across
+// k-stages: f16/bf16 need the consumers' 232 registers for that, which the producers can only
+// give up (24 left) with their B conversion unrolled twice (UNROLL_B16 = 2; with 1, or with
+// 8-byte stores, they spill or slow down, and the producers' pace sets the kernel's).
 #ifndef WG_SPLIT_SLOTS16
 #define WG_SPLIT_SLOTS16 4  // launch.py WG_SPLIT_SLOTS mirrors these defaults
 #endif
@@ -291,16 +295,19 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
 #define WG_SPLIT_SLACK 2  // ring slots minus the stages the TMA fetches ahead (2 .. S - 1)
 #endif
 #ifndef WG_SPLIT_TBLOCK16
-#define WG_SPLIT_TBLOCK16 1  // k-stages per Ootomo k-block (schedule.py OOTOMO_BLOCK_K mirrors)
+#define WG_SPLIT_TBLOCK16 4  // k-stages per Ootomo k-block (schedule.py OOTOMO_BLOCK_K mirrors)
 #endif
 #ifndef WG_SPLIT_TBLOCK32
 #define WG_SPLIT_TBLOCK32 2
 #endif
-#ifndef WG_SPLIT_UNROLL_B
-#define WG_SPLIT_UNROLL_B 1  // producer B chunks converted per loop trip (1 or 2)
+#ifndef WG_SPLIT_UNROLL_B16
+#define WG_SPLIT_UNROLL_B16 2  // producer B chunks converted per loop trip (1 or 2), f16/bf16
+#endif
+#ifndef WG_SPLIT_UNROLL_B32
+#define WG_SPLIT_UNROLL_B32 1  // the same for tf32
 #endif
 #ifndef WG_SPLIT_PRODUCER_REGS16
-#define WG_SPLIT_PRODUCER_REGS16 32  // 24: the producers spill; 40: the consumers do
+#define WG_SPLIT_PRODUCER_REGS16 24  // 232 for the consumers (t across k-stages: TBLOCK16)
 #endif
 #ifndef WG_SPLIT_PRODUCER_REGS32
 #define WG_SPLIT_PRODUCER_REGS32 24  // 32: the consumers spill (t lives across two k-stages)
@@ -317,6 +324,7 @@ template <int FMT> struct SplitCfg {
   static constexpr int PRODUCER_REGS =
       FMT == TF32 ? WG_SPLIT_PRODUCER_REGS32 : WG_SPLIT_PRODUCER_REGS16;
   static constexpr int CONSUMER_REGS = 256 - PRODUCER_REGS;
+  static constexpr int UNROLL_B = FMT == TF32 ? WG_SPLIT_UNROLL_B32 : WG_SPLIT_UNROLL_B16;
   static constexpr int A_BOX_K = FMT == TF32 ? 16 : 8;  // columns per TMA box of A (launch.py)
   static constexpr int TILE = 128 * SPLIT_ROW;           // bytes of B_hi, B_lo
   static constexpr int ST_A = 2 * TILE, ST_B = ST_A + BM * KS * 4;  // offsets in a slot
@@ -327,7 +335,7 @@ template <int FMT> struct SplitCfg {
   static_assert(SLOT % 1024 == 0, "slots keep the 1024-byte alignment of the tiles");
 };
 constexpr int PRODUCERS = 256, SPLIT_THREADS = PRODUCERS + 256;
-constexpr int UNROLL_B = WG_SPLIT_UNROLL_B;
+
 
 template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
@@ -495,7 +503,7 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
       const uint32_t slot = base + (kt % S) * SLOT;
       const float* sb = reinterpret_cast<const float*>(smem_base + (kt % S) * SLOT + Cfg::ST_B);
       constexpr int HALF = KS / E / 2;  // 16-byte chunks per thread
-#pragma unroll UNROLL_B
+#pragma unroll Cfg::UNROLL_B
       for (int c = h * HALF; c < (h + 1) * HALF; ++c) {  // column r of B (row r of B^T)
         float v[E];
 #pragma unroll
