@@ -16,8 +16,8 @@
 //    through global memory: hi = fmt(x), lo = fmt(fp32_rn(fp32_rn(x - hi) * lo_scale)) (B by
 //    the producers into shared operand tiles, A by the consumers into register fragments).
 //    Per k-block (schedule.py OOTOMO_BLOCK_K: f16/bf16 128 k = four k-stages of two
-//    instructions, tf32 32 k = two k-stages of two): t = mma(Ahi, Bhi, 0) chained over the block's
-//    instructions; per k-stage corr = mma(Alo, Bhi, corr) over its two instructions, then
+//    instructions, tf32 32 k = two k-stages of two): t = mma(Ahi, Bhi, 0) chained over the
+//    block's instructions; per k-stage corr = mma(Alo, Bhi, corr) over its two instructions, then
 //    corr = mma(Ahi, Blo, corr) over both; at the end of the block main = fp32_rn(main + t)
 //    on CUDA cores. D = fp32_rn(main + fp32_rn(corr * out_scale)). The block's first
 //    t-instruction uses scale-d = 0 (the accumulator input is ignored): identical to c = +0
@@ -335,7 +335,6 @@ template <int FMT> struct SplitCfg {
   static_assert(SLOT % 1024 == 0, "slots keep the 1024-byte alignment of the tiles");
 };
 constexpr int PRODUCERS = 256, SPLIT_THREADS = PRODUCERS + 256;
-
 
 template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
