@@ -5,17 +5,17 @@
 ``UNROLL_B16``/``UNROLL_B32`` (producer loop unrolling), ``PRODUCER_REGS16``/``PRODUCER_REGS32``
 (producer registers). This tool builds one cubin per variant with ``-D`` flags, times each
 kernel on n x n x n uniform(-1, 1) inputs (CUDA events, median of ``--repeats`` launches per
-round, kernel only:
-the inputs are already padded fp32 device arrays; ``--rounds`` passes interleave the variants,
-since the clock drifts under the power cap) and checks whether every variant's output has the
-same bits as the first variant's. Each line also gives the card's mean board power, mean SM
-clock and energy per flop during the timed launches (``precision.telemetry``; median over
-rounds; power and energy only when a round's launches span a second, e.g. ``--repeats 150`` at
-n = 8192): at the power cap, energy per flop is what decides the speed. ``err_fro`` is the
-output's relative Frobenius error against a float64 GEMM of the same fp32 inputs. The tuning
-knobs change the speed, never the schedule; ``TBLOCK16``/``TBLOCK32`` (k-stages per Ootomo
-k-block) do change it, and the kernels' values must match ``precision/gemm/schedule.py``. A
-developer tool; the benchmark of record is ``precision bench-gemm``.
+round, kernel only: the inputs are already padded fp32 device arrays; ``--rounds`` passes
+interleave the variants, since the clock drifts under the power cap) and checks whether every
+variant's output has the same bits as the first variant's. Each line also gives the card's mean
+board power, mean SM clock and energy per flop during the timed launches
+(``precision.telemetry``; median over rounds; power and energy only when a round's launches span
+a second, e.g. ``--repeats 150`` at n = 8192): at the power cap, energy per flop is what decides
+the speed. ``err_fro`` is the output's relative Frobenius error against a float64 GEMM of the
+same fp32 inputs. The tuning knobs change the speed, never the schedule;
+``TBLOCK16``/``TBLOCK32`` (k-stages per Ootomo k-block) do change it, and the kernels' values
+must match ``precision/gemm/schedule.py``. A developer tool; the benchmark of record is
+``precision bench-gemm``.
 
     python -m experiments.tune_split --n 8192 --rounds 5 --variant '' --variant SLOTS32=5
 """
@@ -32,8 +32,8 @@ DEFAULT_KERNELS = ("wg_ootomo_f16", "wg_ootomo_tf32")
 
 
 def parse_variant(text: str) -> dict[str, int]:
-    """``"SLOTS16=3,PRODUCER_REGS=48"`` -> {"SLOTS16": 3, "PRODUCER_REGS": 48}; unknown knobs are
-    an error."""
+    """``"SLOTS16=3,PRODUCER_REGS16=32"`` -> {"SLOTS16": 3, "PRODUCER_REGS16": 32}; unknown
+    knobs are an error."""
     out: dict[str, int] = {}
     for part in filter(None, text.split(",")):
         key, _, value = part.partition("=")
@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     A = cp.asarray(rng.uniform(-1, 1, (n, n)).astype(np.float32))
     B = cp.asarray(rng.uniform(-1, 1, (n, n)).astype(np.float32))
     exact = A.astype(cp.float64) @ B.astype(cp.float64)  # err_fro's reference (float64 GEMM)
-    reference: dict[str, object] = {}
+    first_out: dict[str, object] = {}  # each kernel's output bits under the first variant
+    verdict: dict[tuple[int, str], str] = {}  # reference / identical / DIFFERENT to those
     err_fro: dict[tuple[int, str], float] = {}
     modules = []
     for knobs in variants:  # build everything first: the timing rounds then run back to back
@@ -106,18 +107,20 @@ def main(argv: list[str] | None = None) -> int:
                 launch = functools.partial(fn, ((n // 128) ** 2,), (WG_SPLIT_THREADS,),
                                            launch_args, shared_mem=smem)
                 times, samples = time_gpu_sampled(launch, repeats=args.repeats, warmup=2)
-                medians.setdefault((v, name), []).append(float(np.median(times)))
-                states.setdefault((v, name), []).append(
-                    summarize(samples, float(np.median(times)), 2.0 * n**3))
-                out = D.view(cp.uint32)
+                t = float(np.median(times))
                 key = (v, name)
-                if key not in reference:
+                medians.setdefault(key, []).append(t)
+                states.setdefault(key, []).append(summarize(samples, t, 2.0 * n**3))
+                if key not in verdict:  # first round: error and bits
                     err_fro[key] = float(cp.linalg.norm(D.astype(cp.float64) - exact)
                                          / cp.linalg.norm(exact))
-                    ref = reference.get((0, name))
-                    reference[key] = ("reference" if ref is None else "identical"
-                                      if bool(cp.array_equal(out, ref[1])) else "DIFFERENT",
-                                      out.copy())
+                    out = D.view(cp.uint32)
+                    if v == 0:
+                        first_out[name] = out.copy()
+                        verdict[key] = "reference"
+                    else:
+                        verdict[key] = ("identical" if bool(cp.array_equal(out, first_out[name]))
+                                        else "DIFFERENT")
     print(f"n={n}  TFLOP/s = 2 n^3 / median kernel time; median of {args.rounds} round(s) "
           f"[slowest .. fastest round]")
     for v, knobs in enumerate(variants):
@@ -129,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:16s} {label:40s} {float(np.median(rates)):7.1f} TFLOP/s "
                   f"[{rates[0]:6.1f} .. {rates[-1]:6.1f}]  {state['power_w']:4.0f} W "
                   f"{state['sm_clock_mhz']:5.0f} MHz {state['pj_per_flop']:5.2f} pJ/flop  "
-                  f"err_fro {err_fro[(v, name)]:.3e}  {reference[(v, name)][0]}", flush=True)
+                  f"err_fro {err_fro[(v, name)]:.3e}  {verdict[(v, name)]}", flush=True)
     return 0
 
 

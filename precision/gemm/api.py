@@ -90,8 +90,9 @@ def gemm(
 
     ``method``: ``"plain"`` (inputs rounded to ``fmt``, tensor-core products, fp32 chain),
     ``"corrected"`` (fp32 inputs split into hi/lo parts of ``fmt``; ``correction="ootomo"``:
-    hi·hi accumulated outside the tensor core per k-block of 32 k in fp32 RN, corrections
-    inside, scaled by 2^s; ``"markidis"``: unscaled, all inside the tensor core), or
+    hi·hi accumulated outside the tensor core per k-block (128 k for fp16/bf16, 32 k for
+    tf32: ``schedule.OOTOMO_BLOCK_K``) in fp32 RN, corrections inside, scaled by 2^s;
+    ``"markidis"``: unscaled, all inside the tensor core), or
     ``"satf"`` (plain with the floating-point satf clamp after every MMA; int8 uses the s32
     ``.satfinite``). ``fmt``: fp16, bf16, tf32, e4m3, e5m2, int8 (aliases accepted); fp32
     only with ``backend="cublas"`` (SGEMM). Returns a float32 numpy array (M x N).
