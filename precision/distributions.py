@@ -113,9 +113,7 @@ class Distribution:
     def defaults(self) -> dict[str, Any]:
         """Accepted keyword parameters and their defaults."""
         sig = inspect.signature(self.func)
-        return {
-            p.name: p.default for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY
-        }
+        return {p.name: p.default for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY}
 
     def check_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Return ``params`` merged over the defaults.
@@ -179,9 +177,7 @@ def get_distribution(name: str) -> Distribution:
         ) from None
 
 
-def sample(
-    name: str, shape: Shape, rng: np.random.Generator, **params: float
-) -> np.ndarray:
+def sample(name: str, shape: Shape, rng: np.random.Generator, **params: float) -> np.ndarray:
     """Draw one float32 matrix of ``shape`` from an elementwise distribution."""
     dist = get_distribution(name)
     if dist.paired:

@@ -170,15 +170,22 @@ class Format:
         return self.name
 
 
-def _float(name: str, bits: int, p: int, emin: int, emax: int, storage: Any,
-           *, has_inf: bool = True, nan_encoding: str = "ieee") -> Format:
-    return Format(name, bits, p, emin, emax, has_inf, True, False, np.dtype(storage),
-                  nan_encoding)
+def _float(
+    name: str,
+    bits: int,
+    p: int,
+    emin: int,
+    emax: int,
+    storage: Any,
+    *,
+    has_inf: bool = True,
+    nan_encoding: str = "ieee",
+) -> Format:
+    return Format(name, bits, p, emin, emax, has_inf, True, False, np.dtype(storage), nan_encoding)
 
 
 def _int(name: str, bits: int, storage: Any) -> Format:
-    return Format(name, bits, bits - 1, 0, bits - 2, False, False, True, np.dtype(storage),
-                  "none")
+    return Format(name, bits, bits - 1, 0, bits - 2, False, False, True, np.dtype(storage), "none")
 
 
 #: Canonical formats by name.
@@ -188,8 +195,7 @@ FORMATS: dict[str, Format] = {
     "tf32": _float("tf32", 19, 11, -126, 127, np.float32),
     "fp16": _float("fp16", 16, 11, -14, 15, np.float16),
     "bf16": _float("bf16", 16, 8, -126, 127, ml_dtypes.bfloat16),
-    "e4m3": _float("e4m3", 8, 4, -6, 8, ml_dtypes.float8_e4m3fn, has_inf=False,
-                   nan_encoding="fn"),
+    "e4m3": _float("e4m3", 8, 4, -6, 8, ml_dtypes.float8_e4m3fn, has_inf=False, nan_encoding="fn"),
     "e5m2": _float("e5m2", 8, 3, -14, 15, ml_dtypes.float8_e5m2),
     "int8": _int("int8", 8, np.int8),
     "int32": _int("int32", 32, np.int32),
@@ -197,13 +203,22 @@ FORMATS: dict[str, Format] = {
 
 #: Alternative names accepted by :func:`get_format`.
 ALIASES: dict[str, str] = {
-    "f64": "fp64", "float64": "fp64", "double": "fp64",
-    "f32": "fp32", "float32": "fp32", "single": "fp32",
-    "f16": "fp16", "float16": "fp16", "half": "fp16",
+    "f64": "fp64",
+    "float64": "fp64",
+    "double": "fp64",
+    "f32": "fp32",
+    "float32": "fp32",
+    "single": "fp32",
+    "f16": "fp16",
+    "float16": "fp16",
+    "half": "fp16",
     "bfloat16": "bf16",
-    "float8_e4m3fn": "e4m3", "fp8_e4m3": "e4m3",
-    "float8_e5m2": "e5m2", "fp8_e5m2": "e5m2",
-    "s8": "int8", "s32": "int32",
+    "float8_e4m3fn": "e4m3",
+    "fp8_e4m3": "e4m3",
+    "float8_e5m2": "e5m2",
+    "fp8_e5m2": "e5m2",
+    "s8": "int8",
+    "s32": "int32",
 }
 
 _BY_DTYPE: dict[np.dtype, str] = {
@@ -219,10 +234,19 @@ _BY_DTYPE: dict[np.dtype, str] = {
 
 # Narrow float dtypes whose conversion to float64 is exact (decoding, not rounding).
 _EXACT_FLOAT_DTYPES = frozenset(
-    np.dtype(t) for t in (np.float16, np.float32, np.float64, ml_dtypes.bfloat16,
-                          ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
-                          ml_dtypes.float8_e4m3, ml_dtypes.float8_e4m3fnuz,
-                          ml_dtypes.float8_e5m2fnuz, ml_dtypes.float8_e4m3b11fnuz)
+    np.dtype(t)
+    for t in (
+        np.float16,
+        np.float32,
+        np.float64,
+        ml_dtypes.bfloat16,
+        ml_dtypes.float8_e4m3fn,
+        ml_dtypes.float8_e5m2,
+        ml_dtypes.float8_e4m3,
+        ml_dtypes.float8_e4m3fnuz,
+        ml_dtypes.float8_e5m2fnuz,
+        ml_dtypes.float8_e4m3b11fnuz,
+    )
 )
 
 
@@ -295,8 +319,9 @@ def _as_float64(x: Any, argname: str = "x") -> np.ndarray:
     )
 
 
-def _round_magnitude(s: np.ndarray, neg: np.ndarray | None, mode: str,
-                     rng: np.random.Generator | None) -> np.ndarray:
+def _round_magnitude(
+    s: np.ndarray, neg: np.ndarray | None, mode: str, rng: np.random.Generator | None
+) -> np.ndarray:
     """Round non-negative ``s`` (magnitudes in units of the target quantum) to integers.
 
     ``neg`` is the sign of the original value (needed by ``ru``/``rd`` only). Inputs may be
@@ -320,8 +345,9 @@ def _round_magnitude(s: np.ndarray, neg: np.ndarray | None, mode: str,
     return lo + (rng.random(s.shape) < frac)
 
 
-def _round_integer(x: np.ndarray, fmt: Format, mode: str,
-                   rng: np.random.Generator | None) -> np.ndarray:
+def _round_integer(
+    x: np.ndarray, fmt: Format, mode: str, rng: np.random.Generator | None
+) -> np.ndarray:
     neg = np.signbit(x)
     r = _round_magnitude(np.abs(x), neg, mode, rng)
     r = np.where(neg, -r, r)
@@ -331,8 +357,9 @@ def _round_integer(x: np.ndarray, fmt: Format, mode: str,
     return r
 
 
-def _round_float(x: np.ndarray, fmt: Format, mode: str,
-                 rng: np.random.Generator | None) -> np.ndarray:
+def _round_float(
+    x: np.ndarray, fmt: Format, mode: str, rng: np.random.Generator | None
+) -> np.ndarray:
     p = fmt.precision
     ax = np.abs(x)
     # Unbiased exponent of |x| from the float64 exponent field (float64 subnormals have
@@ -370,8 +397,9 @@ def _round_float(x: np.ndarray, fmt: Format, mode: str,
     return np.copysign(y, x, out=y)
 
 
-def round(x: Any, fmt: str | Format | Any, mode: str = "rne", *,
-          rng: np.random.Generator | None = None) -> np.ndarray:
+def round(
+    x: Any, fmt: str | Format | Any, mode: str = "rne", *, rng: np.random.Generator | None = None
+) -> np.ndarray:
     """Round ``x`` once, exactly, into ``fmt`` and return the rounded values as float64.
 
     Args:
@@ -398,9 +426,11 @@ def round(x: Any, fmt: str | Format | Any, mode: str = "rne", *,
     if not f.is_integer and f.precision >= 53:  # fp64: float64 input is already a fp64 value
         return x64.copy()
     if not f.is_integer and (f.emin - f.precision + 1 < -1022 or f.emax > 1021):
-        raise ValueError(f"fmt: {f.name} needs float64's exponent range plus margin for "
-                         f"exact scaling (emin - p + 1 >= -1022, emax <= 1021); got emin={f.emin}, "
-                         f"p={f.precision}, emax={f.emax}")
+        raise ValueError(
+            f"fmt: {f.name} needs float64's exponent range plus margin for "
+            f"exact scaling (emin - p + 1 >= -1022, emax <= 1021); got emin={f.emin}, "
+            f"p={f.precision}, emax={f.emax}"
+        )
     flat = x64.reshape(-1)  # 1-D so that 0-d input also gets in-place array arithmetic
     if f.is_integer:
         out = _round_integer(flat, f, mode, rng)
@@ -409,8 +439,9 @@ def round(x: Any, fmt: str | Format | Any, mode: str = "rne", *,
     return out.reshape(x64.shape)
 
 
-def cast(x: Any, fmt: str | Format | Any, mode: str = "rne", *,
-         rng: np.random.Generator | None = None) -> np.ndarray:
+def cast(
+    x: Any, fmt: str | Format | Any, mode: str = "rne", *, rng: np.random.Generator | None = None
+) -> np.ndarray:
     """Round ``x`` into ``fmt`` (see :func:`round`) and return it in ``fmt.storage`` dtype.
 
     The conversion after rounding is exact: the values are already representable, so the
@@ -423,8 +454,15 @@ def cast(x: Any, fmt: str | Format | Any, mode: str = "rne", *,
 
 # ----------------------------------------------------------------------------- bit encodings
 
-_CANONICAL_NAN = {"fp64": 0x7FF8_0000_0000_0000, "fp32": 0x7FC0_0000, "tf32": 0x7FC0_0000,
-                  "fp16": 0x7E00, "bf16": 0x7FC0, "e4m3": 0x7F, "e5m2": 0x7E}
+_CANONICAL_NAN = {
+    "fp64": 0x7FF8_0000_0000_0000,
+    "fp32": 0x7FC0_0000,
+    "tf32": 0x7FC0_0000,
+    "fp16": 0x7E00,
+    "bf16": 0x7FC0,
+    "e4m3": 0x7F,
+    "e5m2": 0x7E,
+}
 
 
 def _layout(f: Format) -> tuple[int, int, int]:

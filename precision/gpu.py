@@ -67,8 +67,9 @@ def device_name() -> str | None:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
-def time_gpu(fn: Callable[[], object], *, repeats: int = 10, warmup: int = 3,
-             min_seconds: float = 0.0) -> list[float]:
+def time_gpu(
+    fn: Callable[[], object], *, repeats: int = 10, warmup: int = 3, min_seconds: float = 0.0
+) -> list[float]:
     """Wall time in seconds of each timed call of ``fn`` on the GPU (``repeats`` of them), by
     CUDA events.
 

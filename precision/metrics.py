@@ -26,8 +26,9 @@ def error_metrics(approx: np.ndarray, exact: np.ndarray) -> dict[str, float]:
     absdiff = np.abs(diff)
     abse = np.abs(e)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(abse > 0, absdiff / np.where(abse > 0, abse, 1.0),
-                       np.where(absdiff == 0, 0.0, np.inf))
+        rel = np.where(
+            abse > 0, absdiff / np.where(abse > 0, abse, 1.0), np.where(absdiff == 0, 0.0, np.inf)
+        )
     if rel.size == 0:
         return {"err_fro": float(err_fro), "err_max": 0.0, "err_median": 0.0}
     return {
@@ -45,9 +46,7 @@ def identical_bits_fraction(x: np.ndarray, y: np.ndarray) -> float:
     x = np.ascontiguousarray(x)
     y = np.ascontiguousarray(y)
     if x.dtype != y.dtype or x.shape != y.shape:
-        raise ValueError(
-            f"cannot compare bits of {x.dtype}{x.shape} with {y.dtype}{y.shape}"
-        )
+        raise ValueError(f"cannot compare bits of {x.dtype}{x.shape} with {y.dtype}{y.shape}")
     if x.size == 0:
         return 1.0
     uint = np.dtype(f"u{x.dtype.itemsize}")

@@ -95,8 +95,9 @@ def exact_matmul(
             rs = slice(r0, min(m, r0 + rows))
             da = _digits(xp, a[rs], ea[rs, None], beta)
             base = ea[rs, None] + eb[None, :]  # value = Σ_g S_g·2^(base − β(g+2))
-            out[rs] = _exact_chunk(xp, da, db, None if c is None else c[rs], base, beta,
-                                   p, emin, emax)
+            out[rs] = _exact_chunk(
+                xp, da, db, None if c is None else c[rs], base, beta, p, emin, emax
+            )
     return out.astype(np.float32) if rounding == "fp32" else out
 
 
@@ -111,8 +112,9 @@ def _as_float64(xp: ModuleType, x: Any, name: str) -> Any:
     arr = x if on_gpu else np.asarray(x)
     kind = arr.dtype.kind
     if kind not in "fiubV" or (kind == "f" and arr.dtype.itemsize > 8):
-        raise TypeError(f"{name} has dtype {arr.dtype}; expected a real float (≤ 64 bits) or "
-                        f"integer dtype")
+        raise TypeError(
+            f"{name} has dtype {arr.dtype}; expected a real float (≤ 64 bits) or integer dtype"
+        )
     if kind in "iu" and arr.size and int(abs(arr.astype(np.float64)).max()) > 2**53:
         raise ValueError(f"{name} has integers above 2**53, not exactly representable in float64")
     out = arr.astype(np.float64) if on_gpu else xp.asarray(arr.astype(np.float64))

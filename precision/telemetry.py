@@ -63,8 +63,7 @@ def read_sample(nvml: Any, handle: Any) -> Sample:
         power_w=nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,  # milliwatts
         sm_clock_mhz=float(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
         temperature_c=float(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU)),
-        power_capped=bool(nvml.nvmlDeviceGetCurrentClocksEventReasons(handle)
-                          & POWER_CAP_REASONS),
+        power_capped=bool(nvml.nvmlDeviceGetCurrentClocksEventReasons(handle) & POWER_CAP_REASONS),
         t_s=time.perf_counter(),
     )
 
@@ -107,8 +106,12 @@ class PowerSampler:
             self._thread.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if self._thread is not None:
             self._stop.set()
             self._thread.join()
@@ -116,8 +119,9 @@ class PowerSampler:
         self._take()
 
 
-def time_gpu_sampled(fn: Callable[[], object], *, repeats: int, warmup: int,
-                     min_seconds: float = 0.0) -> tuple[list[float], list[Sample]]:
+def time_gpu_sampled(
+    fn: Callable[[], object], *, repeats: int, warmup: int, min_seconds: float = 0.0
+) -> tuple[list[float], list[Sample]]:
     """``precision.gpu.time_gpu`` with the card sampled during the timed calls only: the
     ``warmup`` calls run first, outside the sampler. Returns (seconds per call, samples)."""
     from precision.gpu import time_gpu
@@ -128,8 +132,11 @@ def time_gpu_sampled(fn: Callable[[], object], *, repeats: int, warmup: int,
     return times, sampler.samples
 
 
-def summarize(samples: list[Sample], seconds_per_call: float | None = None,
-              flops_per_call: float | None = None) -> dict[str, float]:
+def summarize(
+    samples: list[Sample],
+    seconds_per_call: float | None = None,
+    flops_per_call: float | None = None,
+) -> dict[str, float]:
     """Mean board power (W), mean SM clock (MHz), peak temperature (deg C), the fraction of
     samples with a power-cap reason active and, given a call's time and useful flops, energy per
     useful flop in picojoules (mean power x time / flops). NaN fields when there are no
@@ -137,8 +144,13 @@ def summarize(samples: list[Sample], seconds_per_call: float | None = None,
     :data:`POWER_AVERAGING_S` (the board power would still be that of the second before)."""
     nan = math.nan
     if not samples:
-        return {"power_w": nan, "sm_clock_mhz": nan, "temp_c_max": nan,
-                "power_capped_frac": nan, "pj_per_flop": nan}
+        return {
+            "power_w": nan,
+            "sm_clock_mhz": nan,
+            "temp_c_max": nan,
+            "power_capped_frac": nan,
+            "pj_per_flop": nan,
+        }
     n = len(samples)
     power = sum(s.power_w for s in samples) / n
     if samples[-1].t_s - samples[0].t_s < POWER_AVERAGING_S:

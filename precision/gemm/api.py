@@ -51,8 +51,12 @@ def cuda_gemm(A: Any, B: Any, schedule: Schedule, *, arch: str = "sm90") -> Any:
     cp = require_gpu(f"backend='cuda' (kernel {schedule.kernel})")
     s = schedule.split.lo_scale_log2 if schedule.split else 0
     return launch_gemm(
-        schedule.kernel, cp.asarray(A, dtype=cp.float32), cp.asarray(B, dtype=cp.float32),
-        lo_scale=2.0**s, out_scale=2.0**-s, arch=_cuda_arch(arch),
+        schedule.kernel,
+        cp.asarray(A, dtype=cp.float32),
+        cp.asarray(B, dtype=cp.float32),
+        lo_scale=2.0**s,
+        out_scale=2.0**-s,
+        arch=_cuda_arch(arch),
         strict_name=schedule.strict_kernel,
     )
 
@@ -110,8 +114,9 @@ def gemm(
 
         cp = require_gpu("backend='cublas'")
         mode = cublas_mode(method, fmt, correction)
-        out = cublas_gemm(cp.asarray(A, dtype=cp.float32), cp.asarray(B, dtype=cp.float32),
-                          mode=mode)
+        out = cublas_gemm(
+            cp.asarray(A, dtype=cp.float32), cp.asarray(B, dtype=cp.float32), mode=mode
+        )
         return cp.asnumpy(out).astype(np.float32, copy=False)
     schedule = get_schedule(method, fmt, correction)
     if backend == "cuda":

@@ -47,8 +47,12 @@ def run_schedule(
         env[op.dst] = np.asarray(mma(a, b, c, arch=arch, fmt=mma_fmt, satf=op.satfinite))
 
     step = schedule.step
-    if len(step) == 1 and isinstance(step[0], Mma) and step[0].c == step[0].dst \
-            and not step[0].satfinite:
+    if (
+        len(step) == 1
+        and isinstance(step[0], Mma)
+        and step[0].c == step[0].dst
+        and not step[0].satfinite
+    ):
         do_mma(step[0], 0, K)  # a plain chain: one call covers every k-block in order
     else:
         for lo in range(0, K, kb):

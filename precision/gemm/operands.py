@@ -51,9 +51,7 @@ def split_operand(x: np.ndarray, fmt: str, lo_scale_log2: int) -> tuple[np.ndarr
     return hi, round_operand(resid, fmt)
 
 
-def prepare_operands(
-    A: np.ndarray, B: np.ndarray, schedule: Schedule
-) -> dict[str, np.ndarray]:
+def prepare_operands(A: np.ndarray, B: np.ndarray, schedule: Schedule) -> dict[str, np.ndarray]:
     """Named operands for ``schedule``'s steps: ``A``/``B`` or ``A_hi``/``A_lo``/``B_hi``/
     ``B_lo``, K already zero-padded and the k-slot permutation applied."""
     A, B = pad_k(A, B, schedule.tile[2])

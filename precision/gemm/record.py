@@ -37,9 +37,7 @@ DISTRIBUTIONS: tuple[tuple[str, str, dict], ...] = (
 #: Extra cases (label, distribution, parameters, exact power-of-two scale) recorded at the
 #: full-record sizes only: uniform(-1, 1) * 2^120 overflows fp32 products and fp16 inputs, so
 #: Inf/NaN reach the accumulators (exercises satf and special values).
-SPECIAL_CASES: tuple[tuple[str, str, dict, float], ...] = (
-    ("huge", "uniform", {}, 2.0**120),
-)
+SPECIAL_CASES: tuple[tuple[str, str, dict, float], ...] = (("huge", "uniform", {}, 2.0**120),)
 INT8_INPUT_SCALE = np.float32(64.0)
 
 
@@ -151,8 +149,15 @@ def verify(path: str, *, max_n: int | None = None, kernels: list[str] | None = N
             recorded_rows = data[f"{key}/{kernel}/rows"]
             row_mism = int(np.count_nonzero(D[sample_rows(n)].view(np.uint32) != recorded_rows))
             mism = 0 if same else (row_mism if row_mism else -1)
-        rows.append({"n": n, "distribution": label, "kernel": kernel, "identical": mism == 0,
-                     "mismatches": mism})
+        rows.append(
+            {
+                "n": n,
+                "distribution": label,
+                "kernel": kernel,
+                "identical": mism == 0,
+                "mismatches": mism,
+            }
+        )
     return rows
 
 
@@ -160,8 +165,12 @@ def compare(new_path: str, old_path: str) -> dict[str, list[str]]:
     """Arrays of two recordings, by outcome: ``identical`` (same bits), ``different`` and
     ``only_new`` / ``only_old`` (recorded in one file only)."""
     new, old = np.load(new_path), np.load(old_path)
-    out: dict[str, list[str]] = {"identical": [], "different": [], "only_new": [],
-                                 "only_old": sorted(set(old.files) - set(new.files))}
+    out: dict[str, list[str]] = {
+        "identical": [],
+        "different": [],
+        "only_new": [],
+        "only_old": sorted(set(old.files) - set(new.files)),
+    }
     for name in sorted(new.files):
         if name not in old.files:
             out["only_new"].append(name)
@@ -200,9 +209,11 @@ def main(argv: list[str] | None = None) -> int:
     bad = 0
     for row in verify(args.path, max_n=args.max_n, kernels=args.kernel):
         bad += not row["identical"]
-        print(f"n={row['n']:5d} {row['distribution']:10s} {row['kernel']:22s} "
-              f"{'identical' if row['identical'] else 'DIFFERENT'} ({row['mismatches']})",
-              flush=True)
+        print(
+            f"n={row['n']:5d} {row['distribution']:10s} {row['kernel']:22s} "
+            f"{'identical' if row['identical'] else 'DIFFERENT'} ({row['mismatches']})",
+            flush=True,
+        )
     print(f"{bad} record(s) differ")
     return 1 if bad else 0
 

@@ -24,7 +24,12 @@ CORRECTIONS: tuple[str, ...] = ("ootomo", "markidis")
 
 #: Instruction k per input format (m16n8k16 f16/bf16, m16n8k8 tf32, m16n8k32 fp8/int8).
 INSTRUCTION_K: dict[str, int] = {
-    "fp16": 16, "bf16": 16, "tf32": 8, "e4m3": 32, "e5m2": 32, "int8": 32,
+    "fp16": 16,
+    "bf16": 16,
+    "tf32": 8,
+    "e4m3": 32,
+    "e5m2": 32,
+    "int8": 32,
 }
 
 #: Ootomo-Yokota residual scale exponent s (lo = fmt((x - hi) * 2^s)), per format.
@@ -35,8 +40,14 @@ INSTRUCTION_K: dict[str, int] = {
 #: tf32: s = 0 (Ootomo & Yokota's TF32-TCEC and CUTLASS 3xTF32 use no scaling; fp32 range).
 LO_SCALE_LOG2: dict[str, int] = {"fp16": 11, "bf16": 8, "tf32": 0}
 
-_KERNEL_FMT = {"fp16": "f16", "bf16": "bf16", "tf32": "tf32", "e4m3": "e4m3", "e5m2": "e5m2",
-               "int8": "int8"}
+_KERNEL_FMT = {
+    "fp16": "f16",
+    "bf16": "bf16",
+    "tf32": "tf32",
+    "e4m3": "e4m3",
+    "e5m2": "e5m2",
+    "int8": "int8",
+}
 
 
 @dataclass(frozen=True)
@@ -137,12 +148,16 @@ class Schedule:
             f"  input rounding: {self.input_rounding}",
         ]
         if self.split:
-            lines.append(f"  split: hi = {self.fmt}(x), lo = {self.fmt}((x - hi) * 2^"
-                         f"{self.split.lo_scale_log2})")
+            lines.append(
+                f"  split: hi = {self.fmt}(x), lo = {self.fmt}((x - hi) * 2^"
+                f"{self.split.lo_scale_log2})"
+            )
         lines.append(f"  per k-block of {self.k_block}: " + "; ".join(map(_fmt_op, self.step)))
         lines.append("  epilogue: " + ("; ".join(map(_fmt_op, self.epilogue)) or "none"))
-        lines.append(f"  fp32 CUDA-core ops RN, ftz={self.ftz}, fma_contraction="
-                     f"{self.fma_contraction}; tile {self.tile}, host zero-pads to it")
+        lines.append(
+            f"  fp32 CUDA-core ops RN, ftz={self.ftz}, fma_contraction="
+            f"{self.fma_contraction}; tile {self.tile}, host zero-pads to it"
+        )
         return "\n".join(lines)
 
 
@@ -220,8 +235,13 @@ def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") ->
     kfmt = _KERNEL_FMT[f]
     ki = INSTRUCTION_K[f]
     if f in WGMMA_FORMATS:  # wgmma: operands K-major in shared memory, k in natural order
-        common = dict(fmt=f, k_block=ki, k_perm=tuple(range(ki)),
-                      tile=wgmma_tile(method, f), source="gemm_wgmma.cu")
+        common = dict(
+            fmt=f,
+            k_block=ki,
+            k_perm=tuple(range(ki)),
+            tile=wgmma_tile(method, f),
+            source="gemm_wgmma.cu",
+        )
         prefix = "wg"
     else:
         common = dict(fmt=f, k_block=ki, k_perm=k_permutation(f))
@@ -235,20 +255,39 @@ def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") ->
     integer = f == "int8"
     if method == "plain":
         epi = (IntToFloat("acc"),) if integer else ()
-        return Schedule(kernel=f"{prefix}_plain_{kfmt}", method=method, correction=None,
-                        input_rounding=rounding, split=None, accumulators=("acc",),
-                        step=(Mma("acc", "A", "B", "acc"),), epilogue=epi, output="acc",
-                        integer=integer, **common)
+        return Schedule(
+            kernel=f"{prefix}_plain_{kfmt}",
+            method=method,
+            correction=None,
+            input_rounding=rounding,
+            split=None,
+            accumulators=("acc",),
+            step=(Mma("acc", "A", "B", "acc"),),
+            epilogue=epi,
+            output="acc",
+            integer=integer,
+            **common,
+        )
     if method == "satf":
         if integer:
             step: tuple[Op, ...] = (Mma("acc", "A", "B", "acc", satfinite=True),)
             epi = (IntToFloat("acc"),)
         else:
             step, epi = (Mma("acc", "A", "B", "acc"), Satf("acc")), ()
-        return Schedule(kernel=f"{prefix}_satf_{kfmt}", method=method, correction=None,
-                        input_rounding=rounding, split=None, accumulators=("acc",), step=step,
-                        epilogue=epi, output="acc", integer=integer,
-                        strict_kernel=None if integer else f"gemm_satfstrict_{kfmt}", **common)
+        return Schedule(
+            kernel=f"{prefix}_satf_{kfmt}",
+            method=method,
+            correction=None,
+            input_rounding=rounding,
+            split=None,
+            accumulators=("acc",),
+            step=step,
+            epilogue=epi,
+            output="acc",
+            integer=integer,
+            strict_kernel=None if integer else f"gemm_satfstrict_{kfmt}",
+            **common,
+        )
     # corrected
     if f not in LO_SCALE_LOG2:
         raise ValueError(
@@ -259,18 +298,34 @@ def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") ->
         kb = OOTOMO_BLOCK_K[f]
         common.update(k_block=kb, k_perm=tuple(range(kb)))
         return Schedule(
-            kernel=f"{prefix}_ootomo_{kfmt}", method=method, correction=correction,
-            input_rounding=rounding, split=Split(s), accumulators=("main", "corr"),
+            kernel=f"{prefix}_ootomo_{kfmt}",
+            method=method,
+            correction=correction,
+            input_rounding=rounding,
+            split=Split(s),
+            accumulators=("main", "corr"),
             step=_ootomo_step(kb, split_stage_k(f)),
             epilogue=(Scale("corr", "corr", -s), Add("out", "main", "corr")),
-            output="out", **common)
+            output="out",
+            **common,
+        )
     if correction == "markidis":
         return Schedule(
-            kernel=f"{prefix}_markidis_{kfmt}", method=method, correction=correction,
-            input_rounding=rounding, split=Split(0), accumulators=("acc",),
-            step=(Mma("acc", "A_hi", "B_hi", "acc"), Mma("acc", "A_lo", "B_hi", "acc"),
-                  Mma("acc", "A_hi", "B_lo", "acc")),
-            epilogue=(), output="acc", **common)
+            kernel=f"{prefix}_markidis_{kfmt}",
+            method=method,
+            correction=correction,
+            input_rounding=rounding,
+            split=Split(0),
+            accumulators=("acc",),
+            step=(
+                Mma("acc", "A_hi", "B_hi", "acc"),
+                Mma("acc", "A_lo", "B_hi", "acc"),
+                Mma("acc", "A_hi", "B_lo", "acc"),
+            ),
+            epilogue=(),
+            output="acc",
+            **common,
+        )
     raise ValueError(f"correction={correction!r}: expected one of {CORRECTIONS}")
 
 
@@ -278,13 +333,16 @@ def _ootomo_step(k_block: int, stage_k: int) -> tuple[Op, ...]:
     """One Ootomo k-block as the split kernels run it, k-stage by k-stage: t = A_hi B_hi
     chained over the whole block (starting from zero), the corrections A_lo B_hi then A_hi B_lo
     per k-stage, main += t at the end of the block."""
-    parts = [None] if stage_k == k_block else [
-        (lo, lo + stage_k) for lo in range(0, k_block, stage_k)]
+    parts = (
+        [None] if stage_k == k_block else [(lo, lo + stage_k) for lo in range(0, k_block, stage_k)]
+    )
     step: list[Op] = []
     for i, part in enumerate(parts):
-        step += [Mma("t", "A_hi", "B_hi", "zero" if i == 0 else "t", k_part=part),
-                 Mma("corr", "A_lo", "B_hi", "corr", k_part=part),
-                 Mma("corr", "A_hi", "B_lo", "corr", k_part=part)]
+        step += [
+            Mma("t", "A_hi", "B_hi", "zero" if i == 0 else "t", k_part=part),
+            Mma("corr", "A_lo", "B_hi", "corr", k_part=part),
+            Mma("corr", "A_hi", "B_lo", "corr", k_part=part),
+        ]
     return (*step, Add("main", "main", "t"))
 
 

@@ -66,8 +66,10 @@ def _nvcc_version(nvcc: str) -> str:
 #: a register that a wgmma reads is written while wgmmas are in flight; C7514, C7515 and
 #: others: the same for other reasons). The kernels stay correct but lose their overlap of
 #: tensor-core work, so a build that reports one is refused.
-WGMMA_SERIALIZED = re.compile(r"\(C75\d\d\) Potential Performance Loss: wgmma\S* instructions "
-                              r"are serialized[^\n]*")
+WGMMA_SERIALIZED = re.compile(
+    r"\(C75\d\d\) Potential Performance Loss: wgmma\S* instructions "
+    r"are serialized[^\n]*"
+)
 
 
 def serialized_wgmma_notes(ptxas_output: str) -> list[str]:
@@ -89,8 +91,7 @@ def run_nvcc(args: list[str], *, what: str, nvcc: str | None = None) -> str:
     if notes:
         raise RuntimeError(
             f"nvcc while {what}: ptxas serialised wgmma instructions (the kernel would run, "
-            f"but without overlapping its tensor-core work):\n{' '.join(cmd)}\n"
-            + "\n".join(notes)
+            f"but without overlapping its tensor-core work):\n{' '.join(cmd)}\n" + "\n".join(notes)
         )
     return proc.stderr
 
@@ -119,12 +120,16 @@ def build_cubin(
     if out.exists():
         return out
     gencode = (
-        ["-gencode", f"arch=compute_{arch[3:]},code={arch}"] if arch.endswith("a") else
-        [f"-arch={arch}"]
+        ["-gencode", f"arch=compute_{arch[3:]},code={arch}"]
+        if arch.endswith("a")
+        else [f"-arch={arch}"]
     )
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
         tmp_out = Path(tmp) / out.name
-        run_nvcc([*gencode, "-cubin", *flags, "-o", str(tmp_out), str(src)],
-                 what=f"building {src.name}", nvcc=nvcc)
+        run_nvcc(
+            [*gencode, "-cubin", *flags, "-o", str(tmp_out), str(src)],
+            what=f"building {src.name}",
+            nvcc=nvcc,
+        )
         os.replace(tmp_out, out)  # atomic: concurrent builders never see a partial cubin
     return out

@@ -20,7 +20,7 @@ __device__ __forceinline__ uint32_t tf32_rne_bits(float x) {
 
 // The same bits as tf32_rne_bits for every input that is not a NaN (NaN stays a NaN), in one
 // cvt.rn.tf32.f32 (sm_90 and later; checked exhaustively over all 2^32 inputs on the H200 by
-// precision.kernels.probe_tf32_cvt).
+// precision.probe.tf32_cvt).
 __device__ __forceinline__ uint32_t tf32_cvt_rn_bits(float x) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   uint32_t r;

@@ -27,9 +27,11 @@ SMEM_BYTES = STAGES * (BM * _LDA + BK * _LDB) * 4
 #: CVT_STAGES / CSTAGE / H_* / T_* there.
 CVT_STAGES = 2
 _CSTAGE_BYTES = (BM * (BK + 4) + BK * (BN + 4)) * 4
-_PART_BYTES = {"f16": (BM * (BK + 8) + BK * (BN + 8)) * 2,
-               "bf16": (BM * (BK + 8) + BK * (BN + 8)) * 2,
-               "tf32": (BM * (BK + 4) + BN * (BK + 4)) * 4}
+_PART_BYTES = {
+    "f16": (BM * (BK + 8) + BK * (BN + 8)) * 2,
+    "bf16": (BM * (BK + 8) + BK * (BN + 8)) * 2,
+    "tf32": (BM * (BK + 4) + BN * (BK + 4)) * 4,
+}
 
 
 def smem_bytes(name: str) -> int:
@@ -82,8 +84,14 @@ def _padded(cp: Any, X: Any, rows: int, cols: int) -> Any:
 
 
 def launch_gemm(
-    name: str, A: Any, B: Any, *, lo_scale: float = 1.0, out_scale: float = 1.0,
-    arch: str = "sm_90", strict_name: str | None = None,
+    name: str,
+    A: Any,
+    B: Any,
+    *,
+    lo_scale: float = 1.0,
+    out_scale: float = 1.0,
+    arch: str = "sm_90",
+    strict_name: str | None = None,
 ) -> Any:
     """Run kernel ``name`` on device arrays A (M x K) and B (K x N); returns D (M x N) float32.
 
@@ -99,8 +107,16 @@ def launch_gemm(
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
         raise ValueError(f"A (M x K) and B (K x N) must agree: got {A.shape} and {B.shape}")
     if name.startswith("wg_"):
-        return _launch_wgmma(cp, name, A, B, lo_scale=lo_scale, out_scale=out_scale,
-                             arch=arch, strict_name=strict_name)
+        return _launch_wgmma(
+            cp,
+            name,
+            A,
+            B,
+            lo_scale=lo_scale,
+            out_scale=out_scale,
+            arch=arch,
+            strict_name=strict_name,
+        )
     M, K = A.shape
     N = B.shape[1]
     Mp, Np, Kp = (-(-M // BM) * BM, -(-N // BN) * BN, -(-K // BK) * BK)
@@ -109,8 +125,9 @@ def launch_gemm(
     flag = cp.zeros(1, dtype=cp.int32)
     args = (Ap, Bp, D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp), flag)
     for kname in (name,) if strict_name is None else (name, strict_name):
-        get_kernel(kname, arch)((Np // BN, Mp // BM, 1), (NTHREADS, 1, 1), args,
-                                shared_mem=smem_bytes(kname))
+        get_kernel(kname, arch)(
+            (Np // BN, Mp // BM, 1), (NTHREADS, 1, 1), args, shared_mem=smem_bytes(kname)
+        )
     if (Mp, Np) != (M, N):
         D = cp.ascontiguousarray(D[:M, :N])
     return D
@@ -134,7 +151,7 @@ WG_SPLIT_SLOTS = {"f16": 4, "bf16": 4, "tf32": 6}
 
 
 def _wg_parts(name: str) -> tuple[str, str]:
-    mode, fmt = name[len("wg_"):].rsplit("_", 1)
+    mode, fmt = name[len("wg_") :].rsplit("_", 1)
     if fmt not in _WG_FORMATS or mode not in ("plain", "satf", "ootomo", "markidis"):
         raise ValueError(f"unknown wgmma GEMM kernel {name!r}")
     return mode, fmt
@@ -183,8 +200,9 @@ def _split_tensor_maps(fmt: str, a_ptr: int, b_ptr: int, mp: int, np_: int, kp: 
     cp = require_gpu("the CUDA GEMM kernels")
     bm, bn, _ = wgmma_tile(f"wg_ootomo_{fmt}")
     box_k, swizzle = _A_BOX[fmt]
-    maps = (fp32_matrix_map(a_ptr, mp, kp, bm, box_k, swizzle)
-            + fp32_matrix_map(b_ptr, kp, np_, split_stage_k(fmt), bn))
+    maps = fp32_matrix_map(a_ptr, mp, kp, bm, box_k, swizzle) + fp32_matrix_map(
+        b_ptr, kp, np_, split_stage_k(fmt), bn
+    )
     return cp.asarray(np.frombuffer(maps, dtype=np.uint8))
 
 
@@ -208,18 +226,31 @@ def _round_operand(cp: Any, fmt: str, X: Any, rows_p: int, cols_p: int, transpos
         Y = cp.empty((cols_p, rows_p), dtype=dtype)
         grid = (-(-max(cols, cols_p) // 32), -(-max(rows, rows_p) // 32), 1)
         get_kernel(f"wg_round_transpose_{fmt}")(
-            grid, (32, 8, 1), (X, cp.int32(rows), cp.int32(cols), Y, cp.int32(rows_p),
-                               cp.int32(cols_p)))
+            grid,
+            (32, 8, 1),
+            (X, cp.int32(rows), cp.int32(cols), Y, cp.int32(rows_p), cp.int32(cols_p)),
+        )
     else:
         Y = cp.empty((rows_p, cols_p), dtype=dtype)
         get_kernel(f"wg_round_rows_{fmt}")(
-            (min(-(-rows_p * cols_p // 256), 65535), 1, 1), (256, 1, 1),
-            (X, cp.int32(rows), cp.int32(cols), Y, cp.int32(rows_p), cp.int32(cols_p)))
+            (min(-(-rows_p * cols_p // 256), 65535), 1, 1),
+            (256, 1, 1),
+            (X, cp.int32(rows), cp.int32(cols), Y, cp.int32(rows_p), cp.int32(cols_p)),
+        )
     return Y
 
 
-def _launch_wgmma(cp: Any, name: str, A: Any, B: Any, *, lo_scale: float, out_scale: float,
-                  arch: str, strict_name: str | None) -> Any:
+def _launch_wgmma(
+    cp: Any,
+    name: str,
+    A: Any,
+    B: Any,
+    *,
+    lo_scale: float,
+    out_scale: float,
+    arch: str,
+    strict_name: str | None,
+) -> Any:
     mode, fmt = _wg_parts(name)
     M, K = A.shape
     N = B.shape[1]
@@ -233,16 +264,31 @@ def _launch_wgmma(cp: Any, name: str, A: Any, B: Any, *, lo_scale: float, out_sc
         Ar = _round_operand(cp, fmt, A, Mp, Kp, transpose=False)
         Bt = _round_operand(cp, fmt, B, Kp, Np, transpose=True)
         flag = cp.zeros(1, dtype=cp.int32)
-        kern(grid, (_WG_PLAIN_THREADS, 1, 1),
-             (Ar, Bt, D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp), flag), shared_mem=smem)
+        kern(
+            grid,
+            (_WG_PLAIN_THREADS, 1, 1),
+            (Ar, Bt, D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp), flag),
+            shared_mem=smem,
+        )
         if mode == "satf" and strict_name is not None and int(flag.get()[0]):
             # a non-finite result: recompute with the clamp after every MMA (gemm_mma.cu)
             return launch_gemm(f"gemm_satf_{fmt}", A, B, arch=arch, strict_name=strict_name)
     else:
         Ap, Bp = _padded(cp, A, Mp, Kp), _padded(cp, B, Kp, Np)
-        kern(grid, (WG_SPLIT_THREADS, 1, 1),
-             (split_tensor_maps(fmt, Ap, Bp), D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp),
-              cp.float32(lo_scale), cp.float32(out_scale)), shared_mem=smem)
+        kern(
+            grid,
+            (WG_SPLIT_THREADS, 1, 1),
+            (
+                split_tensor_maps(fmt, Ap, Bp),
+                D,
+                cp.int32(Mp),
+                cp.int32(Np),
+                cp.int32(Kp),
+                cp.float32(lo_scale),
+                cp.float32(out_scale),
+            ),
+            shared_mem=smem,
+        )
     if (Mp, Np) != (M, N):
         D = cp.ascontiguousarray(D[:M, :N])
     return D

@@ -12,7 +12,7 @@ import functools
 
 #: CUtensorMapSwizzle for a shared-memory swizzle span in bytes (0 = none)
 _SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
-_FLOAT32 = 7          # CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+_FLOAT32 = 7  # CU_TENSOR_MAP_DATA_TYPE_FLOAT32
 _L2_PROMOTION_128B = 2
 TENSOR_MAP_BYTES = 128
 
@@ -26,29 +26,58 @@ def _encode_tiled():  # noqa: ANN202 - a ctypes function
     u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
     fn = lib.cuTensorMapEncodeTiled
     fn.restype = ctypes.c_int
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p,
-                   u32p, u32p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    fn.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_int,
+        ctypes.c_uint32,
+        ctypes.c_void_p,
+        u64p,
+        u64p,
+        u32p,
+        u32p,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+    ]
     return fn
 
 
-def fp32_matrix_map(address: int, rows: int, cols: int, box_rows: int, box_cols: int,
-                    swizzle: int = 0) -> bytes:
+def fp32_matrix_map(
+    address: int, rows: int, cols: int, box_rows: int, box_cols: int, swizzle: int = 0
+) -> bytes:
     """The tensor map of a row-major, C-contiguous fp32 matrix (``rows`` x ``cols`` at device
     ``address``) read in boxes of ``box_rows`` x ``box_cols`` elements. A box lands in shared
     memory as ``box_rows`` dense rows of ``4 * box_cols`` bytes, with the 16-byte chunks of
     each row permuted by the TMA ``swizzle`` span (0, 32, 64 or 128 bytes)."""
     if address % 16 or (cols * 4) % 16:
-        raise ValueError(f"TMA needs a 16-byte aligned matrix and row pitch: address "
-                         f"0x{address:x}, {cols} fp32 columns")
+        raise ValueError(
+            f"TMA needs a 16-byte aligned matrix and row pitch: address "
+            f"0x{address:x}, {cols} fp32 columns"
+        )
     buf = ctypes.create_string_buffer(TENSOR_MAP_BYTES + 64)  # the map is 64-byte aligned
     start = ctypes.addressof(buf) + (-ctypes.addressof(buf)) % 64
     dims = (ctypes.c_uint64 * 2)(cols, rows)
     pitch = (ctypes.c_uint64 * 1)(cols * 4)
     box = (ctypes.c_uint32 * 2)(box_cols, box_rows)
     steps = (ctypes.c_uint32 * 2)(1, 1)
-    rc = _encode_tiled()(start, _FLOAT32, 2, address, dims, pitch, box, steps, 0,
-                         _SWIZZLE[swizzle], _L2_PROMOTION_128B, 0)
+    rc = _encode_tiled()(
+        start,
+        _FLOAT32,
+        2,
+        address,
+        dims,
+        pitch,
+        box,
+        steps,
+        0,
+        _SWIZZLE[swizzle],
+        _L2_PROMOTION_128B,
+        0,
+    )
     if rc != 0:
-        raise RuntimeError(f"cuTensorMapEncodeTiled failed (CUresult {rc}) for a {rows} x {cols} "
-                           f"fp32 matrix, box {box_rows} x {box_cols}, swizzle {swizzle} B")
+        raise RuntimeError(
+            f"cuTensorMapEncodeTiled failed (CUresult {rc}) for a {rows} x {cols} "
+            f"fp32 matrix, box {box_rows} x {box_cols}, swizzle {swizzle} B"
+        )
     return ctypes.string_at(start, TENSOR_MAP_BYTES)

@@ -91,43 +91,102 @@ def _float_instructions(
     shape_txt = f"m{m}n{n}k{k}"
     ins = {
         ("fp16", "fp32"): Instruction(
-            f"mma.sync.aligned.{shape_txt}.row.col.f32.f16.f16.f32", f16_shape, "fp16", "fp32",
-            f16_block, frac_bits, e_zero32, "rz"),
+            f"mma.sync.aligned.{shape_txt}.row.col.f32.f16.f16.f32",
+            f16_shape,
+            "fp16",
+            "fp32",
+            f16_block,
+            frac_bits,
+            e_zero32,
+            "rz",
+        ),
         ("fp16", "fp16"): Instruction(
-            f"mma.sync.aligned.{shape_txt}.row.col.f16.f16.f16.f16", f16_shape, "fp16", "fp16",
-            f16_block, frac_bits, e_zero16, "rne"),
+            f"mma.sync.aligned.{shape_txt}.row.col.f16.f16.f16.f16",
+            f16_shape,
+            "fp16",
+            "fp16",
+            f16_block,
+            frac_bits,
+            e_zero16,
+            "rne",
+        ),
     }
     if bf16:
         ins[("bf16", "fp32")] = Instruction(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", (16, 8, 16), "bf16", "fp32",
-            f16_block, frac_bits, e_zero32, "rz")
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+            (16, 8, 16),
+            "bf16",
+            "fp32",
+            f16_block,
+            frac_bits,
+            e_zero32,
+            "rz",
+        )
     if tf32_block:
         ins[("tf32", "fp32")] = Instruction(
-            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", (16, 8, 8), "tf32", "fp32",
-            tf32_block, frac_bits, e_zero32, "rz")
+            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+            (16, 8, 8),
+            "tf32",
+            "fp32",
+            tf32_block,
+            frac_bits,
+            e_zero32,
+            "rz",
+        )
     for f8 in ("e4m3", "e5m2"):
         if fp8 == "via_f16":
             for acc, ez in (("fp32", e_zero32), ("fp16", e_zero16)):
                 ins[(f8, acc)] = Instruction(
                     f"mma.sync.aligned.m16n8k32.row.col.{acc[:1]}{acc[2:]}.{f8}.{f8}.{acc[:1]}"
-                    f"{acc[2:]}", (16, 8, 32), f8, acc, 16, frac_bits, ez,
-                    "rz" if acc == "fp32" else "rne", schedule="fp8_via_f16")
+                    f"{acc[2:]}",
+                    (16, 8, 32),
+                    f8,
+                    acc,
+                    16,
+                    frac_bits,
+                    ez,
+                    "rz" if acc == "fp32" else "rne",
+                    schedule="fp8_via_f16",
+                )
         elif fp8 == "native":
             fb = fp8_frac_bits if fp8_frac_bits is not None else frac_bits
             ins[(f8, "fp32")] = Instruction(
-                f"mma.sync.aligned.m16n8k32.row.col.f32.{f8}.{f8}.f32", (16, 8, 32), f8, "fp32",
-                fp8_block, fb, e_zero32, "rz_e8m13" if fb == 13 else "rz")
+                f"mma.sync.aligned.m16n8k32.row.col.f32.{f8}.{f8}.f32",
+                (16, 8, 32),
+                f8,
+                "fp32",
+                fp8_block,
+                fb,
+                e_zero32,
+                "rz_e8m13" if fb == 13 else "rz",
+            )
             ins[(f8, "fp16")] = Instruction(
-                f"mma.sync.aligned.m16n8k32.row.col.f16.{f8}.{f8}.f16", (16, 8, 32), f8, "fp16",
-                fp8_block, fb, e_zero16, "rne")
+                f"mma.sync.aligned.m16n8k32.row.col.f16.{f8}.{f8}.f16",
+                (16, 8, 32),
+                f8,
+                "fp16",
+                fp8_block,
+                fb,
+                e_zero16,
+                "rne",
+            )
     return ins
 
 
 def _int8_instruction() -> dict[tuple[str, str], Instruction]:
     # Integer MMA is exact; block/frac_bits/e_zero do not apply.
-    return {("int8", "int32"): Instruction(
-        "mma.sync.aligned.m16n8k32.row.col{.satfinite}.s32.s8.s8.s32", (16, 8, 32), "int8",
-        "int32", 32, 0, 0, "wrap")}
+    return {
+        ("int8", "int32"): Instruction(
+            "mma.sync.aligned.m16n8k32.row.col{.satfinite}.s32.s8.s8.s32",
+            (16, 8, 32),
+            "int8",
+            "int32",
+            32,
+            0,
+            0,
+            "wrap",
+        )
+    }
 
 
 ARCHS: dict[str, ArchModel] = {
@@ -136,40 +195,70 @@ ARCHS: dict[str, ArchModel] = {
         "Hopper (H100/H200) mma.sync: HMMA.16816 fuses 16 f16/bf16 products, HMMA.1688 8 tf32 "
         "products, F = 25, e_zero = -133 (fp32) / -21 (fp16); fp8 lowered to f16 HMMA.",
         "bit-exact against recorded H200 outputs (tests/data/sm90)",
-        {**_float_instructions(f16_block=16, tf32_block=8, frac_bits=25, e_zero32=-133,
-                               e_zero16=-21, fp8="via_f16"), **_int8_instruction()},
+        {
+            **_float_instructions(
+                f16_block=16, tf32_block=8, frac_bits=25, e_zero32=-133, e_zero16=-21, fp8="via_f16"
+            ),
+            **_int8_instruction(),
+        },
     ),
     "sm100": ArchModel(
         "sm100",
         "Blackwell (B200) mma.sync: as Hopper for f16/bf16/tf32 (L = 16/8, F = 25); fp8 "
         "lowered to f16 HMMA with an fp32 RN add of c.",
         "from the literature (Khattak & Mikaitis 2025; MMA-Sim 2025); not verified here",
-        {**_float_instructions(f16_block=16, tf32_block=8, frac_bits=25, e_zero32=-133,
-                               e_zero16=-21, fp8="via_f16"), **_int8_instruction()},
+        {
+            **_float_instructions(
+                f16_block=16, tf32_block=8, frac_bits=25, e_zero32=-133, e_zero16=-21, fp8="via_f16"
+            ),
+            **_int8_instruction(),
+        },
     ),
     "sm89": ArchModel(
         "sm89",
         "Ada (L40S): HMMA fuses 8 f16/bf16 or 4 tf32 products, F = 24; QMMA fp8 fuses 16 "
         "products with F = 13 and an e8m13 (RZ) fp32 output.",
         "from the literature (Khattak & Mikaitis 2025; MMA-Sim 2025); not verified here",
-        {**_float_instructions(f16_block=8, tf32_block=4, frac_bits=24, e_zero32=-132,
-                               e_zero16=-20, fp8="native", fp8_block=16, fp8_frac_bits=13),
-         **_int8_instruction()},
+        {
+            **_float_instructions(
+                f16_block=8,
+                tf32_block=4,
+                frac_bits=24,
+                e_zero32=-132,
+                e_zero16=-20,
+                fp8="native",
+                fp8_block=16,
+                fp8_frac_bits=13,
+            ),
+            **_int8_instruction(),
+        },
     ),
     "sm80": ArchModel(
         "sm80",
         "Ampere (A100): HMMA.16816 = two fused blocks of 8 f16/bf16 products, tf32 blocks of 4, "
         "F = 24, e_zero = -132 (fp32) / -20 (fp16).",
         "from the literature (Khattak & Mikaitis 2025; MMA-Sim 2025); not verified here",
-        {**_float_instructions(f16_block=8, tf32_block=4, frac_bits=24, e_zero32=-132,
-                               e_zero16=-20, fp8=None), **_int8_instruction()},
+        {
+            **_float_instructions(
+                f16_block=8, tf32_block=4, frac_bits=24, e_zero32=-132, e_zero16=-20, fp8=None
+            ),
+            **_int8_instruction(),
+        },
     ),
     "sm70": ArchModel(
         "sm70",
         "Volta (V100): WMMA 16x16x16 = chained fused blocks of 4 f16 products, F = 23.",
         "from the literature (Fasi et al. 2021; Khattak & Mikaitis 2025); not verified here",
-        _float_instructions(f16_block=4, tf32_block=0, frac_bits=23, e_zero32=-131,
-                            e_zero16=-19, fp8=None, bf16=False, f16_shape=(16, 16, 16)),
+        _float_instructions(
+            f16_block=4,
+            tf32_block=0,
+            frac_bits=23,
+            e_zero32=-131,
+            e_zero16=-19,
+            fp8=None,
+            bf16=False,
+            f16_shape=(16, 16, 16),
+        ),
     ),
 }
 

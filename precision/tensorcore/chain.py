@@ -176,7 +176,7 @@ def _mma_int8(a3, b3, c3, ins: Instruction, satf: bool) -> np.ndarray:
         acc += np.matmul(af, bf).astype(np.int64)
         return ((acc - lo) % 2**32 + lo).astype(np.int32)
     for k0 in range(0, af.shape[-1], ins.k):
-        acc += np.matmul(af[..., k0:k0 + ins.k], bf[..., k0:k0 + ins.k, :]).astype(np.int64)
+        acc += np.matmul(af[..., k0 : k0 + ins.k], bf[..., k0 : k0 + ins.k, :]).astype(np.int64)
         np.clip(acc, lo, hi, out=acc)
     return acc.astype(np.int32)
 
@@ -221,9 +221,18 @@ class _FloatChain:
     def block(self, a, ea, b, eb, acc, special):
         c64, ec = fdpa.decode(acc, self.acc_emin)
         special = special or not np.isfinite(acc).all()
-        return fdpa.block(a, ea, b, eb, c64, ec, frac_bits=self.ins.frac_bits,
-                          e_zero=self.ins.e_zero, rounding=self.ins.out_rounding,
-                          check_special=special)
+        return fdpa.block(
+            a,
+            ea,
+            b,
+            eb,
+            c64,
+            ec,
+            frac_bits=self.ins.frac_bits,
+            e_zero=self.ins.e_zero,
+            rounding=self.ins.out_rounding,
+            check_special=special,
+        )
 
     def run(self, a, ea, b, eb, acc, special: bool) -> np.ndarray:
         ins, k_dim = self.ins, a.shape[-1]
@@ -253,8 +262,11 @@ def _work_items(r: int, m: int, n: int, block: int) -> list[tuple[slice, slice]]
     if rows >= m:
         reps = max(1, rows // m)
         return [(slice(r0, min(r, r0 + reps)), slice(0, m)) for r0 in range(0, r, reps)]
-    return [(slice(ri, ri + 1), slice(m0, min(m, m0 + rows)))
-            for ri in range(r) for m0 in range(0, m, rows)]
+    return [
+        (slice(ri, ri + 1), slice(m0, min(m, m0 + rows)))
+        for ri in range(r)
+        for m0 in range(0, m, rows)
+    ]
 
 
 def _mma_float(a3, b3, c3, ins: Instruction, satf: bool, in_fmt: str) -> np.ndarray:

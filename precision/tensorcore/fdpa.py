@@ -146,8 +146,7 @@ def canonicalize_nan(x: np.ndarray) -> np.ndarray:
     """
     nan = np.isnan(x)
     if nan.any():
-        x.view(np.uint32 if x.dtype == np.float32 else np.uint16)[nan] = \
-            CANONICAL_NAN_BITS[x.dtype]
+        x.view(np.uint32 if x.dtype == np.float32 else np.uint16)[nan] = CANONICAL_NAN_BITS[x.dtype]
     return x
 
 

@@ -75,7 +75,8 @@ def _decode(cp: ModuleType, bits: Any, code: int, pre: int) -> tuple[Any, Any]:
     n = bits.size
     if n:
         _module().get_function("decode_operand")(
-            ((n + 255) // 256,), (256,),
+            ((n + 255) // 256,),
+            (256,),
             (bits, np.int32(code), np.int64(n), np.int32(pre), sig, ex),
         )
     return sig, ex
@@ -126,9 +127,7 @@ def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = Fa
     pre = max(ins.frac_bits - 20, 0) if not is_int else 0
     a_sig, a_exp = _decode(cp, a_bits, a_code, pre)
     b_sig, b_exp = _decode(cp, b_bits, b_code, 0)
-    special = not is_int and bool(
-        (a_exp >= _SPECIAL_CODE).any() or (b_exp >= _SPECIAL_CODE).any()
-    )
+    special = not is_int and bool((a_exp >= _SPECIAL_CODE).any() or (b_exp >= _SPECIAL_CODE).any())
     sched = 1 if ins.schedule == "fp8_via_f16" else 0
     if sched:
         perm = cp.asarray(_fp8_permutation(k, ins.k))
@@ -153,13 +152,30 @@ def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = Fa
     kernel = _module().get_function(name)
     grid = ((n + _TILE - 1) // _TILE, (m + _TILE - 1) // _TILE, r)
     if r and m and n:
-        kernel(grid, (_THREADS,), (
-            a_sig, a_exp, b_sig, b_exp, c_bits, d_bits,
-            np.int32(m), np.int32(n), np.int32(k),
-            np.int64(s_a), np.int64(s_b), np.int64(m * n),
-            np.int32(ins.frac_bits), np.int32(ins.e_zero), np.int32(_MODE[ins.out_rounding]),
-            np.int32(bool(satf)), np.int32(max(ins.k // ins.block, 1)), np.int32(sched),
-        ))
+        kernel(
+            grid,
+            (_THREADS,),
+            (
+                a_sig,
+                a_exp,
+                b_sig,
+                b_exp,
+                c_bits,
+                d_bits,
+                np.int32(m),
+                np.int32(n),
+                np.int32(k),
+                np.int64(s_a),
+                np.int64(s_b),
+                np.int64(m * n),
+                np.int32(ins.frac_bits),
+                np.int32(ins.e_zero),
+                np.int32(_MODE[ins.out_rounding]),
+                np.int32(bool(satf)),
+                np.int32(max(ins.k // ins.block, 1)),
+                np.int32(sched),
+            ),
+        )
     out = d_bits.view(c_dtype).reshape(batch + (m, n))
     if return_numpy:
         return cp.asnumpy(out).view(c_dtype)

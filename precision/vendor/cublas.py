@@ -89,8 +89,13 @@ def _bf16_bits(cp: ModuleType, x32: Any) -> Any:
 
 
 def _gemm_ex(
-    cp: ModuleType, a: Any, b: Any, dtype_code: int, compute: int,
-    out: Any = None, beta: float = 0.0,
+    cp: ModuleType,
+    a: Any,
+    b: Any,
+    dtype_code: int,
+    compute: int,
+    out: Any = None,
+    beta: float = 0.0,
 ) -> Any:
     """Row-major ``out = A @ B + beta·out`` (fp32 out) through cuBLAS ``gemmEx``."""
     cublas = _cublas_module()
@@ -107,11 +112,25 @@ def _gemm_ex(
         op_n = _const(cublas, "CUBLAS_OP_N")
         # Column-major view: out^T (n×m) = B^T (n×k) · A^T (k×m).
         cublas.gemmEx(
-            handle, op_n, op_n, n, m, k,
-            alpha_h.ctypes.data, b.data.ptr, dtype_code, n,
-            a.data.ptr, dtype_code, k,
-            beta_h.ctypes.data, out.data.ptr, _CUDA_R_32F, n,
-            compute, _const(cublas, "CUBLAS_GEMM_DEFAULT"),
+            handle,
+            op_n,
+            op_n,
+            n,
+            m,
+            k,
+            alpha_h.ctypes.data,
+            b.data.ptr,
+            dtype_code,
+            n,
+            a.data.ptr,
+            dtype_code,
+            k,
+            beta_h.ctypes.data,
+            out.data.ptr,
+            _CUDA_R_32F,
+            n,
+            compute,
+            _const(cublas, "CUBLAS_GEMM_DEFAULT"),
         )
     finally:
         cublas.setMathMode(handle, old_mode)

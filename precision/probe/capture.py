@@ -1,0 +1,410 @@
+"""Record what the GPU's tensor cores compute, and check an emulator against the recordings.
+
+A *recording* of one instruction is a compressed ``<name>.npz`` with raw bit patterns
+``a [T,16,K]``, ``b [T,K,8]``, ``c [T,16,8]``, ``d [T,16,8]`` (unsigned ints of the format's
+width; tf32/f32 and s32 as uint32), ``kind [T]`` (uint8 index into ``kinds``) and ``kinds``
+(strings); ``manifest.json`` beside the files says where and how they were made.
+
+:func:`capture` runs the probe kernels of ``probe/cuda/mma_sync_probe.cu`` (one ``mma.sync`` per
+warp per instruction step, built with ``nvcc -arch=sm_90 -cubin``) on an attached GPU.
+:func:`verify_recording` replays a recording through ``precision.mma`` and compares bit
+patterns exactly (NaNs included, by their bits).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from precision.probe.catalog import INSTRUCTIONS, Instruction, get_instruction
+from precision.probe.inputs import exact_dot, generate, tile_counts, values
+
+KERNEL_SOURCE = Path(__file__).resolve().parent / "cuda" / "mma_sync_probe.cu"
+MANIFEST = "manifest.json"
+ARCH = "sm_90"
+#: Default tiles per single instruction (x128 outputs = 101,888 dot products).
+DEFAULT_TILES = 796
+
+
+def kernel_sha256() -> str:
+    """sha256 (hex) of the probe kernel source file."""
+    return hashlib.sha256(KERNEL_SOURCE.read_bytes()).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# recordings
+
+
+@dataclass
+class Recording:
+    """One instruction's recorded vectors (raw bits) and the kind of each tile."""
+
+    instr: Instruction
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    d: np.ndarray
+    kind: np.ndarray
+    kinds: tuple[str, ...]
+
+    @property
+    def tiles(self) -> int:
+        return int(self.a.shape[0])
+
+    def select(self, kind: str) -> Recording:
+        """The tiles of one kind (ValueError naming the kinds present)."""
+        if kind not in self.kinds:
+            raise ValueError(f"kind {kind!r} not in recording {self.instr.name}: {self.kinds}")
+        m = self.kind == self.kinds.index(kind)
+        return Recording(
+            self.instr, self.a[m], self.b[m], self.c[m], self.d[m], self.kind[m], self.kinds
+        )
+
+
+def save_recording(path: Path, rec: Recording) -> None:
+    np.savez_compressed(
+        path, a=rec.a, b=rec.b, c=rec.c, d=rec.d, kind=rec.kind, kinds=np.array(rec.kinds)
+    )
+
+
+def load_recording(path: str | Path) -> Recording:
+    """Read ``<name>.npz``; the instruction is named by the file stem. Checks shapes/dtypes."""
+    path = Path(path)
+    instr = get_instruction(path.stem)
+    with np.load(path, allow_pickle=False) as z:
+        missing = {"a", "b", "c", "d", "kind", "kinds"} - set(z.files)
+        if missing:
+            raise ValueError(f"{path}: missing arrays {sorted(missing)}")
+        rec = Recording(
+            instr, z["a"], z["b"], z["c"], z["d"], z["kind"], tuple(str(k) for k in z["kinds"])
+        )
+    T, K = rec.tiles, instr.K
+    want = {
+        "a": ((T, 16, K), instr.a_fmt.uint),
+        "b": ((T, K, 8), instr.a_fmt.uint),
+        "c": ((T, 16, 8), instr.c_fmt.uint),
+        "d": ((T, 16, 8), instr.c_fmt.uint),
+    }
+    for name, (shape, dtype) in want.items():
+        arr = getattr(rec, name)
+        if arr.shape != shape or arr.dtype != dtype:
+            raise ValueError(
+                f"{path}: array {name!r} should be {np.dtype(dtype).name}{shape}, "
+                f"got {arr.dtype.name}{arr.shape}"
+            )
+    return rec
+
+
+def recording_paths(path: str | Path) -> list[Path]:
+    """The ``.npz`` recordings at ``path`` (a directory or one file), in instruction order."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise FileNotFoundError(f"no recording directory or file at {path}")
+    files = {p.stem: p for p in path.glob("*.npz") if p.stem in INSTRUCTIONS}
+    if not files:
+        raise FileNotFoundError(
+            f"{path} holds no recordings (expected files like {next(iter(INSTRUCTIONS))}.npz)"
+        )
+    return [files[n] for n in INSTRUCTIONS if n in files]
+
+
+# ---------------------------------------------------------------------------------------------
+# exact checks and emulator replay
+
+
+def small_int_mismatches(rec: Recording) -> tuple[int, int]:
+    """(mismatches, outputs) of the ``small_int`` tiles against exact integer arithmetic.
+
+    small_int data are integers whose products, partial sums and c are exact in every format
+    involved, so D must equal A·B + C exactly; a wrong fragment layout breaks this.
+    """
+    r = rec.select("small_int")
+    exact = exact_dot(r.instr, r.a, r.b) + values(r.instr.c_fmt, r.c)
+    got = values(r.instr.c_fmt, r.d)
+    return int(np.count_nonzero(got != exact)), int(got.size)
+
+
+def emulate(rec: Recording, mma: Callable | None = None) -> np.ndarray:
+    """D bits that ``precision.mma`` (or ``mma``) gives for the recording's inputs."""
+    instr = rec.instr
+    if mma is None:
+        from precision.tensorcore import mma
+    a = rec.a.view(instr.a_fmt.view)
+    b = rec.b.view(instr.a_fmt.view)
+    c = rec.c.view(instr.c_fmt.view)
+    out = np.asarray(mma(a, b, c, arch="sm90", fmt=instr.emulator_fmt, satf=instr.satf))
+    if out.dtype != c.dtype or out.shape != c.shape:
+        raise TypeError(
+            f"mma returned {out.dtype}{out.shape} for {instr.name}, expected "
+            f"{c.dtype}{c.shape} (c's dtype and shape)"
+        )
+    return out.view(instr.c_fmt.uint)
+
+
+@dataclass
+class Mismatch:
+    """One differing output: where, the inputs that produced it and both results (raw bits)."""
+
+    kind: str
+    tile: int
+    row: int
+    col: int
+    a_row: np.ndarray
+    b_col: np.ndarray
+    c: int
+    expected: int
+    got: int
+
+    def describe(self, width: int, cwidth: int) -> str:
+        def h(x, w):
+            return f"{int(x):0{w // 4}x}"
+
+        return (
+            f"  {self.kind} tile {self.tile} [{self.row},{self.col}]: "
+            f"c={h(self.c, cwidth)} expected={h(self.expected, cwidth)} "
+            f"got={h(self.got, cwidth)}\n"
+            f"    a[row]={' '.join(h(x, width) for x in self.a_row)}\n"
+            f"    b[:,col]={' '.join(h(x, width) for x in self.b_col)}"
+        )
+
+
+@dataclass
+class VerifyResult:
+    """Match counts per kind for one instruction, and the first mismatches."""
+
+    instr: Instruction
+    counts: dict[str, tuple[int, int]]  # kind -> (outputs, matching outputs)
+    mismatches: list[Mismatch] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and all(n == m for n, m in self.counts.values())
+
+
+def compare(rec: Recording, got: np.ndarray, max_mismatches: int = 5) -> VerifyResult:
+    """Compare emulated D bits ``got`` with the recorded D bits, per kind, exactly."""
+    eq = got == rec.d
+    counts = {}
+    for idx, kind in enumerate(rec.kinds):
+        m = rec.kind == idx
+        counts[kind] = (int(eq[m].size), int(eq[m].sum()))
+    bad = np.argwhere(~eq)[:max_mismatches]
+    mism = [
+        Mismatch(
+            rec.kinds[rec.kind[t]],
+            int(t),
+            int(i),
+            int(j),
+            rec.a[t, i, :],
+            rec.b[t, :, j],
+            int(rec.c[t, i, j]),
+            int(rec.d[t, i, j]),
+            int(got[t, i, j]),
+        )
+        for t, i, j in bad
+    ]
+    return VerifyResult(rec.instr, counts, mism)
+
+
+def verify_recording(
+    rec: Recording, mma: Callable | None = None, max_mismatches: int = 5
+) -> VerifyResult:
+    """Replay ``rec`` through the emulator; an emulator exception becomes ``error``."""
+    try:
+        got = emulate(rec, mma)
+    except Exception as exc:  # report, do not hide: the table shows the error per instruction
+        counts = {k: (int((rec.kind == i).sum() * 128), 0) for i, k in enumerate(rec.kinds)}
+        return VerifyResult(rec.instr, counts, error=f"{type(exc).__name__}: {exc}")
+    return compare(rec, got, max_mismatches)
+
+
+def format_table(results: list[VerifyResult]) -> str:
+    """Plain-text match table: instruction x kind, outputs, matches, percent."""
+    lines = [f"{'instruction':<22} {'kind':<14} {'outputs':>9} {'match':>9} {'%':>8}"]
+    for r in results:
+        for kind, (n, m) in r.counts.items():
+            pct = 100.0 * m / n if n else float("nan")
+            lines.append(f"{r.instr.name:<22} {kind:<14} {n:>9} {m:>9} {pct:>8.3f}")
+        if r.error:
+            lines.append(f"{r.instr.name:<22} ERROR {r.error}")
+    n_all = sum(n for r in results for n, _ in r.counts.values())
+    m_all = sum(m for r in results for _, m in r.counts.values())
+    lines.append(f"{'total':<37} {n_all:>9} {m_all:>9} {100.0 * m_all / max(n_all, 1):>8.3f}")
+    return "\n".join(lines)
+
+
+def results_json(results: list[VerifyResult]) -> dict:
+    """The match table as plain data (for saving next to results)."""
+    return {
+        r.instr.name: {
+            "error": r.error,
+            "kinds": {k: {"outputs": n, "matches": m} for k, (n, m) in r.counts.items()},
+        }
+        for r in results
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# capture on a GPU
+
+
+def build_probe(workdir: str | Path) -> Path:
+    """Compile probe.cu with ``nvcc -arch=sm_90 -cubin`` into ``workdir``; the cubin's path.
+
+    nvcc rather than NVRTC: CuPy's NVRTC path forces ``-ftz=true``.
+    """
+    from precision.kernels.build import run_nvcc
+
+    out = Path(workdir) / "probe.cubin"
+    run_nvcc(
+        [f"-arch={ARCH}", "-cubin", "-o", str(out), str(KERNEL_SOURCE)],
+        what="precision capture building probe/cuda/mma_sync_probe.cu",
+    )
+    return out
+
+
+def _tool_version(tool: str) -> str | None:
+    exe = shutil.which(tool)
+    if exe is None:
+        return None
+    proc = subprocess.run([exe, "--version"], capture_output=True, text=True)
+    return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else None
+
+
+def sass_mma_opcodes(cubin: Path) -> dict[str, dict[str, int]] | None:
+    """Per kernel, counts of tensor-core and conversion opcodes in the SASS (cuobjdump)."""
+    exe = shutil.which("cuobjdump")
+    if exe is None:
+        return None
+    proc = subprocess.run([exe, "-sass", str(cubin)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    out: dict[str, dict[str, int]] = {}
+    current = None
+    pat = re.compile(r"\b((?:[HIQ]MMA|F2FP|HADD2|FADD|F2F|I2F|HFMA2|PRMT)[\w.]*)")
+    for line in proc.stdout.splitlines():
+        fn = re.search(r"Function : (\w+)", line)
+        if fn:
+            current = out.setdefault(fn.group(1), {})
+            continue
+        if current is not None and "/*" in line:
+            m = pat.search(line)
+            if m:
+                current[m.group(1)] = current.get(m.group(1), 0) + 1
+    return out
+
+
+def run_probe(
+    module, instr: Instruction, a: np.ndarray, b: np.ndarray, c: np.ndarray
+) -> np.ndarray:
+    """Run ``instr``'s probe kernel on raw bits; returns D bits ``[T,16,8]``."""
+    import cupy as cp
+
+    T = a.shape[0]
+    da, db, dc = (cp.asarray(np.ascontiguousarray(x)) for x in (a, b, c))
+    dd = cp.empty_like(dc)
+    kern = module.get_function(instr.kernel)
+    warps_per_block = 4
+    grid = min((T + warps_per_block - 1) // warps_per_block, 4096)
+    kern((grid,), (32 * warps_per_block,), (da, db, dc, dd, np.int64(T), np.int32(instr.nchain)))
+    cp.cuda.Device().synchronize()
+    return cp.asnumpy(dd)
+
+
+def capture(
+    out_dir: str | Path,
+    *,
+    seed: int = 1,
+    tiles: int = DEFAULT_TILES,
+    names: list[str] | None = None,
+    log: Callable[[str], None] = lambda s: None,
+) -> dict:
+    """Record every probe instruction on the attached GPU into ``out_dir``; the manifest.
+
+    Raises RuntimeError naming the problem when CuPy, a GPU, an sm_90 device or nvcc is
+    missing, and before saving anything if the ``small_int`` layout self-check fails.
+    """
+    from precision.gpu import require_gpu
+
+    cp = require_gpu("precision capture")
+    dev = cp.cuda.Device()
+    cc = dev.compute_capability
+    if cc != "90":
+        raise RuntimeError(
+            f"the probes are built for sm_90 (Hopper); this GPU has compute "
+            f"capability {cc[:-1]}.{cc[-1]}"
+        )
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = build_probe(tmp)
+        sass = sass_mma_opcodes(cubin)
+        module = cp.RawModule(path=str(cubin))
+        recs = {}
+        for name in names or list(INSTRUCTIONS):
+            instr = get_instruction(name)
+            counts = tile_counts(instr, tiles)
+            a, b, c, kind, kinds = generate(instr, counts, seed)
+            d = run_probe(module, instr, a, b, c)
+            rec = Recording(instr, a, b, c, d, kind, kinds)
+            bad, n = small_int_mismatches(rec)
+            if bad:
+                raise RuntimeError(
+                    f"layout self-check failed for {name}: {bad}/{n} small_int "
+                    f"outputs differ from exact A·B+C; nothing saved"
+                )
+            log(f"{name}: {rec.tiles} tiles, {rec.tiles * 128} outputs, layout check {n}/{n}")
+            recs[name] = (rec, counts, n)
+    from precision.provenance import collect
+
+    prov = collect(seed)
+    manifest = {
+        "description": "raw-bit mma.sync probe vectors; see precision/capture.py",
+        "gpu": prov.get("gpu"),
+        "driver": prov.get("driver"),
+        "cuda": prov.get("cuda"),
+        "cupy": prov.get("cupy"),
+        "compute_capability": cc,
+        "created_utc": prov["created_utc"],
+        "provenance": prov,
+        "nvcc": _tool_version("nvcc"),
+        "nvcc_flags": f"-arch={ARCH} -cubin",
+        "kernel_source": "precision/probe/cuda/mma_sync_probe.cu",
+        "kernel_source_sha256": kernel_sha256(),
+        "seed": seed,
+        "tiles_per_instruction": tiles,
+        "instructions": {},
+    }
+    for name, (rec, counts, n_small) in recs.items():
+        instr = rec.instr
+        save_recording(out_dir / f"{name}.npz", rec)
+        manifest["instructions"][name] = {
+            "file": f"{name}.npz",
+            "ptx": instr.ptx,
+            "kernel": instr.kernel,
+            "chained_instructions": instr.nchain,
+            "k": instr.k,
+            "K": instr.K,
+            "a_format": instr.a_fmt.name,
+            "c_format": instr.c_fmt.name,
+            "satfinite": instr.satf,
+            "tiles": rec.tiles,
+            "outputs": rec.tiles * 128,
+            "tiles_per_kind": counts,
+            "layout_check": f"passed {n_small}/{n_small}",
+            "sass_opcodes": (sass or {}).get(instr.kernel),
+        }
+    (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest

@@ -1,0 +1,329 @@
+"""Record and compare ``wgmma.mma_async`` (HGMMA/QGMMA) against ``mma.sync`` on an H200.
+
+Device side (``record``): builds ``probe/cuda/wgmma_probe.cu`` with
+``nvcc -arch=sm_90a -cubin`` and ``probe/cuda/mma_sync_probe.cu`` (mma.sync) with ``-arch=sm_90``,
+validates the shared-memory descriptor layout with exact small-integer data on full 64x8
+tiles, then runs both instructions on the same seeded inputs (the data kinds of
+:mod:`precision.probe.inputs`). Each recorded 16x8 tile is the top quarter of one 64x8 wgmma
+tile whose four 16-row quarters are copies of it, so the four warps' outputs can be compared.
+
+CPU side (``compare``): match rates of the recorded wgmma outputs against ``precision.mma``
+(the sm90 mma.sync model), against the recorded mma.sync outputs, and for fp8 against a
+one-block model (32 products, F = 13, e_zero = -133, output RZ to e8m13).
+
+    python3 -m precision.probe.wgmma record OUT_DIR     # on an sm_90 GPU
+    python -m precision.probe.wgmma compare tests/data/sm90_wgmma
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from precision.probe.catalog import get_instruction
+from precision.probe.inputs import generate, values
+from precision.tensorcore import fdpa
+from precision.tensorcore.arch import INPUT_EMIN
+
+SOURCE = Path(__file__).resolve().parent / "cuda" / "wgmma_probe.cu"
+
+#: recording name -> (wgmma kernel, wgmma PTX, mma.sync instruction name in probe.catalog)
+WGMMA = {
+    "f16_f32": ("wgmma_f16_f32", "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16"),
+    "bf16_f32": ("wgmma_bf16_f32", "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16"),
+    "tf32_f32": ("wgmma_tf32_f32", "wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32"),
+    "e4m3_f32": ("wgmma_e4m3_f32", "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3"),
+    "e5m2_f32": ("wgmma_e5m2_f32", "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e5m2"),
+}
+
+#: 16x8 tiles per data kind (about 21k outputs per instruction)
+COUNTS = {
+    "small_int": 8,
+    "normal": 36,
+    "wide_exp": 32,
+    "random_bits": 16,
+    "cancellation": 24,
+    "subnormal": 20,
+    "special": 27,
+}
+SEED = 11
+
+
+def inputs(name: str, seed: int = SEED):
+    """Seeded 16x8-tile inputs (a, b, c bits, kind index, kinds) for recording ``name``."""
+    instr = get_instruction(name)
+    counts = dict(COUNTS)
+    if name == "tf32_f32":
+        counts["tf32_lowbits"] = 12
+    return generate(instr, counts, seed)
+
+
+def pack(a: np.ndarray, b: np.ndarray, c: np.ndarray):
+    """16x8 tiles -> wgmma operands: A [T,64,32 B], Bt [T,8,32 B], C [T,64,8] (4 row copies)."""
+    T = a.shape[0]
+    a64 = np.ascontiguousarray(np.tile(a, (1, 4, 1))).view(np.uint8).reshape(T, 64, 32)
+    bt = np.ascontiguousarray(b.transpose(0, 2, 1)).view(np.uint8).reshape(T, 8, 32)
+    c64 = np.ascontiguousarray(np.tile(c, (1, 4, 1)))
+    return a64, bt, c64
+
+
+# ------------------------------------------------------------------------------ device side
+
+
+def _nvcc(src: Path, arch: str, out: Path) -> Path:
+    from precision.kernels.build import run_nvcc
+
+    run_nvcc(
+        [f"-arch={arch}", "-cubin", "-o", str(out), str(src)],
+        what=f"building the wgmma probe {src.name}",
+    )
+    return out
+
+
+def _run_wgmma(module, kernel: str, a64, bt, c64, lbo: int, sbo: int) -> np.ndarray:
+    import cupy as cp
+
+    T = a64.shape[0]
+    da, db, dc = (cp.asarray(np.ascontiguousarray(x)) for x in (a64, bt, c64))
+    dd = cp.full(dc.shape, 0xDEADBEEF, dtype=cp.uint32)
+    fn = module.get_function(kernel)
+    fn((min(T, 1024),), (128,), (da, db, dc, dd, np.int64(T), np.int32(lbo), np.int32(sbo)))
+    cp.cuda.Device().synchronize()
+    return cp.asnumpy(dd)
+
+
+def _small_int_check(module, name: str, kernel: str, lbo: int, sbo: int, rng) -> tuple[int, int]:
+    """Mismatches of exact small-integer A·B+C on full 64x8 tiles (all 64 rows distinct)."""
+    instr = get_instruction(name)
+    view = instr.a_fmt.view
+    T, K = 16, instr.k
+    av = rng.integers(-3, 4, size=(T, 64, K)).astype(np.float64)
+    bv = rng.integers(-3, 4, size=(T, K, 8)).astype(np.float64)
+    cv = rng.integers(-64, 65, size=(T, 64, 8)).astype(np.float64)
+    a = av.astype(view).view(instr.a_fmt.uint)
+    b = bv.astype(view).view(instr.a_fmt.uint)
+    c = cv.astype(np.float32).view(np.uint32)
+    a64 = np.ascontiguousarray(a).view(np.uint8).reshape(T, 64, 32)
+    bt = np.ascontiguousarray(b.transpose(0, 2, 1)).view(np.uint8).reshape(T, 8, 32)
+    d = _run_wgmma(module, kernel, a64, bt, c, lbo, sbo).view(np.float32).astype(np.float64)
+    exact = av @ bv + cv
+    return int(np.count_nonzero(d != exact)), int(d.size)
+
+
+def record(out_dir: str | Path, names: list[str] | None = None, log=print) -> dict:
+    import cupy as cp
+
+    from precision.probe.capture import build_probe, run_probe
+    from precision.provenance import collect
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest: dict = {
+        "description": "wgmma.mma_async vs mma.sync on the same raw-bit inputs; see "
+        "precision/probe/wgmma.py",
+        "kernel_source": "precision/probe/cuda/wgmma_probe.cu",
+        "nvcc_flags": "-arch=sm_90a -cubin",
+        "seed": SEED,
+        "tiles_per_kind": COUNTS,
+        "instructions": {},
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        wcubin = _nvcc(SOURCE, "sm_90a", Path(tmp) / "wgmma.cubin")
+        wmod = cp.RawModule(path=str(wcubin))
+        pmod = cp.RawModule(path=str(build_probe(tmp)))
+        sass = None
+        if shutil.which("cuobjdump"):
+            proc = subprocess.run(
+                ["cuobjdump", "-sass", str(wcubin)], capture_output=True, text=True
+            )
+            sass = sorted(
+                {
+                    ln.split("*/")[1].strip().split(" ")[0]
+                    for ln in proc.stdout.splitlines()
+                    if "GMMA" in ln and "*/" in ln
+                }
+            )
+        manifest["sass_gmma_opcodes"] = sass
+        rng = np.random.default_rng(5)
+        for name in names or list(WGMMA):
+            kernel, ptx = WGMMA[name]
+            chosen, tried = None, {}
+            for lbo, sbo in ((128, 256), (256, 128)):
+                bad, n = _small_int_check(wmod, name, kernel, lbo, sbo, rng)
+                tried[f"lbo={lbo},sbo={sbo}"] = f"{bad}/{n} mismatches"
+                if bad == 0:
+                    chosen = (lbo, sbo)
+                    break
+            log(f"{name}: layout check {tried}")
+            if chosen is None:
+                manifest["instructions"][name] = {"layout_check": tried, "recorded": False}
+                continue
+            a, b, c, kind, kinds = inputs(name)
+            d64 = _run_wgmma(wmod, kernel, *pack(a, b, c), *chosen)
+            d4 = d64.reshape(-1, 4, 16, 8)
+            warp_disagree = int(np.count_nonzero(d4 != d4[:, :1]))
+            d = np.ascontiguousarray(d4[:, 0])
+            d_mma = run_probe(pmod, get_instruction(name), a, b, c)
+            np.savez_compressed(
+                out_dir / f"wgmma_{name}.npz",
+                a=a,
+                b=b,
+                c=c,
+                d=d,
+                d_mma=d_mma,
+                kind=kind,
+                kinds=np.array(kinds),
+            )
+            same = int(np.count_nonzero(d == d_mma))
+            log(
+                f"{name}: {d.size} outputs, wgmma == mma.sync (hardware) {same}/{d.size}, "
+                f"warp copies disagree {warp_disagree}"
+            )
+            manifest["instructions"][name] = {
+                "file": f"wgmma_{name}.npz",
+                "wgmma_ptx": ptx,
+                "kernel": kernel,
+                "mma_sync_ptx": get_instruction(name).ptx,
+                "layout_check": tried,
+                "descriptor_lbo_sbo_bytes": list(chosen),
+                "outputs": int(d.size),
+                "warp_copies_disagree": warp_disagree,
+                "wgmma_equals_mma_sync_hw": f"{same}/{d.size}",
+                "recorded": True,
+            }
+    prov = collect(SEED)
+    manifest.update(
+        {
+            "gpu": prov.get("gpu"),
+            "driver": prov.get("driver"),
+            "cuda": prov.get("cuda"),
+            "cupy": prov.get("cupy"),
+            "created_utc": prov.get("created_utc"),
+        }
+    )
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+# ------------------------------------------------------------------------------ CPU side
+
+
+def load(path: str | Path) -> dict:
+    with np.load(path, allow_pickle=False) as z:
+        rec = {k: z[k] for k in z.files}
+    rec["kinds"] = tuple(str(k) for k in rec["kinds"])
+    return rec
+
+
+def mma_sync_model(name: str, a, b, c) -> np.ndarray:
+    """precision.mma (sm90 = mma.sync model) on raw bits; f32 bits out."""
+    from precision.tensorcore import mma
+
+    instr = get_instruction(name)
+    out = mma(
+        a.view(instr.a_fmt.view),
+        b.view(instr.a_fmt.view),
+        c.view(np.float32),
+        arch="sm90",
+        fmt=instr.emulator_fmt,
+    )
+    return np.asarray(out).view(np.uint32)
+
+
+def fp8_block_model(
+    name: str,
+    a,
+    b,
+    c,
+    *,
+    block: int = 32,
+    frac_bits: int = 13,
+    e_zero: int = -133,
+    rounding: str = "rz_e8m13",
+) -> np.ndarray:
+    """One fused block of ``block`` fp8 products plus c (K = 32 -> 32/block blocks chained)."""
+    instr = get_instruction(name)
+    fmt = instr.a_fmt.name
+    av, ae = fdpa.decode(values(instr.a_fmt, a), INPUT_EMIN[fmt])
+    bv, be = fdpa.decode(values(instr.a_fmt, b), INPUT_EMIN[fmt])
+    acc = c.view(np.float32)
+    for k0 in range(0, a.shape[-1], block):
+        ks = slice(k0, k0 + block)
+        cv, ce = fdpa.decode(acc, -126)
+        acc = fdpa.block(
+            av[:, :, ks],
+            ae[:, :, ks],
+            bv[:, ks],
+            be[:, ks],
+            cv,
+            ce,
+            frac_bits=frac_bits,
+            e_zero=e_zero,
+            rounding=rounding,
+            check_special=True,
+        )
+    return acc.view(np.uint32)
+
+
+def match(x: np.ndarray, y: np.ndarray, kind: np.ndarray, kinds) -> dict:
+    """{'all': (equal, total), kind: (equal, total), ...} of bitwise equality."""
+    eq = x == y
+    per_tile = eq.reshape(eq.shape[0], -1)
+    out = {"all": (int(eq.sum()), int(eq.size))}
+    for i, k in enumerate(kinds):
+        m = kind == i
+        out[k] = (int(per_tile[m].sum()), int(per_tile[m].size))
+    return out
+
+
+def compare(path: str | Path) -> dict:
+    """Match rates for every recording under ``path``."""
+    res = {}
+    for f in sorted(Path(path).glob("wgmma_*.npz")):
+        name = f.stem[len("wgmma_") :]
+        r = load(f)
+        a, b, c, d = r["a"], r["b"], r["c"], r["d"]
+        row = {
+            "wgmma_vs_mma_sync_hw": match(d, r["d_mma"], r["kind"], r["kinds"]),
+            "wgmma_vs_precision_mma": match(
+                d, mma_sync_model(name, a, b, c), r["kind"], r["kinds"]
+            ),
+        }
+        if name.startswith("e"):
+            row["wgmma_vs_fp8_block32_F13_e8m13"] = match(
+                d, fp8_block_model(name, a, b, c), r["kind"], r["kinds"]
+            )
+        res[name] = row
+    return res
+
+
+def _pct(t):
+    return f"{t[0]}/{t[1]} ({100.0 * t[0] / max(t[1], 1):.3f}%)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] not in ("record", "compare"):
+        print(__doc__)
+        return 2
+    if argv[0] == "record":
+        record(argv[1])
+        return 0
+    for name, row in compare(argv[1]).items():
+        print(f"## {name}")
+        for what, m in row.items():
+            print(f"  {what}: {_pct(m['all'])}")
+            for k, v in m.items():
+                if k != "all" and v[0] != v[1]:
+                    print(f"      {k}: {_pct(v)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

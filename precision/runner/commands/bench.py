@@ -1,0 +1,273 @@
+"""``precision bench``: emulator and exact-reference speed, each next to a same-run baseline.
+
+Rows (one per measurement) go to a CSV with provenance columns:
+
+- ``kind=emulator``: ``mma`` over an n×n×n chained product from ``c = 0`` for one format, on
+  ``device`` (cpu: NumPy engine; gpu: CUDA engine, timed end to end from NumPy inputs, so the
+  host↔device copies and operand decoding are included). ``macs_per_s = n³ / seconds``.
+- ``kind=exact_reference``: ``exact_matmul`` of uniform(−1, 1) fp32 n×n matrices, rounded to fp32.
+- ``kind=gpu_vs_cpu``: bit identity of the GPU engine against the CPU engine on an n³ random
+  product, the CPU side run on every ``stride``-th output row (rows are independent, so this is
+  a subset of the same product); ``identical`` is the fraction of identical bit patterns.
+- baseline columns: numpy float64 matmul (cpu) or cuBLAS FP16→FP32 gemmEx (gpu, CUDA events) of
+  the same n in the same run.
+
+Times are the median (and min) of ``--repeats`` calls after one warm-up call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+FORMATS: dict[str, tuple[object, object, str | None]] = {
+    "f16": (np.float16, np.float32, None),
+    "bf16": (ml_dtypes.bfloat16, np.float32, None),
+    "tf32": (np.float32, np.float32, "tf32"),
+    "e4m3": (ml_dtypes.float8_e4m3fn, np.float32, None),
+    "e5m2": (ml_dtypes.float8_e5m2, np.float32, None),
+    "f16acc": (np.float16, np.float16, None),
+    "int8": (np.int8, np.int32, None),
+}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``bench`` sub-command."""
+    p = subparsers.add_parser(
+        "bench",
+        help="emulated MAC/s per format (CPU/GPU) and exact-reference time, with baselines",
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument("--device", nargs="+", choices=("cpu", "gpu"), default=["cpu"])
+    p.add_argument("--formats", nargs="+", choices=tuple(FORMATS), default=list(FORMATS))
+    p.add_argument("--cpu-n", type=int, default=1024, help="CPU emulator size n (n³ MACs)")
+    p.add_argument("--gpu-n", type=int, default=8192, help="GPU emulator size n")
+    p.add_argument("--exact-n", type=int, default=4096, help="exact reference size (0: skip)")
+    p.add_argument(
+        "--verify-n",
+        type=int,
+        default=0,
+        help="GPU-vs-CPU bit check size (0: skip); needs --device gpu",
+    )
+    p.add_argument(
+        "--verify-formats",
+        nargs="+",
+        choices=tuple(FORMATS),
+        default=list(FORMATS),
+        help="formats of the bit check",
+    )
+    p.add_argument("--verify-stride", type=int, default=8, help="CPU rows checked: every k-th")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=Path("results/bench/emulator.csv"))
+    p.add_argument("--append", action="store_true", help="append to --out instead of replacing")
+    p.set_defaults(func=main)
+
+
+def _inputs(fmt: str, m: int, k: int, n: int, rng: np.random.Generator):
+    in_dt, acc_dt, _ = FORMATS[fmt]
+    if in_dt is np.int8:
+        a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+        b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    else:
+        a = rng.uniform(-1, 1, (m, k)).astype(np.float32).astype(in_dt)
+        b = rng.uniform(-1, 1, (k, n)).astype(np.float32).astype(in_dt)
+    return a, b, np.zeros((m, n), dtype=acc_dt)
+
+
+def _timed(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), float(min(times))
+
+
+def _cpu_baseline(n: int, repeats: int, rng) -> tuple[str, float]:
+    x, y = rng.uniform(-1, 1, (n, n)), rng.uniform(-1, 1, (n, n))
+    return "numpy_float64_matmul", _timed(lambda: x @ y, repeats)[0]
+
+
+def _gpu_baseline(n: int, repeats: int, rng) -> tuple[str, float]:
+    import cupy as cp
+
+    from precision.gpu import time_gpu
+    from precision.vendor.cublas import cublas_gemm
+
+    x = cp.asarray(rng.uniform(-1, 1, (n, n)).astype(np.float32))
+    y = cp.asarray(rng.uniform(-1, 1, (n, n)).astype(np.float32))
+    times = time_gpu(lambda: cublas_gemm(x, y, mode="f16"), repeats=max(repeats, 5))
+    return "cublas_f16_fp32out", float(np.median(times))
+
+
+def _row(device, kind, fmt, n, med, mn, repeats, baseline, base_s, **extra) -> dict:
+    macs = float(n) ** 3
+    return {
+        "device": device,
+        "kind": kind,
+        "format": fmt,
+        "n": n,
+        "seconds_median": med,
+        "seconds_min": mn,
+        "repeats": repeats,
+        "macs_per_s": macs / med if med else None,
+        "baseline": baseline,
+        "baseline_seconds": base_s,
+        "baseline_macs_per_s": macs / base_s if base_s else None,
+        **extra,
+    }
+
+
+def _emulator_rows(device: str, args, rng) -> list[dict]:
+    from precision import mma
+
+    n = args.cpu_n if device == "cpu" else args.gpu_n
+    baseline = _cpu_baseline if device == "cpu" else _gpu_baseline
+    rows = []
+    for fmt in args.formats:
+        a, b, c = _inputs(fmt, n, n, n, rng)
+        kw = {"fmt": FORMATS[fmt][2], "device": device}
+        tracemalloc.start()
+        med, mn = _timed(lambda a=a, b=b, c=c, kw=kw: mma(a, b, c, **kw), args.repeats)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        name, base_s = baseline(n, args.repeats, rng)
+        rows.append(
+            _row(
+                device,
+                "emulator",
+                fmt,
+                n,
+                med,
+                mn,
+                args.repeats,
+                name,
+                base_s,
+                peak_host_bytes=peak,
+            )
+        )
+        print(
+            f"{device} emulator {fmt:7s} n={n}: {med:.3f} s, {n**3 / med:.3e} MAC/s "
+            f"(baseline {name} {base_s:.4f} s)",
+            flush=True,
+        )
+    return rows
+
+
+def _exact_rows(device: str, args, rng) -> list[dict]:
+    from precision.reference import exact_matmul
+
+    n = args.exact_n
+    x = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    y = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    if device == "gpu":
+        import cupy as cp
+
+        x, y = cp.asarray(x), cp.asarray(y)
+
+        def call():
+            exact_matmul(x, y, rounding="fp32", device="gpu")
+            cp.cuda.Device().synchronize()
+    else:
+
+        def call():
+            exact_matmul(x, y, rounding="fp32")
+
+    repeats = 1 if device == "cpu" else args.repeats
+    t0 = time.perf_counter()
+    call()  # also the warm-up
+    first = time.perf_counter() - t0
+    if device == "cpu":
+        med = mn = first
+    else:
+        med, mn = _timed(call, repeats)
+    name, base_s = (_cpu_baseline if device == "cpu" else _gpu_baseline)(n, args.repeats, rng)
+    print(
+        f"{device} exact_reference n={n}: {med:.3f} s (baseline {name} {base_s:.4f} s)", flush=True
+    )
+    return [_row(device, "exact_reference", "fp32", n, med, mn, repeats, name, base_s)]
+
+
+def _verify_rows(args, rng) -> list[dict]:
+    from precision import mma
+
+    n, stride = args.verify_n, args.verify_stride
+    rows = []
+    for fmt in args.verify_formats:
+        a, b, c = _inputs(fmt, n, n, n, rng)
+        fmt_kw = FORMATS[fmt][2]
+        t0 = time.perf_counter()
+        gpu = mma(a, b, c, fmt=fmt_kw, device="gpu")[::stride]
+        t_gpu = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        cpu = mma(a[::stride], b, c[::stride], fmt=fmt_kw)
+        t_cpu = time.perf_counter() - t0
+        u = {1: np.uint8, 2: np.uint16, 4: np.uint32}[cpu.dtype.itemsize]
+        same = float((gpu.view(u) == cpu.view(u)).mean())
+        row = _row(
+            "gpu",
+            "gpu_vs_cpu",
+            fmt,
+            n,
+            t_gpu,
+            t_gpu,
+            1,
+            f"cpu_engine_rows_every_{stride}",
+            t_cpu,
+            identical=same,
+            elements_compared=int(cpu.size),
+        )
+        row["baseline_macs_per_s"] = float(cpu.shape[0]) * n * n / t_cpu  # the rows it did
+        rows.append(row)
+        print(
+            f"verify {fmt:7s} n={n} rows::{stride}: identical fraction {same} "
+            f"({cpu.size} elements; gpu {t_gpu:.2f} s, cpu {t_cpu:.2f} s)",
+            flush=True,
+        )
+    return rows
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the requested measurements and write the CSV; return 0 (1 if a bit check failed)."""
+    from precision.provenance import collect
+
+    rng = np.random.default_rng(args.seed)
+    rows: list[dict] = []
+    for device in args.device:
+        if device == "gpu":
+            from precision.gpu import require_gpu
+
+            require_gpu("precision bench --device gpu")
+            if args.verify_n:
+                rows += _verify_rows(args, rng)
+        rows += _emulator_rows(device, args, rng)
+        if args.exact_n:
+            rows += _exact_rows(device, args, rng)
+    prov = collect(seed=args.seed)
+    if prov.get("git_commit") is None:  # e.g. a copy of the tree without .git
+        prov["git_commit"] = os.environ.get("PRECISION_GIT_COMMIT")
+    prov["cpu_count"] = os.cpu_count()
+    rows = [{**r, **prov} for r in rows]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    fields: list[str] = []
+    for r in rows:
+        fields += [k for k in r if k not in fields]
+    mode = "a" if args.append and args.out.exists() else "w"
+    with args.out.open(mode, newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        if mode == "w":
+            writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {len(rows)} rows to {args.out}")
+    failed = any(r.get("identical", 1.0) != 1.0 for r in rows)
+    return 1 if failed else 0

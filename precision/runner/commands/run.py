@@ -1,0 +1,85 @@
+"""``precision run CONFIG.toml``: run (or resume) a config-driven sweep."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from precision.runner.config import ConfigError, load_config
+from precision.runner.runner import EXECUTORS, RunnerError, run_experiment
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``run`` sub-command."""
+    p = subparsers.add_parser(
+        "run",
+        help="run or resume the sweep described by a TOML config",
+        description="Run every sweep point of CONFIG that is not yet stored under "
+        "RESULTS_DIR/<name>/ (one parquet file per point), then write results.parquet, "
+        "results.csv and the figures. Rerunning skips finished points.",
+    )
+    p.add_argument("config", metavar="CONFIG.toml", help="experiment config (TOML)")
+    p.add_argument("--force", action="store_true", help="recompute points that are already stored")
+    p.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="where points run: this process (local, default) or a Dask cluster",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="parallel workers (local: a process pool when N > 1; dask: "
+        "LocalCluster workers). Timings are only meaningful with one job.",
+    )
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="address of a running Dask scheduler (with --executor dask)",
+    )
+    p.add_argument(
+        "--results-dir",
+        default="results",
+        metavar="ROOT",
+        help="root of the results directories (default: ./results)",
+    )
+    p.add_argument("--no-plots", action="store_true", help="skip writing the figures")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Validate the config, run the sweep, print a summary; return the exit code."""
+    if args.scheduler and args.executor != "dask":
+        print("error: --scheduler needs --executor dask", file=sys.stderr)
+        return 2
+    try:
+        config = load_config(args.config)
+        summary = run_experiment(
+            config,
+            args.results_dir,
+            force=args.force,
+            executor=args.executor,
+            jobs=args.jobs,
+            scheduler=args.scheduler,
+            progress=not args.quiet,
+            plots=not args.no_plots,
+        )
+    except (ConfigError, RunnerError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"{summary.total} points: {summary.computed} computed, {summary.skipped} already "
+        f"done; status {summary.status_counts}"
+    )
+    for reason, count in list(summary.problems.items())[:10]:
+        print(f"  {count} point(s) {reason}")
+    if len(summary.problems) > 10:
+        print(f"  ... and {len(summary.problems) - 10} more reasons (see the 'error' column)")
+    print(f"results: {summary.results_dir / 'results.parquet'} (+ .csv)")
+    for fig in summary.figures:
+        print(f"figure:  {fig}")
+    return 1 if summary.failed else 0

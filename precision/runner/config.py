@@ -1,0 +1,325 @@
+"""Experiment configs: read a TOML file, validate every key and value, build a typed config.
+
+Validation happens before any work. The first problem found raises :class:`ConfigError`, whose
+message names the file, the key (as a TOML path such as ``[sweep] size``) and what was
+expected, and suggests the nearest valid key or value. See ``docs/runner.md`` for the format.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+from precision.runner.catalog import Catalog, load_catalog
+
+REFERENCES = ("exact", "fp64")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+TOP_KEYS = (
+    "name",
+    "description",
+    "seed",
+    "repeats",
+    "reference",
+    "compare_backend",
+    "sweep",
+    "distribution",
+    "timing",
+)
+SWEEP_KEYS = (
+    "size",
+    "m",
+    "n",
+    "k",
+    "distribution",
+    "method",
+    "format",
+    "backend",
+    "arch",
+    "correction",
+)
+TIMING_KEYS = ("warmup", "calls")
+DEFAULT_ARCH = "sm90"
+DEFAULT_CORRECTION = "ootomo"
+
+
+class ConfigError(ValueError):
+    """An invalid experiment config; the message is meant for the user as is."""
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One cartesian block of sweep axes (canonical names)."""
+
+    shapes: tuple[tuple[int, int, int], ...]
+    distributions: tuple[str, ...]
+    methods: tuple[str, ...]
+    formats: tuple[str, ...]
+    backends: tuple[str, ...]
+    archs: tuple[str, ...]
+    corrections: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How the GEMM call is timed: ``warmup`` untimed calls, then ``calls`` timed ones."""
+
+    warmup: int = 0
+    calls: int = 1
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """A validated experiment config.
+
+    ``text`` is the file's exact content (copied verbatim into the results directory).
+    ``dist_params`` maps a distribution name to its parameters; a list value is a sweep axis
+    of that distribution.
+    """
+
+    path: Path
+    text: str
+    name: str
+    seed: int
+    repeats: int
+    reference: str
+    sweeps: tuple[Sweep, ...]
+    dist_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    timing: Timing = Timing()
+    compare_backend: str | None = None
+    description: str = ""
+
+
+class _Checker:
+    """Raises ConfigError messages that all name the same file."""
+
+    def __init__(self, path: Path, catalog: Catalog):
+        self.path = path
+        self.catalog = catalog
+
+    def fail(self, where: str, message: str) -> NoReturn:
+        raise ConfigError(f"config error in {self.path}: {where}: {message}")
+
+    def keys(self, table: dict, allowed: tuple[str, ...], where: str) -> None:
+        for key in table:
+            if key not in allowed:
+                self.fail(
+                    where,
+                    f"unknown key {key!r}{_suggest(key, allowed)} "
+                    f"(valid keys: {', '.join(allowed)})",
+                )
+
+    def integer(self, value: Any, where: str, minimum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(where, f"expected an integer >= {minimum}, got {_describe(value)}")
+        if value < minimum:
+            self.fail(where, f"expected an integer >= {minimum}, got {value}")
+        return value
+
+    def string(self, value: Any, where: str) -> str:
+        if not isinstance(value, str):
+            self.fail(where, f"expected a string, got {_describe(value)}")
+        return value
+
+    def table(self, value: Any, where: str) -> dict:
+        if not isinstance(value, dict):
+            self.fail(where, f"expected a table, got {_describe(value)}")
+        return value
+
+    def choice(self, value: Any, valid: tuple[str, ...], where: str, what: str) -> str:
+        value = self.string(value, where)
+        if value not in valid:
+            self.fail(
+                where,
+                f"unknown {what} {value!r}{_suggest(value, valid)} (valid: {', '.join(valid)})",
+            )
+        return value
+
+    def string_list(self, value: Any, where: str) -> list[str]:
+        items = value if isinstance(value, list) else [value]
+        if not items:
+            self.fail(where, "expected a non-empty list, got []")
+        return [self.string(v, where) for v in items]
+
+    def int_list(self, value: Any, where: str) -> list[int]:
+        items = value if isinstance(value, list) else [value]
+        if not items:
+            self.fail(where, "expected a non-empty list of positive integers, got []")
+        return [self.integer(v, where, 1) for v in items]
+
+
+def _describe(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"
+
+
+def _suggest(word: str, valid: tuple[str, ...] | list[str]) -> str:
+    hint = difflib.get_close_matches(str(word), list(valid), n=1, cutoff=0.6)
+    return f"; did you mean {hint[0]!r}?" if hint else ""
+
+
+def _unique(items: list) -> tuple:
+    return tuple(dict.fromkeys(items))
+
+
+def _parse_sweep(ck: _Checker, raw: Any, where: str) -> Sweep:
+    table = ck.table(raw, where)
+    ck.keys(table, SWEEP_KEYS, where)
+    cat = ck.catalog
+    if "size" in table:
+        for key in ("m", "n", "k"):
+            if key in table:
+                ck.fail(
+                    f"{where} {key}",
+                    "give either 'size' (m = n = k) or all of 'm', 'n', 'k', not both",
+                )
+        shapes = [(s, s, s) for s in ck.int_list(table["size"], f"{where} size")]
+    elif any(key in table for key in ("m", "n", "k")):
+        missing = [key for key in ("m", "n", "k") if key not in table]
+        if missing:
+            ck.fail(
+                f"{where} {missing[0]}",
+                "missing; 'm', 'n' and 'k' must all be given (or 'size' alone)",
+            )
+        ms, ns, ks = (ck.int_list(table[key], f"{where} {key}") for key in ("m", "n", "k"))
+        shapes = [(m, n, k) for m in ms for n in ns for k in ks]
+    else:
+        ck.fail(f"{where} size", "missing; give 'size' = [..] (square) or 'm', 'n', 'k' lists")
+
+    def names(key: str, valid: tuple[str, ...], what: str, default: str | None = None):
+        if key not in table:
+            if default is None:
+                ck.fail(
+                    f"{where} {key}",
+                    f"missing; expected a list of {what}s (valid: {', '.join(valid)})",
+                )
+            return (default,)
+        values = ck.string_list(table[key], f"{where} {key}")
+        return _unique([ck.choice(v, valid, f"{where} {key}", what) for v in values])
+
+    if "format" not in table:
+        ck.fail(
+            f"{where} format",
+            f"missing; expected a list of formats (valid: {', '.join(cat.formats)})",
+        )
+    formats = []
+    for value in ck.string_list(table["format"], f"{where} format"):
+        canon = cat.canonical_format(value)
+        if canon is None:
+            valid = cat.formats + tuple(cat.format_aliases)
+            ck.fail(
+                f"{where} format",
+                f"unknown format {value!r}{_suggest(value, valid)} "
+                f"(valid: {', '.join(cat.formats)})",
+            )
+        formats.append(canon)
+    return Sweep(
+        shapes=_unique(shapes),
+        distributions=names("distribution", cat.distributions, "distribution"),
+        methods=names("method", cat.methods, "method"),
+        formats=_unique(formats),
+        backends=names("backend", cat.backends, "backend", default="emulator"),
+        archs=names("arch", cat.archs, "arch", default=DEFAULT_ARCH),
+        corrections=names("correction", cat.corrections, "correction", default=DEFAULT_CORRECTION),
+    )
+
+
+def _parse_dist_params(ck: _Checker, raw: Any) -> dict[str, dict[str, Any]]:
+    from precision.distributions import get_distribution
+
+    table = ck.table(raw, "[distribution]")
+    out: dict[str, dict[str, Any]] = {}
+    for name, params in table.items():
+        where = f"[distribution.{name}]"
+        ck.choice(name, ck.catalog.distributions, "[distribution]", "distribution")
+        params = ck.table(params, where)
+        dist = get_distribution(name)
+        ck.keys(params, tuple(dist.defaults), where)
+        for key, value in params.items():
+            values = value if isinstance(value, list) else [value]
+            if not values:
+                ck.fail(f"{where} {key}", "expected a number or a non-empty list, got []")
+            for v in values:
+                try:
+                    dist.check_params({key: v})
+                except ValueError as exc:
+                    ck.fail(f"{where} {key}", str(exc))
+        out[name] = dict(params)
+    return out
+
+
+def parse_config(
+    text: str, path: Path | str = "<config>", catalog: Catalog | None = None
+) -> ExperimentConfig:
+    """Validate TOML ``text`` (read from ``path``) and return an :class:`ExperimentConfig`."""
+    path = Path(path)
+    ck = _Checker(path, catalog or load_catalog())
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config error in {path}: not valid TOML: {exc}") from None
+    ck.keys(raw, TOP_KEYS, "top level")
+
+    if "name" not in raw:
+        ck.fail("name", 'missing; expected a string such as name = "my-sweep"')
+    name = ck.string(raw["name"], "name")
+    if not NAME_RE.match(name) or name in (".", ".."):
+        ck.fail(
+            "name",
+            f"expected letters, digits, '.', '_' or '-' (it names the results "
+            f"directory), got {name!r}",
+        )
+    seed = ck.integer(raw.get("seed", 0), "seed", 0)
+    repeats = ck.integer(raw.get("repeats", 1), "repeats", 1)
+    reference = ck.choice(raw.get("reference", "exact"), REFERENCES, "reference", "reference")
+    description = ck.string(raw.get("description", ""), "description")
+
+    if "sweep" not in raw:
+        ck.fail("[sweep]", "missing; expected a [sweep] table (or [[sweep]] tables)")
+    blocks = raw["sweep"]
+    if isinstance(blocks, list):
+        if not blocks:
+            ck.fail("[[sweep]]", "expected at least one [[sweep]] table")
+        sweeps = tuple(_parse_sweep(ck, b, f"[[sweep]] #{i + 1}") for i, b in enumerate(blocks))
+    else:
+        sweeps = (_parse_sweep(ck, blocks, "[sweep]"),)
+
+    dist_params = _parse_dist_params(ck, raw.get("distribution", {}))
+
+    timing_raw = ck.table(raw.get("timing", {}), "[timing]")
+    ck.keys(timing_raw, TIMING_KEYS, "[timing]")
+    timing = Timing(
+        warmup=ck.integer(timing_raw.get("warmup", 0), "[timing] warmup", 0),
+        calls=ck.integer(timing_raw.get("calls", 1), "[timing] calls", 1),
+    )
+
+    compare = raw.get("compare_backend")
+    if compare is not None:
+        compare = ck.choice(compare, ck.catalog.backends, "compare_backend", "backend")
+
+    return ExperimentConfig(
+        path=path,
+        text=text,
+        name=name,
+        seed=seed,
+        repeats=repeats,
+        reference=reference,
+        sweeps=sweeps,
+        dist_params=dist_params,
+        timing=timing,
+        compare_backend=compare,
+        description=description,
+    )
+
+
+def load_config(path: Path | str, catalog: Catalog | None = None) -> ExperimentConfig:
+    """Read and validate the TOML config at ``path``."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
+    return parse_config(text, path, catalog)

@@ -1,0 +1,243 @@
+"""Compute the result rows of sweep points: inputs, reference, timed GEMM call, error metrics.
+
+This module does the arithmetic of one point and nothing else (no files, no progress bars),
+so the same functions run in-process or on a Dask worker. A backend that cannot run here, or
+a GEMM call that raises, yields rows with ``status`` "unavailable" or "error" and the reason in
+``error``, never an exception (``KeyboardInterrupt`` still propagates).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from precision.runner.sweep import Point, rng_for
+
+STATUS_OK = "ok"
+STATUS_UNAVAILABLE = "unavailable"
+STATUS_ERROR = "error"
+
+
+GemmFn = Callable[..., np.ndarray]
+
+
+@functools.cache
+def _provenance() -> dict:
+    from precision.provenance import collect
+
+    # Every field of precision.provenance.collect except the two that vary per row.
+    info = collect()
+    return {key: value for key, value in info.items() if key not in ("seed", "created_utc")}
+
+
+@functools.cache
+def _availability() -> dict[str, str | None]:
+    from precision.runner.catalog import backend_availability
+
+    return backend_availability()
+
+
+def _default_gemm() -> GemmFn:
+    from precision.gemm import gemm
+
+    return gemm
+
+
+def reference_product(A: np.ndarray, B: np.ndarray, kind: str) -> np.ndarray:
+    """The float64 reference: ``"exact"`` (exact, rounded once to fp64) or ``"fp64"`` matmul."""
+    if kind == "exact":
+        from precision.reference import exact_matmul
+
+        return np.asarray(exact_matmul(A, B, rounding="fp64"), dtype=np.float64)
+    if kind == "fp64":
+        return A.astype(np.float64) @ B.astype(np.float64)
+    raise ValueError(f"unknown reference {kind!r} (valid: exact, fp64)")
+
+
+class InputCache:
+    """LRU cache of ``(A, B, reference)`` per (inputs, repeat), bounded in bytes.
+
+    Points that share inputs (same shape, distribution, seed and repeat) reuse the matrices
+    and, more importantly, the reference product, which may cost more than the GEMM itself.
+    """
+
+    def __init__(self, max_bytes: int = 2 << 30):
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = OrderedDict()
+
+    def get(self, point: Point, repeat: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Inputs and reference of ``point``'s repeat ``repeat``."""
+        from precision.distributions import make_inputs
+
+        key = (point.input_key(), repeat, point.reference)
+        if key in self._items:
+            self._items.move_to_end(key)
+            return self._items[key]
+        A, B = make_inputs(
+            point.distribution,
+            point.m,
+            point.n,
+            point.k,
+            rng_for(point, repeat),
+            **dict(point.dist_params),
+        )
+        item = (A, B, reference_product(A, B, point.reference))
+        self._items[key] = item
+        while len(self._items) > 1 and self._nbytes() > self.max_bytes:
+            self._items.popitem(last=False)
+        return item
+
+    def _nbytes(self) -> int:
+        return sum(a.nbytes + b.nbytes + r.nbytes for a, b, r in self._items.values())
+
+
+def _base_row(point: Point, repeat: int) -> dict:
+    return {
+        "point_id": point.id,
+        "m": point.m,
+        "n": point.n,
+        "k": point.k,
+        "distribution": point.distribution,
+        "dist_params": json.dumps(dict(point.dist_params), sort_keys=True),
+        "method": point.method,
+        "correction": point.correction,
+        "variant": point.variant,
+        "format": point.format,
+        "backend": point.backend,
+        "arch": point.arch,
+        "reference": point.reference,
+        "repeat": repeat,
+        "seed": point.seed,
+        "input_seed": point.input_seed(repeat),
+        "compare_backend": point.compare_backend,
+        "status": STATUS_OK,
+        "error": None,
+        "err_fro": np.nan,
+        "err_max": np.nan,
+        "err_median": np.nan,
+        "identical_bits": np.nan,
+        "time_s": np.nan,
+        "time_min_s": np.nan,
+        "timed_calls": point.calls,
+        "tflops": np.nan,
+        "timing": None,
+    }
+
+
+def _call(gemm: GemmFn, A: np.ndarray, B: np.ndarray, point: Point, backend: str):
+    kwargs = {"method": point.method, "fmt": point.format, "backend": backend, "arch": point.arch}
+    if point.correction is not None:
+        kwargs["correction"] = point.correction
+    return gemm(A, B, **kwargs)
+
+
+def _is_library_gemm(fn: GemmFn) -> bool:
+    from precision.gemm import gemm
+
+    return fn is gemm
+
+
+def _device_call(point: Point) -> Callable | None:
+    """For a GPU backend, a call on device-resident inputs (so that only the GEMM is timed,
+    not host-device copies); None for CPU backends."""
+    if point.backend == "cuda":
+        from precision.gemm import cuda_gemm, get_schedule
+
+        schedule = get_schedule(point.method, point.format, point.correction)
+        return lambda dA, dB: cuda_gemm(dA, dB, schedule, arch=point.arch)
+    if point.backend == "cublas":
+        from precision.gemm.api import cublas_mode
+        from precision.vendor.cublas import cublas_gemm
+
+        mode = cublas_mode(point.method, point.format, point.correction)
+        return lambda dA, dB: cublas_gemm(dA, dB, mode=mode)
+    return None
+
+
+def _run_timed(gemm: GemmFn | None, A, B, point: Point, row: dict) -> np.ndarray:
+    """The GEMM result of one repeat; fills the timing columns of ``row``.
+
+    GPU backends (with the library's gemm) run on device-resident inputs and are timed with
+    CUDA events; everything else is timed by the wall clock around the ``gemm`` call.
+    """
+    gemm = gemm or _default_gemm()
+    device = _device_call(point) if _is_library_gemm(gemm) else None
+    if device is not None:
+        from precision.gpu import require_gpu, time_gpu
+
+        cp = require_gpu(f"backend {point.backend!r}")
+        dA, dB = cp.asarray(A), cp.asarray(B)
+        out = cp.asnumpy(device(dA, dB))
+        times = time_gpu(lambda: device(dA, dB), repeats=point.calls, warmup=point.warmup)
+        row["timing"] = "cuda_events"
+    else:
+        for _ in range(point.warmup):
+            _call(gemm, A, B, point, point.backend)
+        times, out = [], None
+        for _ in range(point.calls):
+            start = time.perf_counter()
+            result = _call(gemm, A, B, point, point.backend)
+            times.append(time.perf_counter() - start)
+            out = result if out is None else out
+        row["timing"] = "wall"
+    median = float(np.median(times))
+    row["time_s"] = median
+    row["time_min_s"] = float(np.min(times))
+    row["tflops"] = 2.0 * point.m * point.n * point.k / median / 1e12 if median > 0 else np.nan
+    return np.asarray(out)
+
+
+def _measure(gemm: GemmFn | None, A, B, ref, point: Point, row: dict) -> None:
+    """Run one repeat of ``point`` and fill ``row`` in place (errors, timing, agreement)."""
+    from precision.metrics import error_metrics, identical_bits_fraction
+
+    out = _run_timed(gemm, A, B, point, row)
+    if out.shape != ref.shape:
+        raise ValueError(f"gemm returned shape {out.shape}, expected {ref.shape}")
+    row.update(error_metrics(out, ref))
+    if point.compare_backend is not None and point.compare_backend != point.backend:
+        other = np.asarray(_call(gemm or _default_gemm(), A, B, point, point.compare_backend))
+        row["identical_bits"] = identical_bits_fraction(
+            out.astype(np.float32), other.astype(np.float32)
+        )
+
+
+def compute_point(
+    point: Point, cache: InputCache | None = None, gemm: GemmFn | None = None
+) -> pd.DataFrame:
+    """The ``repeats`` result rows of ``point`` (one per repeat), with provenance columns."""
+    cache = cache or InputCache()
+    availability = _availability()
+    unavailable = [
+        f"backend {b!r} is unavailable here: {availability[b]}"
+        for b in (point.backend, point.compare_backend)
+        if b is not None and availability.get(b)
+    ]
+    rows = []
+    for repeat in range(point.repeats):
+        row = _base_row(point, repeat)
+        if unavailable:
+            row.update(status=STATUS_UNAVAILABLE, error="; ".join(unavailable))
+        else:
+            try:
+                A, B, ref = cache.get(point, repeat)
+                _measure(gemm, A, B, ref, point, row)
+            except Exception as exc:  # recorded per point; the sweep goes on
+                row.update(status=STATUS_ERROR, error=f"{type(exc).__name__}: {exc}")
+        row.update(_provenance())
+        row["created_utc"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def compute_group(points: list[Point], gemm: GemmFn | None = None) -> list[pd.DataFrame]:
+    """Rows of each point in ``points`` (which should share inputs), as one task."""
+    cache = InputCache()
+    return [compute_point(p, cache, gemm) for p in points]

@@ -1,0 +1,176 @@
+"""Expand a validated config into sweep points, each with a stable id and derived input seeds.
+
+A :class:`Point` is everything that determines one result file. Its ``id`` is a hash of its
+canonical JSON, so it does not depend on the order of the config's lists or of execution.
+Input matrices depend only on the config seed, the shape, the distribution (with its
+parameters) and the repeat index — never on the method, format or backend — so every method
+is measured on exactly the same matrices.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from precision.runner.config import ExperimentConfig
+
+# Methods whose result depends on the ``correction`` axis; for the others it is None.
+CORRECTED_METHODS = ("corrected",)
+
+
+def _stable_hash(obj: Any) -> bytes:
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).digest()
+
+
+@dataclass(frozen=True, order=True)
+class Point:
+    """One sweep point: a GEMM configuration, run ``repeats`` times on fresh inputs."""
+
+    m: int
+    n: int
+    k: int
+    distribution: str
+    dist_params: tuple[tuple[str, float], ...]
+    method: str
+    format: str
+    backend: str
+    arch: str
+    correction: str | None
+    reference: str
+    seed: int
+    repeats: int
+    warmup: int
+    calls: int
+    compare_backend: str | None
+
+    def params(self) -> dict[str, Any]:
+        """The point's parameters as a JSON-ready dict."""
+        d = asdict(self)
+        d["dist_params"] = dict(self.dist_params)
+        return d
+
+    @property
+    def id(self) -> str:
+        """Stable 16-hex-digit identifier of the point."""
+        return _stable_hash(self.params()).hex()[:16]
+
+    @property
+    def slug(self) -> str:
+        """Readable file-name prefix (the id keeps it unique)."""
+        corr = f"-{self.correction}" if self.correction else ""
+        return (
+            f"{self.m}x{self.n}x{self.k}-{self.distribution}-{self.method}{corr}-"
+            f"{self.format}-{self.backend}-{self.arch}"
+        )
+
+    @property
+    def variant(self) -> str:
+        """Method label for tables and legends, e.g. ``corrected-markidis``."""
+        return f"{self.method}-{self.correction}" if self.correction else self.method
+
+    def input_key(self) -> tuple:
+        """Everything the input matrices depend on, apart from the repeat index."""
+        return (self.seed, self.m, self.n, self.k, self.distribution, self.dist_params)
+
+    def input_seed(self, repeat: int) -> int:
+        """The 63-bit seed of repeat ``repeat``'s inputs (``np.random.default_rng(seed)``)."""
+        key = {
+            "seed": self.seed,
+            "m": self.m,
+            "n": self.n,
+            "k": self.k,
+            "distribution": self.distribution,
+            "dist_params": dict(self.dist_params),
+            "repeat": repeat,
+        }
+        return int.from_bytes(_stable_hash(key)[:8], "little") >> 1
+
+    def dist_label(self, explicit: tuple[str, ...] = ()) -> str:
+        """``distribution`` plus the parameters named in ``explicit``, e.g. ``exp_rand(phi=1)``."""
+        from precision.distributions import get_distribution
+
+        params = dict(self.dist_params)
+        order = get_distribution(self.distribution).defaults  # the generator's own order
+        shown = [f"{key}={params[key]:g}" for key in order if key in explicit]
+        return f"{self.distribution}({', '.join(shown)})" if shown else self.distribution
+
+
+def _dist_variants(config: ExperimentConfig, name: str) -> list[tuple[tuple[str, float], ...]]:
+    """Resolved parameter tuples of distribution ``name`` (list values are swept)."""
+    from precision.distributions import get_distribution
+
+    dist = get_distribution(name)
+    given = config.dist_params.get(name, {})
+    axes = {key: (value if isinstance(value, list) else [value]) for key, value in given.items()}
+    variants = []
+    for combo in itertools.product(*axes.values()):
+        full = dist.check_params(dict(zip(axes, combo, strict=True)))
+        variants.append(tuple(sorted((key, float(value)) for key, value in full.items())))
+    return variants
+
+
+def expand(config: ExperimentConfig) -> list[Point]:
+    """All points of ``config`` (union of its sweep blocks), deduplicated and sorted."""
+    points: set[Point] = set()
+    for sw in config.sweeps:
+        for (m, n, k), dist, method, fmt, backend, arch, corr in itertools.product(
+            sw.shapes,
+            sw.distributions,
+            sw.methods,
+            sw.formats,
+            sw.backends,
+            sw.archs,
+            sw.corrections,
+        ):
+            for params in _dist_variants(config, dist):
+                points.add(
+                    Point(
+                        m=m,
+                        n=n,
+                        k=k,
+                        distribution=dist,
+                        dist_params=params,
+                        method=method,
+                        format=fmt,
+                        backend=backend,
+                        arch=arch,
+                        correction=corr if method in CORRECTED_METHODS else None,
+                        reference=config.reference,
+                        seed=config.seed,
+                        repeats=config.repeats,
+                        warmup=config.timing.warmup,
+                        calls=config.timing.calls,
+                        compare_backend=config.compare_backend,
+                    )
+                )
+    return sorted(points, key=_sort_key)
+
+
+def _sort_key(p: Point) -> tuple:
+    # Points sharing inputs are adjacent, so an input cache of a few entries suffices.
+    return (
+        p.k * p.m * p.n,
+        p.input_key(),
+        p.method,
+        p.correction or "",
+        p.format,
+        p.backend,
+        p.arch,
+        p.id,
+    )
+
+
+def group_by_inputs(points: list[Point]) -> list[list[Point]]:
+    """Consecutive groups of ``points`` that share their input matrices (order kept)."""
+    return [list(g) for _, g in itertools.groupby(points, key=Point.input_key)]
+
+
+def rng_for(point: Point, repeat: int) -> np.random.Generator:
+    """The generator that draws repeat ``repeat``'s inputs of ``point``."""
+    return np.random.default_rng(point.input_seed(repeat))

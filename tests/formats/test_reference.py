@@ -1,0 +1,200 @@
+"""exact_matmul against exact rational arithmetic (fractions) and mpmath at high precision."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import ml_dtypes
+import mpmath
+import numpy as np
+import pytest
+
+from precision.reference import exact_matmul
+
+FORMATS = {
+    "fp64": (53, -1022, 1023, np.float64, np.uint64),
+    "fp32": (24, -126, 127, np.float32, np.uint32),
+}
+
+
+def _exact(A, B, C=None) -> list[list[Fraction]]:
+    m, k = A.shape
+    n = B.shape[1]
+    out = []
+    for i in range(m):
+        row = []
+        for j in range(n):
+            s = sum(
+                (Fraction(float(A[i, t])) * Fraction(float(B[t, j])) for t in range(k)), Fraction(0)
+            )
+            if C is not None:
+                s += Fraction(float(C[i, j]))
+            row.append(s)
+        out.append(row)
+    return out
+
+
+def _round_fraction(x: Fraction, p: int, emin: int, emax: int) -> float:
+    """Round-to-nearest-even of an exact rational into (p, emin, emax), written independently."""
+    if x == 0:
+        return 0.0
+    neg, x = x < 0, abs(x)
+    e = x.numerator.bit_length() - x.denominator.bit_length()
+    while Fraction(2) ** e > x:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= x:
+        e += 1
+    ulp = Fraction(2) ** (max(e, emin) - p + 1)
+    q = x / ulp
+    r = q.numerator // q.denominator
+    rem = q - r
+    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and r % 2 == 1):
+        r += 1
+    v = r * ulp
+    if v > (2 - Fraction(2) ** (1 - p)) * Fraction(2) ** emax:
+        return -np.inf if neg else np.inf
+    return -float(v) if neg else float(v)
+
+
+def _check_bits(A, B, C=None):
+    exact = _exact(A, B, C)
+    for name, (p, emin, emax, dt, ut) in FORMATS.items():
+        got = exact_matmul(A, B, C, rounding=name)
+        want = np.array([[_round_fraction(v, p, emin, emax) for v in row] for row in exact], dt)
+        assert got.dtype == dt
+        bad = got.view(ut) != want.view(ut)
+        where = np.argwhere(bad)[:3]
+        assert not bad.any(), f"{name}: at {where} got {got[bad][:3]} want {want[bad][:3]}"
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_wide_exponent_range_fp32_inputs(seed):
+    """Inputs spanning 2^-120..2^120 inside one row, with C; fp64 and fp32 (subnormal) out."""
+    rng = np.random.default_rng(seed)
+    m, k, n = rng.integers(1, 5), rng.integers(1, 33), rng.integers(1, 5)
+    A = (rng.standard_normal((m, k)) * 2.0 ** rng.integers(-120, 121, (m, k))).astype(np.float32)
+    B = (rng.standard_normal((k, n)) * 2.0 ** rng.integers(-120, 121, (k, n))).astype(np.float32)
+    C = (rng.standard_normal((m, n)) * 2.0 ** rng.integers(-149, 120, (m, n))).astype(np.float32)
+    A[0, : k // 2] = 0  # zeros and a zero row/column
+    _check_bits(A, B, C if seed % 2 else None)
+
+
+def test_catastrophic_cancellation_rows():
+    """Huge terms cancel exactly and leave a tiny remainder; RN(float64 sum) would give 0."""
+    big = np.float32(2.0**100)
+    A = np.array(
+        [[big, 1.0, -big, 2.0**-60], [big, big, -big, -big], [1.0, 2.0**-24, -1.0, 3 * 2.0**-149]],
+        dtype=np.float32,
+    )
+    B = np.array([[1.0, 3.0], [1.0, 2.0**-30], [1.0, 3.0], [1.0, 1.0]], dtype=np.float32)
+    _check_bits(A, B)
+    got = exact_matmul(A, B)
+    assert got[0, 0] == 1.0 + 2.0**-60 and got[1, 0] == 0.0
+    assert got[2, 0] == 2.0**-24 + 3 * 2.0**-149
+
+
+def test_random_cancellation_against_mpmath():
+    """Rows built to cancel to ~1e-30 of their terms; mpmath fdot at 2000 bits is exact here."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(24).astype(np.float32)
+    A = np.concatenate([x, -x, rng.standard_normal(4).astype(np.float32) * 2.0**-90])[None, :]
+    B = np.concatenate([np.ones(48, np.float32), rng.standard_normal(4).astype(np.float32)])
+    B = B[:, None] * np.float32(2.0**50)
+    got = exact_matmul(A, B)[0, 0]
+    with mpmath.workprec(2000):
+        s = mpmath.fdot(
+            [mpmath.mpf(float(v)) for v in A[0]], [mpmath.mpf(float(v)) for v in B[:, 0]]
+        )
+    with mpmath.workprec(53):
+        want = float(+s)
+    assert got == want and got != 0
+
+
+def test_against_mpmath_fdot_random_fp32():
+    rng = np.random.default_rng(4)
+    A = (rng.uniform(-1, 1, (6, 64)) * 2.0 ** rng.integers(-60, 60, (6, 64))).astype(np.float32)
+    B = (rng.uniform(-1, 1, (64, 5)) * 2.0 ** rng.integers(-60, 60, (64, 5))).astype(np.float32)
+    got = exact_matmul(A, B)
+    for i in range(6):
+        for j in range(5):
+            with mpmath.workprec(1000):
+                s = mpmath.fdot(
+                    [mpmath.mpf(float(v)) for v in A[i]], [mpmath.mpf(float(v)) for v in B[:, j]]
+                )
+            with mpmath.workprec(53):
+                assert got[i, j] == float(+s)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fp64_inputs(seed):
+    rng = np.random.default_rng(10 + seed)
+    A = rng.standard_normal((3, 9)) * 2.0 ** rng.integers(-500, 500, (3, 9))
+    B = rng.standard_normal((9, 2)) * 2.0 ** rng.integers(-500, 500, (9, 2))
+    C = rng.standard_normal((3, 2)) * 2.0 ** rng.integers(-1074, 900, (3, 2))
+    _check_bits(A, B, C)
+
+
+def test_fp64_subnormal_results_round_once():
+    # 2^-1075 is half the smallest subnormal: alone a tie (to 0); with 2^-1127 added, up.
+    A = np.array([[2.0**-1000, 0.0], [2.0**-1000, 2.0**-1000]])
+    B = np.array([[2.0**-75], [2.0**-127]])
+    _check_bits(A, B)
+    got = exact_matmul(A, B)
+    assert got[0, 0] == 0.0 and got[1, 0] == 2.0**-1074
+
+
+def test_fp32_ties_underflow_and_overflow():
+    # 2^-150 is half the smallest fp32 subnormal: a tie, to even (0); plus a hair: up.
+    A = np.array([[2.0**-100, 0.0], [2.0**-100, 2.0**-100], [2.0**100, 2.0**27]], np.float32)
+    B = np.array([[2.0**-50], [2.0**-120]], np.float32)
+    B2 = np.array([[2.0**28], [2.0**-100]], np.float32)
+    _check_bits(A, B)
+    _check_bits(A, B2)
+    assert exact_matmul(A, B, rounding="fp32")[0, 0] == 0.0
+    assert exact_matmul(A, B, rounding="fp32")[1, 0] == np.float32(2.0**-149)
+    assert np.isinf(exact_matmul(A, B2, rounding="fp32")[2, 0])
+
+
+def test_low_precision_and_integer_inputs():
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((4, 48)).astype(ml_dtypes.bfloat16)
+    B = rng.integers(-1000, 1000, (48, 3))
+    _check_bits(A, B)
+    C16 = rng.standard_normal((4, 3)).astype(np.float16)
+    _check_bits(A.astype(ml_dtypes.float8_e4m3fn), B.astype(np.int8), C16)
+
+
+def test_large_k_uses_smaller_digits_and_stays_exact():
+    rng = np.random.default_rng(6)
+    A = rng.standard_normal((2, 5000)).astype(np.float32)
+    B = rng.standard_normal((5000, 2)).astype(np.float32)
+    _check_bits(A, B)
+
+
+def test_contract_errors():
+    a = np.ones((2, 3))
+    with pytest.raises(ValueError, match="rounding"):
+        exact_matmul(a, a.T, rounding="fp16")
+    with pytest.raises(ValueError, match="device"):
+        exact_matmul(a, a.T, device="tpu")
+    with pytest.raises(ValueError, match="B has 2 rows"):
+        exact_matmul(a, a[:2])
+    with pytest.raises(ValueError, match="Inf or NaN"):
+        exact_matmul(np.array([[np.nan]]), np.ones((1, 1)))
+    with pytest.raises(ValueError, match="broadcastable"):
+        exact_matmul(a, a.T, np.ones((3, 3)))
+    with pytest.raises(TypeError, match="complex"):
+        exact_matmul(a.astype(complex), a.T)
+
+
+@pytest.mark.gpu
+def test_gpu_matches_cpu_bits():
+    rng = np.random.default_rng(9)
+    A = rng.standard_normal((70, 300)) * 2.0 ** rng.integers(-100, 100, (70, 300))
+    B = rng.standard_normal((300, 50)) * 2.0 ** rng.integers(-100, 100, (300, 50))
+    A, B = A.astype(np.float32), B.astype(np.float32)
+    C = rng.standard_normal((70, 50)).astype(np.float32)
+    for rounding in ("fp64", "fp32"):
+        cpu = exact_matmul(A, B, C, rounding=rounding)
+        gpu = exact_matmul(A, B, C, rounding=rounding, device="gpu").get()
+        np.testing.assert_array_equal(cpu.view(np.uint8), gpu.view(np.uint8))

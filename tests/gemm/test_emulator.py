@@ -1,0 +1,128 @@
+"""Emulator backend of precision.gemm: operand rounding, algebraic checks, API errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from precision.gemm import all_schedules, available_backends, gemm, get_schedule
+from precision.gemm.emulator import run_schedule, satf
+from precision.gemm.operands import round_operand, split_operand
+
+
+def _inputs(m, k, n, seed=0, scale=1.0):
+    rng = np.random.default_rng(seed)
+    A = (rng.uniform(-1, 1, (m, k)) * scale).astype(np.float32)
+    B = (rng.uniform(-1, 1, (k, n)) * scale).astype(np.float32)
+    return A, B
+
+
+def test_split_fp16_matches_exact_arithmetic():
+    # hi + lo * 2^-11 must equal x to within fp16's residual rounding, computed in fractions
+    from fractions import Fraction
+
+    x = np.array([1.0 + 2.0**-20, -0.3, 1e-3, 123.456, 2.0**-20], dtype=np.float32)
+    hi, lo = split_operand(x, "fp16", 11)
+    for xi, h, lo_i in zip(x, hi, lo, strict=True):
+        h = Fraction(float(h))
+        resid = (Fraction(float(xi)) - h) * 2**11  # exact
+        assert Fraction(float(lo_i)) == Fraction(float(np.float16(float(resid))))  # one rounding
+
+
+def test_round_operand_fp8_saturates_and_int8_clamps():
+    x = np.array([1e6, -1e6, 3.0, np.nan], dtype=np.float32)
+    e4 = round_operand(x, "e4m3").astype(np.float32)
+    assert e4[0] == 448.0 and e4[1] == -448.0 and e4[2] == 3.0
+    i8 = round_operand(np.array([300.0, -300.0, 2.5, 3.5, np.nan], np.float32), "int8")
+    assert i8.tolist() == [127, -128, 2, 4, 0]
+
+
+def test_satf_helper():
+    out = satf(np.array([np.inf, -np.inf, np.nan, 1.5], np.float32))
+    fmax = np.finfo(np.float32).max
+    assert out.tolist() == [fmax, -fmax, 0.0, 1.5]
+
+
+@pytest.mark.parametrize("s", all_schedules(), ids=lambda s: s.kernel)
+def test_small_integer_inputs_are_exact(s):
+    # Small integers: every product and partial sum is exact in every format and accumulator,
+    # so each method must return the exact integer product.
+    rng = np.random.default_rng(1)
+    A = rng.integers(-3, 4, (20, 37)).astype(np.float32)
+    B = rng.integers(-3, 4, (37, 9)).astype(np.float32)
+    exact = A.astype(np.int64) @ B.astype(np.int64)
+    np.testing.assert_array_equal(run_schedule(A, B, s), exact.astype(np.float32))
+
+
+def test_plain_equals_single_chain_of_mma():
+    from precision.tensorcore import mma
+
+    A, B = _inputs(16, 64, 8)
+    got = gemm(A, B, method="plain", fmt="fp16")
+    perm = np.concatenate(
+        [np.array(get_schedule("plain", "f16").k_perm) + k0 for k0 in range(0, 64, 16)]
+    )
+    ref = mma(
+        A[:, perm].astype(np.float16), B[perm].astype(np.float16), np.zeros((16, 8), np.float32)
+    )
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_corrected_beats_plain_and_ootomo_beats_markidis():
+    A, B = _inputs(64, 512, 64, seed=3)
+    exact = A.astype(np.float64) @ B.astype(np.float64)
+
+    def err(D):
+        return np.linalg.norm(D - exact) / np.linalg.norm(exact)
+
+    plain = err(gemm(A, B, method="plain", fmt="fp16"))
+    oot = err(gemm(A, B, method="corrected", fmt="fp16", correction="ootomo"))
+    mark = err(gemm(A, B, method="corrected", fmt="fp16", correction="markidis"))
+    sgemm_like = err((A @ B).astype(np.float32))  # numpy float32 GEMM for scale
+    assert oot < mark < plain
+    assert oot < 4 * sgemm_like
+
+
+def test_edges_and_padding_do_not_change_values():
+    # A 33 x 45 @ 45 x 7 product equals the top-left block of the zero-padded product.
+    A, B = _inputs(33, 45, 7, seed=4)
+    Ap = np.zeros((40, 64), np.float32)
+    Ap[:33, :45] = A
+    Bp = np.zeros((64, 16), np.float32)
+    Bp[:45, :7] = B
+    for method, fmt in [("plain", "bf16"), ("corrected", "tf32"), ("satf", "e5m2")]:
+        small = gemm(A, B, method=method, fmt=fmt)
+        big = gemm(Ap, Bp, method=method, fmt=fmt)
+        assert small.shape == (33, 7) and small.dtype == np.float32
+        np.testing.assert_array_equal(small.view(np.uint32), big[:33, :7].view(np.uint32))
+
+
+def test_satf_clamps_overflow():
+    A = np.full((16, 32), 2.0**100, np.float32)
+    B = np.full((32, 8), 2.0**100, np.float32)
+    assert np.isinf(gemm(A, B, method="plain", fmt="bf16")).all()
+    np.testing.assert_array_equal(gemm(A, B, method="satf", fmt="bf16"), np.finfo(np.float32).max)
+
+
+def test_api_errors():
+    A, B = _inputs(4, 4, 4)
+    with pytest.raises(ValueError, match="backend="):
+        gemm(A, B, backend="magic")
+    with pytest.raises(ValueError, match="inner dimensions"):
+        gemm(A, B[:3])
+    with pytest.raises(ValueError, match="2-D"):
+        gemm(A[0], B)
+    with pytest.raises(ValueError, match="correction="):
+        gemm(A, B, method="corrected", correction="x")
+
+
+def test_cuda_backend_without_gpu_raises_clearly():
+    reasons = available_backends()
+    assert reasons["emulator"] is None
+    if reasons["cuda"] is None:
+        pytest.skip("a GPU is present")
+    A, B = _inputs(4, 4, 4)
+    with pytest.raises(RuntimeError, match="backend='cuda'"):
+        gemm(A, B, backend="cuda")
+    with pytest.raises(RuntimeError, match="cublas"):
+        gemm(A, B, backend="cublas", fmt="fp32")

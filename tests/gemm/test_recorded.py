@@ -1,0 +1,74 @@
+"""Recorded H200 outputs of every CUDA GEMM kernel, re-checked bit for bit by the emulator.
+
+tests/data/gemm/cuda_cases_sm90.npz was written on an H200 by
+``python -m precision.gemm.record record`` (see tests/data/gemm/README.md): full inputs and
+outputs as bits for n in {16, 100}; SHA-256 of inputs/outputs plus four rows for n in
+{257, 1024} (inputs are regenerated from their seeds and checked against the hashes).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precision.gemm.record import compare, main, verify
+
+DATA = Path(__file__).parents[1] / "data" / "gemm" / "cuda_cases_sm90.npz"
+
+pytestmark = pytest.mark.skipif(not DATA.exists(), reason=f"{DATA} not recorded yet")
+
+
+def _sizes() -> list[int]:
+    names = np.load(DATA).files if DATA.exists() else []
+    return sorted({int(n.split("/")[0][1:]) for n in names})
+
+
+def _check(n: int) -> None:
+    rows = [r for r in verify(str(DATA), max_n=n) if r["n"] == n]
+    assert rows, f"no records for n={n}"
+    bad = [r for r in rows if not r["identical"]]
+    assert not bad, f"{len(bad)} of {len(rows)} kernel outputs differ from the emulator: {bad[:5]}"
+
+
+def test_recording_covers_every_kernel():
+    from precision.gemm import all_schedules
+
+    names = set(np.load(DATA).files)
+    for s in all_schedules():
+        for n in (16, 100):
+            assert f"n{n}/uniform/{s.kernel}/D" in names
+        assert f"n1024/exp_rand2/{s.kernel}/sha_D" in names
+
+
+@pytest.mark.parametrize("n", [16, 100])
+def test_small_cases_bit_identical(n):
+    _check(n)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [257, 1024])
+def test_large_cases_bit_identical(n):
+    _check(n)
+
+
+def test_compare_reports_changed_missing_and_extra_arrays(tmp_path, capsys):
+    """``record compare``: arrays with the same bits, with different bits (one flipped bit)
+    and present in one recording only are told apart; any difference makes the exit code 1."""
+    d = np.arange(12, dtype=np.uint32).reshape(3, 4)
+    flipped = d.copy()
+    flipped[1, 2] ^= 1
+    old, new = tmp_path / "old.npz", tmp_path / "new.npz"
+    np.savez(old, **{"n3/u/k1/D": d, "n3/u/k2/D": d, "n3/u/gone/D": d})
+    np.savez(new, **{"n3/u/k1/D": d, "n3/u/k2/D": flipped, "n3/u/added/D": d})
+    result = compare(str(new), str(old))
+    assert result == {
+        "identical": ["n3/u/k1/D"],
+        "different": ["n3/u/k2/D"],
+        "only_new": ["n3/u/added/D"],
+        "only_old": ["n3/u/gone/D"],
+    }
+    assert main(["compare", str(new), str(old)]) == 1
+    assert "different n3/u/k2/D" in capsys.readouterr().out
+    assert main(["compare", str(old), str(old)]) == 0

@@ -1,0 +1,72 @@
+"""wgmma.mma_async (HGMMA/QGMMA) versus mma.sync on recorded H200 outputs (tests/data/sm90_wgmma).
+
+The counts asserted here are what the recording shows (see docs/wgmma.md); nothing runs on a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from precision.probe import wgmma as wp
+
+DATA = Path(__file__).parents[1] / "data" / "sm90_wgmma"
+
+
+@pytest.fixture(scope="module")
+def results():
+    if not DATA.is_dir():
+        pytest.skip("no wgmma recording")
+    return wp.compare(DATA)
+
+
+def test_manifest_layout_check_passed():
+    man = json.loads((DATA / "manifest.json").read_text())
+    for name, entry in man["instructions"].items():
+        assert entry["recorded"], name
+        assert any(v.startswith("0/") for v in entry["layout_check"].values()), name
+        assert entry["warp_copies_disagree"] == 0, name
+
+
+@pytest.mark.parametrize("name", ["f16_f32", "bf16_f32", "tf32_f32"])
+def test_16bit_and_tf32_wgmma_equals_mma_sync(results, name):
+    row = results[name]
+    eq, n = row["wgmma_vs_mma_sync_hw"]["all"]
+    assert eq == n and n > 20000
+    eq, n = row["wgmma_vs_precision_mma"]["all"]
+    assert eq == n
+
+
+def test_mma_sync_recorded_alongside_matches_precision_mma(results):
+    # the mma.sync outputs recorded on the same inputs are reproduced by precision.mma
+    for name in ("e4m3_f32", "e5m2_f32"):
+        r = wp.load(DATA / f"wgmma_{name}.npz")
+        assert (r["d_mma"] == wp.mma_sync_model(name, r["a"], r["b"], r["c"])).all(), name
+
+
+# What the recording shows for fp8 (seed 11): wgmma == mma.sync on only these many outputs.
+FP8_SAME_AS_MMA_SYNC = {"e4m3_f32": (5802, 20864), "e5m2_f32": (8065, 20864)}
+
+
+@pytest.mark.parametrize("name", ["e4m3_f32", "e5m2_f32"])
+def test_fp8_wgmma_is_one_32_product_block_f13_e8m13(results, name):
+    row = results[name]
+    eq, n = row["wgmma_vs_fp8_block32_F13_e8m13"]["all"]
+    assert eq == n and n > 20000
+    assert row["wgmma_vs_mma_sync_hw"]["all"] == FP8_SAME_AS_MMA_SYNC[name]
+    assert row["wgmma_vs_precision_mma"]["all"] == FP8_SAME_AS_MMA_SYNC[name]
+    # on plain normal data the two instructions almost never agree
+    eq, n = row["wgmma_vs_mma_sync_hw"]["normal"]
+    assert eq < 0.01 * n
+
+
+@pytest.mark.parametrize("name", ["e4m3_f32", "e5m2_f32"])
+@pytest.mark.parametrize(
+    "variant", [{"frac_bits": 12}, {"frac_bits": 14}, {"block": 16}, {"rounding": "rz"}]
+)
+def test_fp8_neighbouring_models_do_not_fit(name, variant):
+    r = wp.load(DATA / f"wgmma_{name}.npz")
+    got = wp.fp8_block_model(name, r["a"], r["b"], r["c"], **variant)
+    assert (got != r["d"]).sum() > 1000

@@ -1,0 +1,79 @@
+"""Test doubles for the runner tests (this module holds no tests).
+
+``fake_gemm`` follows the contract of :func:`precision.gemm.gemm` (docs/CONTRACTS.md) with
+textbook arithmetic rather than the emulator: ``plain`` rounds the inputs to ``fmt`` and
+multiplies in float64; ``corrected`` adds the split correction terms (three for ootomo, four
+for markidis). It is deterministic, fast, and its errors have the right orders of magnitude,
+which is all the runner mechanics need. It also raises for ``satf`` with ``tf32`` so that
+failed points can be tested, and sleeps ``PRECISION_TEST_GEMM_SLEEP`` seconds per call so a
+subprocess can be killed mid-sweep.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from precision.runner.catalog import Catalog
+
+METHODS = ("plain", "corrected", "satf")
+BACKENDS = ("emulator", "cuda", "cublas")
+CORRECTIONS = ("markidis", "ootomo")
+UNAVAILABLE = {"cuda": "no GPU (test double)", "cublas": "no GPU (test double)"}
+
+
+def fake_gemm(
+    A, B, *, method="plain", fmt="f16", backend="emulator", arch="sm90", correction="ootomo"
+):
+    from precision.formats import round as fround
+
+    if method == "satf" and fmt == "tf32":
+        raise NotImplementedError("satf is not defined for tf32 (test double)")
+    delay = float(os.environ.get("PRECISION_TEST_GEMM_SLEEP", "0"))
+    if delay:
+        time.sleep(delay)
+    a = np.asarray(A, dtype=np.float64)
+    b = np.asarray(B, dtype=np.float64)
+    ah, bh = fround(a, fmt), fround(b, fmt)
+    out = ah @ bh
+    if method == "corrected":
+        al, bl = fround(a - ah, fmt), fround(b - bh, fmt)
+        out = out + ah @ bl + al @ bh
+        if correction == "markidis":
+            out = out + al @ bl
+    return out.astype(np.float32)
+
+
+def fake_catalog() -> Catalog:
+    from precision import distributions, formats, tensorcore
+
+    return Catalog(
+        methods=METHODS,
+        formats=tuple(formats.FORMATS),
+        format_aliases={a: formats.get_format(a).name for a in formats.ALIASES},
+        backends=BACKENDS,
+        archs=tuple(tensorcore.ARCHS),
+        corrections=CORRECTIONS,
+        distributions=tuple(distributions.DISTRIBUTIONS),
+    )
+
+
+def install(set_attr) -> None:
+    """Route the runner to the doubles; ``set_attr`` is ``monkeypatch.setattr`` or ``setattr``."""
+    import precision.runner.catalog
+    import precision.runner.config
+    import precision.runner.execute
+
+    set_attr(precision.runner.config, "load_catalog", fake_catalog)
+    set_attr(precision.runner.catalog, "load_catalog", fake_catalog)
+    set_attr(
+        precision.runner.catalog,
+        "backend_availability",
+        lambda: {b: UNAVAILABLE.get(b) for b in BACKENDS},
+    )
+    set_attr(
+        precision.runner.execute, "_availability", lambda: {b: UNAVAILABLE.get(b) for b in BACKENDS}
+    )
+    set_attr(precision.runner.execute, "_default_gemm", lambda: fake_gemm)

@@ -1,0 +1,173 @@
+"""The ``precision`` run/plot/list/info commands, and kill-then-resume of a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import doubles
+import pandas as pd
+import pytest
+
+from precision.runner.cli import main
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+CONFIG = """\
+name = "cli"
+seed = 1
+repeats = 2
+reference = "fp64"
+[sweep]
+size = [8, 16]
+distribution = ["uniform", "normal"]
+method = ["plain", "corrected"]
+format = ["fp16", "bf16"]
+"""
+
+# Runs the CLI in a fresh interpreter with the gemm double installed.
+LAUNCHER = f"""\
+import sys
+sys.path.insert(0, {str(TESTS_DIR)!r})
+import doubles
+doubles.install(setattr)
+from precision.runner.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.fixture
+def cfg(tmp_path, monkeypatch):
+    doubles.install(monkeypatch.setattr)
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "cfg.toml"
+    path.write_text(CONFIG)
+    return path
+
+
+def test_typo_exits_nonzero_with_one_message_and_writes_nothing(cfg, capsys):
+    cfg.write_text(CONFIG.replace("size = [8, 16]", "sise = [64]"))
+    assert main(["run", str(cfg)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1
+    assert "'sise'" in lines[0] and "'size'" in lines[0] and str(cfg) in lines[0]
+    assert not (cfg.parent / "results").exists()
+
+
+def test_run_then_plot_then_reproduce_from_results_dir(cfg, capsys):
+    assert main(["run", str(cfg), "--quiet", "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    assert "16 points: 16 computed, 0 already done" in out
+    root = cfg.parent / "results" / "cli"
+    table = pd.read_parquet(root / "results.parquet")
+    assert main(["plot", str(root)]) == 0
+    assert (root / "figures" / "err_fro.png").exists()
+    assert (root / "figures" / "err_fro.pdf").exists()
+    # the copied config reproduces the table into the same directory
+    assert main(["run", str(root / "config.toml"), "--quiet", "--force", "--no-plots"]) == 0
+    again = pd.read_parquet(root / "results.parquet")
+    pd.testing.assert_series_equal(table["err_fro"], again["err_fro"])
+    assert (root / "config.toml").read_text() == CONFIG
+
+
+def test_results_dir_option_and_plot_errors(cfg, capsys, tmp_path):
+    assert main(["run", str(cfg), "--quiet", "--no-plots", "--results-dir", "elsewhere"]) == 0
+    assert (tmp_path / "elsewhere" / "cli" / "results.parquet").exists()
+    assert main(["plot", str(tmp_path / "nothing")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_scheduler_needs_dask(cfg, capsys):
+    assert main(["run", str(cfg), "--scheduler", "tcp://x:1"]) == 2
+    assert "--executor dask" in capsys.readouterr().err
+
+
+def test_failed_points_give_exit_code_one(cfg, capsys):
+    cfg.write_text(CONFIG.replace('"bf16"]', '"tf32"]').replace('"corrected"]', '"satf"]'))
+    assert main(["run", str(cfg), "--quiet", "--no-plots"]) == 1
+    assert "NotImplementedError" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["plot"], ["list"], ["info"]])
+def test_help_everywhere(command, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([*command, "--help"])
+    assert info.value.code == 0
+    assert "usage: precision" in capsys.readouterr().out
+
+
+def test_list_and_info(cfg, capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for word in ("plain", "corrected", "fp16", "exp_rand", "cancellation", "emulator"):
+        assert word in out
+    assert "unavailable: no GPU (test double)" in out
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "version" in out and "numpy" in out and "git_commit" in out
+
+
+def _launch(cfg: Path, *extra: str, sleep: float = 0.0) -> subprocess.Popen:
+    env = {**os.environ, "PRECISION_TEST_GEMM_SLEEP": str(sleep)}
+    return subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, "run", str(cfg), "--quiet", "--no-plots", *extra],
+        cwd=cfg.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _wait_for_points(proc: subprocess.Popen, points_dir: Path, count: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if points_dir.exists() and len(list(points_dir.glob("*.parquet"))) >= count:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"no {count} points written: {proc.communicate()}")
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_finished_points(cfg, tmp_path):
+    points_dir = tmp_path / "results" / "cli" / "points"
+    proc = _launch(cfg, sleep=0.1)
+    _wait_for_points(proc, points_dir, 2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "interrupted" in err.decode()
+    files = list(points_dir.glob("*.parquet"))
+    assert 2 <= len(files) < 16
+    for path in files:
+        assert len(pd.read_parquet(path)) == 2
+    assert not list(points_dir.glob("*.tmp"))
+
+
+def test_killed_run_resumes_without_recomputing_and_matches_clean_run(cfg, tmp_path):
+    points_dir = tmp_path / "results" / "cli" / "points"
+    proc = _launch(cfg, sleep=0.1)
+    _wait_for_points(proc, points_dir, 4)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = {p: p.stat().st_mtime_ns for p in points_dir.glob("*.parquet")}
+    assert 4 <= len(done) < 16
+    assert not (tmp_path / "results" / "cli" / "results.parquet").exists()
+
+    resumed = _launch(cfg)
+    out, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err.decode()
+    assert f"{16 - len(done)} computed, {len(done)} already done" in out.decode()
+    assert done == {p: p.stat().st_mtime_ns for p in done}
+    assert not list(points_dir.parent.rglob("*.tmp"))
+
+    clean = _launch(cfg, "--results-dir", "clean")
+    _, err = clean.communicate(timeout=120)
+    assert clean.returncode == 0, err.decode()
+    a = pd.read_parquet(tmp_path / "results" / "cli" / "results.parquet")
+    b = pd.read_parquet(tmp_path / "clean" / "cli" / "results.parquet")
+    cols = ["point_id", "repeat", "input_seed", "err_fro", "err_max", "err_median"]
+    pd.testing.assert_frame_equal(a[cols], b[cols])

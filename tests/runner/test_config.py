@@ -1,0 +1,181 @@
+"""Config parsing and validation: the issue's minimal form, and one clear error per mistake."""
+
+from __future__ import annotations
+
+import pytest
+from doubles import fake_catalog
+
+from precision.runner.config import ConfigError, parse_config
+from precision.runner.sweep import expand
+
+MINIMAL = """\
+name = "my-sweep"          # results go to results/my-sweep/
+seed = 0
+repeats = 1
+reference = "exact"        # or "fp64"
+[sweep]                    # cartesian product of the lists
+size = [64, 128]           # square m = n = k; `m`, `n`, `k` lists may be given instead
+distribution = ["uniform", "normal", "exp_rand"]
+method = ["plain", "corrected", "satf"]
+format = ["f16", "bf16", "tf32"]
+backend = ["emulator"]
+[distribution.exp_rand]
+phi = 1.0
+"""
+
+
+def parse(text: str):
+    return parse_config(text, "cfg.toml", catalog=fake_catalog())
+
+
+def error_of(text: str) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse(text)
+    message = str(info.value)
+    assert "cfg.toml" in message
+    assert "\n" not in message
+    return message
+
+
+def test_minimal_form_from_the_issue():
+    cfg = parse(MINIMAL)
+    assert (cfg.name, cfg.seed, cfg.repeats, cfg.reference) == ("my-sweep", 0, 1, "exact")
+    assert cfg.text == MINIMAL
+    (sw,) = cfg.sweeps
+    assert sw.shapes == ((64, 64, 64), (128, 128, 128))
+    assert sw.formats == ("fp16", "bf16", "tf32")  # aliases canonicalised
+    assert cfg.dist_params == {"exp_rand": {"phi": 1.0}}
+    points = expand(cfg)
+    assert len(points) == 2 * 3 * 3 * 3
+    assert len({p.id for p in points}) == len(points)
+    # correction only applies to the corrected method (default ootomo, per the gemm contract)
+    assert {p.correction for p in points if p.method == "corrected"} == {"ootomo"}
+    assert {p.correction for p in points if p.method != "corrected"} == {None}
+    assert {dict(p.dist_params)["phi"] for p in points if p.distribution == "exp_rand"} == {1.0}
+
+
+def test_typo_in_sweep_names_the_key_and_suggests():
+    message = error_of(MINIMAL.replace("size = [64, 128]", "sise = [64]"))
+    assert "'sise'" in message and "did you mean 'size'" in message and "[sweep]" in message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("seed = 0", "seeed = 0", "did you mean 'seed'"),
+        ("seed = 0", 'seed = "zero"', "seed: expected an integer >= 0, got str 'zero'"),
+        ("repeats = 1", "repeats = 0", "repeats: expected an integer >= 1, got 0"),
+        ('reference = "exact"', 'reference = "exakt"', "did you mean 'exact'"),
+        ('"satf"]', '"satff"]', "unknown method 'satff'; did you mean 'satf'"),
+        ('"tf32"]', '"tf33"]', "unknown format 'tf33'"),
+        ('backend = ["emulator"]', 'backend = ["emulater"]', "did you mean 'emulator'"),
+        ('"exp_rand"]', '"exp-rand"]', "did you mean 'exp_rand'"),
+        (
+            "phi = 1.0",
+            "phii = 1.0",
+            "[distribution.exp_rand]: unknown key 'phii'; did you mean 'phi'",
+        ),
+        ("phi = 1.0", 'phi = "big"', "must be a number"),
+        ("phi = 1.0", "phi = -1.0", "phi >= 0"),
+        ("phi = 1.0", "phi = []", "non-empty list"),
+        ("[distribution.exp_rand]", "[distribution.exp_rnd]", "did you mean 'exp_rand'"),
+        ("size = [64, 128]", "size = [64, 0]", "[sweep] size: expected an integer >= 1"),
+        ("size = [64, 128]", "size = []", "non-empty list"),
+        ("size = [64, 128]", "size = [64]\nm = [3]", "either 'size'"),
+        ("size = [64, 128]", "m = [3]\nn = [4]", "[sweep] k: missing"),
+        ("size = [64, 128]", "", "[sweep] size: missing"),
+        ('method = ["plain", "corrected", "satf"]\n', "", "[sweep] method: missing"),
+        ('name = "my-sweep"', 'name = "../escape"', "name: expected letters"),
+        ('name = "my-sweep"', "", "name: missing"),
+        (
+            "phi = 1.0\n",
+            "phi = 1.0\n[timing]\nwarmup = -1\n",
+            "[timing] warmup: expected an integer >= 0",
+        ),
+        ("phi = 1.0\n", "phi = 1.0\n[timing]\ncals = 3\n", "did you mean 'calls'"),
+        ("seed = 0", 'seed = 0\ncompare_backend = "gpu"', "compare_backend: unknown backend"),
+        ("seed = 0", "seed = 0 = 1", "not valid TOML"),
+    ],
+)
+def test_each_mistake_gives_one_precise_message(old, new, expected):
+    assert old in MINIMAL
+    message = error_of(MINIMAL.replace(old, new, 1))
+    assert expected in message, message
+
+
+def test_mnk_lists_give_their_cartesian_product():
+    text = MINIMAL.replace("size = [64, 128]", "m = [16, 32]\nn = [8]\nk = [64, 128]")
+    (sw,) = parse(text).sweeps
+    assert set(sw.shapes) == {(m, 8, k) for m in (16, 32) for k in (64, 128)}
+
+
+def test_sweep_array_of_tables_is_a_union_and_deduplicated():
+    text = """
+name = "u"
+[[sweep]]
+size = [16]
+distribution = ["uniform"]
+method = ["plain", "corrected"]
+format = ["fp16"]
+correction = ["markidis", "ootomo"]
+[[sweep]]
+size = [16]
+distribution = ["uniform"]
+method = ["plain"]
+format = ["fp32", "fp16"]
+backend = ["cublas"]
+"""
+    points = expand(parse(text))
+    keys = {(p.method, p.correction, p.format, p.backend) for p in points}
+    assert keys == {
+        ("plain", None, "fp16", "emulator"),
+        ("corrected", "markidis", "fp16", "emulator"),
+        ("corrected", "ootomo", "fp16", "emulator"),
+        ("plain", None, "fp32", "cublas"),
+        ("plain", None, "fp16", "cublas"),
+    }
+    message = error_of(text.replace("backend", "backnd"))
+    assert "[[sweep]] #2" in message and "did you mean 'backend'" in message
+
+
+def test_list_valued_distribution_parameters_are_swept():
+    cfg = parse(MINIMAL.replace("phi = 1.0", "phi = [0.0, 0.5, 1.5]"))
+    points = [p for p in expand(cfg) if p.distribution == "exp_rand"]
+    assert {dict(p.dist_params)["phi"] for p in points} == {0.0, 0.5, 1.5}
+    assert {p.dist_label(("phi",)) for p in points} == {
+        "exp_rand(phi=0)",
+        "exp_rand(phi=0.5)",
+        "exp_rand(phi=1.5)",
+    }
+
+
+def test_point_ids_and_input_seeds_do_not_depend_on_list_order():
+    a = expand(parse(MINIMAL))
+    b = expand(
+        parse(
+            MINIMAL.replace(
+                '["uniform", "normal", "exp_rand"]', '["exp_rand", "uniform", "normal"]'
+            ).replace("[64, 128]", "[128, 64]")
+        )
+    )
+    assert [p.id for p in a] == [p.id for p in b]
+    assert [p.input_seed(1) for p in a] == [p.input_seed(1) for p in b]
+
+
+def test_input_seed_depends_on_inputs_only():
+    points = expand(parse(MINIMAL))
+    by_inputs: dict[tuple, set[int]] = {}
+    for p in points:
+        by_inputs.setdefault(p.input_key(), set()).add(p.input_seed(0))
+    assert all(len(seeds) == 1 for seeds in by_inputs.values())
+    assert len({next(iter(s)) for s in by_inputs.values()}) == len(by_inputs)
+    p = points[0]
+    assert p.input_seed(0) != p.input_seed(1)
+    other = expand(parse(MINIMAL.replace("seed = 0", "seed = 1")))[0]
+    assert other.input_seed(0) != p.input_seed(0)
+
+
+def test_explicit_default_parameter_gives_the_same_inputs():
+    with_phi = expand(parse(MINIMAL))
+    without = expand(parse(MINIMAL.replace("[distribution.exp_rand]\nphi = 1.0\n", "")))
+    assert [p.id for p in with_phi] == [p.id for p in without]

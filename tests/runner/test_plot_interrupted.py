@@ -1,0 +1,31 @@
+"""`precision plot` on a results directory left by an interrupted run combines stored points."""
+
+from __future__ import annotations
+
+import shutil
+
+from precision.runner.cli import main
+
+CONFIG = """
+name = "interrupted"
+seed = 1
+[sweep]
+size = [16, 32]
+distribution = ["uniform"]
+method = ["plain"]
+format = ["f16"]
+backend = ["emulator"]
+"""
+
+
+def test_plot_combines_points_of_an_interrupted_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cfg.toml").write_text(CONFIG)
+    assert main(["run", "cfg.toml", "--quiet", "--no-plots"]) == 0
+    out = tmp_path / "results" / "interrupted"
+    (out / "results.parquet").unlink()  # as if the run had been killed before combining
+    (out / "results.csv").unlink()
+    shutil.rmtree(out / "figures", ignore_errors=True)
+    assert main(["plot", str(out)]) == 0
+    assert (out / "results.parquet").exists()
+    assert (out / "figures" / "err_fro.png").exists()

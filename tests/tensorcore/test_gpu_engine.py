@@ -1,0 +1,108 @@
+"""GPU engine: bit-identical to the CPU engine (the executable definition of the arithmetic)."""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from precision import mma
+from precision.runner.commands.bench import FORMATS
+from precision.tensorcore.gpu_engine import _fp8_permutation
+
+# name -> (input dtype, accumulator dtype, fmt): the benchmark's formats plus fp8 with f16 acc
+_mma_module = import_module("precision.tensorcore.chain")
+CASES = {**FORMATS, "e4m3_f16acc": (ml_dtypes.float8_e4m3fn, np.float16, None)}
+
+
+def test_fp8_permutation_matches_the_cpu_engine_order():
+    g1, g2 = _mma_module._fp8_order(32)
+    perm = _fp8_permutation(96, 32)
+    np.testing.assert_array_equal(perm[:32], np.concatenate([g1, g2]))
+    np.testing.assert_array_equal(perm[64:], np.concatenate([g1, g2]) + 64)
+
+
+def _operands(name: str, m: int, k: int, n: int, rng, *, specials: bool, wide: bool):
+    in_dt, acc_dt, _ = CASES[name]
+    if in_dt is np.int8:
+        a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+        b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+        c = rng.integers(-(2**31), 2**31, (m, n)).astype(np.int32)
+        return a, b, c
+    spread = 2.0 ** rng.integers(-12, 12, (m, k)) if wide else 1.0
+    a = rng.standard_normal((m, k)) * spread
+    b = rng.standard_normal((k, n)) * (2.0 ** rng.integers(-12, 12, (k, n)) if wide else 1.0)
+    if in_dt is np.float32:  # tf32: arbitrary low 13 bits must be ignored
+        a, b = a.astype(np.float32), b.astype(np.float32)
+    else:
+        a, b = a.astype(in_dt), b.astype(in_dt)
+    a[rng.random((m, k)) < 0.1] = 0
+    c = (rng.standard_normal((m, n)) * 4).astype(acc_dt)
+    c[rng.random((m, n)) < 0.1] = 0
+    if specials:
+        for x, vals in (
+            (a, (np.inf, -np.inf, np.nan)),
+            (b, (np.inf, np.nan, 0.0)),
+            (c, (np.inf, -np.inf, np.nan)),
+        ):
+            idx = rng.integers(0, x.size, 3)
+            for i, v in zip(idx, vals, strict=True):
+                x.flat[i] = v
+    return a, b, c
+
+
+def _same_bits(x: np.ndarray, y: np.ndarray) -> None:
+    assert x.dtype == y.dtype and x.shape == y.shape
+    u = {1: np.uint8, 2: np.uint16, 4: np.uint32}[x.dtype.itemsize]
+    bad = x.view(u) != y.view(u)
+    assert not bad.any(), f"{bad.sum()} differ, first at {np.argwhere(bad)[:3].tolist()}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("specials", [False, True])
+@pytest.mark.parametrize("satf", [False, True])
+def test_gpu_equals_cpu(name, specials, satf):
+    if name == "int8" and specials:
+        pytest.skip("int8 has no special values")
+    rng = np.random.default_rng(hash((name, specials, satf)) % 2**32)
+    a, b, c = _operands(name, 67, 128, 45, rng, specials=specials, wide=True)
+    fmt = CASES[name][2]
+    cpu = mma(a, b, c, fmt=fmt, satf=satf)
+    gpu = mma(a, b, c, fmt=fmt, satf=satf, device="gpu")
+    _same_bits(cpu, gpu)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["f16", "bf16", "f16acc", "e5m2"])
+def test_gpu_equals_cpu_overflow_and_underflow(name):
+    """Values near both ends of the accumulator range: overflow to Inf, subnormal results."""
+    rng = np.random.default_rng(1)
+    in_dt, acc_dt, _ = CASES[name]
+    scale = 2.0 ** rng.integers(-40, 40, (32, 64))
+    a = (rng.standard_normal((32, 64)) * scale).astype(in_dt)
+    b = (rng.standard_normal((64, 16)) * 2.0 ** rng.integers(-40, 40, (64, 16))).astype(in_dt)
+    c = rng.standard_normal((32, 16)) * 2.0 ** rng.integers(-140, 120, (32, 16))
+    c = np.clip(c, -1e38, 1e38).astype(acc_dt)
+    for satf in (False, True):
+        _same_bits(mma(a, b, c, satf=satf), mma(a, b, c, satf=satf, device="gpu"))
+
+
+@pytest.mark.gpu
+def test_gpu_batched_and_broadcast():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((3, 20, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 24)).astype(np.float16)
+    c = np.zeros((20, 24), np.float32)
+    _same_bits(mma(a, b, c), mma(a, b, c, device="gpu"))
+
+
+@pytest.mark.gpu
+def test_gpu_large_random_chain_f16():
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (256, 1024)).astype(np.float16)
+    b = rng.uniform(-1, 1, (1024, 192)).astype(np.float16)
+    c = np.zeros((256, 192), np.float32)
+    _same_bits(mma(a, b, c), mma(a, b, c, device="gpu"))

@@ -1,0 +1,316 @@
+"""The emulator against an independent exact-rational model, known answers and its own contract.
+
+Hardware fidelity is tested in test_recorded.py against recorded H200 outputs. Here the
+vectorised float64 core is checked against a plain ``fractions.Fraction`` transcription of the
+published block model (Khattak & Mikaitis 2025; MMA-Sim 2025), written independently in this
+file, so that an arithmetic slip in the fast path (scaling, truncation, rounding, subnormals)
+cannot hide behind the recorded data's coverage.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from precision import mma
+from precision.tensorcore import get_arch
+
+BF16 = ml_dtypes.bfloat16
+F32 = np.float32
+
+
+# --------------------------------------------------------------------------- exact oracle
+
+
+def _lead_exp(x: float, emin: int) -> int:
+    _, e = math.frexp(x)
+    return max(e - 1, emin)
+
+
+def _oracle_block(a, b, c, *, frac_bits, e_zero, in_emin, acc_emin):
+    """Exact sum of the truncated terms of one block, as a Fraction (finite inputs only)."""
+    terms = []
+    for x, y in zip(a, b, strict=True):
+        p = Fraction(x) * Fraction(y)
+        e = e_zero if p == 0 else _lead_exp(x, in_emin) + _lead_exp(y, in_emin)
+        terms.append((p, e))
+    terms.append((Fraction(c), e_zero if c == 0 else _lead_exp(c, acc_emin)))
+    big_e = max(e for _, e in terms)
+    quantum = Fraction(2) ** (big_e - frac_bits)
+    total = Fraction(0)
+    for p, _ in terms:
+        n = abs(p) // quantum
+        total += n * quantum if p >= 0 else -n * quantum
+    return total
+
+
+def _oracle_rz_fp32(v: Fraction) -> float:
+    if v == 0:
+        return 0.0
+    x = abs(v)
+    e = max(math.floor(math.log2(x)) if x.denominator == 1 else _floor_log2(x), -126)
+    if e > 127:
+        return math.copysign(math.inf, v)
+    q = Fraction(2) ** (e - 23)
+    r = (x // q) * q
+    if r == 0:
+        return 0.0
+    return float(r) if v > 0 else -float(r)
+
+
+def _floor_log2(x: Fraction) -> int:
+    e = x.numerator.bit_length() - x.denominator.bit_length()
+    if Fraction(2) ** e > x:
+        e -= 1
+    if Fraction(2) ** (e + 1) <= x:
+        e += 1
+    return e
+
+
+def _oracle_rne_fp16(v: Fraction) -> float:
+    if v == 0:
+        return 0.0
+    x = abs(v)
+    e = max(_floor_log2(x), -14)
+    q = Fraction(2) ** (e - 10)
+    n, rem = divmod(x, q)
+    if rem * 2 > q or (rem * 2 == q and n % 2 == 1):
+        n += 1
+    r = n * q
+    if r >= 2**16:
+        return math.copysign(math.inf, v)
+    if r == 0:
+        return 0.0
+    return float(r) if v > 0 else -float(r)
+
+
+def _oracle_chain(a_row, b_col, c, *, model, in_emin, acc_emin, out):
+    for k0 in range(0, len(a_row), model.block):
+        s = _oracle_block(
+            a_row[k0 : k0 + model.block],
+            b_col[k0 : k0 + model.block],
+            c,
+            frac_bits=model.frac_bits,
+            e_zero=model.e_zero,
+            in_emin=in_emin,
+            acc_emin=acc_emin,
+        )
+        c = out(s)
+    return c
+
+
+def _wide_values(rng, shape, dtype, lo, hi):
+    mag = np.exp2(rng.integers(lo, hi, size=shape)) * rng.uniform(1, 2, size=shape)
+    sign = rng.choice([-1.0, 1.0], size=shape)
+    zero = rng.random(shape) < 0.1
+    return np.where(zero, 0.0, sign * mag).astype(dtype)
+
+
+CASES = [
+    # (input dtype, fmt, in_emin, exponent range, accumulate dtype, acc_emin)
+    (np.float16, None, -14, (-26, 14), F32, -126),
+    (BF16, None, -126, (-140, 60), F32, -126),
+    (F32, "tf32", -126, (-140, 60), F32, -126),
+    (np.float16, None, -14, (-26, 8), np.float16, -14),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=["f16-f32", "bf16-f32", "tf32-f32", "f16-f16"])
+@pytest.mark.parametrize("arch", ["sm90", "sm80"])
+def test_chain_matches_exact_rational_model(case, arch):
+    dtype, fmt, in_emin, (lo, hi), acc_dtype, acc_emin = case
+    rng = np.random.default_rng(hash((arch, str(dtype), fmt, str(acc_dtype))) % 2**32)
+    in_name = fmt or {np.float16: "fp16", BF16: "bf16"}[dtype]
+    acc_name = "fp32" if acc_dtype is F32 else "fp16"
+    model = get_arch(arch).instruction(in_name, acc_name)
+    m, n, k = 6, 5, 2 * model.k
+    a = _wide_values(rng, (m, k), dtype, lo, hi)
+    b = _wide_values(rng, (k, n), dtype, lo, hi)
+    if fmt == "tf32":  # keep the low 13 bits zero: this test is about the arithmetic
+        a = (a.view(np.uint32) & np.uint32(0xFFFFE000)).view(F32)
+        b = (b.view(np.uint32) & np.uint32(0xFFFFE000)).view(F32)
+    c = _wide_values(rng, (m, n), acc_dtype, lo + (0 if acc_dtype is F32 else 10), hi)
+    got = mma(a, b, c, arch=arch, fmt=fmt)
+    out = _oracle_rz_fp32 if acc_dtype is F32 else _oracle_rne_fp16
+    for i in range(m):
+        for j in range(n):
+            want = _oracle_chain(
+                [float(x) for x in a[i]],
+                [float(x) for x in b[:, j]],
+                float(c[i, j]),
+                model=model,
+                in_emin=in_emin,
+                acc_emin=acc_emin,
+                out=out,
+            )
+            assert (
+                np.array(want, acc_dtype).view(f"u{np.dtype(acc_dtype).itemsize}")
+                == got[i, j : j + 1].view(f"u{np.dtype(acc_dtype).itemsize}")[0]
+            ), (i, j, want, got[i, j])
+
+
+def _one(a_vals, b_vals, c_val, dtype=np.float16, acc=F32, k=16):
+    a = np.zeros((1, k), dtype)
+    b = np.zeros((k, 1), dtype)
+    a[0, : len(a_vals)] = a_vals
+    b[: len(b_vals), 0] = b_vals
+    return mma(a, b, np.array([[c_val]], acc))
+
+
+def _bits(x):
+    x = np.asarray(x)
+    return int(x.view(f"u{x.dtype.itemsize}").reshape(-1)[0])
+
+
+def test_known_answers_from_the_published_model():
+    # Worked vectors of tensorcore_arithmetic.md §8.6 (exact rational derivations).
+    assert _bits(_one([1, 1], [2, 3 * 2.0**-24], 0.0)) == 0x40000000
+    assert _bits(_one([1, 1], [-2, -3 * 2.0**-24], 0.0)) == 0xC0000000
+    assert _bits(_one([1], [1], -(1 - 2.0**-24))) == 0x33800000
+    assert _bits(_one([2.0**-23, -(2.0**-32)], [2.0**-126] * 2, 0.0, BF16)) == 0x00000000
+    assert _bits(_one([2.0**-23, -(2.0**-33)], [2.0**-126] * 2, 0.0, BF16)) == 0x00000001
+    for kk, want in ((22, 0x0001), (23, 0x0000)):
+        got = _one([2.0**-11, 2.0**-kk], [2.0**-14, 2.0**-24], 0.0, acc=np.float16)
+        assert _bits(got) == want
+
+
+def test_int8_wrap_and_satfinite_match_python_integers():
+    rng = np.random.default_rng(3)
+    a = rng.integers(-128, 128, size=(4, 64)).astype(np.int8)
+    b = rng.integers(-128, 128, size=(64, 3)).astype(np.int8)
+    c = rng.integers(-(2**31), 2**31, size=(4, 3)).astype(np.int32)
+    wrap = mma(a, b, c)
+    sat = mma(a, b, c, satf=True)
+    for i in range(4):
+        for j in range(3):
+            acc = int(c[i, j])
+            exact = acc + sum(int(x) * int(y) for x, y in zip(a[i], b[:, j], strict=True))
+            assert int(wrap[i, j]) == (exact + 2**31) % 2**32 - 2**31
+            for k0 in (0, 32):
+                acc += sum(
+                    int(x) * int(y)
+                    for x, y in zip(a[i, k0 : k0 + 32], b[k0 : k0 + 32, j], strict=True)
+                )
+                acc = min(max(acc, -(2**31)), 2**31 - 1)
+            assert int(sat[i, j]) == acc
+
+
+def test_float_satf_clamps_after_each_instruction():
+    # 2^100 · 2^100 overflows fp32: +Inf without satf, +MAX_NORM with it.
+    big = _one([2.0**100], [2.0**100], 0.0, BF16)
+    assert np.isposinf(big[0, 0])
+    a = np.zeros((1, 32), BF16)
+    b = np.zeros((32, 1), BF16)
+    a[0, 0], b[0, 0] = 2.0**100, 2.0**100  # first instruction overflows ...
+    a[0, 16], b[16, 0] = -1.0, 1.0  # ... the second adds -1 to the clamped value
+    sat = mma(a, b, np.zeros((1, 1), F32), satf=True)
+    assert sat[0, 0] == np.finfo(F32).max
+    assert np.isposinf(mma(a, b, np.zeros((1, 1), F32))[0, 0])
+    a[0, 1], b[1, 0] = np.inf, 0.0  # Inf·0 = NaN in the first instruction -> +0
+    nan = mma(a, b, np.zeros((1, 1), F32), satf=True)
+    assert _bits(nan) == _bits(np.float32(-1.0))  # +0 then + (-1·1)
+    assert np.isnan(mma(a, b, np.zeros((1, 1), F32))[0, 0])
+
+
+def test_chunked_large_product_equals_tilewise_product():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((96, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 1100)).astype(np.float16)
+    c = rng.standard_normal((96, 1100)).astype(F32)
+    whole = mma(a, b, c)
+    tiles = mma(a.reshape(6, 16, 64), b, c.reshape(6, 16, 1100))
+    assert np.array_equal(whole.view(np.uint32), tiles.reshape(96, 1100).view(np.uint32))
+
+
+def test_batch_axes_broadcast():
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((3, 1, 16, 16)).astype(np.float16)
+    b = rng.standard_normal((4, 16, 8)).astype(np.float16)
+    c = np.zeros((16, 8), F32)
+    out = mma(a, b, c)
+    assert out.shape == (3, 4, 16, 8) and out.dtype == F32
+    assert np.array_equal(out[2, 3], mma(a[2, 0], b[3], c))
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "exc", "words"),
+    [
+        (
+            (np.zeros((2, 16), F32), np.zeros((16, 2), F32), np.zeros((2, 2), F32)),
+            {},
+            TypeError,
+            "fmt='tf32'",
+        ),
+        (
+            (np.zeros((2, 16), np.float64), np.zeros((16, 2), np.float64), np.zeros((2, 2), F32)),
+            {},
+            TypeError,
+            "a has dtype float64",
+        ),
+        (
+            (np.zeros((2, 16), np.float16), np.zeros((16, 2), BF16), np.zeros((2, 2), F32)),
+            {},
+            TypeError,
+            "b is bf16",
+        ),
+        (
+            (np.zeros((2, 16), np.float16), np.zeros((15, 2), np.float16), np.zeros((2, 2), F32)),
+            {},
+            ValueError,
+            "b has 15 rows",
+        ),
+        (
+            (np.zeros((2, 12), np.float16), np.zeros((12, 2), np.float16), np.zeros((2, 2), F32)),
+            {},
+            ValueError,
+            "multiple of the instruction's k = 16",
+        ),
+        (
+            (np.zeros((2, 16), np.float16), np.zeros((16, 2), np.float16), np.zeros((2, 3), F32)),
+            {},
+            ValueError,
+            "c has shape",
+        ),
+        (
+            (
+                np.zeros((2, 16), np.float16),
+                np.zeros((16, 2), np.float16),
+                np.zeros((2, 2), np.int32),
+            ),
+            {},
+            TypeError,
+            "no tensor-core instruction",
+        ),
+        (
+            (np.zeros((2, 16), np.float16), np.zeros((16, 2), np.float16), np.zeros((2, 2), F32)),
+            {"arch": "sm42"},
+            ValueError,
+            "unknown arch",
+        ),
+        (
+            ([[1.0]], np.zeros((16, 2), np.float16), np.zeros((2, 2), F32)),
+            {},
+            TypeError,
+            "a must be a numpy.ndarray",
+        ),
+    ],
+)
+def test_bad_input_names_the_problem(args, kwargs, exc, words):
+    with pytest.raises(exc, match=words.replace("(", r"\(").replace("'", "'")):
+        mma(*args, **kwargs)
+
+
+def test_column_panels_bound_memory_without_changing_bits(monkeypatch):
+    import precision.tensorcore.chain as mma_module
+
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((32, 64)).astype(BF16)
+    b = rng.standard_normal((64, 200)).astype(BF16)
+    c = rng.standard_normal((32, 200)).astype(F32)
+    whole = mma(a, b, c)
+    monkeypatch.setattr(mma_module, "_MAX_DECODED_B_ELEMENTS", 64 * 24)
+    assert np.array_equal(whole.view(np.uint32), mma(a, b, c).view(np.uint32))
