@@ -2,13 +2,20 @@
 
 Every other module of ``precision`` describes a number format through one :class:`Format`
 record and rounds through one routine, :func:`round`. Values travel as float64 arrays: each
-value of each format listed here (fp64, fp32, tf32, fp16, bf16, e4m3, e5m2, int8, int32) is
-exactly representable in float64, so a float64 array *holding rounded values* is an exact,
-format-independent carrier. Storage dtypes (numpy / ml_dtypes) are used only as containers.
+value of each format listed here (fp64, fp32, tf32, fp16, bf16, e4m3, e5m2, int8, int32, uint8,
+int4, uint4) is exactly representable in float64, so a float64 array *holding rounded values* is
+an exact, format-independent carrier. Storage dtypes (numpy / ml_dtypes) are used only as
+containers.
+
+This module is THE format registry: every property of a format that any layer needs (names and
+PTX spelling, storage dtype, field widths, exponent range, Inf/NaN encodings, the IEEE quiet NaN
+and the NaN the GPU's tensor cores write, the bit layout in the container) is a field or property
+of its :class:`Format`; other modules derive their tables from it.
 
 Layout of this module
 ---------------------
-- :class:`Format` and :data:`FORMATS` (plus aliases), :func:`get_format`.
+- :class:`Format`, :class:`BitLayout`, :data:`FORMATS` (plus :data:`ALIASES`),
+  :func:`get_format` (any alias, case-insensitive, or a dtype).
 - :func:`round`: one correctly rounded step float64 -> format, modes :data:`ROUNDING_MODES`.
   It works on the float64 exponent field and multiplies by exact powers of two; it never goes
   through an ml_dtypes cast from float64 (those narrow via float32 first and so can round
@@ -34,10 +41,11 @@ probability is ``(x - lo) / (hi - lo)`` rounded up to a multiple of ``2**-53``).
 - **e4m3** (= OCP ``float8_e4m3fn``) has no Inf: every overflow, in every mode, *saturates*
   to ``±448`` (as ``cvt.satfinite`` does on the GPU; ml_dtypes' own cast gives NaN instead).
   An input of ``±Inf`` gives NaN, as in the OCP specification and ml_dtypes.
-- NaN inputs stay NaN (a float64 NaN is returned; :func:`to_bits` writes canonical NaNs).
+- NaN inputs stay NaN (a float64 NaN is returned; :func:`to_bits` writes the IEEE quiet NaN).
 - **Integer formats**: round to an integer with the mode, then saturate to
-  ``[-2**(bits-1), 2**(bits-1) - 1]``; ``±Inf`` saturates, NaN gives 0 (as ``cvt.rni.sat``
-  on NVIDIA GPUs), and ``-0.0`` becomes ``+0.0`` (integers have no signed zero).
+  ``[-2**(bits-1), 2**(bits-1) - 1]`` (unsigned: ``[0, 2**bits - 1]``); ``±Inf`` saturates,
+  NaN gives 0 (as ``cvt.rni.sat`` on NVIDIA GPUs), and ``-0.0`` becomes ``+0.0`` (integers
+  have no signed zero).
 
 Example
 -------
@@ -61,6 +69,7 @@ import ml_dtypes
 import numpy as np
 
 __all__ = [
+    "BitLayout",
     "Format",
     "FORMATS",
     "ALIASES",
@@ -77,27 +86,104 @@ ROUNDING_MODES: tuple[str, ...] = ("rne", "rz", "ru", "rd", "rna", "stochastic")
 
 
 @dataclass(frozen=True)
+class BitLayout:
+    """Where the fields of a format's encoding sit in its unsigned container word.
+
+    Bit 0 is the least significant bit of the container (``container_bits`` wide, the width of
+    :attr:`Format.bits_dtype`). From the bottom: ``pad_bits`` unused low bits (tf32: the 13 low
+    bits of its fp32 container, which the tensor cores ignore), then the trailing significand
+    (``mantissa_bits``; integers: the value bits below the sign), then the biased exponent field
+    (``exponent_bits``; integers: 0), then the sign bit where ``signed``. Bits above the sign
+    are unused (sub-byte integers: s4/u4 occupy the low 4 bits of a byte).
+    """
+
+    container_bits: int
+    exponent_bits: int
+    mantissa_bits: int
+    pad_bits: int
+    signed: bool
+    max_finite_field: int
+
+    @property
+    def uint(self) -> np.dtype:
+        """Unsigned dtype of the container (``uint8/16/32/64``)."""
+        return np.dtype(f"uint{self.container_bits}")
+
+    @property
+    def mantissa_shift(self) -> int:
+        """Bit position of the trailing significand's least significant bit (= ``pad_bits``)."""
+        return self.pad_bits
+
+    @property
+    def exponent_shift(self) -> int:
+        """Bit position of the exponent field's least significant bit."""
+        return self.pad_bits + self.mantissa_bits
+
+    @property
+    def sign_shift(self) -> int:
+        """Bit position of the sign bit (the top bit of the encoding)."""
+        return self.pad_bits + self.mantissa_bits + self.exponent_bits
+
+    @property
+    def sign_mask(self) -> int:
+        """Mask of the sign bit (0 for unsigned integers)."""
+        return 1 << self.sign_shift if self.signed else 0
+
+    @property
+    def exponent_mask(self) -> int:
+        """Mask of the biased exponent field in the container."""
+        return ((1 << self.exponent_bits) - 1) << self.exponent_shift
+
+    @property
+    def mantissa_mask(self) -> int:
+        """Mask of the trailing significand field in the container."""
+        return ((1 << self.mantissa_bits) - 1) << self.mantissa_shift
+
+    @property
+    def pad_mask(self) -> int:
+        """Mask of the unused low bits (tf32: ``0x1FFF``; others 0)."""
+        return (1 << self.pad_bits) - 1
+
+
+@dataclass(frozen=True)
 class Format:
-    """A binary number format.
+    """A binary number format: the one description of it that every layer reads.
 
     Floating-point fields follow IEEE 754 naming: a finite nonzero value is
     ``(-1)**s * m * 2**e`` with ``m`` having ``precision`` significant bits (hidden bit
     included) and ``emin <= e <= emax`` for normal numbers; subnormals have ``e = emin``.
 
     Attributes:
-        name: canonical name (a key of :data:`FORMATS`).
-        bits: width of the encoding in bits (tf32: 19; its container is fp32's 32 bits).
-        precision: ``p``, significand bits including the hidden bit (integers: ``bits - 1``).
+        name: canonical name (a key of :data:`FORMATS`); results tables use it.
+        bits: width of the encoding in bits (tf32: 19 in a 32-bit container; s4: 4 in a byte).
+        precision: ``p``, significand bits including the hidden bit (signed integers:
+            ``bits - 1``, unsigned: ``bits``).
         emin: exponent of the smallest normal number, ``min_normal = 2**emin``
             (integers: 0).
-        emax: exponent of the largest binade (integers: ``bits - 2``).
+        emax: exponent of the largest binade (signed integers: ``bits - 2``, unsigned
+            ``bits - 1``).
         has_inf: whether ±Inf is encodable.
         has_nan: whether NaN is encodable.
-        is_integer: two's-complement integer format (no exponent).
-        storage: numpy dtype that holds the format (ml_dtypes for bf16/fp8, float32 for tf32).
+        is_integer: integer format (no exponent; two's complement when ``signed``).
+        storage: numpy dtype that holds the values (ml_dtypes for bf16/fp8, float32 for tf32,
+            int8/uint8 for s4/u4); :func:`cast` returns it.
         nan_encoding: ``"ieee"`` (exponent field all ones, nonzero trailing significand),
             ``"fn"`` (only ``S.1111.111``: the top binade is otherwise finite, no Inf, as
             OCP ``float8_e4m3fn``) or ``"none"`` (integers).
+        ptx: the PTX type name (``f16``, ``e4m3``, ``s8``, ...).
+        aliases: other names :func:`get_format` accepts (PTX spelling, numpy / ml_dtypes dtype
+            names, common names), lower case.
+        signed: integers: two's complement (``s8``) or unsigned (``u8``); floats: True.
+        has_subnormals: gradual underflow below ``2**emin`` (every float format here).
+        pad_bits: unused low bits of the container below the encoding (tf32: 13).
+        ieee_quiet_nan_bits: the positive quiet NaN in the IEEE 754 sense (exponent field all
+            ones, top trailing-significand bit set, the rest zero), in the container: fp32
+            ``0x7FC00000``. e4m3 has one NaN per sign, ``0x7F``. :func:`to_bits` writes it.
+            None for integers.
+        gpu_canonical_nan_bits: what NVIDIA tensor cores write for a NaN result in this format,
+            as recorded on an H200 (docs/hardware.md): fp32 ``0x7FFFFFFF``, fp16 ``0x7FFF``.
+            None where no recording settles it (tf32, bf16, fp8 and fp64 never occur as a
+            recorded tensor-core output) and for integers.
     """
 
     name: str
@@ -110,10 +196,20 @@ class Format:
     is_integer: bool
     storage: np.dtype
     nan_encoding: str = "ieee"
+    ptx: str | None = None
+    aliases: tuple[str, ...] = ()
+    signed: bool = True
+    has_subnormals: bool = True
+    pad_bits: int = 0
+    ieee_quiet_nan_bits: int | None = None
+    gpu_canonical_nan_bits: int | None = None
 
     @property
     def mantissa_bits(self) -> int:
-        """Stored (trailing) significand bits, ``precision - 1``."""
+        """Stored (trailing) significand bits, ``precision - 1`` (integers: value bits below
+        the sign, i.e. ``bits - 1`` signed, ``bits`` unsigned)."""
+        if self.is_integer:
+            return self.bits - 1 if self.signed else self.bits
         return self.precision - 1
 
     @property
@@ -131,10 +227,20 @@ class Format:
         return 1 - self.emin
 
     @property
+    def container_bits(self) -> int:
+        """Bits of the storage container (tf32: 32, s4/u4: 8); ``bits_dtype``'s width."""
+        return self.storage.itemsize * 8
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name :func:`get_format` resolves to this format: canonical name first."""
+        return (self.name, *self.aliases)
+
+    @property
     def max_normal(self) -> float:
-        """Largest finite value (integers: ``2**(bits-1) - 1``; e4m3: 448)."""
+        """Largest finite value (integers: ``2**(bits-1) - 1`` or ``2**bits - 1``; e4m3: 448)."""
         if self.is_integer:
-            return float(2 ** (self.bits - 1) - 1)
+            return float(2 ** (self.bits - 1 if self.signed else self.bits) - 1)
         # In "fn" formats the all-ones significand of the top binade is NaN.
         top_ulps = 2 if self.nan_encoding == "fn" else 1
         return float(2**self.emax * (2 - top_ulps * 2.0 ** (1 - self.precision)))
@@ -151,9 +257,9 @@ class Format:
 
     @property
     def min_value(self) -> float:
-        """Most negative finite value (``-max_normal``; integers: ``-2**(bits-1)``)."""
+        """Most negative finite value (``-max_normal``; integers: ``-2**(bits-1)`` or 0)."""
         if self.is_integer:
-            return -float(2 ** (self.bits - 1))
+            return -float(2 ** (self.bits - 1)) if self.signed else 0.0
         return -self.max_normal
 
     @property
@@ -164,7 +270,33 @@ class Format:
     @property
     def bits_dtype(self) -> np.dtype:
         """Unsigned integer dtype of :func:`to_bits` (the container width)."""
-        return np.dtype(f"uint{self.storage.itemsize * 8}")
+        return np.dtype(f"uint{self.container_bits}")
+
+    @property
+    def max_exponent_field(self) -> int:
+        """Largest biased exponent field that encodes finite numbers (all ones minus one where
+        the all-ones field is Inf/NaN; all ones for ``"fn"``; 0 for integers)."""
+        top = (1 << self.exponent_bits) - 1
+        return top if self.nan_encoding == "fn" else max(top - 1, 0)
+
+    @property
+    def inf_bits(self) -> int | None:
+        """Encoding of +Inf in the container (None where Inf has no encoding)."""
+        if not self.has_inf:
+            return None
+        return ((1 << self.exponent_bits) - 1) << (self.mantissa_bits + self.pad_bits)
+
+    @property
+    def bit_layout(self) -> BitLayout:
+        """Field positions and masks of the encoding in its container (see :class:`BitLayout`)."""
+        return BitLayout(
+            container_bits=self.container_bits,
+            exponent_bits=self.exponent_bits,
+            mantissa_bits=self.mantissa_bits,
+            pad_bits=self.pad_bits,
+            signed=self.signed,
+            max_finite_field=self.max_exponent_field,
+        )
 
     def __str__(self) -> str:
         return self.name
@@ -178,59 +310,105 @@ def _float(
     emax: int,
     storage: Any,
     *,
+    ptx: str,
+    aliases: tuple[str, ...],
+    quiet_nan: int,
+    gpu_nan: int | None = None,
     has_inf: bool = True,
     nan_encoding: str = "ieee",
+    pad_bits: int = 0,
 ) -> Format:
-    return Format(name, bits, p, emin, emax, has_inf, True, False, np.dtype(storage), nan_encoding)
+    return Format(
+        name,
+        bits,
+        p,
+        emin,
+        emax,
+        has_inf,
+        True,
+        False,
+        np.dtype(storage),
+        nan_encoding,
+        ptx=ptx,
+        aliases=aliases,
+        pad_bits=pad_bits,
+        ieee_quiet_nan_bits=quiet_nan,
+        gpu_canonical_nan_bits=gpu_nan,
+    )
 
 
-def _int(name: str, bits: int, storage: Any) -> Format:
-    return Format(name, bits, bits - 1, 0, bits - 2, False, False, True, np.dtype(storage), "none")
+def _int(
+    name: str, bits: int, storage: Any, *, ptx: str, aliases: tuple[str, ...], signed: bool = True
+) -> Format:
+    p = bits - 1 if signed else bits
+    return Format(
+        name,
+        bits,
+        p,
+        0,
+        p - 1,
+        False,
+        False,
+        True,
+        np.dtype(storage),
+        "none",
+        ptx=ptx,
+        aliases=aliases,
+        signed=signed,
+        has_subnormals=False,
+    )
 
 
-#: Canonical formats by name.
+#: Canonical formats by name, in registration order (the first format whose storage dtype is a
+#: dtype's own name claims that dtype: float32 means fp32, not tf32; int8 means int8, not s4).
 FORMATS: dict[str, Format] = {
-    "fp64": _float("fp64", 64, 53, -1022, 1023, np.float64),
-    "fp32": _float("fp32", 32, 24, -126, 127, np.float32),
-    "tf32": _float("tf32", 19, 11, -126, 127, np.float32),
-    "fp16": _float("fp16", 16, 11, -14, 15, np.float16),
-    "bf16": _float("bf16", 16, 8, -126, 127, ml_dtypes.bfloat16),
-    "e4m3": _float("e4m3", 8, 4, -6, 8, ml_dtypes.float8_e4m3fn, has_inf=False, nan_encoding="fn"),
-    "e5m2": _float("e5m2", 8, 3, -14, 15, ml_dtypes.float8_e5m2),
-    "int8": _int("int8", 8, np.int8),
-    "int32": _int("int32", 32, np.int32),
-}
+    f.name: f
+    for f in (
+        _float(
+            "fp64", 64, 53, -1022, 1023, np.float64, ptx="f64",
+            aliases=("f64", "float64", "double", "binary64"),
+            quiet_nan=0x7FF8_0000_0000_0000,
+        ),
+        _float(
+            "fp32", 32, 24, -126, 127, np.float32, ptx="f32",
+            aliases=("f32", "float32", "single", "binary32"),
+            quiet_nan=0x7FC0_0000, gpu_nan=0x7FFF_FFFF,
+        ),
+        _float(
+            "tf32", 19, 11, -126, 127, np.float32, ptx="tf32", aliases=("tensorfloat32",),
+            quiet_nan=0x7FC0_0000, pad_bits=13,
+        ),
+        _float(
+            "fp16", 16, 11, -14, 15, np.float16, ptx="f16",
+            aliases=("f16", "float16", "half", "binary16"),
+            quiet_nan=0x7E00, gpu_nan=0x7FFF,
+        ),
+        _float(
+            "bf16", 16, 8, -126, 127, ml_dtypes.bfloat16, ptx="bf16",
+            aliases=("bfloat16",), quiet_nan=0x7FC0,
+        ),
+        _float(
+            "e4m3", 8, 4, -6, 8, ml_dtypes.float8_e4m3fn, ptx="e4m3",
+            aliases=("float8_e4m3fn", "fp8_e4m3", "fp8_e4m3fn", "e4m3fn"),
+            quiet_nan=0x7F, has_inf=False, nan_encoding="fn",
+        ),
+        _float(
+            "e5m2", 8, 3, -14, 15, ml_dtypes.float8_e5m2, ptx="e5m2",
+            aliases=("float8_e5m2", "fp8_e5m2"), quiet_nan=0x7E,
+        ),
+        _int("int8", 8, np.int8, ptx="s8", aliases=("s8",)),
+        _int("int32", 32, np.int32, ptx="s32", aliases=("s32",)),
+        _int("uint8", 8, np.uint8, ptx="u8", aliases=("u8",), signed=False),
+        _int("int4", 4, np.int8, ptx="s4", aliases=("s4",)),
+        _int("uint4", 4, np.uint8, ptx="u4", aliases=("u4",), signed=False),
+    )
+}  # fmt: skip
 
-#: Alternative names accepted by :func:`get_format`.
-ALIASES: dict[str, str] = {
-    "f64": "fp64",
-    "float64": "fp64",
-    "double": "fp64",
-    "f32": "fp32",
-    "float32": "fp32",
-    "single": "fp32",
-    "f16": "fp16",
-    "float16": "fp16",
-    "half": "fp16",
-    "bfloat16": "bf16",
-    "float8_e4m3fn": "e4m3",
-    "fp8_e4m3": "e4m3",
-    "float8_e5m2": "e5m2",
-    "fp8_e5m2": "e5m2",
-    "s8": "int8",
-    "s32": "int32",
-}
+#: Alternative names accepted by :func:`get_format` (every ``Format.aliases`` entry).
+ALIASES: dict[str, str] = {a: f.name for f in FORMATS.values() for a in f.aliases}
 
-_BY_DTYPE: dict[np.dtype, str] = {
-    np.dtype(np.float64): "fp64",
-    np.dtype(np.float32): "fp32",
-    np.dtype(np.float16): "fp16",
-    np.dtype(ml_dtypes.bfloat16): "bf16",
-    np.dtype(ml_dtypes.float8_e4m3fn): "e4m3",
-    np.dtype(ml_dtypes.float8_e5m2): "e5m2",
-    np.dtype(np.int8): "int8",
-    np.dtype(np.int32): "int32",
-}
+#: Every accepted name (canonical or alias) -> Format.
+_BY_NAME: dict[str, Format] = {n: f for f in FORMATS.values() for n in f.names}
 
 # Narrow float dtypes whose conversion to float64 is exact (decoding, not rounding).
 _EXACT_FLOAT_DTYPES = frozenset(
@@ -254,8 +432,10 @@ def get_format(fmt: str | Format | Any) -> Format:
     """Return the :class:`Format` named by ``fmt``.
 
     Args:
-        fmt: a canonical name or alias (case-insensitive), a :class:`Format`, or a numpy /
-            ml_dtypes dtype (or scalar type) of one of the formats (``float32`` is fp32).
+        fmt: a canonical name or alias (case-insensitive; e.g. ``"fp16"``, ``"f16"``,
+            ``"half"``, ``"float16"``), a :class:`Format`, or a numpy / ml_dtypes dtype (or
+            scalar type) whose name is one of those: ``float32`` is fp32 (tf32 has no dtype of
+            its own), ``int8`` is int8, ``ml_dtypes.int4`` is int4.
 
     Raises:
         ValueError: ``fmt`` names no known format; the message lists the valid names.
@@ -265,17 +445,16 @@ def get_format(fmt: str | Format | Any) -> Format:
     if fmt is None:  # np.dtype(None) would silently mean float64
         pass
     elif isinstance(fmt, str):
-        key = fmt.strip().lower()
-        key = ALIASES.get(key, key)
-        if key in FORMATS:
-            return FORMATS[key]
+        found = _BY_NAME.get(fmt.strip().lower())
+        if found is not None:
+            return found
     else:
         try:
             dtype = np.dtype(fmt)
         except (TypeError, ValueError):
             dtype = None
-        if dtype is not None and dtype in _BY_DTYPE:
-            return FORMATS[_BY_DTYPE[dtype]]
+        if dtype is not None and dtype.name in _BY_NAME:
+            return _BY_NAME[dtype.name]
     raise ValueError(
         f"unknown format {fmt!r}; expected one of {sorted(FORMATS)} "
         f"(aliases {sorted(ALIASES)}), a Format, or a dtype of one of them"
@@ -454,32 +633,23 @@ def cast(
 
 # ----------------------------------------------------------------------------- bit encodings
 
-_CANONICAL_NAN = {
-    "fp64": 0x7FF8_0000_0000_0000,
-    "fp32": 0x7FC0_0000,
-    "tf32": 0x7FC0_0000,
-    "fp16": 0x7E00,
-    "bf16": 0x7FC0,
-    "e4m3": 0x7F,
-    "e5m2": 0x7E,
-}
-
 
 def _layout(f: Format) -> tuple[int, int, int]:
-    """(container bits, exponent field bits, trailing significand bits) of the encoding."""
-    if f.name == "tf32":  # tf32 lives in the fp32 layout with 13 low bits zero
-        return 32, 8, 23
-    return f.bits, f.exponent_bits, f.mantissa_bits
+    """(container bits, exponent field bits, trailing significand bits incl. pad) of a float
+    encoding: tf32 is encoded as the fp32 word of its value (its 13 pad bits are then zero)."""
+    return f.container_bits, f.exponent_bits, f.mantissa_bits + f.pad_bits
 
 
 def to_bits(values: Any, fmt: str | Format | Any) -> np.ndarray:
     """Encode values of ``fmt`` as unsigned integers (``fmt.bits_dtype``).
 
     fp64 -> uint64, fp32/tf32 -> uint32 (tf32 in its fp32 container, low 13 bits zero),
-    fp16/bf16 -> uint16, e4m3/e5m2 -> uint8, int8/int32 -> two's complement as uint8/uint32.
-    Every NaN is written as the canonical positive quiet NaN of the format: fp64
+    fp16/bf16 -> uint16, e4m3/e5m2 -> uint8, integers -> two's complement (signed) or plain
+    binary (unsigned) in the low ``fmt.bits`` bits of the container (int4 -3 -> ``0xD``).
+    Every NaN is written as ``fmt.ieee_quiet_nan_bits``, the positive quiet NaN: fp64
     ``0x7FF8000000000000``, fp32/tf32 ``0x7FC00000``, fp16 ``0x7E00``, bf16 ``0x7FC0``,
-    e4m3 ``0x7F``, e5m2 ``0x7E``. Signed zeros are kept.
+    e4m3 ``0x7F``, e5m2 ``0x7E`` (not the GPU's ``gpu_canonical_nan_bits``). Signed zeros
+    are kept.
 
     Raises:
         ValueError: some value is not exactly representable in ``fmt`` (round it first).
@@ -497,12 +667,14 @@ def to_bits(values: Any, fmt: str | Format | Any) -> np.ndarray:
             f"(first: {first!r}); round them with precision.formats.round first"
         )
     if f.is_integer:
-        return v.astype(f.storage).view(f.bits_dtype)
+        word = v.astype(np.int64).view(np.uint64) & np.uint64((1 << f.bits) - 1)
+        return word.astype(f.bits_dtype)
     flat = v.reshape(-1)
     nan = np.isnan(flat)
     flat = np.where(nan, 0.0, flat)  # contiguous float64, NaN fields written below
-    out = flat.view(np.uint64) if f.name == "fp64" else _encode_float(flat, f)
-    out[nan] = _CANONICAL_NAN[f.name]
+    out = flat.view(np.uint64) if f.container_bits == 64 else _encode_float(flat, f)
+    assert f.ieee_quiet_nan_bits is not None  # every float format has a NaN encoding
+    out[nan] = f.ieee_quiet_nan_bits
     return out.reshape(v.shape)
 
 
@@ -533,19 +705,20 @@ def from_bits(bits: Any, fmt: str | Format | Any) -> np.ndarray:
     """Decode unsigned-integer encodings of ``fmt`` into float64 values (exact).
 
     Args:
-        bits: integer array-like with values in ``[0, 2**container_bits)`` (see
-            :func:`to_bits`; tf32 uses the fp32 layout and needs its 13 low bits zero).
+        bits: integer array-like with values in ``[0, 2**(fmt.bits + fmt.pad_bits))`` (see
+            :func:`to_bits`; tf32 uses the fp32 layout and needs its 13 low bits zero; int4 /
+            uint4 use the low 4 bits of a byte).
         fmt: the format.
 
     Returns:
         float64 array: the encoded values; NaN encodings (any payload) decode to NaN;
-        integer formats decode two's complement.
+        integer formats decode two's complement (signed) or plain binary (unsigned).
     """
     f = get_format(fmt)
     b = np.asarray(bits)
     if b.dtype.kind not in "iu":
         raise TypeError(f"bits must be an integer array; got dtype {b.dtype}")
-    nbits = f.storage.itemsize * 8
+    nbits = f.bits + f.pad_bits
     if b.size and (int(b.min()) < 0 or int(b.max()) >= 2**nbits):
         raise ValueError(
             f"bits: {f.name} encodings lie in [0, 2**{nbits}); got values in "
@@ -553,11 +726,17 @@ def from_bits(bits: Any, fmt: str | Format | Any) -> np.ndarray:
         )
     u = b.astype(np.uint64)
     if f.is_integer:
-        return u.astype(f"uint{nbits}").view(f"int{nbits}").astype(np.float64)
-    if f.name == "fp64":
+        val = u.astype(np.int64)
+        if f.signed:  # two's complement of width f.bits
+            val = np.where(val >= 1 << (f.bits - 1), val - (1 << f.bits), val)
+        return val.astype(np.float64)
+    if f.container_bits == 64:
         return u.view(np.float64).copy()
-    if f.name == "tf32" and np.any(u & np.uint64(0x1FFF)):
-        raise ValueError("bits: tf32 encodings (fp32 layout) need the 13 low bits zero")
+    if f.pad_bits and np.any(u & np.uint64(f.bit_layout.pad_mask)):
+        raise ValueError(
+            f"bits: {f.name} encodings ({f.container_bits}-bit container) need the "
+            f"{f.pad_bits} low bits zero"
+        )
     nbits, ebits, mbits = _layout(f)
     emask = (1 << ebits) - 1
     efield = ((u >> np.uint64(mbits)) & np.uint64(emask)).astype(np.int64)

@@ -30,7 +30,24 @@ FLOAT_SPEC = {
     "e4m3": (4, -6, 8, Fraction(448), False),
     "e5m2": (3, -14, 15, Fraction(57344), True),
 }
-INT_SPEC = {"int8": (-(2**7), 2**7 - 1), "int32": (-(2**31), 2**31 - 1)}
+INT_SPEC = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "uint8": (0, 2**8 - 1),
+    "int4": (-(2**3), 2**3 - 1),
+    "uint4": (0, 2**4 - 1),
+}
+# The positive quiet NaN of IEEE 754-2019 6.2.1 (exponent all ones, first trailing significand
+# bit 1); e4m3 (OCP OFP8 "fn") has a single NaN per sign, S.1111.111.
+IEEE_QUIET_NAN = {
+    "fp64": 0x7FF8_0000_0000_0000,
+    "fp32": 0x7FC0_0000,
+    "tf32": 0x7FC0_0000,
+    "fp16": 0x7E00,
+    "bf16": 0x7FC0,
+    "e4m3": 0x7F,
+    "e5m2": 0x7E,
+}
 ALL_FORMATS = [*FLOAT_SPEC, *INT_SPEC]
 DET_MODES = ["rne", "rz", "ru", "rd", "rna"]
 
@@ -402,7 +419,7 @@ def test_all_encodings_round_trip(name):
     assert enc.dtype == udt
     nan = np.isnan(decoded)
     assert np.array_equal(enc[~nan], bits[~nan])
-    assert (enc[nan] == F._CANONICAL_NAN[name]).all()
+    assert (enc[nan] == IEEE_QUIET_NAN[name]).all()
     assert np.isnan(_decode(enc[nan][:1], dtype)).all()
     for mode in DET_MODES:  # every value of the format is a fixed point of every mode
         assert _same_arrays(F.round(decoded, name, mode), decoded)
@@ -476,10 +493,34 @@ def test_float_format_parameters(name):
 
 
 def test_integer_formats():
+    info = {"int4": ml_dtypes.iinfo(ml_dtypes.int4), "uint4": ml_dtypes.iinfo(ml_dtypes.uint4)}
     for name, (lo, hi) in INT_SPEC.items():
         f = F.FORMATS[name]
         assert f.is_integer and (f.min_value, f.max_normal) == (lo, hi)
-        assert np.iinfo(f.storage).max == hi
+        ii = info.get(name, np.iinfo(f.storage))
+        assert (ii.min, ii.max) == (lo, hi)
+        assert f.signed == (lo < 0) and f.bits == ii.bits
+
+
+@pytest.mark.parametrize("name", list(INT_SPEC))
+def test_integer_encodings_round_trip(name):
+    lo, hi = INT_SPEC[name]
+    f = F.FORMATS[name]
+    if f.bits <= 8:  # every encoding
+        bits = np.arange(2**f.bits, dtype=np.uint8)
+        vals = F.from_bits(bits, name)
+        # two's complement / plain binary, typed in: word w means w - 2**bits where w >= 2**(bits-1)
+        want = [w - 2**f.bits if lo < 0 and w >= 2 ** (f.bits - 1) else w for w in range(2**f.bits)]
+        assert vals.tolist() == want
+        assert np.array_equal(F.to_bits(vals, name), bits)
+        assert F.to_bits(vals, name).dtype == np.uint8
+    v = np.array([lo, lo + 1, -1 if lo < 0 else 1, 0, hi - 1, hi], dtype=np.float64)
+    assert np.array_equal(F.from_bits(F.to_bits(v, name), name), v)
+    c = F.cast(np.array([hi + 10.0, lo - 10.0, math.nan, -0.4, 2.5]), name)
+    assert c.dtype == f.storage
+    assert c.tolist() == [hi, lo, 0, 0, 2]
+    with pytest.raises(ValueError, match=rf"\[0, 2\*\*{f.bits}\)"):
+        F.from_bits(np.array([2**f.bits]), name)
 
 
 def test_get_format_names_aliases_and_dtypes():
