@@ -513,14 +513,16 @@ def _round_magnitude(
     if mode in ("ru", "rd"):
         lo = np.floor(s)
         away = np.ceil(s)
+        assert neg is not None  # the caller passes the signs for ru / rd
         toward_inf = ~neg if mode == "ru" else neg  # rounding away from zero increases |x|
-        return np.where(toward_inf, away, lo)
+        return np.asarray(np.where(toward_inf, away, lo))
     lo = np.floor(s)
     with np.errstate(invalid="ignore"):  # Inf - Inf for Inf input; the result stays Inf
         frac = s - lo  # exact: floor(s) lies on the float64 grid of s; 0 <= frac < 1
     if mode == "rna":
         return lo + (frac >= 0.5)
     # stochastic: P(up) = frac (quantised to multiples of 2**-53 by the draw)
+    assert rng is not None  # _check_mode refuses stochastic rounding without a Generator
     return lo + (rng.random(s.shape) < frac)
 
 

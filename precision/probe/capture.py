@@ -89,10 +89,10 @@ def load_recording(path: str | Path) -> Recording:
         )
     T, K = rec.tiles, instr.K
     want = {
-        "a": ((T, 16, K), instr.a_fmt.uint),
-        "b": ((T, K, 8), instr.a_fmt.uint),
-        "c": ((T, 16, 8), instr.c_fmt.uint),
-        "d": ((T, 16, 8), instr.c_fmt.uint),
+        "a": ((T, 16, K), instr.a_fmt.bits_dtype),
+        "b": ((T, K, 8), instr.a_fmt.bits_dtype),
+        "c": ((T, 16, 8), instr.c_fmt.bits_dtype),
+        "d": ((T, 16, 8), instr.c_fmt.bits_dtype),
     }
     for name, (shape, dtype) in want.items():
         arr = getattr(rec, name)
@@ -140,16 +140,16 @@ def emulate(rec: Recording, mma: Callable | None = None) -> np.ndarray:
     instr = rec.instr
     if mma is None:
         from precision.tensorcore import mma
-    a = rec.a.view(instr.a_fmt.view)
-    b = rec.b.view(instr.a_fmt.view)
-    c = rec.c.view(instr.c_fmt.view)
+    a = rec.a.view(instr.a_fmt.storage)
+    b = rec.b.view(instr.a_fmt.storage)
+    c = rec.c.view(instr.c_fmt.storage)
     out = np.asarray(mma(a, b, c, arch="sm90", fmt=instr.emulator_fmt, satf=instr.satf))
     if out.dtype != c.dtype or out.shape != c.shape:
         raise TypeError(
             f"mma returned {out.dtype}{out.shape} for {instr.name}, expected "
             f"{c.dtype}{c.shape} (c's dtype and shape)"
         )
-    return out.view(instr.c_fmt.uint)
+    return out.view(instr.c_fmt.bits_dtype)
 
 
 @dataclass
@@ -397,8 +397,8 @@ def capture(
             "chained_instructions": instr.nchain,
             "k": instr.k,
             "K": instr.K,
-            "a_format": instr.a_fmt.name,
-            "c_format": instr.c_fmt.name,
+            "a_format": instr.a_fmt.ptx,
+            "c_format": instr.c_fmt.ptx,
             "satfinite": instr.satf,
             "tiles": rec.tiles,
             "outputs": rec.tiles * 128,

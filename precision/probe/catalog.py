@@ -3,87 +3,28 @@
 This module only describes; generating inputs lives in :mod:`precision.probe.inputs`, running
 the probes and checking recordings in :mod:`precision.probe.capture`.
 
-Operands are handled as raw bit patterns in unsigned integers of the storage width
-(``uint8/16/32``). ``BitFormat`` says how to read those bits: sign, exponent field and trailing
-significand, with ``pad`` low bits of the container that the format does not use (tf32 is kept
-in a 32-bit fp32 container whose low 13 bits are not part of the tf32 value).
+Operands are handled as raw bit patterns in unsigned integers of the container width
+(``uint8/16/32``). Their formats are the registry's :class:`precision.formats.Format` records:
+``Format.bit_layout`` says where sign, exponent field and trailing significand sit, with
+``pad_bits`` low bits of the container that the format does not use (tf32 is kept in a 32-bit
+fp32 container whose low 13 bits are not part of the tf32 value); ``Format.storage`` is the
+dtype the raw bits are reinterpreted as (tf32 reads as float32).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import ml_dtypes
-import numpy as np
+from precision.formats import Format, get_format
 
-
-@dataclass(frozen=True)
-class BitFormat:
-    """Bit layout of one operand format.
-
-    ``width`` is the container width in bits, ``exp_bits``/``man_bits`` the exponent field and
-    trailing significand widths of the *format* (tf32: 8/10), ``pad`` the unused low bits of
-    the container (tf32: 13). ``has_inf`` is False for e4m3 (OCP "fn": no infinities, NaN is
-    S.1111.111). Integer formats have ``exp_bits == 0`` and ``is_integer``.
-    """
-
-    name: str
-    width: int
-    exp_bits: int
-    man_bits: int
-    pad: int = 0
-    has_inf: bool = True
-    is_integer: bool = False
-
-    @property
-    def uint(self) -> type[np.unsignedinteger]:
-        """Unsigned storage dtype of the container."""
-        return {8: np.uint8, 16: np.uint16, 32: np.uint32}[self.width]
-
-    @property
-    def view(self) -> np.dtype:
-        """numpy dtype the raw bits are reinterpreted as (tf32 reads as float32)."""
-        return np.dtype(_VIEW[self.name])
-
-    @property
-    def bias(self) -> int:
-        return (1 << (self.exp_bits - 1)) - 1
-
-    @property
-    def emin(self) -> int:
-        """Exponent of the smallest normal (also the scale of subnormals' leading bit + man)."""
-        return 1 - self.bias
-
-    @property
-    def max_field(self) -> int:
-        """Largest exponent field that encodes finite numbers."""
-        top = (1 << self.exp_bits) - 1
-        return top - 1 if self.has_inf else top
-
-    @property
-    def sign_mask(self) -> int:
-        return 1 << (self.width - 1)
-
-
-_VIEW = {
-    "f16": np.float16,
-    "bf16": ml_dtypes.bfloat16,
-    "tf32": np.float32,
-    "f32": np.float32,
-    "e4m3": ml_dtypes.float8_e4m3fn,
-    "e5m2": ml_dtypes.float8_e5m2,
-    "s8": np.int8,
-    "s32": np.int32,
-}
-
-F16 = BitFormat("f16", 16, 5, 10)
-BF16 = BitFormat("bf16", 16, 8, 7)
-TF32 = BitFormat("tf32", 32, 8, 10, pad=13)
-F32 = BitFormat("f32", 32, 8, 23)
-E4M3 = BitFormat("e4m3", 8, 4, 3, has_inf=False)
-E5M2 = BitFormat("e5m2", 8, 5, 2)
-S8 = BitFormat("s8", 8, 0, 0, is_integer=True)
-S32 = BitFormat("s32", 32, 0, 0, is_integer=True)
+F16 = get_format("fp16")
+BF16 = get_format("bf16")
+TF32 = get_format("tf32")
+F32 = get_format("fp32")
+E4M3 = get_format("e4m3")
+E5M2 = get_format("e5m2")
+S8 = get_format("int8")
+S32 = get_format("int32")
 
 
 @dataclass(frozen=True)
@@ -99,8 +40,8 @@ class Instruction:
     kernel: str
     ptx: str
     k: int
-    a_fmt: BitFormat
-    c_fmt: BitFormat
+    a_fmt: Format
+    c_fmt: Format
     satf: bool = False
     nchain: int = 1
 

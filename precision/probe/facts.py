@@ -19,8 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from precision.formats import Format
 from precision.probe.capture import Recording, load_recording, recording_paths
-from precision.probe.catalog import F16, F32, BitFormat
+from precision.probe.catalog import F16, F32
 from precision.probe.inputs import values
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "sm90"
@@ -31,7 +32,7 @@ def _hex(x, width: int) -> str:
 
 
 def _example(rec: Recording, t: int, i: int, j: int) -> str:
-    wa, wc = rec.instr.a_fmt.width, rec.instr.c_fmt.width
+    wa, wc = rec.instr.a_fmt.container_bits, rec.instr.c_fmt.container_bits
     return (
         f"    {rec.instr.name} kind={rec.kinds[rec.kind[t]]} tile={t} [{i},{j}]: "
         f"c={_hex(rec.c[t, i, j], wc)} d={_hex(rec.d[t, i, j], wc)}\n"
@@ -71,17 +72,17 @@ class Inputs:
 # independent one-block model (finite inputs)
 
 
-def _decode(x: np.ndarray, fmt: BitFormat):
-    """(m, e): |x| = m * 2^(e - man_bits), m integer, e = max(floor(log2|x|), emin)."""
+def _decode(x: np.ndarray, fmt: Format):
+    """(m, e): |x| = m * 2^(e - mantissa_bits), m integer, e = max(floor(log2|x|), emin)."""
     ax = np.abs(x)
     _, ex = np.frexp(ax)
     e = np.maximum(np.where(ax > 0, ex - 1, fmt.emin), fmt.emin)
-    m = np.ldexp(ax, fmt.man_bits - e).astype(np.int64)
+    m = np.ldexp(ax, fmt.mantissa_bits - e).astype(np.int64)
     return m, e
 
 
 def block_model(
-    A: np.ndarray, B: np.ndarray, C: np.ndarray, fa: BitFormat, fc: BitFormat, F: int, e_zero: int
+    A: np.ndarray, B: np.ndarray, C: np.ndarray, fa: Format, fc: Format, F: int, e_zero: int
 ) -> np.ndarray:
     """Output bits of one fused block per row: A [n,L], B [n,L], C [n] finite values.
 
@@ -100,8 +101,8 @@ def block_model(
         sh = e - E[..., None] + F - frac if m.ndim == 2 else e - E + F - frac
         return np.where(sh >= 0, m << np.clip(sh, 0, 62), m >> np.clip(-sh, 0, 63))
 
-    S = (np.where(sp, -1, 1) * align(mp, ep, 2 * fa.man_bits)).sum(1)
-    S = S + np.where(np.signbit(C), -1, 1) * align(mc, ec, fc.man_bits)
+    S = (np.where(sp, -1, 1) * align(mp, ep, 2 * fa.mantissa_bits)).sum(1)
+    S = S + np.where(np.signbit(C), -1, 1) * align(mc, ec, fc.mantissa_bits)
     V = np.ldexp(S.astype(np.float64), E - F)  # exact: |S| < 2^40
     with np.errstate(over="ignore"):  # overflow to Inf is what the model computes here
         out = V.astype(np.float16 if fc is F16 else np.float32)
@@ -109,8 +110,8 @@ def block_model(
         toward = np.abs(out.astype(np.float64)) > np.abs(V)
         out = np.where(toward, np.nextafter(out, np.float32(0)), out)
         out = np.where(np.abs(V) >= 2.0**128, np.copysign(np.float32(np.inf), V), out)
-    out = np.where(out == 0, 0.0, out).astype(fc.view)  # any zero result -> +0
-    return out.view(fc.uint)
+    out = np.where(out == 0, 0.0, out).astype(fc.storage)  # any zero result -> +0
+    return out.view(fc.bits_dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,7 +145,9 @@ def specials(rec: Recording, inp: Inputs, out: list[str]) -> None:
     nan_bits = rec.d[inp.d_nan]
     if nan_bits.size:
         pats, counts = np.unique(nan_bits, return_counts=True)
-        shown = ", ".join(f"0x{_hex(p, fc.width)} x{c}" for p, c in zip(pats, counts, strict=True))
+        shown = ", ".join(
+            f"0x{_hex(p, fc.container_bits)} x{c}" for p, c in zip(pats, counts, strict=True)
+        )
         in_nan = np.concatenate([rec.c[np.isnan(inp.C)].ravel()])
         out.append(
             f"  NaN output bit patterns: {shown} (c held {np.unique(in_nan).size} "
@@ -158,7 +161,7 @@ def specials(rec: Recording, inp: Inputs, out: list[str]) -> None:
 
 def overflow(rec: Recording, inp: Inputs, out: list[str]) -> None:
     fc = rec.instr.c_fmt
-    big = float(np.finfo(fc.view).max)
+    big = float(np.finfo(fc.storage).max)
     limit = 2.0**128 if fc is F32 else 65520.0  # RZ / RNE overflow thresholds
     m = inp.finite & (np.abs(inp.approx) >= limit)
     n = int(m.sum())
@@ -178,7 +181,7 @@ def overflow(rec: Recording, inp: Inputs, out: list[str]) -> None:
 def zero_sign(rec: Recording, inp: Inputs, out: list[str]) -> None:
     """Sign of an exactly zero result, of results that underflow to zero, and -0 operands."""
     fc = rec.instr.c_fmt
-    d_neg0 = rec.d == fc.uint(fc.sign_mask)
+    d_neg0 = rec.d == fc.bits_dtype.type(fc.bit_layout.sign_mask)
     d_pos0 = rec.d == 0
     cand = np.argwhere(inp.finite & (inp.approx == 0))
     exact0 = np.zeros(inp.D.shape, bool)
@@ -243,8 +246,8 @@ def floor_and_alignment(rec: Recording, inp: Inputs, out: list[str]) -> None:
                 else int(np.argmax(differ))
             )
             out.append(
-                f"    e.g. predictions {floors[0]} -> {_hex(p1[k], fc.width)}, "
-                f"{ez} -> {_hex(p2[k], fc.width)}:"
+                f"    e.g. predictions {floors[0]} -> {_hex(p1[k], fc.container_bits)}, "
+                f"{ez} -> {_hex(p2[k], fc.container_bits)}:"
             )
             out.append(_example(rec, t[k], i[k], j[k]))
 

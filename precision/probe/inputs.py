@@ -30,9 +30,9 @@ from collections.abc import Callable
 import ml_dtypes
 import numpy as np
 
+from precision.formats import Format
 from precision.probe.catalog import (
     F16,
-    BitFormat,
     Instruction,
     kinds_for,
 )
@@ -44,33 +44,51 @@ Bits = tuple[np.ndarray, np.ndarray, np.ndarray]
 # bit-level helpers
 
 
-def compose(fmt: BitFormat, sign, field, mant) -> np.ndarray:
+def _pack(fmt: Format, sign, field, mant) -> np.ndarray:
+    """Bits ``sign | field | mant`` at ``fmt.bit_layout``'s positions, no validity check."""
+    lay = fmt.bit_layout
+    sign = np.asarray(sign, np.uint64)
+    field = np.asarray(field, np.uint64)
+    mant = np.asarray(mant, np.uint64)
+    bits = (
+        (sign << np.uint64(lay.sign_shift))
+        | (field << np.uint64(lay.exponent_shift))
+        | (mant << np.uint64(lay.mantissa_shift))
+    )
+    return bits.astype(lay.uint)
+
+
+def compose(fmt: Format, sign, field, mant) -> np.ndarray:
     """Bits of ``(-1)^sign * field/mantissa`` in ``fmt``'s container (mant = trailing bits).
 
     For e4m3 an encoding S.1111.111 (NaN) requested as finite is moved to S.1111.110 (448).
     """
-    sign = np.asarray(sign, np.uint64)
     field = np.asarray(field, np.uint64)
     mant = np.asarray(mant, np.uint64)
     if not fmt.has_inf:
-        top = (field == fmt.max_field) & (mant == (1 << fmt.man_bits) - 1)
+        top = (field == fmt.max_exponent_field) & (mant == (1 << fmt.mantissa_bits) - 1)
         mant = np.where(top, mant - 1, mant)
-    bits = (sign << (fmt.width - 1)) | (field << (fmt.man_bits + fmt.pad)) | (mant << fmt.pad)
-    return bits.astype(fmt.uint)
+    return _pack(fmt, sign, field, mant)
 
 
-def random_mant(fmt: BitFormat, shape, rng: np.random.Generator) -> np.ndarray:
-    return rng.integers(0, 1 << fmt.man_bits, size=shape, dtype=np.uint64)
+def _value_mask(fmt: Format) -> np.unsignedinteger:
+    """Container mask of the bits that belong to the value (all but tf32's 13 pad bits)."""
+    lay = fmt.bit_layout
+    return lay.uint.type(((1 << lay.container_bits) - 1) & ~lay.pad_mask)
 
 
-def with_fields(fmt: BitFormat, field, rng: np.random.Generator) -> np.ndarray:
+def random_mant(fmt: Format, shape, rng: np.random.Generator) -> np.ndarray:
+    return rng.integers(0, 1 << fmt.mantissa_bits, size=shape, dtype=np.uint64)
+
+
+def with_fields(fmt: Format, field, rng: np.random.Generator) -> np.ndarray:
     """Random sign and trailing significand, given exponent fields."""
     field = np.asarray(field)
     sign = rng.integers(0, 2, size=field.shape)
     return compose(fmt, sign, field, random_mant(fmt, field.shape, rng))
 
 
-def with_exponent(fmt: BitFormat, sign, e, rng: np.random.Generator) -> np.ndarray:
+def with_exponent(fmt: Format, sign, e, rng: np.random.Generator) -> np.ndarray:
     """Values whose leading bit has weight 2^e (random lower bits), sign given.
 
     ``e`` below ``emin`` gives subnormals; below the smallest subnormal it gives zero; above
@@ -78,13 +96,13 @@ def with_exponent(fmt: BitFormat, sign, e, rng: np.random.Generator) -> np.ndarr
     """
     e = np.asarray(e, np.int64)
     sign = np.broadcast_to(np.asarray(sign), e.shape)
-    emax = fmt.max_field - fmt.bias
+    emax = fmt.max_exponent_field - fmt.bias
     e = np.minimum(e, emax)
     mant = random_mant(fmt, e.shape, rng)
     normal = e >= fmt.emin
     field = np.where(normal, e + fmt.bias, 0)
-    # a subnormal's leading trailing-field bit sits at position man_bits - (emin - e)
-    pos = e - fmt.emin + fmt.man_bits
+    # a subnormal's leading trailing-field bit sits at position mantissa_bits - (emin - e)
+    pos = e - fmt.emin + fmt.mantissa_bits
     lead = np.where((pos >= 0) & ~normal, np.left_shift(1, np.clip(pos, 0, 62)), 0)
     lead = lead.astype(np.uint64)
     sub_mant = lead | (mant & np.maximum(lead, np.uint64(1)) - np.uint64(1))
@@ -92,53 +110,55 @@ def with_exponent(fmt: BitFormat, sign, e, rng: np.random.Generator) -> np.ndarr
     return compose(fmt, sign, field, mant)
 
 
-def from_values(fmt: BitFormat, x: np.ndarray) -> np.ndarray:
+def from_values(fmt: Format, x: np.ndarray) -> np.ndarray:
     """Bits of float64 ``x`` in ``fmt`` (finite values clipped to the largest finite one).
 
     Rounding is whatever the numpy/ml_dtypes cast does (tf32: cast to f32 then the low 13 bits
     cleared): this only makes inputs, whose exact bits are what gets recorded.
     """
     if fmt.is_integer:
-        info = np.iinfo(fmt.view)
-        return np.clip(np.rint(x), info.min, info.max).astype(fmt.view).view(fmt.uint)
-    big = float(ml_dtypes.finfo(fmt.view).max)
-    v = np.clip(x, -big, big).astype(fmt.view).view(fmt.uint)
-    if fmt.pad:
-        v = v & fmt.uint(~((1 << fmt.pad) - 1) & ((1 << fmt.width) - 1))
+        info = np.iinfo(fmt.storage)
+        return np.clip(np.rint(x), info.min, info.max).astype(fmt.storage).view(fmt.bits_dtype)
+    big = float(ml_dtypes.finfo(fmt.storage).max)
+    v = np.clip(x, -big, big).astype(fmt.storage).view(fmt.bits_dtype)
+    if fmt.pad_bits:
+        v = v & _value_mask(fmt)
     return v
 
 
-def values(fmt: BitFormat, bits: np.ndarray) -> np.ndarray:
+def values(fmt: Format, bits: np.ndarray) -> np.ndarray:
     """float64 (or int64 for integer formats) values of bit patterns (tf32 pad bits ignored)."""
-    if fmt.pad:
-        bits = bits & fmt.uint(~((1 << fmt.pad) - 1) & ((1 << fmt.width) - 1))
-    v = bits.view(fmt.view)
+    if fmt.pad_bits:
+        bits = bits & _value_mask(fmt)
+    v = bits.view(fmt.storage)
     if fmt.is_integer:
         return v.astype(np.int64)
     with np.errstate(invalid="ignore"):
         return v.astype(np.float64)
 
 
-def nan_bits(fmt: BitFormat, shape, rng: np.random.Generator) -> np.ndarray:
+def nan_bits(fmt: Format, shape, rng: np.random.Generator) -> np.ndarray:
     """NaN encodings with random sign and random nonzero payload (quiet and signalling)."""
     sign = rng.integers(0, 2, size=shape)
     if not fmt.has_inf:  # e4m3: the only NaNs are S.1111.111
-        return compose(
-            BitFormat("raw", fmt.width, fmt.exp_bits, fmt.man_bits),
+        return _pack(
+            fmt,
             sign,
-            np.full(shape, (1 << fmt.exp_bits) - 1),
-            (1 << fmt.man_bits) - 1,
+            np.full(shape, (1 << fmt.exponent_bits) - 1),
+            (1 << fmt.mantissa_bits) - 1,
         )
-    mant = rng.integers(1, 1 << fmt.man_bits, size=shape, dtype=np.uint64)
-    return compose(fmt, sign, np.full(shape, (1 << fmt.exp_bits) - 1), mant)
+    mant = rng.integers(1, 1 << fmt.mantissa_bits, size=shape, dtype=np.uint64)
+    return compose(fmt, sign, np.full(shape, (1 << fmt.exponent_bits) - 1), mant)
 
 
-def inf_bits(fmt: BitFormat, sign) -> np.ndarray:
+def inf_bits(fmt: Format, sign) -> np.ndarray:
     """+-Inf encodings (e4m3 has none: its largest finite value, 448, is returned instead)."""
     sign = np.asarray(sign)
     if not fmt.has_inf:
-        return compose(fmt, sign, np.full(sign.shape, fmt.max_field), (1 << fmt.man_bits) - 2)
-    return compose(fmt, sign, np.full(sign.shape, (1 << fmt.exp_bits) - 1), 0)
+        return compose(
+            fmt, sign, np.full(sign.shape, fmt.max_exponent_field), (1 << fmt.mantissa_bits) - 2
+        )
+    return compose(fmt, sign, np.full(sign.shape, (1 << fmt.exponent_bits) - 1), 0)
 
 
 def exact_dot(instr: Instruction, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -146,9 +166,9 @@ def exact_dot(instr: Instruction, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.matmul(values(instr.a_fmt, a), values(instr.a_fmt, b))
 
 
-def _normal_fields(fmt: BitFormat, shape, rng, spread: int = 0) -> np.ndarray:
+def _normal_fields(fmt: Format, shape, rng, spread: int = 0) -> np.ndarray:
     lo = max(fmt.bias - 1 - spread, 1)
-    hi = min(fmt.bias + spread, fmt.max_field)
+    hi = min(fmt.bias + spread, fmt.max_exponent_field)
     return rng.integers(lo, hi + 1, size=shape)
 
 
@@ -178,13 +198,13 @@ def gen_normal(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
     )
 
 
-def _wide_fields(fmt: BitFormat, shape, rng) -> np.ndarray:
+def _wide_fields(fmt: Format, shape, rng) -> np.ndarray:
     """Per tile: exponent fields over the whole finite range, or in a random narrow window."""
     T = shape[0]
-    full = rng.integers(0, fmt.max_field + 1, size=shape)
-    center = rng.integers(0, fmt.max_field + 1, size=(T, 1, 1))
+    full = rng.integers(0, fmt.max_exponent_field + 1, size=shape)
+    center = rng.integers(0, fmt.max_exponent_field + 1, size=(T, 1, 1))
     width = rng.integers(1, 7, size=(T, 1, 1))
-    win = np.clip(center + rng.integers(-width, width + 1, size=shape), 0, fmt.max_field)
+    win = np.clip(center + rng.integers(-width, width + 1, size=shape), 0, fmt.max_exponent_field)
     return np.where(rng.random((T, 1, 1)) < 0.4, full, win)
 
 
@@ -196,11 +216,13 @@ def _c_near_products(instr: Instruction, a, b, rng, lo: int, hi: int, p_zero: fl
         pmax = np.nanmax(np.abs(va[..., :, :, None] * vb[..., None, :, :]), axis=-2)
     pmax = np.where(np.isfinite(pmax) & (pmax > 0), pmax, 1.0)
     e = np.floor(np.log2(pmax)).astype(np.int64) + rng.integers(lo, hi + 1, size=pmax.shape)
-    e = np.maximum(e, fc.emin - fc.man_bits - 2)
+    e = np.maximum(e, fc.emin - fc.mantissa_bits - 2)
     sign = rng.integers(0, 2, size=pmax.shape)
     c = with_exponent(fc, sign, e, rng)
     zero = rng.random(pmax.shape) < p_zero
-    return np.where(zero, (sign.astype(np.uint64) << (fc.width - 1)).astype(fc.uint), c)
+    return np.where(
+        zero, (sign.astype(np.uint64) << (fc.container_bits - 1)).astype(fc.bits_dtype), c
+    )
 
 
 def gen_wide_exp(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
@@ -214,9 +236,11 @@ def gen_wide_exp(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
 def gen_random_bits(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
     out = []
     for fmt, shape in zip((instr.a_fmt, instr.a_fmt, instr.c_fmt), _shapes(instr, T), strict=True):
-        bits = rng.integers(0, 1 << fmt.width, size=shape, dtype=np.uint64).astype(fmt.uint)
-        if fmt.pad:
-            bits &= fmt.uint(~((1 << fmt.pad) - 1) & ((1 << fmt.width) - 1))
+        bits = rng.integers(0, 1 << fmt.container_bits, size=shape, dtype=np.uint64).astype(
+            fmt.bits_dtype
+        )
+        if fmt.pad_bits:
+            bits &= _value_mask(fmt)
         out.append(bits)
     return tuple(out)
 
@@ -233,7 +257,7 @@ def _pair_up(instr: Instruction, a, b, rng, perturb: bool):
     fa = instr.a_fmt
     a, b = a.copy(), b.copy()
     neg = (
-        a[:, :, 0::2] ^ fa.uint(fa.sign_mask)
+        a[:, :, 0::2] ^ fa.bits_dtype.type(fa.bit_layout.sign_mask)
         if not fa.is_integer
         else from_values(fa, -values(fa, a[:, :, 0::2]))
     )
@@ -241,7 +265,7 @@ def _pair_up(instr: Instruction, a, b, rng, perturb: bool):
         if fa.is_integer:
             neg = from_values(fa, values(fa, neg) + rng.choice([-1, 1], size=neg.shape))
         else:
-            neg = neg ^ fa.uint(1 << fa.pad)
+            neg = neg ^ fa.bits_dtype.type(1 << fa.pad_bits)
     a[:, :, 1::2] = neg
     b[:, 1::2, :] = b[:, 0::2, :]
     return a, b
@@ -250,11 +274,13 @@ def _pair_up(instr: Instruction, a, b, rng, perturb: bool):
 def _zero_or_tiny_c(instr: Instruction, shape, rng) -> np.ndarray:
     fc = instr.c_fmt
     sign = rng.integers(0, 2, size=shape)
-    zero = (sign.astype(np.uint64) << (fc.width - 1)).astype(fc.uint)
+    zero = (sign.astype(np.uint64) << (fc.container_bits - 1)).astype(fc.bits_dtype)
     if fc.is_integer:
-        return np.where(rng.random(shape) < 0.5, fc.uint(0), from_values(fc, sign * 2 - 1.0))
+        return np.where(
+            rng.random(shape) < 0.5, fc.bits_dtype.type(0), from_values(fc, sign * 2 - 1.0)
+        )
     tiny = with_exponent(
-        fc, sign, rng.integers(fc.emin - fc.man_bits, fc.emin + 4, size=shape), rng
+        fc, sign, rng.integers(fc.emin - fc.mantissa_bits, fc.emin + 4, size=shape), rng
     )
     return np.where(rng.random(shape) < 0.7, zero, tiny)
 
@@ -286,8 +312,8 @@ def gen_subnormal(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
     sa, sb, sc = _shapes(instr, T)
     fa, fc = instr.a_fmt, instr.c_fmt
     floor = -21 if fc is F16 else -133
-    emin_in = fa.emin - fa.man_bits  # leading-bit exponent of the smallest subnormal
-    emax_in = fa.max_field - fa.bias
+    emin_in = fa.emin - fa.mantissa_bits  # leading-bit exponent of the smallest subnormal
+    emax_in = fa.max_exponent_field - fa.bias
     # tile target for ea + eb, clipped to what the input format can reach
     lo = max(floor - 10, 2 * emin_in)  # the floor is out of reach of f16/fp8 products
     ep0 = np.minimum(rng.integers(lo, max(floor + 25, lo + 25) + 1, size=(T, 1, 1)), 2 * emax_in)
@@ -304,12 +330,14 @@ def gen_subnormal(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
     )
     b = np.where(plain, with_fields(fa, rng.integers(0, 3, size=sb), rng), b)
     sign = rng.integers(0, 2, size=sc)
-    zero = (sign.astype(np.uint64) << (fc.width - 1)).astype(fc.uint)
-    tiny_e = np.clip(ep0 + rng.integers(-4, 4, size=sc), fc.emin - fc.man_bits - 1, None)
+    zero = (sign.astype(np.uint64) << (fc.container_bits - 1)).astype(fc.bits_dtype)
+    tiny_e = np.clip(ep0 + rng.integers(-4, 4, size=sc), fc.emin - fc.mantissa_bits - 1, None)
     tiny = with_exponent(fc, sign, tiny_e, rng)
-    sub = with_exponent(fc, sign, rng.integers(fc.emin - fc.man_bits, fc.emin, size=sc), rng)
+    sub = with_exponent(fc, sign, rng.integers(fc.emin - fc.mantissa_bits, fc.emin, size=sc), rng)
     r = rng.random(sc)
-    c = np.where(r < 0.45, fc.uint(0), np.where(r < 0.6, zero, np.where(r < 0.8, tiny, sub)))
+    c = np.where(
+        r < 0.45, fc.bits_dtype.type(0), np.where(r < 0.6, zero, np.where(r < 0.8, tiny, sub))
+    )
     return a, b, c
 
 
@@ -365,7 +393,7 @@ def gen_special(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
             zmask_b = rng.random(bt.shape) < 0.6
             bt[zmask_b] = compose(fa, rng.integers(0, 2, zmask_b.sum()), 0, 0)
             ct[:] = compose(fc, rng.integers(0, 2, (M, N)), 0, 0)
-            ct[rng.random((M, N)) < 0.15] = fc.uint(fc.sign_mask)  # extra -0
+            ct[rng.random((M, N)) < 0.15] = fc.bits_dtype.type(fc.bit_layout.sign_mask)  # extra -0
         elif s == "nan_payloads":
             at[rows[:2], ks[0]] = nan_bits(fa, 2, rng)
             bt[ks[1], :] = nan_bits(fa, N, rng)
@@ -377,8 +405,8 @@ def gen_special(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
 def _overflow_tile(instr, at, bt, ct, rng, negative: bool) -> None:
     """Large same-signed products (and c) whose exact sum exceeds c's format."""
     fa, fc = instr.a_fmt, instr.c_fmt
-    emax_in = fa.max_field - fa.bias
-    emax_c = fc.max_field - fc.bias
+    emax_in = fa.max_exponent_field - fa.bias
+    emax_c = fc.max_exponent_field - fc.bias
     target = emax_c - 4  # per-product exponent; K of them overflow
     ea = np.minimum(emax_in, (target + 1) // 2 + 1)
     eb = np.minimum(emax_in, target - ea + 2)
@@ -399,16 +427,16 @@ def gen_tf32_lowbits(instr: Instruction, T: int, rng: np.random.Generator) -> Bi
     fa = instr.a_fmt
     a, b = (with_fields(fa, _normal_fields(fa, s, rng, spread=4), rng) for s in (sa, sb))
     c = with_fields(instr.c_fmt, _normal_fields(instr.c_fmt, sc, rng, spread=4), rng)
-    low = np.uint32((1 << fa.pad) - 1)
+    low = np.uint32((1 << fa.pad_bits) - 1)
 
     def low_bits(shape):
-        return rng.integers(1, 1 << fa.pad, size=shape, dtype=np.uint64).astype(np.uint32)
+        return rng.integers(1, 1 << fa.pad_bits, size=shape, dtype=np.uint64).astype(np.uint32)
 
     a_low, b_low = a | low_bits(sa), b | low_bits(sb)
 
     def rne(x):
-        lsb = (x >> np.uint32(fa.pad)) & np.uint32(1)
-        return (x + np.uint32(1 << (fa.pad - 1)) - np.uint32(1) + lsb) & ~low
+        lsb = (x >> np.uint32(fa.pad_bits)) & np.uint32(1)
+        return (x + np.uint32(1 << (fa.pad_bits - 1)) - np.uint32(1) + lsb) & ~low
 
     def triple(x_low, x):
         return np.stack([x_low, x, rne(x_low)], axis=1).reshape(-1, *x.shape[1:])

@@ -101,13 +101,13 @@ def _run_wgmma(module, kernel: str, a64, bt, c64, lbo: int, sbo: int) -> np.ndar
 def _small_int_check(module, name: str, kernel: str, lbo: int, sbo: int, rng) -> tuple[int, int]:
     """Mismatches of exact small-integer A·B+C on full 64x8 tiles (all 64 rows distinct)."""
     instr = get_instruction(name)
-    view = instr.a_fmt.view
+    view = instr.a_fmt.storage
     T, K = 16, instr.k
     av = rng.integers(-3, 4, size=(T, 64, K)).astype(np.float64)
     bv = rng.integers(-3, 4, size=(T, K, 8)).astype(np.float64)
     cv = rng.integers(-64, 65, size=(T, 64, 8)).astype(np.float64)
-    a = av.astype(view).view(instr.a_fmt.uint)
-    b = bv.astype(view).view(instr.a_fmt.uint)
+    a = av.astype(view).view(instr.a_fmt.bits_dtype)
+    b = bv.astype(view).view(instr.a_fmt.bits_dtype)
     c = cv.astype(np.float32).view(np.uint32)
     a64 = np.ascontiguousarray(a).view(np.uint8).reshape(T, 64, 32)
     bt = np.ascontiguousarray(b.transpose(0, 2, 1)).view(np.uint8).reshape(T, 8, 32)
@@ -227,8 +227,8 @@ def mma_sync_model(name: str, a, b, c) -> np.ndarray:
 
     instr = get_instruction(name)
     out = mma(
-        a.view(instr.a_fmt.view),
-        b.view(instr.a_fmt.view),
+        a.view(instr.a_fmt.storage),
+        b.view(instr.a_fmt.storage),
         c.view(np.float32),
         arch="sm90",
         fmt=instr.emulator_fmt,

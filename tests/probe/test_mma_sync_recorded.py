@@ -68,7 +68,8 @@ def test_emulator_matches_hardware(name, kind):
     result = compare(rec, np.where(sel[:, None, None], got, rec.d))  # this kind only
     n_bad = int((got[sel] != rec.d[sel]).sum())
     detail = "\n".join(
-        m.describe(rec.instr.a_fmt.width, rec.instr.c_fmt.width) for m in result.mismatches
+        m.describe(rec.instr.a_fmt.container_bits, rec.instr.c_fmt.container_bits)
+        for m in result.mismatches
     )
     assert n_bad == 0, f"{name}/{kind}: {n_bad}/{rec.d[sel].size} outputs differ\n{detail}"
 
@@ -78,10 +79,10 @@ def test_small_int_layout_against_exact_integers(name):
     """D = A·B + C exactly for small integers: the fragment layouts of the probe are right."""
     rec = _recording(name).select("small_int")
     fa, fc = rec.instr.a_fmt, rec.instr.c_fmt
-    a = rec.a.view(fa.view).astype(np.float64).astype(np.int64)
-    b = rec.b.view(fa.view).astype(np.float64).astype(np.int64)
-    c = rec.c.view(fc.view).astype(np.float64).astype(np.int64)
-    d = rec.d.view(fc.view).astype(np.float64)
+    a = rec.a.view(fa.storage).astype(np.float64).astype(np.int64)
+    b = rec.b.view(fa.storage).astype(np.float64).astype(np.int64)
+    c = rec.c.view(fc.storage).astype(np.float64).astype(np.int64)
+    d = rec.d.view(fc.storage).astype(np.float64)
     assert np.abs(a).max() <= 4 and np.abs(a).max() >= 1  # genuinely small, nonzero data
     exact = np.einsum("tik,tkj->tij", a, b) + c
     assert np.array_equal(d, exact.astype(np.float64))
@@ -122,8 +123,8 @@ from precision.probe.catalog import BF16, E4M3, F16, F32, TF32  # noqa: E402
 @pytest.mark.parametrize("fmt", [F16, BF16, TF32, F32, E4M3], ids=lambda f: f.name)
 def test_with_exponent_puts_the_leading_bit_where_asked(fmt):
     rng = np.random.default_rng(0)
-    lo = fmt.emin - fmt.man_bits
-    e = np.arange(lo, fmt.max_field - fmt.bias + 1)
+    lo = fmt.emin - fmt.mantissa_bits
+    e = np.arange(lo, fmt.max_exponent_field - fmt.bias + 1)
     v = cd.values(fmt, cd.with_exponent(fmt, np.zeros(e.shape, int), e, rng))
     _, ex = np.frexp(v)  # v = m * 2^ex with m in [0.5, 1): leading bit weight 2^(ex-1)
     assert np.array_equal(ex - 1, e)
@@ -181,11 +182,11 @@ def test_generation_is_seeded_per_kind():
 def test_recorded_nan_outputs_are_canonical_and_zeros_positive(name):
     rec = _recording(name)
     fc = rec.instr.c_fmt
-    d = rec.d.view(fc.view)
-    canonical = fc.uint(0x7FFFFFFF if fc.width == 32 else 0x7FFF)
+    d = rec.d.view(fc.storage)
+    canonical = fc.bits_dtype.type(0x7FFFFFFF if fc.container_bits == 32 else 0x7FFF)
     assert np.isnan(d).any()
     assert np.all(rec.d[np.isnan(d)] == canonical)
-    assert not np.any(rec.d == fc.uint(fc.sign_mask))  # no -0 output anywhere
+    assert not np.any(rec.d == fc.bits_dtype.type(fc.bit_layout.sign_mask))  # no -0 output anywhere
 
 
 def test_recorded_tf32_low_bits_are_ignored():

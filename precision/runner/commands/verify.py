@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         if r.mismatches:
             print(f"\nfirst mismatches of {r.instr.name} ({r.instr.ptx}):")
             for m in r.mismatches:
-                print(m.describe(r.instr.a_fmt.width, r.instr.c_fmt.width))
+                print(m.describe(r.instr.a_fmt.container_bits, r.instr.c_fmt.container_bits))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(
