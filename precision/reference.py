@@ -33,7 +33,10 @@ from typing import Any
 
 import numpy as np
 
-_ROUNDINGS = {"fp64": (53, -1022, 1023), "fp32": (24, -126, 127)}
+from precision.formats import get_format
+
+#: Formats the result can be rounded to (parameters p, emin, emax come from the registry).
+_ROUNDINGS: tuple[str, ...] = ("fp64", "fp32")
 _ROW_CHUNK_ELEMENTS = 1 << 22  # output elements per chunk of rows (bounds limb memory)
 
 
@@ -56,8 +59,12 @@ def exact_matmul(
 
     See the module docstring for why the result is correctly rounded.
     """
-    if rounding not in _ROUNDINGS:
-        raise ValueError(f"rounding must be 'fp64' or 'fp32', got {rounding!r}")
+    try:
+        out_fmt = get_format(rounding)
+    except ValueError:
+        out_fmt = None
+    if out_fmt is None or out_fmt.name not in _ROUNDINGS:
+        raise ValueError(f"rounding must be 'fp64' or 'fp32' (or an alias), got {rounding!r}")
     if device == "cpu":
         xp: ModuleType = np
     elif device == "gpu":
@@ -83,7 +90,7 @@ def exact_matmul(
             raise ValueError(
                 f"C has shape {c.shape}; expected one broadcastable to {(m, n)}"
             ) from None
-    p, emin, emax = _ROUNDINGS[rounding]
+    p, emin, emax = out_fmt.precision, out_fmt.emin, out_fmt.emax
     out = xp.empty((m, n), dtype=np.float64)
     if m and n:
         beta = max(1, (53 - max(k - 1, 0).bit_length()) // 2)
@@ -98,7 +105,7 @@ def exact_matmul(
             out[rs] = _exact_chunk(
                 xp, da, db, None if c is None else c[rs], base, beta, p, emin, emax
             )
-    return out.astype(np.float32) if rounding == "fp32" else out
+    return out.astype(np.float32) if out_fmt.name == "fp32" else out
 
 
 # --------------------------------------------------------------------------------- digits

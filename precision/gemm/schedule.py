@@ -40,14 +40,18 @@ INSTRUCTION_K: dict[str, int] = {
 #: tf32: s = 0 (Ootomo & Yokota's TF32-TCEC and CUTLASS 3xTF32 use no scaling; fp32 range).
 LO_SCALE_LOG2: dict[str, int] = {"fp16": 11, "bf16": 8, "tf32": 0}
 
-_KERNEL_FMT = {
-    "fp16": "f16",
-    "bf16": "bf16",
-    "tf32": "tf32",
-    "e4m3": "e4m3",
-    "e5m2": "e5m2",
-    "int8": "int8",
-}
+
+def _kernel_suffix(fmt: str) -> str:
+    """Operand-format part of a kernel entry point's name (``gemm_plain_f16``, ``wg_satf_tf32``):
+    the PTX type name (:attr:`precision.formats.Format.ptx`) of a floating-point format; the
+    int8 kernels carry the canonical name (``gemm_plain_int8``), kept so the cubins stay
+    byte-identical."""
+    from precision.formats import get_format
+
+    f = get_format(fmt)
+    name = f.name if f.is_integer else f.ptx
+    assert name is not None  # every GEMM input format has a PTX type
+    return name
 
 
 @dataclass(frozen=True)
@@ -232,7 +236,7 @@ def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") ->
     if method not in METHODS:
         raise ValueError(f"method={method!r}: expected one of {METHODS}")
     f = canonical_format(fmt)
-    kfmt = _KERNEL_FMT[f]
+    kfmt = _kernel_suffix(f)
     ki = INSTRUCTION_K[f]
     if f in WGMMA_FORMATS:  # wgmma: operands K-major in shared memory, k in natural order
         common = dict(

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from precision.formats import get_format
 from precision.gemm.schedule import split_stage_k
 from precision.gemm.schedule import wgmma_tile as schedule_wgmma_tile
 from precision.kernels.build import build_cubin
@@ -28,9 +29,8 @@ SMEM_BYTES = STAGES * (BM * _LDA + BK * _LDB) * 4
 CVT_STAGES = 2
 _CSTAGE_BYTES = (BM * (BK + 4) + BK * (BN + 4)) * 4
 _PART_BYTES = {
-    "f16": (BM * (BK + 8) + BK * (BN + 8)) * 2,
-    "bf16": (BM * (BK + 8) + BK * (BN + 8)) * 2,
-    "tf32": (BM * (BK + 4) + BN * (BK + 4)) * 4,
+    ptx: (BM * (BK + pad) + rows_b * (cols_b + pad)) * get_format(ptx).container_bits // 8
+    for ptx, pad, rows_b, cols_b in (("f16", 8, BK, BN), ("bf16", 8, BK, BN), ("tf32", 4, BN, BK))
 }
 
 

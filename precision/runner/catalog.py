@@ -23,10 +23,15 @@ class Catalog:
     distributions: tuple[str, ...]
 
     def canonical_format(self, name: str) -> str | None:
-        """The canonical name of format ``name`` (an alias or a canonical name), else None."""
-        if name in self.formats:
-            return name
-        return self.format_aliases.get(name)
+        """The canonical name of format ``name`` (any name :func:`precision.formats.get_format`
+        accepts: canonical, alias or PTX spelling, case-insensitive), else None."""
+        from precision.formats import get_format
+
+        try:
+            canon = get_format(name).name
+        except ValueError:
+            return None
+        return canon if canon in self.formats else None
 
 
 def load_catalog() -> Catalog:

@@ -23,9 +23,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
+from precision.formats import Format, get_format
 from precision.gpu import require_gpu
 from precision.tensorcore.arch import Instruction
 
@@ -34,21 +34,33 @@ _SPECIAL_CODE = 30000  # decoded exponent of Inf (NaN is 30001), see gpu_engine.
 _TILE = 64
 _THREADS = 256
 
-# numpy dtype -> (decode_operand format code, raw-bits dtype)
-_OPERAND: dict[np.dtype, tuple[int, type]] = {
-    np.dtype(np.float16): (0, np.uint16),
-    np.dtype(ml_dtypes.bfloat16): (1, np.uint16),
-    np.dtype(np.float32): (2, np.uint32),  # tf32 in an fp32 container
-    np.dtype(ml_dtypes.float8_e4m3fn): (3, np.uint8),
-    np.dtype(ml_dtypes.float8_e5m2): (4, np.uint8),
-    np.dtype(np.int8): (5, np.int8),
+#: ``decode_operand``'s format code per operand format (the ``switch (fmt)`` of
+#: gpu_engine.cu; field widths there equal the registry's, see tests/formats/test_registry.py).
+#: Raw bits travel in the format's container dtype, ``Format.bits_dtype``.
+_DECODE_CODE: dict[str, int] = {"fp16": 0, "bf16": 1, "tf32": 2, "e4m3": 3, "e5m2": 4, "int8": 5}
+#: Accumulator formats of the kernels (``c`` and ``d`` travel as ``Format.bits_dtype``).
+_ACC_FORMATS: tuple[str, ...] = ("fp32", "fp16", "int32")
+#: ``round_exact``'s output mode per (accumulator format, ``Instruction.out_rounding``), as in
+#: gpu_engine.cu ``out_fmt``: 0 fp32 RZ, 1 fp32 RZ to 13 fraction bits, 2 fp16 RNE (int32 wraps;
+#: the mode is unused there).
+_OUT_MODE: dict[tuple[str, str], int] = {
+    ("fp32", "rz"): 0,
+    ("fp32", "rz_e8m13"): 1,
+    ("fp16", "rne"): 2,
+    ("int32", "wrap"): 0,
 }
-_ACC_BITS: dict[np.dtype, type] = {
-    np.dtype(np.float32): np.uint32,
-    np.dtype(np.float16): np.uint16,
-    np.dtype(np.int32): np.uint32,
-}
-_MODE = {"rz": 0, "rz_e8m13": 1, "rne": 2, "wrap": 0}
+
+
+def _operand_format(dtype: np.dtype) -> Format | None:
+    """The operand format that an array of ``dtype`` carries (float32 carries tf32: the tensor
+    cores read the top 19 bits of the fp32 container), or None if the engine has none."""
+    try:
+        f = get_format(dtype)
+    except ValueError:
+        return None
+    if f.name == "fp32":
+        f = get_format("tf32")
+    return f if f.name in _DECODE_CODE else None
 
 
 @functools.cache
@@ -60,9 +72,11 @@ def _module() -> Any:
 def _bits(cp: ModuleType, x: Any, name: str) -> tuple[Any, int]:
     """Raw bit patterns of ``x`` on the device and its decode format code."""
     dtype = np.dtype(x.dtype)
-    if dtype not in _OPERAND:
-        raise TypeError(f"{name} has dtype {dtype}; expected one of {sorted(map(str, _OPERAND))}")
-    code, raw = _OPERAND[dtype]
+    f = _operand_format(dtype)
+    if f is None:
+        valid = sorted({get_format(n).storage.name for n in _DECODE_CODE})
+        raise TypeError(f"{name} has dtype {dtype}; expected one of {valid}")
+    code, raw = _DECODE_CODE[f.name], f.bits_dtype
     if isinstance(x, cp.ndarray):
         return cp.ascontiguousarray(x).view(raw), code
     return cp.asarray(np.ascontiguousarray(x).view(raw)), code
@@ -113,7 +127,8 @@ def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = Fa
     if ins.in_fmt != "int8" and ins.frac_bits + 2 + (ins.block - 1).bit_length() > 31:
         raise NotImplementedError(f"frac_bits {ins.frac_bits} too wide for int32 block sums")
     c_dtype = np.dtype(c.dtype)
-    if c_dtype not in _ACC_BITS:
+    acc = {get_format(n).storage: get_format(n) for n in _ACC_FORMATS}.get(c_dtype)
+    if acc is None:
         raise TypeError(f"c has dtype {c_dtype}; expected float32, float16 or int32")
     return_numpy = not isinstance(c, cp.ndarray)
     m, k = a.shape[-2:]
@@ -139,7 +154,7 @@ def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = Fa
     b_sig, s_b = _batched(cp, cp.ascontiguousarray(b_sig), batch, r)
     b_exp, _ = _batched(cp, cp.ascontiguousarray(b_exp), batch, r)
 
-    raw = _ACC_BITS[c_dtype]
+    raw = acc.bits_dtype
     c_dev = c if isinstance(c, cp.ndarray) else cp.asarray(np.ascontiguousarray(c))
     c_bits = cp.ascontiguousarray(cp.broadcast_to(c_dev, batch + (m, n))).view(raw)
     c_bits = c_bits.reshape(r, m, n)
@@ -170,7 +185,7 @@ def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = Fa
                 np.int64(m * n),
                 np.int32(ins.frac_bits),
                 np.int32(ins.e_zero),
-                np.int32(_MODE[ins.out_rounding]),
+                np.int32(_OUT_MODE[(get_format(ins.acc_fmt).name, ins.out_rounding)]),
                 np.int32(bool(satf)),
                 np.int32(max(ins.k // ins.block, 1)),
                 np.int32(sched),

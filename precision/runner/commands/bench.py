@@ -25,18 +25,32 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 
-FORMATS: dict[str, tuple[object, object, str | None]] = {
-    "f16": (np.float16, np.float32, None),
-    "bf16": (ml_dtypes.bfloat16, np.float32, None),
-    "tf32": (np.float32, np.float32, "tf32"),
-    "e4m3": (ml_dtypes.float8_e4m3fn, np.float32, None),
-    "e5m2": (ml_dtypes.float8_e5m2, np.float32, None),
-    "f16acc": (np.float16, np.float16, None),
-    "int8": (np.int8, np.int32, None),
+from precision.formats import get_format
+
+#: Bench case -> (operand format, accumulator format) of the timed ``mma``.
+CASES: dict[str, tuple[str, str]] = {
+    "f16": ("fp16", "fp32"),
+    "bf16": ("bf16", "fp32"),
+    "tf32": ("tf32", "fp32"),
+    "e4m3": ("e4m3", "fp32"),
+    "e5m2": ("e5m2", "fp32"),
+    "f16acc": ("fp16", "fp16"),
+    "int8": ("int8", "int32"),
 }
+
+
+def _case(operand: str, acc: str) -> tuple[type, type, str | None]:
+    """(operand dtype, accumulator dtype, ``fmt`` argument of ``mma``) from the registry: the
+    storage dtypes; ``fmt`` only where the dtype alone does not name the format (tf32)."""
+    fa, fc = get_format(operand), get_format(acc)
+    fmt_kw = None if get_format(fa.storage) is fa else fa.name
+    return fa.storage.type, fc.storage.type, fmt_kw
+
+
+#: Bench case -> (operand dtype, accumulator dtype, ``fmt`` argument of ``mma``).
+FORMATS: dict[str, tuple[type, type, str | None]] = {k: _case(*v) for k, v in CASES.items()}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
