@@ -337,89 +337,74 @@ _TF32_NOTE = (
 )
 
 
+@dataclass(frozen=True)
+class _Numerics:
+    """Block parameters of one instruction family, for both accumulator formats."""
+
+    block: int
+    frac_bits: int
+    e_zero32: int
+    e_zero16: int
+    rounding32: str
+    schedule: str = "chain"
+
+
+_VOLTA = _Numerics(4, 23, -131, -19, "rz")  # HMMA.884
+_AMPERE_16BIT = _Numerics(8, 24, -132, -20, "rz")  # HMMA.1688 (sm_80, sm_86, sm_89)
+_AMPERE_TF32 = _Numerics(4, 24, -132, -20, "rz")  # HMMA.1684
+_ADA_FP8 = _Numerics(16, 13, -132, -20, "rz_e8m13")  # QMMA.16816: 2 chained blocks of 16
+_HOPPER_16BIT = _Numerics(16, 25, -133, -21, "rz")  # HMMA.16816 (sm_90, sm_100)
+_HOPPER_TF32 = _Numerics(4, 25, -133, -21, "rz")  # WMMA m16n16k8 -> HMMA.1684
+_FP8_VIA_F16 = _Numerics(16, 25, -133, -21, "rz", "fp8_via_f16")  # fp8 mma.sync on sm_90/100
+_QGMMA = _Numerics(32, 13, -133, -21, "rz_e8m13")  # wgmma fp8: one 32-product block
+
+
 def _recipes() -> list[Recipe]:
     out: list[Recipe] = []
 
-    def add(gpu, fmt, o, arch, instr, pad_k, block, frac, ez32, ez16, rnd32, **kw):
-        ez, rnd = (ez32, rnd32) if o == "fp32" else (ez16, "rne")
-        c_in = kw.pop("c_input", "c" if o == "fp32" else "c_to_fp16")
-        a = {"fp16": "f16", "bf16": "bf16", "tf32": "tf32"}.get(fmt, fmt)
-        oo = "f32" if o == "fp32" else "f16"
-        out.append(
-            Recipe(
-                gpu, fmt, o, arch, instr.format(a=a, o=oo), pad_k, c_in, block, frac, ez, rnd, **kw
+    def add(gpu, fmt, outs, arch, instr, pad_k, num: _Numerics, c_input=None, **kw):
+        for o in outs:
+            a = {"fp16": "f16"}.get(fmt, fmt)
+            ez, rnd = (num.e_zero32, num.rounding32) if o == "fp32" else (num.e_zero16, "rne")
+            out.append(
+                Recipe(
+                    gpu=gpu,
+                    fmt=fmt,
+                    out=o,
+                    arch=arch,
+                    instruction=instr.format(a=a, o=o.replace("fp", "f")),
+                    pad_k=pad_k,
+                    c_input=c_input or ("c" if o == "fp32" else "c_to_fp16"),
+                    block=num.block,
+                    frac_bits=num.frac_bits,
+                    e_zero=ez,
+                    rounding=rnd,
+                    schedule=num.schedule,
+                    **kw,
+                )
             )
-        )
 
-    # Volta: HMMA.884, 4 products per block, F = 23.
-    for o in OUTPUTS:
-        add("V100", "fp16", o, "sm70", _WMMA_F16, 16, 4, 23, -131, -19, "rz")
-    # Ampere (A100 sm_80, A2 sm_86) and Ada (sm_89): 8 f16/bf16 or 4 tf32 products, F = 24.
+    both, f32 = OUTPUTS, ("fp32",)
+    add("V100", "fp16", both, "sm70", _WMMA_F16, 16, _VOLTA)
     for gpu in ("A100", "A2", "Ada", "L40S"):
-        arch = "sm89" if gpu in ("Ada", "L40S") else "sm80"
-        for o in OUTPUTS:
-            add(gpu, "fp16", o, arch, _WMMA_F16, 16, 8, 24, -132, -20, "rz")
-        add(gpu, "bf16", "fp32", arch, _WMMA_F16, 16, 8, 24, -132, -20, "rz")
-        add(gpu, "tf32", "fp32", arch, _WMMA_TF32, 8, 4, 24, -132, -20, "rz")
-    # Ada QMMA.16816: fp8 in two chained blocks of 16, F = 13, e8m13 (RZ) fp32 output.
-    for gpu, outs in (("Ada", OUTPUTS), ("L40S", ("fp32",))):
-        for fmt in ("e4m3", "e5m2"):
-            for o in outs:
-                add(gpu, fmt, o, "sm89", _MMA_FP8, 32, 16, 13, -132, -20, "rz_e8m13")
-    # Hopper and Blackwell: 16 f16/bf16 products (HMMA.16816), tf32 HMMA.1684, F = 25.
+        arch = "sm89" if gpu in ("Ada", "L40S") else "sm80"  # A2 (sm_86): the sm80 model
+        add(gpu, "fp16", both, arch, _WMMA_F16, 16, _AMPERE_16BIT)
+        add(gpu, "bf16", f32, arch, _WMMA_F16, 16, _AMPERE_16BIT)
+        add(gpu, "tf32", f32, arch, _WMMA_TF32, 8, _AMPERE_TF32)
+    for fmt in ("e4m3", "e5m2"):
+        add("Ada", fmt, both, "sm89", _MMA_FP8, 32, _ADA_FP8)
+        add("L40S", fmt, f32, "sm89", _MMA_FP8, 32, _ADA_FP8)
     for gpu in ("H100", "H200", "B200"):
         arch = "sm100" if gpu == "B200" else "sm90"
-        for o in OUTPUTS:
-            add(gpu, "fp16", o, arch, _WMMA_F16, 16, 16, 25, -133, -21, "rz")
-        add(gpu, "bf16", "fp32", arch, _WMMA_F16, 16, 16, 25, -133, -21, "rz")
-        add(gpu, "tf32", "fp32", arch, _WMMA_TF32, 8, 4, 25, -133, -21, "rz", note=_TF32_NOTE)
+        add(gpu, "fp16", both, arch, _WMMA_F16, 16, _HOPPER_16BIT)
+        add(gpu, "bf16", f32, arch, _WMMA_F16, 16, _HOPPER_16BIT)
+        add(gpu, "tf32", f32, arch, _WMMA_TF32, 8, _HOPPER_TF32, note=_TF32_NOTE)
         for fmt in ("e4m3", "e5m2"):
-            # fp8 mma.sync is lowered onto f16 HMMA on sm_90 and sm_100.
-            add(
-                gpu,
-                fmt,
-                "fp16",
-                arch,
-                _MMA_FP8,
-                32,
-                16,
-                25,
-                -133,
-                -21,
-                "rz",
-                schedule="fp8_via_f16",
-            )
             if gpu == "B200":
-                add(
-                    gpu,
-                    fmt,
-                    "fp32",
-                    arch,
-                    _MMA_FP8,
-                    32,
-                    16,
-                    25,
-                    -133,
-                    -21,
-                    "rz",
-                    schedule="fp8_via_f16",
-                )
-            else:  # QGMMA: one 32-product block, F = 13, e8m13 output, c = 0.
-                add(
-                    gpu,
-                    fmt,
-                    "fp32",
-                    arch,
-                    _WGMMA_FP8,
-                    32,
-                    32,
-                    13,
-                    -133,
-                    -21,
-                    "rz_e8m13",
-                    c_input="zero",
-                    mma=False,
-                )
+                add(gpu, fmt, both, arch, _MMA_FP8, 32, _FP8_VIA_F16)
+            else:  # fp16 output from mma.sync, fp32 output from wgmma with D = 0
+                add(gpu, fmt, ("fp16",), arch, _MMA_FP8, 32, _FP8_VIA_F16)
+                add(gpu, fmt, f32, arch, _WGMMA_FP8, 32, _QGMMA, c_input="zero", mma=False)
     return out
 
 
