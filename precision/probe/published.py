@@ -472,15 +472,21 @@ def replay_block(a: np.ndarray, b: np.ndarray, c: np.ndarray, recipe: Recipe) ->
             ks = slice(k0, k0 + recipe.block)
             acc = _block(a[:, ks], b[:, ks], acc, recipe, recipe.fmt)
         return acc
-    if recipe.schedule in ("fp8_via_f16", "fp8_via_f16_contiguous"):
+    if recipe.schedule.startswith("fp8_via_f16"):
+        # Variants other than "fp8_via_f16" exist only for :func:`alternatives`.
         idx = np.arange(k)
-        if recipe.schedule == "fp8_via_f16":
-            groups = (idx[idx % 4 < 2], idx[idx % 4 >= 2])
-        else:  # only for :func:`alternatives`: k < 16, then k >= 16
+        if recipe.schedule == "fp8_via_f16_contiguous":  # k < 16, then k >= 16
             groups = (idx[: k // 2], idx[k // 2 :])
-        s = np.zeros_like(acc)
+        else:
+            groups = (idx[idx % 4 < 2], idx[idx % 4 >= 2])
+        partial = recipe
+        if recipe.schedule == "fp8_via_f16_fp32_partials":  # partial sums kept in fp32 (RZ)
+            partial = dataclasses.replace(recipe, out="fp32", e_zero=-133, rounding="rz")
+        elif recipe.schedule != "fp8_via_f16" and recipe.schedule != "fp8_via_f16_contiguous":
+            raise ValueError(f"{recipe.name}: unknown schedule {recipe.schedule!r}")
+        s: np.ndarray = np.zeros(acc.shape, _acc_dtype(partial.out))
         for g in groups:
-            s = _block(a[:, g], b[:, g], s, recipe, recipe.fmt)
+            s = _block(a[:, g], b[:, g], s, partial, recipe.fmt)
         with np.errstate(over="ignore", invalid="ignore"):
             d = (acc.astype(np.float64) + s.astype(np.float64)).astype(acc.dtype)
         return fdpa.canonicalize_nan(d)
@@ -554,6 +560,13 @@ def alternatives(recipe: Recipe) -> list[tuple[str, Recipe]]:
     if recipe.fmt in ("e4m3", "e5m2"):
         if recipe.schedule == "fp8_via_f16":
             out.append(("contiguous halves", rep(recipe, schedule="fp8_via_f16_contiguous")))
+            if recipe.out == "fp16":
+                out.append(
+                    (
+                        "partial sums in fp32, one RN to fp16 with c",
+                        rep(recipe, schedule="fp8_via_f16_fp32_partials"),
+                    )
+                )
             out.append(("one chain of 16-blocks from c", rep(recipe, schedule="chain")))
         qgmma = rep(
             recipe,
