@@ -102,16 +102,18 @@ REFUSED: tuple[GenericProbe, ...] = (
 )
 
 
+def probe_kernel(p: GenericProbe) -> ProbeKernel:
+    """The :class:`ProbeKernel` of one probed instruction."""
+    if _BITS[p.a] != _BITS[p.b]:
+        raise ValueError(f"{p.name}: A and B of different widths are not supported")
+    a, b, c = mma_fragments(p.shape, _BITS[p.a], _BITS[p.c])
+    _, _, d = mma_fragments(p.shape, _BITS[p.a], _BITS[p.d])
+    return ProbeKernel(f"probe_{p.name}", p.ptx, a, b, c, d, p.min_sm)
+
+
 def probe_kernels() -> list[ProbeKernel]:
-    """A :class:`ProbeKernel` per entry of :data:`PROBES`."""
-    out = []
-    for p in PROBES:
-        a, b, c = mma_fragments(p.shape, _BITS[p.a], _BITS[p.c])
-        _, _, d = mma_fragments(p.shape, _BITS[p.a], _BITS[p.d])
-        if _BITS[p.a] != _BITS[p.b]:
-            raise ValueError(f"{p.name}: A and B of different widths are not supported")
-        out.append(ProbeKernel(f"probe_{p.name}", p.ptx, a, b, c, d, p.min_sm))
-    return out
+    """A :class:`ProbeKernel` per entry of :data:`PROBES` (what the generated file holds)."""
+    return [probe_kernel(p) for p in PROBES]
 
 
 def ptxas_verdict(kernel: ProbeKernel, sm: int, workdir: str) -> str | None:

@@ -249,3 +249,93 @@ def save(path: Path, probe: GenericProbe, inp: Inputs, d: np.ndarray) -> None:
         kinds=np.array(inp.kinds),
         ptx=np.array(probe.ptx),
     )
+
+
+# ------------------------------------------------------------------------------ recording
+
+
+def record(out_dir: str | Path, *, seed: int = 1, tiles: int = 800, log=print) -> dict:  # noqa: ANN001
+    """Record every generic probe the attached GPU's assembler accepts into ``out_dir``.
+
+    Builds probe/cuda/mma_probes.cu for the attached architecture with nvcc, records the
+    ptxas verdict of every candidate (accepted, or its error: refusals are evidence too),
+    runs each accepted instruction on ``tiles`` tiles (8x8 shapes: twice as many, so every
+    instruction has the same number of outputs) and writes ``<name>.npz`` plus
+    ``manifest.json`` (GPU, driver, CUDA, nvcc, kernel sha256, seed, SASS opcodes).
+    """
+    import hashlib
+    import json
+    import tempfile
+
+    import cupy as cp
+
+    from precision.kernels.build import run_nvcc
+    from precision.probe.capture import sass_mma_opcodes
+    from precision.probe.gen_kernels import GENERATED
+    from precision.probe.generic import PROBES, REFUSED, probe_kernels, ptxas_verdict
+    from precision.provenance import collect
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    dev = cp.cuda.Device()
+    sm = int(dev.compute_capability)
+    kernels = {k.entry: k for k in probe_kernels()}
+    verdicts: dict[str, str | None] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = Path(tmp) / "mma_probes.cubin"
+        run_nvcc([f"-arch=sm_{sm}", "-cubin", "-o", str(cubin), str(GENERATED)], what="probes")
+        sass = sass_mma_opcodes(cubin)
+        from precision.probe.gen_kernels import ProbeKernel
+        from precision.probe.generic import probe_kernel
+
+        for p in PROBES + REFUSED:
+            k: ProbeKernel = kernels.get(f"probe_{p.name}") or probe_kernel(p)
+            verdicts[p.name] = ptxas_verdict(k, sm, tmp)
+        module = cp.RawModule(path=str(cubin))
+        recorded = {}
+        for p in PROBES:
+            if p.min_sm > sm or verdicts[p.name] is not None:
+                log(f"  {p.name}: not run on sm_{sm} ({verdicts[p.name] or 'guarded out'})")
+                continue
+            t = tiles * (2 if p.shape[0] == 8 else 1)
+            inp = generate(p, t, seed)
+            d = run(module, p, inp)
+            save(out / f"{p.name}.npz", p, inp, d)
+            recorded[p.name] = {"ptx": p.ptx, "tiles": t, "outputs": int(d.size)}
+            log(f"  {p.name}: {d.size} outputs")
+    prov = collect(seed=seed)
+    manifest = {
+        "description": "fragment-packed mma.sync probe recordings; see precision/probe/packed.py",
+        "gpu": prov.get("gpu"),
+        "driver": prov.get("driver"),
+        "compute_capability": sm,
+        "created_utc": prov.get("created_utc"),
+        "provenance": prov,
+        "nvcc_flags": f"-arch=sm_{sm} -cubin",
+        "kernel_source": "precision/probe/cuda/mma_probes.cu",
+        "kernel_source_sha256": hashlib.sha256(GENERATED.read_bytes()).hexdigest(),
+        "seed": seed,
+        "ptxas_verdicts": {k: ("accepted" if v is None else v) for k, v in verdicts.items()},
+        "sass_opcodes": sass,
+        "instructions": recorded,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m precision.probe.packed")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("record", help="record the generic probes on the attached GPU")
+    r.add_argument("out")
+    r.add_argument("--seed", type=int, default=1)
+    r.add_argument("--tiles", type=int, default=800)
+    args = ap.parse_args(argv)
+    record(args.out, seed=args.seed, tiles=args.tiles)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
