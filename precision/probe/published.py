@@ -300,8 +300,9 @@ class Recipe:
       fp8 ``mma.sync`` (two interleaved 16-product blocks, k mod 4 in {0,1} then {2,3}, from
       c = +0, then c added with one round-to-nearest add in the accumulator format).
     - ``arch``: the :data:`precision.tensorcore.ARCHS` model of this GPU; ``mma``: whether
-      ``precision.mma(arch=arch)`` (``mma.sync`` semantics) computes this instruction, so the
-      file checks that model too.
+      ``precision.mma(arch=arch, op=op)`` computes this instruction (``op`` None for the
+      architecture's default family, "wgmma" for the Hopper fp8 files), so the file checks
+      that model too.
     - ``xfail``: why the file is not reproduced yet (``None`` when it is).
     """
 
@@ -318,6 +319,7 @@ class Recipe:
     rounding: str
     schedule: str = "chain"
     mma: bool = True
+    op: str | None = None
     note: str = ""
     xfail: str | None = None
 
@@ -404,7 +406,7 @@ def _recipes() -> list[Recipe]:
                 add(gpu, fmt, both, arch, _MMA_FP8, 32, _FP8_VIA_F16)
             else:  # fp16 output from mma.sync, fp32 output from wgmma with D = 0
                 add(gpu, fmt, ("fp16",), arch, _MMA_FP8, 32, _FP8_VIA_F16)
-                add(gpu, fmt, f32, arch, _WGMMA_FP8, 32, _QGMMA, c_input="zero", mma=False)
+                add(gpu, fmt, f32, arch, _WGMMA_FP8, 32, _QGMMA, c_input="zero", op="wgmma")
     return out
 
 
@@ -512,7 +514,7 @@ def replay_mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, recipe: Recipe) -> n
     b3 = b.astype(dtype).reshape(t, k, 1)
     c3: np.ndarray = c.astype(_acc_dtype(recipe.out)).reshape(t, 1, 1)
     fmt = "tf32" if recipe.fmt == "tf32" else None
-    return mma(a3, b3, c3, arch=recipe.arch, fmt=fmt)[:, 0, 0]
+    return mma(a3, b3, c3, arch=recipe.arch, fmt=fmt, op=recipe.op)[:, 0, 0]
 
 
 def replay(pub: Published, recipe: Recipe, *, via: str = "block") -> np.ndarray:
