@@ -1,0 +1,379 @@
+"""Exact CPU cores for the f64 tensor-core family (DMMA: ``mma.sync`` m8n8k4, m16n8k4/k8/k16).
+
+Three candidate numerics, all in IEEE 754 binary64 with round-to-nearest-even (RN); the hardware
+recordings decide which one DMMA follows:
+
+- :func:`fma_chain` — a chain of fused multiply-adds, ``d <- RN(a_k b_k + d)`` one ``k`` at a time
+  (the PTX ISA describes f64 ``mma`` as computed with ``fma.rn.f64`` semantics);
+- :func:`dot_rn` — the exact sum of all products and ``c``, rounded once;
+- :func:`dot_pairwise` — products rounded, summed by a pairwise tree, each addition rounded, then
+  ``c`` added (the cheapest non-fused hypothesis).
+
+:func:`fma` is the vectorised, correctly rounded binary64 FMA they rest on. Its fast path is the
+algorithm of Boldo & Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms
+using rounding to odd", IEEE Trans. Computers 57(4), 2008 (Algorithm 5.4)::
+
+    (uh, ul) = ExactMult(a, b)      # Dekker product with Veltkamp splitting: uh + ul = a b exactly
+    (th, tl) = TwoSum(c, uh)        # Knuth/Møller: th + tl = c + uh exactly
+    v = RO(tl + ul)                 # addition rounded to odd
+    z = RN(th + v)                  # = RN(a b + c)
+
+It is proved for precision p >= 5 without underflow or overflow. Elements where a precondition
+can fail (|a| or |b| >= 2^995 so the split overflows, subnormal a or b, |RN(ab)| outside
+[2^-900, 2^1000] so the Dekker low part could underflow, |c| > 2^1000, |z| < 2^-900) take an exact
+slow path: rational arithmetic on Python ints (``float.as_integer_ratio``) and one int/int true
+division, which CPython rounds correctly to nearest-even, subnormals included; results beyond
+the overflow threshold (|x| >= 2^1024 - 2^970) become ±inf. Specials follow IEEE 754: any NaN
+operand or Inf·0 or Inf - Inf gives NaN (NumPy's default quiet NaN), an exact zero sum is +0
+unless both addends are -0 (the sign of a zero product is sign(a) xor sign(b)).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+
+__all__ = ["dot_pairwise", "dot_rn", "fma", "fma_chain"]
+
+_SPLITTER = float(2**27 + 1)  # Veltkamp split of a 53-bit significand into 26 + 26 bits
+_MAX_SPLIT = 2.0**995  # C·x must not overflow
+_MIN_NORMAL = 2.0**-1022
+_PROD_LO = 2.0**-900  # |RN(ab)| >= this: Dekker partial products and the low part are exact
+_BIG = 2.0**1000  # |c|, |RN(ab)| <= this: no intermediate overflows
+_OVERFLOW = 2**1024 - 2**970  # exact |x| >= this rounds to Inf under RN
+_CHUNK_ELEMENTS = 1 << 22  # [rows, K, N] temporaries of dot_rn / dot_pairwise per chunk
+
+
+# ----------------------------------------------------------------------------- error-free parts
+
+
+def _split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Veltkamp: x = hi + lo exactly, hi and lo of at most 26 significant bits each."""
+    t = _SPLITTER * x
+    hi = t - (t - x)
+    return hi, x - hi
+
+
+def _two_prod(
+    a: np.ndarray, b: np.ndarray, ah: np.ndarray, al: np.ndarray, bh: np.ndarray, bl: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Dekker: p = RN(ab), e = ab - p exactly (given pre-split a = ah + al, b = bh + bl)."""
+    p = a * b
+    e = al * bl - (((p - ah * bh) - al * bh) - ah * bl)
+    return p, e
+
+
+def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Knuth/Møller: s = RN(a + b), e = a + b - s exactly (no branch on magnitudes)."""
+    s = a + b
+    bb = s - a
+    e = (a - (s - bb)) + (b - bb)
+    return s, e
+
+
+def _add_round_odd(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """RO(x + y): x + y rounded to the neighbour with an odd significand when inexact.
+
+    Consecutive binary64 encodings alternate in their last bit (across binades too), so the
+    odd-rounded value is RN(x + y) when that is odd, else its neighbour towards the exact sum.
+    """
+    s, e = _two_sum(x, y)
+    even = (s.view(np.int64) & 1) == 0
+    fix = even & (e != 0)
+    if fix.any():
+        s = s.copy()
+        s[fix] = np.nextafter(s[fix], np.where(e[fix] > 0, np.inf, -np.inf))
+    return s
+
+
+# ----------------------------------------------------------------------------- exact slow path
+
+
+def _ratio(x: float) -> tuple[int, int]:
+    return x.as_integer_ratio()
+
+
+def _round_fraction(num: int, den: int) -> float:
+    """RN-even of num/den (den > 0) in binary64, with overflow to ±inf."""
+    if abs(num) >= _OVERFLOW * den:
+        return math.inf if num > 0 else -math.inf
+    return num / den  # CPython: correctly rounded, subnormals included
+
+
+def _fma_exact_scalar(a: float, b: float, c: float) -> float:
+    """RN(ab + c) for finite a, b, c with ab != 0, by exact rational arithmetic."""
+    na, da = _ratio(a)
+    nb, db = _ratio(b)
+    nc, dc = _ratio(c)
+    num = na * nb * dc + nc * da * db
+    if num == 0:
+        return 0.0  # exact cancellation of non-zero addends: +0 under RN
+    return _round_fraction(num, da * db * dc)
+
+
+def _fix_elements(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Exact RN(ab + c) on 1-D arrays of elements the fast path may get wrong."""
+    out = np.empty(a.shape, dtype=np.float64)
+    fin = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
+    with np.errstate(all="ignore"):
+        # Specials: with a, b finite the exact product is finite, so the result is c (Inf/NaN);
+        # otherwise a·b is already the exact IEEE product (Inf, NaN for Inf·0) and +c is exact.
+        sp = ~fin
+        ab_fin = np.isfinite(a[sp]) & np.isfinite(b[sp])
+        out[sp] = np.where(ab_fin, c[sp], a[sp] * b[sp] + c[sp])
+        # Zero product: a·b is the correctly signed zero; c + (±0) follows IEEE zero-sum rules.
+        zp = fin & ((a == 0) | (b == 0))
+        out[zp] = c[zp] + a[zp] * b[zp]
+    rest = np.flatnonzero(fin & ~zp)
+    if rest.size:
+        vals = [
+            _fma_exact_scalar(x, y, w)
+            for x, y, w in zip(a[rest].tolist(), b[rest].tolist(), c[rest].tolist(), strict=True)
+        ]
+        out[rest] = np.array(vals, dtype=np.float64)
+    return out
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def _fast_fma(
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    asplit: tuple[np.ndarray, np.ndarray],
+    bsplit: tuple[np.ndarray, np.ndarray],
+    aok: np.ndarray,
+    bok: np.ndarray,
+) -> np.ndarray:
+    """Boldo-Melquiond FMA on broadcast operands, then exact repair of flagged elements."""
+    with np.errstate(all="ignore"):
+        uh, ul = _two_prod(a, b, asplit[0], asplit[1], bsplit[0], bsplit[1])
+        th, tl = _two_sum(c, uh)
+        z = th + _add_round_odd(tl, ul)
+        au = np.abs(uh)
+        az = np.abs(z)
+        good = (au >= _PROD_LO) & (au <= _BIG) & (np.abs(c) <= _BIG) & (az >= _PROD_LO)
+        good &= aok
+        good &= bok
+    bad = ~good  # NaN comparisons are False, so every special lands here
+    if bad.any():
+        shape = bad.shape
+        z = np.broadcast_to(z, shape).copy()
+        z[bad] = _fix_elements(
+            np.broadcast_to(a, shape)[bad],
+            np.broadcast_to(b, shape)[bad],
+            np.broadcast_to(c, shape)[bad],
+        )
+    return z
+
+
+def _operand_ok(x: np.ndarray) -> np.ndarray:
+    ax = np.abs(x)
+    return (ax >= _MIN_NORMAL) & (ax < _MAX_SPLIT)
+
+
+def fma(a: np.ndarray | float, b: np.ndarray | float, c: np.ndarray | float) -> np.ndarray:
+    """IEEE 754 binary64 fused multiply-add ``RN(a·b + c)`` with a single rounding, elementwise.
+
+    Correct for every input: normal and subnormal operands and results, signed zeros, overflow to
+    ±Inf, Inf and NaN (IEEE 754-2019 §6: Inf·0 = NaN, Inf - Inf = NaN, NaN operands give NaN).
+    Inputs broadcast and are converted to float64; returns a float64 array of the broadcast shape.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    shape = np.broadcast_shapes(a.shape, b.shape, c.shape)
+    a, b, c = (np.broadcast_to(x, shape).ravel() for x in (a, b, c))
+    with np.errstate(all="ignore"):
+        asplit, bsplit = _split(a), _split(b)
+        aok, bok = _operand_ok(a), _operand_ok(b)
+    return _fast_fma(a, b, c, asplit, bsplit, aok, bok).reshape(shape)
+
+
+def _chain_operands(a, b, c, name: str):
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    if a.ndim < 2 or b.ndim < 2 or c.ndim < 2:
+        raise ValueError(f"{name}: a, b, c need >= 2 dims, got {a.shape}, {b.shape}, {c.shape}")
+    m, k = a.shape[-2:]
+    k2, n = b.shape[-2:]
+    if k != k2 or c.shape[-2:] != (m, n):
+        raise ValueError(
+            f"{name}: shapes do not chain: a {a.shape}, b {b.shape}, c {c.shape} "
+            f"(expected a [..., M, K], b [..., K, N], c [..., M, N])"
+        )
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2], c.shape[:-2])
+    return a, b, c, batch, (m, k, n)
+
+
+def fma_chain(
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    *,
+    order: Literal["increasing", "decreasing"] | Sequence[int] = "increasing",
+) -> np.ndarray:
+    """Chain of binary64 FMAs: ``d = c``; for each ``k`` in ``order``, ``d = RN(a_k b_k + d)``.
+
+    a ``[..., M, K]``, b ``[..., K, N]``, c ``[..., M, N]`` (converted to float64; batch axes
+    broadcast). ``order`` is ``"increasing"`` (k = 0, 1, ..., K-1), ``"decreasing"`` or an explicit
+    sequence of k indices (each used once per listed occurrence). Returns float64 ``[..., M, N]``.
+    Vectorised over M, N and batch; a loop over K (Veltkamp splits of a and b are done once).
+    """
+    a, b, c, batch, (m, k, n) = _chain_operands(a, b, c, "fma_chain")
+    if isinstance(order, str):
+        if order not in ("increasing", "decreasing"):
+            raise ValueError(
+                f"fma_chain: order must be 'increasing', 'decreasing' or indices, got {order!r}"
+            )
+        ks: Sequence[int] = range(k) if order == "increasing" else range(k - 1, -1, -1)
+    else:
+        ks = [int(x) for x in order]
+        if any(x < 0 or x >= k for x in ks):
+            raise ValueError(f"fma_chain: order indices must lie in [0, {k}), got {list(ks)}")
+    with np.errstate(all="ignore"):
+        ah, al = _split(a)
+        bh, bl = _split(b)
+        aok, bok = _operand_ok(a), _operand_ok(b)
+    d = np.broadcast_to(c, batch + (m, n)).copy()
+    for kk in ks:
+        col = (slice(None),) * (a.ndim - 2) + (slice(None), slice(kk, kk + 1))
+        row = (slice(None),) * (b.ndim - 2) + (slice(kk, kk + 1), slice(None))
+        d = _fast_fma(a[col], b[row], d, (ah[col], al[col]), (bh[row], bl[row]), aok[col], bok[row])
+    return d
+
+
+def _exact_signed_zero(a3: np.ndarray, b3: np.ndarray, c2: np.ndarray) -> np.ndarray:
+    """True where every product a_k b_k is -0 and c is -0 (an exact zero sum is then -0)."""
+    pz = (a3 == 0) | (b3 == 0)
+    pneg = np.signbit(a3) ^ np.signbit(b3)
+    return (pz & pneg).all(axis=-2) & (c2 == 0) & np.signbit(c2)
+
+
+def _dot_rn_exact_scalar(avals: list[float], bvals: list[float], c: float) -> tuple[float, bool]:
+    """(RN(c + sum a_k b_k), whether the exact sum is 0) by exact rationals, for finite inputs."""
+    terms = [x.as_integer_ratio() for x in avals]
+    tb = [y.as_integer_ratio() for y in bvals]
+    # Common denominator: all denominators are powers of two.
+    nc, dc = c.as_integer_ratio()
+    den = dc
+    for (_, da), (_, db) in zip(terms, tb, strict=True):
+        den = max(den, da * db)
+    num = nc * (den // dc)
+    for (na, da), (nb, db) in zip(terms, tb, strict=True):
+        num += na * nb * (den // (da * db))
+    if num == 0:
+        return 0.0, True
+    return _round_fraction(num, den), False
+
+
+def dot_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Exact ``c + sum_k a_k b_k`` rounded once to binary64 (RN-even), for every output element.
+
+    a ``[..., M, K]``, b ``[..., K, N]``, c ``[..., M, N]``. Each product is split exactly into
+    ``uh + ul`` (Dekker) and the 2K + 1 doubles are summed by ``math.fsum`` (Shewchuk's exact
+    expansion with a correctly rounded result); elements with a product outside the Dekker range,
+    an fsum intermediate overflow, or non-finite inputs take exact rationals / IEEE special rules.
+    An exact zero is -0 only if c and all products are -0. This is a reference-speed path (about a
+    microsecond per output element and K), meant for one instruction's K (4 to 16).
+    """
+    a, b, c, batch, (m, k, n) = _chain_operands(a, b, c, "dot_rn")
+    a3 = np.broadcast_to(a, batch + (m, k)).reshape(-1, m, k)
+    b3 = np.broadcast_to(b, batch + (k, n)).reshape(-1, k, n)
+    c3 = np.broadcast_to(c, batch + (m, n)).reshape(-1, m, n)
+    out = np.empty(c3.shape, dtype=np.float64)
+    rows = max(1, _CHUNK_ELEMENTS // max(1, k * n))
+    for bi in range(a3.shape[0]):
+        for r0 in range(0, m, rows):
+            ac = a3[bi, r0 : r0 + rows, :, None]  # [r, K, 1]
+            bc = b3[bi, None, :, :]  # [1, K, N]
+            cc = c3[bi, r0 : r0 + rows]
+            out[bi, r0 : r0 + rows] = _dot_rn_block(ac, bc, cc)
+    return out.reshape(batch + (m, n))
+
+
+def _dot_rn_block(ac: np.ndarray, bc: np.ndarray, cc: np.ndarray) -> np.ndarray:
+    """dot_rn for a [r, K, 1] x [1, K, N] + [r, N] block."""
+    with np.errstate(all="ignore"):
+        ah, al = _split(ac)
+        bh, bl = _split(bc)
+        uh, ul = _two_prod(ac, bc, ah, al, bh, bl)  # [r, K, N]
+        au = np.abs(uh)
+        zero = (ac == 0) | (bc == 0)
+        prod_ok = (zero | ((au >= _PROD_LO) & (au <= _BIG))) & (
+            zero | (_operand_ok(ac) & _operand_ok(bc))
+        )
+        fin_a = np.isfinite(ac).all(axis=-2)
+        fin_b = np.isfinite(bc).all(axis=-2)
+        finite = fin_a & fin_b & np.isfinite(cc)
+        fast = prod_ok.all(axis=-2) & finite & (np.abs(cc) <= _BIG)
+        uh = np.where(zero, 0.0, uh)
+        ul = np.where(zero, 0.0, ul)
+    r, k, n = uh.shape
+    out = np.empty((r, n), dtype=np.float64)
+    terms = np.concatenate([uh, ul, cc[:, None, :]], axis=1)  # [r, 2K+1, N]
+    terms = np.moveaxis(terms, 1, 2)  # [r, N, 2K+1]
+    fi = np.flatnonzero(fast.ravel())
+    flat_terms = terms.reshape(r * n, 2 * k + 1)
+    vals = np.empty(fi.size, dtype=np.float64)
+    exact_zero = np.zeros(r * n, dtype=bool)
+    for j, (row, t) in enumerate(zip(fi.tolist(), flat_terms[fi].tolist(), strict=True)):
+        try:
+            # The terms are doubles, so a non-zero exact sum is >= 2^-1074: 0 means exact zero.
+            vals[j] = math.fsum(t)
+            exact_zero[row] = vals[j] == 0
+        except OverflowError:
+            i, jj = divmod(row, n)
+            vals[j], exact_zero[row] = _dot_rn_exact_scalar(
+                ac[i, :, 0].tolist(), bc[0, :, jj].tolist(), float(cc[i, jj])
+            )
+    flat = out.reshape(-1)
+    flat[fi] = vals
+    # Slow elements: specials by IEEE rules, the rest by exact rationals.
+    slow = np.flatnonzero(~fast.ravel())
+    if slow.size:
+        with np.errstate(all="ignore"):
+            spec_prod = np.where(np.isfinite(ac) & np.isfinite(bc), 0.0, ac * bc)  # [r, K, N]
+            spec = spec_prod.sum(axis=-2) + np.where(np.isfinite(cc), 0.0, cc)
+        for row in slow.tolist():
+            i, jj = divmod(row, n)
+            if not finite[i, jj]:
+                flat[row] = spec[i, jj]
+            else:
+                flat[row], exact_zero[row] = _dot_rn_exact_scalar(
+                    ac[i, :, 0].tolist(), bc[0, :, jj].tolist(), float(cc[i, jj])
+                )
+    negz = _exact_signed_zero(ac, bc, cc)
+    return np.where(exact_zero.reshape(r, n), np.where(negz, -0.0, 0.0), out)
+
+
+def dot_pairwise(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Products rounded to binary64, summed by a pairwise tree, then ``c`` added; RN everywhere.
+
+    ``p_k = RN(a_k b_k)``; the K products are reduced pairwise (level by level: (p0+p1),
+    (p2+p3), ...; an odd last element passes up unchanged), each addition RN; then
+    ``d = RN(tree + c)``. IEEE special values follow NumPy's binary64 arithmetic (which is IEEE).
+    """
+    a, b, c, batch, (m, k, n) = _chain_operands(a, b, c, "dot_pairwise")
+    a3 = np.broadcast_to(a, batch + (m, k)).reshape(-1, m, k)
+    b3 = np.broadcast_to(b, batch + (k, n)).reshape(-1, k, n)
+    c3 = np.broadcast_to(c, batch + (m, n)).reshape(-1, m, n)
+    if k == 0:
+        return np.broadcast_to(c, batch + (m, n)).copy()
+    out = np.empty(c3.shape, dtype=np.float64)
+    rows = max(1, _CHUNK_ELEMENTS // max(1, k * n))
+    with np.errstate(all="ignore"):
+        for bi in range(a3.shape[0]):
+            for r0 in range(0, m, rows):
+                p = a3[bi, r0 : r0 + rows, :, None] * b3[bi, None, :, :]  # [r, K, N]
+                while p.shape[1] > 1:
+                    h = p.shape[1] // 2
+                    s = p[:, 0 : 2 * h : 2] + p[:, 1 : 2 * h : 2]
+                    p = np.concatenate([s, p[:, 2 * h :]], axis=1) if p.shape[1] % 2 else s
+                out[bi, r0 : r0 + rows] = p[:, 0] + c3[bi, r0 : r0 + rows]
+    return out.reshape(batch + (m, n))
