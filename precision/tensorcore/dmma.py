@@ -31,7 +31,9 @@ unless both addends are -0 (the sign of a zero product is sign(a) xor sign(b)).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 import numpy as np
@@ -44,7 +46,11 @@ _MIN_NORMAL = 2.0**-1022
 _PROD_LO = 2.0**-900  # |RN(ab)| >= this: Dekker partial products and the low part are exact
 _BIG = 2.0**1000  # |c|, |RN(ab)| <= this: no intermediate overflows
 _OVERFLOW = 2**1024 - 2**970  # exact |x| >= this rounds to Inf under RN
-_CHUNK_ELEMENTS = 1 << 22  # [rows, K, N] temporaries of dot_rn / dot_pairwise per chunk
+_CHUNK_ELEMENTS = 1 << 22
+# fma_chain: output elements per tile (its ~20 float64 temporaries stay in L2) and the work
+# below which threads do not pay.
+_FMA_TILE_ELEMENTS = 1 << 15
+_MIN_THREADED_FMAS = 1 << 20  # [rows, K, N] temporaries of dot_rn / dot_pairwise per chunk
 
 
 # ----------------------------------------------------------------------------- error-free parts
@@ -77,16 +83,15 @@ def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _add_round_odd(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """RO(x + y): x + y rounded to the neighbour with an odd significand when inexact.
 
-    Consecutive binary64 encodings alternate in their last bit (across binades too), so the
-    odd-rounded value is RN(x + y) when that is odd, else its neighbour towards the exact sum.
+    From s = RN(x + y) and the exact error e: round toward zero is s, or its neighbour towards
+    zero when e and s have opposite signs (one less in the int64 encoding, whose magnitude field
+    is monotone across binades); round to odd then sets the last bit when e != 0.
     """
     s, e = _two_sum(x, y)
-    even = (s.view(np.int64) & 1) == 0
-    fix = even & (e != 0)
-    if fix.any():
-        s = s.copy()
-        s[fix] = np.nextafter(s[fix], np.where(e[fix] > 0, np.inf, -np.inf))
-    return s
+    inexact = e != 0
+    bits = s.view(np.int64) - ((np.signbit(s) != np.signbit(e)) & inexact)
+    bits |= inexact
+    return bits.view(np.float64)
 
 
 # ----------------------------------------------------------------------------- exact slow path
@@ -236,16 +241,39 @@ def fma_chain(
         ks = [int(x) for x in order]
         if any(x < 0 or x >= k for x in ks):
             raise ValueError(f"fma_chain: order indices must lie in [0, {k}), got {list(ks)}")
+    # a as [B, K, M] (column k contiguous) and b as [B, K, N]; splits and range flags once.
+    at = np.ascontiguousarray(
+        np.broadcast_to(a, batch + (m, k)).reshape(-1, m, k).transpose(0, 2, 1)
+    )
+    b3 = np.ascontiguousarray(np.broadcast_to(b, batch + (k, n)).reshape(-1, k, n))
     with np.errstate(all="ignore"):
-        ah, al = _split(a)
-        bh, bl = _split(b)
-        aok, bok = _operand_ok(a), _operand_ok(b)
-    d = np.broadcast_to(c, batch + (m, n)).copy()
-    for kk in ks:
-        col = (slice(None),) * (a.ndim - 2) + (slice(None), slice(kk, kk + 1))
-        row = (slice(None),) * (b.ndim - 2) + (slice(kk, kk + 1), slice(None))
-        d = _fast_fma(a[col], b[row], d, (ah[col], al[col]), (bh[row], bl[row]), aok[col], bok[row])
-    return d
+        ah, al = _split(at)
+        bh, bl = _split(b3)
+        aok, bok = _operand_ok(at), _operand_ok(b3)
+    d = np.broadcast_to(c, batch + (m, n)).reshape(-1, m, n).copy()
+    rows = max(1, _FMA_TILE_ELEMENTS // max(1, n))
+
+    def tile(bi: int, r0: int) -> None:
+        r1 = min(m, r0 + rows)
+        dd = d[bi, r0:r1]
+        for kk in ks:
+            col = (bi, kk, slice(r0, r1), None)
+            row = (bi, slice(kk, kk + 1))
+            dd = _fast_fma(
+                at[col], b3[row], dd, (ah[col], al[col]), (bh[row], bl[row]), aok[col], bok[row]
+            )
+        d[bi, r0:r1] = dd
+
+    jobs = [(bi, r0) for bi in range(d.shape[0]) for r0 in range(0, m, rows)]
+    workers = min(len(jobs), os.cpu_count() or 1)
+    if workers > 1 and d.size * len(ks) >= _MIN_THREADED_FMAS:
+        # NumPy releases the GIL inside its loops: cache-sized tiles run in parallel.
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(lambda j: tile(*j), jobs))
+    else:
+        for j in jobs:
+            tile(*j)
+    return d.reshape(batch + (m, n))
 
 
 def _exact_signed_zero(a3: np.ndarray, b3: np.ndarray, c2: np.ndarray) -> np.ndarray:

@@ -128,8 +128,10 @@ def int_mma_chain(
     if not satfinite:
         acc += _exact_matmul_int64(af, bf, bound)
         return _wrap32(acc).reshape(batch + (m, n))
-    if k_step * bound >= EXACT_LIMIT:
-        raise ValueError(f"int_mma_chain: k_step * max|a| * max|b| = {k_step * bound} >= 2^53")
+    if 2**32 + k_step * bound >= EXACT_LIMIT:
+        raise ValueError(
+            f"int_mma_chain: 2^32 + k_step * max|a| * max|b| = {2**32 + k_step * bound} >= 2^53"
+        )
     # A clamp can only act where some partial sum c + sum_{k<k1} a b leaves int32; all of them are
     # within |c| + (|a| @ |b|) of zero. Elsewhere the chain equals the plain exact sum.
     cmax = max(-int(c3.min()), int(c3.max())) if c3.size else 0
@@ -144,20 +146,23 @@ def int_mma_chain(
         plain = acc + _exact_matmul_int64(af, bf, bound)
         acc = np.where(risky_rows[..., None], acc, plain)
     if risky_rows.any():
-        nblk = k // k_step
-        rows_per = max(1, _BLOCK_ELEMENTS // max(1, nblk * n))
+        # Per instruction: one BLAS product per k-block (small-k stacked matmul is slow in NumPy),
+        # accumulated and clamped in float64, exact since |d| + k_step * bound < 2^53.
+        rows_per = max(1, _BLOCK_ELEMENTS // max(k, n))
         for bi in range(acc.shape[0]):
             rows = np.flatnonzero(risky_rows[bi])
-            bblk = bf[bi].reshape(nblk, k_step, n)  # [nblk, k, N]
             for r0 in range(0, rows.size, rows_per):
                 sel = rows[r0 : r0 + rows_per]
-                ablk = af[bi, sel].reshape(sel.size, nblk, k_step).transpose(1, 0, 2)
-                prods = np.matmul(ablk, bblk).astype(np.int64)  # [nblk, rows, N], exact
-                d = acc[bi, sel]
-                for s in range(nblk):
-                    d += prods[s]
+                # [nblk, rows, k_step], contiguous per block (strided slices miss the BLAS path).
+                ablk = np.ascontiguousarray(
+                    af[bi, sel].reshape(sel.size, k // k_step, k_step).transpose(1, 0, 2)
+                )
+                bblk = np.ascontiguousarray(bf[bi]).reshape(k // k_step, k_step, n)
+                d = acc[bi, sel].astype(np.float64)
+                for s in range(k // k_step):
+                    d += ablk[s] @ bblk[s]
                     np.clip(d, INT32_MIN, INT32_MAX, out=d)
-                acc[bi, sel] = d
+                acc[bi, sel] = d.astype(np.int64)
     return acc.reshape(batch + (m, n))
 
 
