@@ -161,6 +161,16 @@ def _fast_fma(
         z = th + _add_round_odd(tl, ul)
         au = np.abs(uh)
         az = np.abs(z)
+        if (
+            z.size
+            and aok.all()
+            and bok.all()
+            and au.min() >= _PROD_LO
+            and au.max() <= _BIG
+            and max(-c.min(), c.max()) <= _BIG
+            and az.min() >= _PROD_LO
+        ):
+            return z  # whole array inside the proved range (NaN fails every comparison)
         good = (au >= _PROD_LO) & (au <= _BIG) & (np.abs(c) <= _BIG) & (az >= _PROD_LO)
         good &= aok
         good &= bok
