@@ -4,14 +4,15 @@ Three candidate numerics, all in IEEE 754 binary64 with round-to-nearest-even (R
 recordings decide which one DMMA follows:
 
 - :func:`fma_chain` — a chain of fused multiply-adds, ``d <- RN(a_k b_k + d)`` one ``k`` at a time
-  (the PTX ISA describes f64 ``mma`` as computed with ``fma.rn.f64`` semantics);
+  (PTX ISA, ``mma`` "Precision and rounding": ``.f64`` is identical to an ``.f64`` FMA. Only
+  ``.rn`` is modelled here, not the ``.rz/.rm/.rp`` modifiers);
 - :func:`dot_rn` — the exact sum of all products and ``c``, rounded once;
 - :func:`dot_pairwise` — products rounded, summed by a pairwise tree, each addition rounded, then
   ``c`` added (the cheapest non-fused hypothesis).
 
 :func:`fma` is the vectorised, correctly rounded binary64 FMA they rest on. Its fast path is the
 algorithm of Boldo & Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms
-using rounding to odd", IEEE Trans. Computers 57(4), 2008 (Algorithm 5.4)::
+using rounding to odd", IEEE Trans. Computers 57(4), 2008 (their emulated FMA)::
 
     (uh, ul) = ExactMult(a, b)      # Dekker product with Veltkamp splitting: uh + ul = a b exactly
     (th, tl) = TwoSum(c, uh)        # Knuth/Møller: th + tl = c + uh exactly
@@ -253,14 +254,14 @@ def fma_chain(
             raise ValueError(f"fma_chain: order indices must lie in [0, {k}), got {list(ks)}")
     # a as [B, K, M] (column k contiguous) and b as [B, K, N]; splits and range flags once.
     at = np.ascontiguousarray(
-        np.broadcast_to(a, batch + (m, k)).reshape(-1, m, k).transpose(0, 2, 1)
+        np.broadcast_to(a, batch + (m, k)).reshape(math.prod(batch), m, k).transpose(0, 2, 1)
     )
-    b3 = np.ascontiguousarray(np.broadcast_to(b, batch + (k, n)).reshape(-1, k, n))
+    b3 = np.ascontiguousarray(np.broadcast_to(b, batch + (k, n)).reshape(math.prod(batch), k, n))
     with np.errstate(all="ignore"):
         ah, al = _split(at)
         bh, bl = _split(b3)
         aok, bok = _operand_ok(at), _operand_ok(b3)
-    d = np.broadcast_to(c, batch + (m, n)).reshape(-1, m, n).copy()
+    d = np.broadcast_to(c, batch + (m, n)).reshape(math.prod(batch), m, n).copy()
     rows = max(1, _FMA_TILE_ELEMENTS // max(1, n))
 
     def tile(bi: int, r0: int) -> None:
@@ -321,9 +322,9 @@ def dot_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     microsecond per output element and K), meant for one instruction's K (4 to 16).
     """
     a, b, c, batch, (m, k, n) = _chain_operands(a, b, c, "dot_rn")
-    a3 = np.broadcast_to(a, batch + (m, k)).reshape(-1, m, k)
-    b3 = np.broadcast_to(b, batch + (k, n)).reshape(-1, k, n)
-    c3 = np.broadcast_to(c, batch + (m, n)).reshape(-1, m, n)
+    a3 = np.broadcast_to(a, batch + (m, k)).reshape(math.prod(batch), m, k)
+    b3 = np.broadcast_to(b, batch + (k, n)).reshape(math.prod(batch), k, n)
+    c3 = np.broadcast_to(c, batch + (m, n)).reshape(math.prod(batch), m, n)
     out = np.empty(c3.shape, dtype=np.float64)
     rows = max(1, _CHUNK_ELEMENTS // max(1, k * n))
     for bi in range(a3.shape[0]):
@@ -398,9 +399,9 @@ def dot_pairwise(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     ``d = RN(tree + c)``. IEEE special values follow NumPy's binary64 arithmetic (which is IEEE).
     """
     a, b, c, batch, (m, k, n) = _chain_operands(a, b, c, "dot_pairwise")
-    a3 = np.broadcast_to(a, batch + (m, k)).reshape(-1, m, k)
-    b3 = np.broadcast_to(b, batch + (k, n)).reshape(-1, k, n)
-    c3 = np.broadcast_to(c, batch + (m, n)).reshape(-1, m, n)
+    a3 = np.broadcast_to(a, batch + (m, k)).reshape(math.prod(batch), m, k)
+    b3 = np.broadcast_to(b, batch + (k, n)).reshape(math.prod(batch), k, n)
+    c3 = np.broadcast_to(c, batch + (m, n)).reshape(math.prod(batch), m, n)
     if k == 0:
         return np.broadcast_to(c, batch + (m, n)).copy()
     out = np.empty(c3.shape, dtype=np.float64)

@@ -26,6 +26,7 @@ Single-bit ``b1`` (``.and.popc`` / ``.xor.popc``) has no ``.satfinite``: each in
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -73,9 +74,10 @@ def _check_operands(a: np.ndarray, b: np.ndarray, c: np.ndarray, k_step: int, na
             f"{name}: batch axes do not broadcast: a {a.shape[:-2]}, b {b.shape[:-2]}, "
             f"c {c.shape[:-2]}"
         ) from None
-    a3 = np.broadcast_to(a, batch + (m, k)).reshape(-1, m, k)
-    b3 = np.broadcast_to(b, batch + (k, n)).reshape(-1, k, n)
-    c3 = np.broadcast_to(c, batch + (m, n)).reshape(-1, m, n)
+    nb = math.prod(batch)
+    a3 = np.broadcast_to(a, batch + (m, k)).reshape(nb, m, k)
+    b3 = np.broadcast_to(b, batch + (k, n)).reshape(nb, k, n)
+    c3 = np.broadcast_to(c, batch + (m, n)).reshape(nb, m, n)
     return batch, (m, k, n), a3, b3, c3
 
 
@@ -89,15 +91,14 @@ def _exact_matmul_int64(af: np.ndarray, bf: np.ndarray, bound: int) -> np.ndarra
     ``bound`` = max|a| * max|b|; K is split so that each piece's dot products stay below 2^53.
     """
     k = af.shape[-1]
-    piece = k if bound == 0 else min(k, (EXACT_LIMIT - 1) // bound)
+    piece = max(k, 1) if bound == 0 else min(max(k, 1), (EXACT_LIMIT - 1) // bound)
     if piece < 1:
         raise ValueError(f"max|a| * max|b| = {bound} >= 2^53: float64 products would not be exact")
-    out = None
+    out = np.zeros(af.shape[:-1] + bf.shape[-1:], dtype=np.int64)
     for k0 in range(0, k, piece):
-        part = np.matmul(af[..., k0 : k0 + piece], bf[..., k0 : k0 + piece, :]).astype(np.int64)
-        out = part if out is None else _wrap32(out + part)
-    assert out is not None
-    return _wrap32(out)
+        out += np.matmul(af[..., k0 : k0 + piece], bf[..., k0 : k0 + piece, :]).astype(np.int64)
+        _wrap32(out)
+    return out
 
 
 def int_mma_chain(
@@ -169,7 +170,7 @@ def int_mma_chain(
 def _exact_matmul_abs(af: np.ndarray, bf: np.ndarray, bound: int) -> np.ndarray:
     """``|a| @ |b|`` exactly as int64, saturated at 2^62 (only compared against 2^31)."""
     k = af.shape[-1]
-    piece = k if bound == 0 else max(1, min(k, (EXACT_LIMIT - 1) // bound))
+    piece = max(k, 1) if bound == 0 else max(1, min(k, (EXACT_LIMIT - 1) // bound))
     out = np.zeros(af.shape[:-1] + bf.shape[-1:], dtype=np.int64)
     for k0 in range(0, k, piece):
         part = np.matmul(np.abs(af[..., k0 : k0 + piece]), np.abs(bf[..., k0 : k0 + piece, :]))

@@ -270,3 +270,10 @@ def test_dot_pairwise_matches_python_floats():
                 p = [p[t] + p[t + 1] for t in range(0, len(p) - 1, 2)] + odd
             want[i, j] = p[0] + float(c[i, j])
     _same(dot_pairwise(a, b, c), want)
+
+
+def test_empty_k_returns_c():
+    c = np.array([[1.5, -0.0]])
+    a, b = np.zeros((1, 0)), np.zeros((0, 2))
+    for f in (fma_chain, dot_rn, dot_pairwise):
+        _same(f(a, b, c), c)

@@ -175,3 +175,12 @@ def test_b1_bool_and_batch():
     for i in range(2):
         ref = _b1_oracle(a[i].astype(np.uint8), b.astype(np.uint8), c, 128, "xor.popc")
         np.testing.assert_array_equal(got[i], ref)
+
+
+def test_empty_k_returns_c():
+    c = np.array([[5, -7]], dtype=np.int64)
+    a = np.zeros((1, 0), dtype=np.int64)
+    b = np.zeros((0, 2), dtype=np.int64)
+    for satf in (False, True):
+        np.testing.assert_array_equal(int_mma_chain(a, b, c, k_step=32, satfinite=satf), c)
+    np.testing.assert_array_equal(b1_mma_chain(a, b, c, k_step=128, op="xor.popc"), c)
