@@ -187,6 +187,81 @@ def _fast_fma(
     return z
 
 
+class _Workspace:
+    """Preallocated float64 / bool temporaries of one fma_chain tile (no per-step allocation)."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.f = [np.empty(shape, dtype=np.float64) for _ in range(7)]
+        self.b = [np.empty(shape, dtype=bool) for _ in range(2)]
+
+    def swap(self, old: np.ndarray, new: np.ndarray) -> None:
+        """Buffer ``new`` becomes the accumulator; ``old`` returns to the pool in its place."""
+        for i, buf in enumerate(self.f):
+            if buf is new:
+                self.f[i] = old
+                return
+        raise AssertionError("swap: result buffer not in the workspace")
+
+
+def _fma_inplace(
+    a: np.ndarray,
+    b: np.ndarray,
+    ah: np.ndarray,
+    al: np.ndarray,
+    bh: np.ndarray,
+    bl: np.ndarray,
+    c: np.ndarray,
+    ws: _Workspace,
+) -> np.ndarray | None:
+    """Boldo-Melquiond FMA of a column a [r,1] and row b [1,N] into c [r,N], in workspace buffers.
+
+    Returns the result buffer (one of ``ws.f``) when every element lies in the proved range, else
+    None (nothing of ``c`` is modified; the caller repairs with the masked path).
+    """
+    p, t1, t2, t3, t4, t5, t6 = ws.f
+    inexact, opp = ws.b
+    with np.errstate(all="ignore"):
+        np.multiply(a, b, out=p)  # uh = RN(ab)
+        np.multiply(ah, bh, out=t1)
+        np.subtract(p, t1, out=t1)
+        np.multiply(al, bh, out=t2)
+        np.subtract(t1, t2, out=t1)
+        np.multiply(ah, bl, out=t2)
+        np.subtract(t1, t2, out=t1)
+        np.multiply(al, bl, out=t2)
+        np.subtract(t2, t1, out=t1)  # ul = ab - uh exactly
+        np.add(c, p, out=t2)  # th = RN(c + uh)
+        np.subtract(t2, c, out=t3)  # bb
+        np.subtract(t2, t3, out=t4)
+        np.subtract(c, t4, out=t4)
+        np.subtract(p, t3, out=t3)
+        np.add(t4, t3, out=t3)  # tl = c + uh - th exactly
+        np.add(t3, t1, out=t4)  # s = RN(tl + ul)
+        np.subtract(t4, t3, out=t5)
+        np.subtract(t4, t5, out=t6)
+        np.subtract(t3, t6, out=t6)
+        np.subtract(t1, t5, out=t5)
+        np.add(t6, t5, out=t5)  # e = tl + ul - s exactly
+        sb = t4.view(np.int64)
+        np.not_equal(t5, 0, out=inexact)
+        np.bitwise_xor(sb, t5.view(np.int64), out=t3.view(np.int64))
+        np.less(t3.view(np.int64), 0, out=opp)
+        np.logical_and(opp, inexact, out=opp)
+        np.subtract(sb, opp, out=sb, casting="unsafe")
+        np.bitwise_or(sb, inexact, out=sb, casting="unsafe")  # v = RO(tl + ul)
+        np.add(t2, t4, out=t1)  # z = RN(th + v)
+        np.abs(p, out=t3)
+        np.abs(t1, out=t6)
+        ok = (
+            t1.size > 0
+            and t3.min() >= _PROD_LO
+            and t3.max() <= _BIG
+            and max(-c.min(), c.max()) <= _BIG
+            and t6.min() >= _PROD_LO
+        )
+    return t1 if ok else None
+
+
 def _operand_ok(x: np.ndarray) -> np.ndarray:
     ax = np.abs(x)
     return (ax >= _MIN_NORMAL) & (ax < _MAX_SPLIT)
@@ -266,13 +341,21 @@ def fma_chain(
 
     def tile(bi: int, r0: int) -> None:
         r1 = min(m, r0 + rows)
-        dd = d[bi, r0:r1]
+        dd = d[bi, r0:r1].copy()
+        ws = _Workspace(dd.shape)
         for kk in ks:
             col = (bi, kk, slice(r0, r1), None)
             row = (bi, slice(kk, kk + 1))
-            dd = _fast_fma(
-                at[col], b3[row], dd, (ah[col], al[col]), (bh[row], bl[row]), aok[col], bok[row]
-            )
+            z = None
+            if aok[col].all() and bok[row].all():
+                z = _fma_inplace(at[col], b3[row], ah[col], al[col], bh[row], bl[row], dd, ws)
+            if z is None:  # specials or out-of-range elements in this tile: masked repair
+                dd[...] = _fast_fma(
+                    at[col], b3[row], dd, (ah[col], al[col]), (bh[row], bl[row]), aok[col], bok[row]
+                )
+            else:
+                ws.swap(dd, z)
+                dd = z
         d[bi, r0:r1] = dd
 
     jobs = [(bi, r0) for bi in range(d.shape[0]) for r0 in range(0, m, rows)]

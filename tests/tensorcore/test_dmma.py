@@ -277,3 +277,20 @@ def test_empty_k_returns_c():
     a, b = np.zeros((1, 0)), np.zeros((0, 2))
     for f in (fma_chain, dot_rn, dot_pairwise):
         _same(f(a, b, c), c)
+
+
+def test_fma_chain_tiles_and_threads(monkeypatch):
+    # Small tiles and a zero threshold force several tiles on the thread pool; one tile holds
+    # an out-of-range element (masked repair), the others take the in-place fast path.
+    from precision.tensorcore import dmma
+
+    monkeypatch.setattr(dmma, "_FMA_TILE_ELEMENTS", 64)
+    monkeypatch.setattr(dmma, "_MIN_THREADED_FMAS", 0)
+    rng = np.random.default_rng(8)
+    m, n, k = 40, 16, 8
+    a = rng.standard_normal((m, k)) * np.ldexp(1.0, rng.integers(-20, 20, (m, k)))
+    b = rng.standard_normal((k, n))
+    c = rng.standard_normal((m, n))
+    a[33, 2] = 2.0**-1060
+    c[5, 7] = math.nan
+    _same(fma_chain(a, b, c), _chain_oracle(a, b, c, range(k)))
