@@ -177,7 +177,7 @@ class OzakiPlan:
     def limbs(self) -> int:
         """32-bit limbs holding the exact integer T (signed top limb)."""
         if self.method == "ozaki2":
-            return self.modulus.bit_length() // _LIMB + 1
+            return max(2, self.modulus.bit_length() // _LIMB + 1)
         g = (self.terms * 127 * 127 * self.k).bit_length() + 7 * (self.terms - 1)
         return g // _LIMB + 1
 
@@ -295,7 +295,7 @@ def crt_constants(moduli: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.n
     """(W, u, Mlimbs): ``W[l, t]`` the 32-bit limbs of ``w_l`` (int64), ``u[l] = fl(w_l / M)``
     (float64, correctly rounded) and the limbs of ``M``."""
     M = math.prod(moduli)
-    nl = M.bit_length() // _LIMB + 1
+    nl = max(2, M.bit_length() // _LIMB + 1)
     W = np.zeros((len(moduli), nl), dtype=np.int64)
     u = np.zeros(len(moduli))
     for i, m in enumerate(moduli):
@@ -370,29 +370,31 @@ def round_limbs(acc: list[np.ndarray], e: np.ndarray, target: str) -> np.ndarray
 
 
 def special_outputs(
-    A: np.ndarray, B: np.ndarray, rows: np.ndarray, cols: np.ndarray, target: str
-) -> tuple[np.ndarray, np.ndarray]:
+    A: Any, B: Any, rows: Any, cols: Any, target: str, xp: Any = np
+) -> tuple[Any, Any]:
     """IEEE value of ``sum_k A[i,k]·B[k,j]`` where a non-finite operand meets it: for the
     sub-blocks (``rows`` x all) and (all x ``cols``). Counts of NaN, +Inf and -Inf products
-    come from 0/1 matrix products (exact: counts <= K < 2^53). Returns (row block, col block)."""
+    come from 0/1 matrix products (exact: counts <= K < 2^53). Returns (row block, col block).
+    ``xp``: numpy, or cupy for device arrays (same values)."""
     dtype = TARGETS[target][2]
     nan_val = _CANON_NAN[target].view(dtype)
 
-    def classes(a: np.ndarray) -> dict[str, np.ndarray]:
-        fin = np.isfinite(a)
+    def classes(a: Any) -> dict[str, Any]:
+        fin = xp.isfinite(a)
+        f64 = np.float64
         return {
-            "nan": np.isnan(a).astype(np.float64),
-            "inf": np.isinf(a).astype(np.float64),
-            "zero": (a == 0).astype(np.float64),
-            "pinf": (a == np.inf).astype(np.float64),
-            "ninf": (a == -np.inf).astype(np.float64),
-            "pos": (a > 0).astype(np.float64),
-            "neg": (a < 0).astype(np.float64),
-            "posf": (fin & (a > 0)).astype(np.float64),
-            "negf": (fin & (a < 0)).astype(np.float64),
+            "nan": xp.isnan(a).astype(f64),
+            "inf": xp.isinf(a).astype(f64),
+            "zero": (a == 0).astype(f64),
+            "pinf": (a == np.inf).astype(f64),
+            "ninf": (a == -np.inf).astype(f64),
+            "pos": (a > 0).astype(f64),
+            "neg": (a < 0).astype(f64),
+            "posf": (fin & (a > 0)).astype(f64),
+            "negf": (fin & (a < 0)).astype(f64),
         }
 
-    def block(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def block(a: Any, b: Any) -> Any:
         ca, cb = classes(a), classes(b)
         nan = (
             ca["nan"].sum(axis=1)[:, None]
@@ -404,22 +406,22 @@ def special_outputs(
         pinf += ca["posf"] @ cb["pinf"] + ca["negf"] @ cb["ninf"]
         ninf = ca["pinf"] @ cb["neg"] + ca["ninf"] @ cb["pos"]
         ninf += ca["posf"] @ cb["ninf"] + ca["negf"] @ cb["pinf"]
-        out = np.where(pinf > 0, dtype(np.inf), dtype(-np.inf)).astype(dtype)
-        return np.where((nan > 0) | ((pinf > 0) & (ninf > 0)), nan_val, out)
+        out = xp.where(pinf > 0, dtype(np.inf), dtype(-np.inf)).astype(dtype)
+        return xp.where((nan > 0) | ((pinf > 0) & (ninf > 0)), dtype(nan_val), out).astype(dtype)
 
     return block(A[rows], B), block(A, B[:, cols])
 
 
 def apply_specials(
-    D: np.ndarray, A: np.ndarray, B: np.ndarray, sa: LineStats, sb: LineStats, target: str
+    D: Any, A: Any, B: Any, sa: LineStats, sb: LineStats, target: str, xp: Any = np
 ) -> None:
     """Overwrite the outputs in rows of A / columns of B that hold NaN or ±Inf (in place)."""
     rows, cols = np.flatnonzero(sa.bad), np.flatnonzero(sb.bad)
     if rows.size == 0 and cols.size == 0:
         return
-    rblk, cblk = special_outputs(A, B, rows, cols, target)
-    D[rows] = rblk
-    D[:, cols] = cblk
+    rblk, cblk = special_outputs(A, B, xp.asarray(rows), xp.asarray(cols), target, xp)
+    D[xp.asarray(rows)] = rblk
+    D[:, xp.asarray(cols)] = cblk
 
 
 # ------------------------------------------------------------------------------- emulators
