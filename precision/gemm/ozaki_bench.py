@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         if name == "identity":
             ok &= bool(res)
         else:
-            rows += list(res)  # type: ignore[arg-type]
+            rows += list(res)  # type: ignore[call-overload]
             flush()
     return 0 if ok else 1
 
