@@ -17,7 +17,7 @@ with ``eb_j``.
 moduli ``L`` taken from :data:`MODULI` (pairwise coprime, <= 256):
 
 1. ``A'[i,k] = rint(A[i,k]·2^(qa-ea_i))``, ``|A'| <= 2^qa``, and ``B'`` likewise with ``qb``:
-   integers (exact in float64 because ``qa, qb <= 53``).
+   integer-valued float64 values (the scaling is exact; ``qa, qb <= 62``).
 2. For each modulus ``m_l``: symmetric residues ``A'_l = A' mod m_l`` in
    ``[-floor(m/2), ceil(m/2)-1]`` (int8), ``C_l = A'_l @ B'_l`` exactly (int32 needs
    ``128·128·K <= 2^31-1``, ``K <= 131071``: :data:`INT8_KMAX`), ``c_l = C_l mod m_l``.
@@ -68,8 +68,10 @@ OZAKI1_INT8_KMAX = (2**31 - 1) // (127 * 127)
 FP16_KBLOCK = 1024
 #: Largest scheme-I slice count (7·8 = 56 bits >= 53; int64 digit extraction needs 7T <= 62).
 OZAKI1_MAX_SLICES = 8
-#: Scaled integers stay <= 2^53 (exact in float64 and in the GPU's fp64 residue arithmetic).
-QMAX = 53
+#: Scheme II's scaled integers stay <= 2^62: integer-valued float64 values (the row's largest
+#: entries keep all 53 bits, entries up to 9 binades below it too), which :func:`sym_fmod`
+#: reduces exactly.
+QMAX = 62
 #: Output formats: (precision p, exponent of the smallest subnormal, numpy dtype).
 TARGETS: dict[str, tuple[int, int, Any]] = {
     "fp64": (53, -1074, np.float64),
@@ -199,7 +201,7 @@ def _split_q(Q: int) -> tuple[int, int]:
 
 def auto_terms(method: str, target: str, k: int, spread: int) -> int:
     """``terms="auto"``: the fewest terms whose scaled integers keep ``p + spread`` bits (capped
-    at 53, scheme II; 56, scheme I), ``p`` = 53 (fp64) or 24 (fp32) and ``spread`` from
+    at 62, scheme II; 56, scheme I), ``p`` = 53 (fp64) or 24 (fp32) and ``spread`` from
     :meth:`LineStats.spread` (the larger of A's rows and B's columns). Then an entry of typical
     magnitude in its row keeps about ``p`` bits."""
     p = TARGETS[target][0]
@@ -455,11 +457,11 @@ _RES_SPLIT = 27
 
 
 def sym_fmod(y: np.ndarray, m: int) -> np.ndarray:
-    """:func:`sym_mod` of integer-valued float64 ``y`` (``|y| <= 2^53``) as float64, by exact
+    """:func:`sym_mod` of integer-valued float64 ``y`` (``|y| <= 2^62``) as float64, by exact
     float64 steps (the CUDA kernels run the same ones): ``yh = floor(y·2^-27)``,
-    ``yl = y - yh·2^27``, ``t = yh·(2^27 mod m) + yl`` (``|t| < 2^35``), ``r = t -
-    m·rint(t/m)`` (every product and difference an integer below 2^53), then ``±m`` into
-    ``[-floor(m/2), ceil(m/2) - 1]``."""
+    ``yl = y - yh·2^27`` (an integer in [0, 2^27), exact), ``t = yh·(2^27 mod m) + yl``
+    (``|t| < 2^44``), ``r = t - m·rint(t/m)`` (every product and difference an integer below
+    2^53), then ``±m`` into ``[-floor(m/2), ceil(m/2) - 1]``."""
     yh = np.floor(y * 2.0**-_RES_SPLIT)
     t = yh * float((1 << _RES_SPLIT) % m) + (y - yh * 2.0**_RES_SPLIT)
     r = t - np.rint(t * (1.0 / m)) * m
