@@ -100,15 +100,18 @@ def identity(out: Path, sizes: list[int]) -> bool:
                                  cuda_s=round(t1 - t0, 3), emulator_s=round(t2 - t1, 3))
                         )  # fmt: skip
                         log("identity", rows[-1])
-                        if n <= 100 or (n == 257 and phi == 1.0 and target == "fp64"):
-                            key = f"n{n}_phi{phi:g}_{target}_t{terms}_s{int(special)}"
+                        keep = n == 16 or (n == 100 and terms == "auto")
+                        keep |= n == 257 and phi == 1.0 and terms == "auto" and special
+                        if keep:
+                            key = f"case_n-{n}_phi-{phi:g}_target-{target}_terms-{terms}"
+                            key += f"_specials-{int(special)}"
                             cases[key + "_A"], cases[key + "_B"] = A, B
                             cases[key + "_D"] = dg
     with open(out / "ozaki_identity.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    np.savez_compressed(out / "ozaki_cuda_cases.npz", **cases)
+    np.savez_compressed(out / "ozaki2_cuda_h200.npz", **cases)
     log("IDENTITY", "ALL BIT-IDENTICAL" if all_ok else "DIFFERENCES FOUND")
     return all_ok
 

@@ -113,6 +113,20 @@ def _mod_consts(plan: OzakiPlan) -> np.ndarray:
     return np.array(rows, dtype=np.float64)
 
 
+def _set_constants(cp: Any, plan: OzakiPlan, W: np.ndarray, Ml: np.ndarray) -> None:
+    """Copy the per-modulus constants, the CRT weights' limbs and M's limbs into the module's
+    ``__constant__`` arrays (c_mc, c_W, c_Ml)."""
+    mod = _module()
+    for name, values in (
+        ("c_mc", _mod_consts(plan).ravel()),
+        ("c_W", W.ravel().astype(np.uint32)),
+        ("c_Ml", Ml.astype(np.uint32)),
+    ):
+        host = np.ascontiguousarray(values)
+        # a host-to-device cudaMemcpy (never a kernel write: constant memory is read-only there)
+        mod.get_global(name).copy_from_host(host.ctypes.data, host.nbytes)
+
+
 def _gemm_int8_batched(cp: Any, bres: Any, ares: Any, C: Any, M: int, nbp: int, kp: int,
                        L: int) -> None:  # fmt: skip
     """C[l] (M x nbp row-major int32) = Ares[l] (M x kp) @ Bres[l]^T (Bres[l]: nbp x kp), for
@@ -206,21 +220,20 @@ def ozaki2_cuda(
     nl = W.shape[1]
     if nl not in (2, 3, 4, 5):
         raise ValueError(f"ozaki2 backend='cuda': {nl} limbs are not compiled (2..5)")
-    mc = cp.asarray(_mod_consts(plan))
-    Wd = cp.asarray(W.ravel())
-    Mld = cp.asarray(Ml)
+    _set_constants(cp, plan, W, Ml)
     kp = _round_up(K, _PAD)
     budget = int(workspace_factor * 8 * (A.size + B.size)) - L * M * kp
     per_col = L * kp + 4 * L * M
-    nb = max(_PAD, (budget // per_col) // _PAD * _PAD)
+    nb = max(_PAD, budget // per_col)
+    nb = nb // 256 * 256 if nb >= 256 else nb // _PAD * _PAD  # GEMM-friendly widths
     nb = min(nb, _round_up(N, _PAD))
     mark("stats")
     ares = cp.empty((L, M, kp), dtype=cp.int8)
-    total = M * kp
+    rows_grid = min(M, 65535)
     _kernel("oz2_residues_rows")(
-        ((total + 255) // 256,),
+        ((kp // 4 + 255) // 256, rows_grid),
         (256,),
-        (A, np.int32(M), np.int32(K), np.int32(kp), s_a, mc, np.int32(L), ares),
+        (A, np.int32(M), np.int32(K), np.int32(kp), s_a, np.int32(L), ares),
     )
     mark("split")
     bres = cp.empty((L, nb, kp), dtype=cp.int8)
@@ -234,24 +247,23 @@ def ozaki2_cuda(
         nbp = _round_up(nbc, _PAD)
         bblk = bres.reshape(-1)[: L * nbp * kp]  # [L][nbp][kp] in the buffer's prefix
         _kernel("oz2_residues_cols")(
-            ((nbp + 31) // 32, (kp + 31) // 32),
+            ((nbp + 31) // 32, (kp + 63) // 64),
             (32, 8),
             (
                 B, np.int32(K), np.int32(N), np.int32(c0), np.int32(nbc), np.int32(kp),
-                np.int32(nbp), s_b, mc, np.int32(L), bblk,
+                np.int32(nbp), s_b, np.int32(L), bblk,
             ),
         )  # fmt: skip
         mark("split")
         cblk = C.reshape(-1)[: L * M * nbp]
         _gemm_int8_batched(cp, bblk, ares, cblk, M, nbp, kp, L)
         mark("gemm")
-        n_out = M * nbc
         recon(
-            ((n_out + 255) // 256,),
+            ((nbc + 255) // 256, rows_grid),
             (256,),
             (
-                cblk, np.int32(M), np.int32(nbc), np.int32(nbp), np.int32(L), mc, Wd, Mld,
-                s_a, s_b, np.int32(c0), np.int32(N), np.int32(p), np.int32(emin_sub), D,
+                cblk, np.int32(M), np.int32(nbc), np.int32(nbp), np.int32(L), s_a, s_b,
+                np.int32(c0), np.int32(N), np.int32(p), np.int32(emin_sub), D,
             ),
         )  # fmt: skip
         mark("reconstruct")

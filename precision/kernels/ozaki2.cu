@@ -9,6 +9,20 @@
 
 #include <cstdint>
 
+struct ModConst {
+  double m, c27, inv_m, hi, lo, u;
+};
+
+// Per-modulus constants, CRT weights w_l in 32-bit limbs and the limbs of M, set by the host
+// (precision/gemm/ozaki_cuda.py) before each launch; read warp-uniformly (constant cache).
+#define OZ_MAX_MODULI 20
+#define OZ_MAX_LIMBS 5
+extern "C" {
+__constant__ ModConst c_mc[OZ_MAX_MODULI];
+__constant__ unsigned int c_W[OZ_MAX_MODULI * OZ_MAX_LIMBS];
+__constant__ unsigned int c_Ml[OZ_MAX_LIMBS];
+}
+
 namespace {
 
 __device__ __forceinline__ double sym_fmod(double y, double m, double c27, double inv_m,
@@ -22,9 +36,6 @@ __device__ __forceinline__ double sym_fmod(double y, double m, double c27, doubl
   return r;
 }
 
-struct ModConst {
-  double m, c27, inv_m, hi, lo, u;
-};
 
 template <int NL>
 __device__ __forceinline__ void normalize(long long (&a)[NL]) {
@@ -188,104 +199,124 @@ extern "C" __global__ void oz_stats_cols(const double* __restrict__ X, int rows,
 }
 
 // ------------------------------------------------------------------------------ residues
-// A (M x K row-major float64) -> res[l][i][k] (int8, row length Kp >= K, zero padding):
-// y = rint(scalbn(A[i,k], shift[i])) (0 for NaN/Inf), res = y mod m_l, symmetric.
+// A (M x K row-major float64) -> res[l][i][k] (int8, row length Kp >= K, Kp % 16 == 0, zero
+// padding): y = rint(scalbn(A[i,k], shift[i])) (0 for NaN/Inf), res = y mod m_l, symmetric.
+// Grid (Kp/4/256 blocks over k, rows); each thread four consecutive k, one char4 per modulus.
 extern "C" __global__ void oz2_residues_rows(const double* __restrict__ A, int M, int K, int Kp,
-                                             const long long* __restrict__ shift,
-                                             const ModConst* __restrict__ mc, int L,
+                                             const long long* __restrict__ shift, int L,
                                              int8_t* __restrict__ res) {
-  size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  size_t total = (size_t)M * Kp;
-  if (idx >= total) return;
-  int i = (int)(idx / Kp);
-  int k = (int)(idx % Kp);
-  double y = 0.0;
-  if (k < K) {
-    double x = A[(size_t)i * K + k];
-    if (isfinite(x)) y = rint(scalbn(x, (int)shift[i]));
-  }
-  for (int l = 0; l < L; ++l) {
-    ModConst c = mc[l];
-    res[(size_t)l * total + idx] = (int8_t)(int)sym_fmod(y, c.m, c.c27, c.inv_m, c.hi, c.lo);
+  int k = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+  if (k >= Kp) return;
+  size_t plane = (size_t)M * Kp;
+  for (int i = blockIdx.y; i < M; i += gridDim.y) {
+    int sh = (int)shift[i];
+    const double* row = A + (size_t)i * K;
+    double y[4];
+#pragma unroll
+    for (int v = 0; v < 4; ++v) {
+      y[v] = 0.0;
+      if (k + v < K) {
+        double x = row[k + v];
+        if (isfinite(x)) y[v] = rint(scalbn(x, sh));
+      }
+    }
+    char4* out = reinterpret_cast<char4*>(res + (size_t)i * Kp + k);
+    for (int l = 0; l < L; ++l) {
+      const ModConst& c = c_mc[l];
+      char4 q;
+      q.x = (signed char)(int)sym_fmod(y[0], c.m, c.c27, c.inv_m, c.hi, c.lo);
+      q.y = (signed char)(int)sym_fmod(y[1], c.m, c.c27, c.inv_m, c.hi, c.lo);
+      q.z = (signed char)(int)sym_fmod(y[2], c.m, c.c27, c.inv_m, c.hi, c.lo);
+      q.w = (signed char)(int)sym_fmod(y[3], c.m, c.c27, c.inv_m, c.hi, c.lo);
+      out[(size_t)l * plane / 4] = q;
+    }
   }
 }
 
 // Columns c0 .. c0+nb-1 of B (K x N row-major float64) -> res[l][j][k] (int8, B^T with row
-// length Kp, rows nbp >= nb, zero padding), through a 32 x 32 shared-memory tile.
+// length Kp, rows nbp >= nb, zero padding), through a 64 (k) x 32 (j) shared-memory tile.
+// Block (32, 8); grid (nbp/32, Kp/64).
 extern "C" __global__ void oz2_residues_cols(const double* __restrict__ B, int K, int N, int c0,
                                              int nb, int Kp, int nbp,
-                                             const long long* __restrict__ shift,
-                                             const ModConst* __restrict__ mc, int L,
+                                             const long long* __restrict__ shift, int L,
                                              int8_t* __restrict__ res) {
-  __shared__ double tile[32][33];
-  int k0 = blockIdx.y * 32, j0 = blockIdx.x * 32;
-  // load: threads (tx over columns j, ty over rows k)
-  for (int dy = threadIdx.y; dy < 32; dy += blockDim.y) {
-    int k = k0 + dy, j = j0 + threadIdx.x;
+  __shared__ double tile[64][33];
+  int k0 = blockIdx.y * 64, j0 = blockIdx.x * 32;
+  int jl = j0 + threadIdx.x;
+  int sh = jl < nb ? (int)shift[c0 + jl] : 0;
+  for (int dy = threadIdx.y; dy < 64; dy += blockDim.y) {
+    int k = k0 + dy;
     double y = 0.0;
-    if (k < K && j < nb) {
-      double x = B[(size_t)k * N + c0 + j];
-      if (isfinite(x)) y = rint(scalbn(x, (int)shift[c0 + j]));
+    if (k < K && jl < nb) {
+      double x = B[(size_t)k * N + c0 + jl];
+      if (isfinite(x)) y = rint(scalbn(x, sh));
     }
     tile[dy][threadIdx.x] = y;
   }
   __syncthreads();
-  // store: threads (tx over k, ty over j)
   size_t plane = (size_t)nbp * Kp;
-  for (int dy = threadIdx.y; dy < 32; dy += blockDim.y) {
-    int j = j0 + dy, k = k0 + threadIdx.x;
+  int tid = threadIdx.y * blockDim.x + threadIdx.x;
+  for (int w = tid; w < 32 * 16; w += blockDim.x * blockDim.y) {
+    int jj = w / 16, kq = w % 16;
+    int j = j0 + jj, k = k0 + 4 * kq;
     if (j >= nbp || k >= Kp) continue;
-    double y = tile[threadIdx.x][dy];
+    char4* out = reinterpret_cast<char4*>(res + (size_t)j * Kp + k);
     for (int l = 0; l < L; ++l) {
-      ModConst c = mc[l];
-      res[(size_t)l * plane + (size_t)j * Kp + k] =
-          (int8_t)(int)sym_fmod(y, c.m, c.c27, c.inv_m, c.hi, c.lo);
+      const ModConst& c = c_mc[l];
+      char4 q;
+      q.x = (signed char)(int)sym_fmod(tile[4 * kq + 0][jj], c.m, c.c27, c.inv_m, c.hi, c.lo);
+      q.y = (signed char)(int)sym_fmod(tile[4 * kq + 1][jj], c.m, c.c27, c.inv_m, c.hi, c.lo);
+      q.z = (signed char)(int)sym_fmod(tile[4 * kq + 2][jj], c.m, c.c27, c.inv_m, c.hi, c.lo);
+      q.w = (signed char)(int)sym_fmod(tile[4 * kq + 3][jj], c.m, c.c27, c.inv_m, c.hi, c.lo);
+      out[(size_t)l * plane / 4] = q;
     }
   }
 }
 
 // ------------------------------------------------------------------------ reconstruction
 // C[l][i][j] (int32, M x nbp per modulus) -> D[i][c0 + j] = RN(T * 2^-(sa_i + sb_j)).
+// Grid (nb/256 over j, rows). The residue of C (|C| < 2^31) is r = C - m*rint(C/m) moved
+// into the symmetric range: exact, and residues are unique, so it equals the emulator's.
 template <int NL, typename Out>
 __device__ void reconstruct(const int* __restrict__ C, int M, int nb, int nbp, int L,
-                            const ModConst* __restrict__ mc, const long long* __restrict__ W,
-                            const long long* __restrict__ Ml, const long long* __restrict__ sa,
-                            const long long* __restrict__ sb, int c0, int N, int p, int emin_sub,
-                            Out* __restrict__ D) {
-  size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (idx >= (size_t)M * nb) return;
-  int i = (int)(idx / nb), j = (int)(idx % nb);
+                            const long long* __restrict__ sa, const long long* __restrict__ sb,
+                            int c0, int N, int p, int emin_sub, Out* __restrict__ D) {
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= nb) return;
   size_t plane = (size_t)M * nbp;
-  const int* cp = C + (size_t)i * nbp + j;
-  long long acc[NL];
+  long long ebj = sb[c0 + j];
+  for (int i = blockIdx.y; i < M; i += gridDim.y) {
+    const int* cp = C + (size_t)i * nbp + j;
+    long long acc[NL];
 #pragma unroll
-  for (int t = 0; t < NL; ++t) acc[t] = 0;
-  double qest = 0.0;
-  for (int l = 0; l < L; ++l) {
-    ModConst c = mc[l];
-    double r = sym_fmod((double)cp[(size_t)l * plane], c.m, c.c27, c.inv_m, c.hi, c.lo);
-    long long ri = (long long)r;
+    for (int t = 0; t < NL; ++t) acc[t] = 0;
+    double qest = 0.0;
+    for (int l = 0; l < L; ++l) {
+      const ModConst& c = c_mc[l];
+      double y = (double)__ldg(cp + (size_t)l * plane);
+      double r = y - rint(y * c.inv_m) * c.m;
+      if (r > c.hi) r -= c.m;
+      if (r < c.lo) r += c.m;
+      int ri = (int)r;
 #pragma unroll
-    for (int t = 0; t < NL; ++t) acc[t] += ri * W[l * NL + t];
-    qest = qest + r * c.u;
+      for (int t = 0; t < NL; ++t) acc[t] += (long long)ri * (long long)c_W[l * NL + t];
+      qest = qest + r * c.u;
+    }
+    long long q = (long long)rint(qest);
+#pragma unroll
+    for (int t = 0; t < NL; ++t) acc[t] -= q * (long long)c_Ml[t];
+    normalize<NL>(acc);
+    long long e = -(sa[i] + ebj);
+    D[(size_t)i * N + c0 + j] = (Out)round_limbs<NL>(acc, e, p, emin_sub);
   }
-  long long q = (long long)rint(qest);
-#pragma unroll
-  for (int t = 0; t < NL; ++t) acc[t] -= q * Ml[t];
-  normalize<NL>(acc);
-  long long e = -(sa[i] + sb[c0 + j]);
-  D[(size_t)i * N + c0 + j] = (Out)round_limbs<NL>(acc, e, p, emin_sub);
 }
 
 #define OZ_RECON(NL, NAME, OUT)                                                                \
   extern "C" __global__ void NAME(const int* __restrict__ C, int M, int nb, int nbp, int L,    \
-                                  const ModConst* __restrict__ mc,                             \
-                                  const long long* __restrict__ W,                             \
-                                  const long long* __restrict__ Ml,                            \
                                   const long long* __restrict__ sa,                            \
                                   const long long* __restrict__ sb, int c0, int N, int p,      \
                                   int emin_sub, OUT* __restrict__ D) {                         \
-    reconstruct<NL, OUT>(C, M, nb, nbp, L, mc, W, Ml, sa, sb, c0, N, p, emin_sub, D);          \
+    reconstruct<NL, OUT>(C, M, nb, nbp, L, sa, sb, c0, N, p, emin_sub, D);                     \
   }
 
 OZ_RECON(2, oz2_reconstruct_nl2_f64, double)
