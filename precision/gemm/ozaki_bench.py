@@ -231,6 +231,10 @@ def _speed_at(
         for t in counts:
             fn = functools.partial(_first, ozaki2_cuda, A, B, target=tgt, terms=t)
             cands.append((meta("ozaki2", tgt, "int8", t, "cuda"), fn))
+    for t in (16,):  # what the 1.5x workspace bound costs: the same with 4x
+        fn = functools.partial(_first, ozaki2_cuda, A, B, target="fp64", terms=t,
+                               workspace_factor=4.0)  # fmt: skip
+        cands.append(({**meta("ozaki2", "fp64", "int8", t, "cuda"), "workspace_factor": 4.0}, fn))
     rows = []
     for md, fn in cands:
         try:
@@ -239,7 +243,8 @@ def _speed_at(
             log("FAILED", md, repr(exc))
             continue
         if md["method"] == "ozaki2":
-            _, run = ozaki2_cuda(A, B, target=md["target"], terms=md["terms"], timed=True)
+            _, run = ozaki2_cuda(A, B, target=md["target"], terms=md["terms"], timed=True,
+                                 workspace_factor=md.get("workspace_factor", 1.5))  # fmt: skip
             r["moduli"] = run.plan.terms
             r["workspace_gb"] = run.workspace_bytes / 1e9
             r["workspace_x_input"] = run.workspace_bytes / (A.nbytes + B.nbytes)
@@ -305,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--identity-sizes", type=int, nargs="*", default=[16, 100, 257, 1024])
     ap.add_argument("--err-n", type=int, default=4096)
     ap.add_argument("--sustain", type=float, default=4.0)
-    ap.add_argument("--moduli", type=int, nargs="*", default=[14, 15, 16])
+    ap.add_argument("--moduli", type=int, nargs="*", default=[14, 15, 16, 17])
     ap.add_argument("--fp32-moduli", type=int, nargs="*", default=[7, 8])
     ap.add_argument("--commit", default="")
     ap.add_argument("--skip", nargs="*", default=[], choices=["identity", "speed", "errors"])
