@@ -469,6 +469,18 @@ def sym_fmod(y: np.ndarray, m: int) -> np.ndarray:
     return np.where(r < -(m // 2), r + m, r)
 
 
+def _sym_mod_small(c: np.ndarray, m: int) -> np.ndarray:
+    """Symmetric residue of integer-valued float64 ``c`` with ``|c| < 2^52``: ``c -
+    m·rint(c/m)`` (exact: ``m·rint(c/m)`` and the difference are integers below 2^53) moved
+    into ``[-floor(m/2), ceil(m/2) - 1]``; in place."""
+    q = np.rint(c * (1.0 / m))
+    q *= m
+    c -= q
+    c[c > (m - 1) // 2] -= m
+    c[c < -(m // 2)] += m
+    return c
+
+
 def ozaki2_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
                    sb: LineStats) -> np.ndarray:  # fmt: skip
     """Scheme II on the CPU, blocked over rows and columns (see the module docstring). The
@@ -482,19 +494,28 @@ def ozaki2_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
     W, u, Ml = crt_constants(plan.moduli)
     Wf, Mf = W.astype(np.float64), Ml.astype(np.float64)
     nl = W.shape[1]
-    mb, nb = _blocks(m, n, k, 2 * nl + 12, workspace_budget(A, B))
+    # Residues |r| <= 128: float32 BLAS is exact while every partial sum stays below 2^24.
+    rdt = np.float32 if 128 * 128 * k <= 2**24 else np.float64
+    mb, nb = _blocks(m, n, k, nl + 8, workspace_budget(A, B))
     for r0 in range(0, m, mb):
         ya = scaled_integers(A[r0 : r0 + mb], s_a[r0 : r0 + mb], 1, "rint")
         for c0 in range(0, n, nb):
             yb = scaled_integers(B[:, c0 : c0 + nb], s_b[c0 : c0 + nb], 0, "rint")
-            acc = [np.zeros((ya.shape[0], yb.shape[1])) for _ in range(nl)]
-            qest = np.zeros((ya.shape[0], yb.shape[1]))
+            shape = (ya.shape[0], yb.shape[1])
+            acc = [np.zeros(shape) for _ in range(nl)]
+            qest = np.zeros(shape)
+            tmp = np.empty(shape)
             for li, mod in enumerate(plan.moduli):
-                # |C| <= 128·128·K < 2^53: float64 BLAS is exact in any summation order.
-                c = sym_fmod(sym_fmod(ya, mod) @ sym_fmod(yb, mod), mod)
+                # |C| <= 128·128·K < 2^53 (2^24 with float32): exact in any summation order.
+                ra = sym_fmod(ya, mod).astype(rdt)
+                rb = sym_fmod(yb, mod).astype(rdt)
+                c = _sym_mod_small(np.matmul(ra, rb, dtype=rdt).astype(np.float64), mod)
+                del ra, rb
                 for t in range(nl):
-                    acc[t] += c * Wf[li, t]
-                qest += c * u[li]
+                    np.multiply(c, Wf[li, t], out=tmp)
+                    acc[t] += tmp
+                np.multiply(c, u[li], out=tmp)
+                qest += tmp
             q = np.rint(qest)
             limbs = [(acc[t] - q * Mf[t]).astype(np.int64) for t in range(nl)]
             del acc, qest, q
