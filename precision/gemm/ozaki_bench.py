@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import ctypes
 import functools
 import math
 import sys
@@ -120,48 +119,10 @@ def identity(out: Path, sizes: list[int]) -> bool:
 
 
 def cublas_fp64_emulated(cp: Any) -> tuple[Any, str]:
-    """A callable ``f(A, B) -> D`` running cuBLAS's fixed-point FP64 emulation (compute type
-    CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT = 79, eager strategy), or (None, reason)."""
-    from precision.vendor.cublas import _cublas_module
+    """:func:`precision.vendor.cublas.fp64_emulated_gemm` (eager strategy)."""
+    from precision.vendor.cublas import fp64_emulated_gemm
 
-    cublas = _cublas_module()
-    lib = None
-    for name in ("libcublas.so.13", "libcublas.so.12", "libcublas.so"):
-        try:
-            lib = ctypes.CDLL(name)
-            break
-        except OSError:
-            continue
-    if lib is None or not hasattr(lib, "cublasSetEmulationStrategy"):
-        return None, "cublasSetEmulationStrategy not found in libcublas"
-    handle = cp.cuda.device.get_cublas_handle()
-
-    def f(A: Any, B: Any) -> Any:
-        m, k = A.shape
-        n = B.shape[1]
-        D = cp.empty((m, n), dtype=cp.float64)
-        one = np.array(1.0)
-        zero = np.array(0.0)
-        st = lib.cublasSetEmulationStrategy(ctypes.c_void_p(handle), ctypes.c_int(2))  # EAGER
-        if st != 0:
-            raise RuntimeError(f"cublasSetEmulationStrategy returned {st}")
-        try:
-            cublas.gemmEx(
-                handle, 0, 0, n, m, k, one.ctypes.data, B.data.ptr, 1, n, A.data.ptr, 1, k,
-                zero.ctypes.data, D.data.ptr, 1, n, 79, -1,
-            )  # fmt: skip
-        finally:
-            lib.cublasSetEmulationStrategy(ctypes.c_void_p(handle), ctypes.c_int(0))
-        return D
-
-    try:
-        a = cp.ones((64, 64))
-        d = f(a, a)
-        if float(d[0, 0]) != 64.0:
-            return None, "cuBLAS emulation returned a wrong value"
-    except Exception as exc:  # report, never fall back silently
-        return None, f"cuBLAS FP64 emulation unavailable: {exc}"
-    return f, ""
+    return fp64_emulated_gemm()
 
 
 # --------------------------------------------------------------------------------- speed

@@ -33,12 +33,6 @@ from precision.gemm.ozaki import (
 )
 
 SOURCE = "ozaki2.cu"
-#: cudaDataType_t / cublasComputeType_t / cublasOperation_t values (library_types.h,
-#: cublas_api.h).
-CUDA_R_8I, CUDA_R_32I = 3, 10
-CUBLAS_COMPUTE_32I = 72
-CUBLAS_OP_N, CUBLAS_OP_T = 0, 1
-CUBLAS_GEMM_DEFAULT = -1
 _PAD = 16
 
 
@@ -127,43 +121,6 @@ def _set_constants(cp: Any, plan: OzakiPlan, W: np.ndarray, Ml: np.ndarray) -> N
         mod.get_global(name).copy_from_host(host.ctypes.data, host.nbytes)
 
 
-def _gemm_int8_batched(cp: Any, bres: Any, ares: Any, C: Any, M: int, nbp: int, kp: int,
-                       L: int) -> None:  # fmt: skip
-    """C[l] (M x nbp row-major int32) = Ares[l] (M x kp) @ Bres[l]^T (Bres[l]: nbp x kp), for
-    l < L, as one cuBLAS strided-batched INT8 GEMM (column-major "TN": C^T = Bres · Ares^T)."""
-    from precision.vendor.cublas import _cublas_module
-
-    cublas = _cublas_module()
-    handle = cp.cuda.device.get_cublas_handle()
-    one = np.array(1, dtype=np.int32)
-    zero = np.array(0, dtype=np.int32)
-    cublas.gemmStridedBatchedEx(
-        handle,
-        CUBLAS_OP_T,
-        CUBLAS_OP_N,
-        nbp,
-        M,
-        kp,
-        one.ctypes.data,
-        bres.data.ptr,
-        CUDA_R_8I,
-        kp,
-        nbp * kp,
-        ares.data.ptr,
-        CUDA_R_8I,
-        kp,
-        M * kp,
-        zero.ctypes.data,
-        C.data.ptr,
-        CUDA_R_32I,
-        nbp,
-        M * nbp,
-        L,
-        CUBLAS_COMPUTE_32I,
-        CUBLAS_GEMM_DEFAULT,
-    )
-
-
 def _round_up(x: int, m: int) -> int:
     return -(-x // m) * m
 
@@ -181,6 +138,7 @@ def ozaki2_cuda(
     array of ``target``'s dtype, :class:`CudaRun`). ``timed`` records CUDA events per phase
     (adds synchronisation-free event records only)."""
     from precision.gpu import require_gpu
+    from precision.vendor.cublas import int8_gemm_strided_batched
 
     cp = require_gpu("ozaki2 backend='cuda'")
     check_args("ozaki2", "int8", target)
@@ -256,7 +214,7 @@ def ozaki2_cuda(
         )  # fmt: skip
         mark("split")
         cblk = C.reshape(-1)[: L * M * nbp]
-        _gemm_int8_batched(cp, bblk, ares, cblk, M, nbp, kp, L)
+        int8_gemm_strided_batched(cp, bblk, ares, cblk, M, nbp, kp, L)
         mark("gemm")
         recon(
             ((nbc + 255) // 256, rows_grid),
