@@ -20,6 +20,8 @@ import numpy as np
 from precision.gemm.schedule import CORRECTIONS, METHODS, Schedule, get_schedule
 
 BACKENDS: tuple[str, ...] = ("emulator", "cuda", "cublas")
+#: Ozaki schemes I and II (precision.gemm.ozaki): not schedules of MMA steps, dispatched first.
+OZAKI_METHODS: tuple[str, ...] = ("ozaki1", "ozaki2")
 
 #: (method, format, correction) -> cublas_gemm mode.
 CUBLAS_MODES: dict[tuple[str, str, str | None], str] = {
@@ -89,6 +91,8 @@ def gemm(
     backend: str = "emulator",
     arch: str = "sm90",
     correction: str = "ootomo",
+    target: str = "fp64",
+    terms: int | str = "auto",
 ) -> np.ndarray:
     """D = A·B in fp32 for row-major A (M x K) and B (K x N), computed by ``method``.
 
@@ -100,7 +104,17 @@ def gemm(
     ``"satf"`` (plain with the floating-point satf clamp after every MMA; int8 uses the s32
     ``.satfinite``). ``fmt``: fp16, bf16, tf32, e4m3, e5m2, int8 (aliases accepted); fp32
     only with ``backend="cublas"`` (SGEMM). Returns a float32 numpy array (M x N).
+
+    ``method="ozaki1"`` / ``"ozaki2"`` (Ozaki schemes I and II, :mod:`precision.gemm.ozaki`):
+    float64/float32 inputs, ``fmt="int8"`` (scheme I also ``"fp16"``), the result rounded once
+    to ``target`` (``"fp64"`` or ``"fp32"``, returned in that dtype), ``terms`` slices/moduli
+    or ``"auto"``; backends ``"emulator"`` and ``"cuda"`` (bit-identical). See docs/ozaki.md.
     """
+    if method in OZAKI_METHODS:
+        from precision.gemm.ozaki import ozaki_gemm
+
+        _check_matrices(A, B)
+        return ozaki_gemm(A, B, method=method, fmt=fmt, target=target, terms=terms, backend=backend)
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r}: expected one of {BACKENDS}")
     if method not in METHODS:

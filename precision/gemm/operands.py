@@ -8,6 +8,8 @@ kernel does fp32 arithmetic on CUDA cores.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from precision.gemm.schedule import Schedule
@@ -42,13 +44,36 @@ def split_operand(x: np.ndarray, fmt: str, lo_scale_log2: int) -> tuple[np.ndarr
 
     The subtraction and the power-of-two scaling are done in float32 exactly as the kernel's
     ``__fsub_rn``/``__fmul_rn`` (both are exact for finite x whose hi is finite).
+
+    Top binade (formats with fp32's exponent range, bf16 and tf32): a finite x above the
+    format's largest finite value rounds up to Inf, which would turn every product with it into
+    Inf or NaN. There ``hi`` and ``lo`` are clamped to ``±max_normal`` of the format instead
+    (``hi = ±max_normal`` makes ``x - hi`` exact and small; ``lo`` can then still round up to
+    Inf for bf16 with s = 8, and is clamped the same way), exactly as the kernels'
+    ``clamp_top`` does. Every other input splits as before (the clamp is the identity there).
     """
+    from precision.formats import get_format
+
     x = np.asarray(x, dtype=np.float32)
-    hi = round_operand(x, fmt)
+    f = get_format(fmt)
+    hi = _clamp_top(round_operand(x, fmt), x, f)
     hi32 = hi.astype(np.float32)
     with np.errstate(invalid="ignore", over="ignore"):
         resid = (x - hi32) * np.float32(2.0**lo_scale_log2)
-    return hi, round_operand(resid, fmt)
+    return hi, _clamp_top(round_operand(resid, fmt), resid, f)
+
+
+def _clamp_top(r: np.ndarray, x: np.ndarray, f: Any) -> np.ndarray:
+    """``r`` (x rounded to ``f``) with ±Inf from finite ``x`` replaced by ±max_normal, for
+    formats whose exponent range is fp32's (bf16, tf32); other formats unchanged."""
+    if f.emax != 127 or f.name == "fp32":
+        return r
+    over = np.isinf(r) & np.isfinite(x)
+    if not over.any():
+        return r
+    out = r.copy()
+    out[over] = np.copysign(f.max_normal, x[over]).astype(out.dtype)
+    return out
 
 
 def prepare_operands(A: np.ndarray, B: np.ndarray, schedule: Schedule) -> dict[str, np.ndarray]:

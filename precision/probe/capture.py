@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from precision.probe.catalog import INSTRUCTIONS, Instruction, get_instruction
+from precision.probe.catalog import PROBES, Probe, get_probe
 from precision.probe.inputs import exact_dot, generate, tile_counts, values
 
 KERNEL_SOURCE = Path(__file__).resolve().parent / "cuda" / "mma_sync_probe.cu"
@@ -48,7 +48,7 @@ def kernel_sha256() -> str:
 class Recording:
     """One instruction's recorded vectors (raw bits) and the kind of each tile."""
 
-    instr: Instruction
+    instr: Probe
     a: np.ndarray
     b: np.ndarray
     c: np.ndarray
@@ -79,7 +79,7 @@ def save_recording(path: Path, rec: Recording) -> None:
 def load_recording(path: str | Path) -> Recording:
     """Read ``<name>.npz``; the instruction is named by the file stem. Checks shapes/dtypes."""
     path = Path(path)
-    instr = get_instruction(path.stem)
+    instr = get_probe(path.stem)
     with np.load(path, allow_pickle=False) as z:
         missing = {"a", "b", "c", "d", "kind", "kinds"} - set(z.files)
         if missing:
@@ -111,12 +111,12 @@ def recording_paths(path: str | Path) -> list[Path]:
         return [path]
     if not path.is_dir():
         raise FileNotFoundError(f"no recording directory or file at {path}")
-    files = {p.stem: p for p in path.glob("*.npz") if p.stem in INSTRUCTIONS}
+    files = {p.stem: p for p in path.glob("*.npz") if p.stem in PROBES}
     if not files:
         raise FileNotFoundError(
-            f"{path} holds no recordings (expected files like {next(iter(INSTRUCTIONS))}.npz)"
+            f"{path} holds no recordings (expected files like {next(iter(PROBES))}.npz)"
         )
-    return [files[n] for n in INSTRUCTIONS if n in files]
+    return [files[n] for n in PROBES if n in files]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,7 +183,7 @@ class Mismatch:
 class VerifyResult:
     """Match counts per kind for one instruction, and the first mismatches."""
 
-    instr: Instruction
+    instr: Probe
     counts: dict[str, tuple[int, int]]  # kind -> (outputs, matching outputs)
     mismatches: list[Mismatch] = field(default_factory=list)
     error: str | None = None
@@ -306,9 +306,7 @@ def sass_mma_opcodes(cubin: Path) -> dict[str, dict[str, int]] | None:
     return out
 
 
-def run_probe(
-    module, instr: Instruction, a: np.ndarray, b: np.ndarray, c: np.ndarray
-) -> np.ndarray:
+def run_probe(module, instr: Probe, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Run ``instr``'s probe kernel on raw bits; returns D bits ``[T,16,8]``."""
     import cupy as cp
 
@@ -353,8 +351,8 @@ def capture(
         sass = sass_mma_opcodes(cubin)
         module = cp.RawModule(path=str(cubin))
         recs = {}
-        for name in names or list(INSTRUCTIONS):
-            instr = get_instruction(name)
+        for name in names or list(PROBES):
+            instr = get_probe(name)
             counts = tile_counts(instr, tiles)
             a, b, c, kind, kinds = generate(instr, counts, seed)
             d = run_probe(module, instr, a, b, c)

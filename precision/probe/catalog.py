@@ -1,4 +1,8 @@
-"""What each probed tensor-core instruction is: PTX string, shape, operand bit formats.
+"""The probed tensor-core instructions: which sm90 instruction each recording holds, and the
+raw-bit layouts of the operand formats.
+
+The instructions themselves (PTX string, shape, formats, numerics) are typed once, in
+:mod:`precision.tensorcore.arch`; a :class:`Probe` refers to one of them.
 
 This module only describes; generating inputs lives in :mod:`precision.probe.inputs`, running
 the probes and checking recordings in :mod:`precision.probe.capture`.
@@ -13,9 +17,10 @@ dtype the raw bits are reinterpreted as (tf32 reads as float32).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from precision.formats import Format, get_format
+from precision.tensorcore.arch import Instruction, get_arch
 
 F16 = get_format("fp16")
 BF16 = get_format("bf16")
@@ -28,8 +33,13 @@ S32 = get_format("int32")
 
 
 @dataclass(frozen=True)
-class Instruction:
-    """One probed ``mma.sync`` instruction, possibly chained ``nchain`` times along k.
+class Probe:
+    """One recorded probe of a tensor-core instruction, possibly chained ``nchain`` times along k.
+
+    The instruction itself (PTX string, shape, operand and accumulator formats, numerics) is
+    ``instruction``, an entry of the sm90 :class:`~precision.tensorcore.arch.ArchModel`; a probe
+    adds only how it is recorded: the recording ``name`` (file stem), the CUDA ``kernel`` entry
+    point of probe/cuda/mma_sync_probe.cu, ``satf`` (the ``.satfinite`` variant) and ``nchain``.
 
     A recording of it holds ``a [T,16,K]``, ``b [T,K,8]``, ``c, d [T,16,8]`` with
     ``K = k * nchain``; instruction ``s`` consumes columns ``s*k .. (s+1)*k - 1`` and takes the
@@ -38,12 +48,30 @@ class Instruction:
 
     name: str
     kernel: str
-    ptx: str
-    k: int
-    a_fmt: Format
-    c_fmt: Format
+    instruction: Instruction
     satf: bool = False
     nchain: int = 1
+
+    @property
+    def ptx(self) -> str:
+        """The probed PTX string (with ``.satfinite`` when ``satf``)."""
+        return self.instruction.satfinite_ptx if self.satf else self.instruction.ptx
+
+    @property
+    def k(self) -> int:
+        """The instruction's k (columns of ``a`` one instruction consumes)."""
+        return self.instruction.k
+
+    @property
+    def a_fmt(self) -> Format:
+        """Format of ``a`` and ``b`` (the probed instructions have one input format); its
+        ``bit_layout`` says how to read the raw operand bits."""
+        return get_format(self.instruction.a_fmt)
+
+    @property
+    def c_fmt(self) -> Format:
+        """Format of ``c`` and ``d`` (the accumulator format)."""
+        return get_format(self.instruction.acc_fmt)
 
     @property
     def K(self) -> int:  # noqa: N802  (matrix dimension name)
@@ -59,53 +87,33 @@ class Instruction:
         return not self.a_fmt.is_integer
 
 
-def _ptx(shape: str, dtype: str, atype: str, ctype: str, satf: bool = False) -> str:
-    sat = ".satfinite" if satf else ""
-    return f"mma.sync.aligned.{shape}.row.col{sat}.{dtype}.{atype}.{atype}.{ctype}"
+def _sm90(a_fmt: str, acc_fmt: str) -> Instruction:
+    return get_arch("sm90").instruction(a_fmt, acc_fmt, op="mma")
 
 
 _BASE = [
-    Instruction("f16_f32", "probe_f16_f32", _ptx("m16n8k16", "f32", "f16", "f32"), 16, F16, F32),
-    Instruction(
-        "bf16_f32", "probe_bf16_f32", _ptx("m16n8k16", "f32", "bf16", "f32"), 16, BF16, F32
-    ),
-    Instruction("f16_f16", "probe_f16_f16", _ptx("m16n8k16", "f16", "f16", "f16"), 16, F16, F16),
-    Instruction("tf32_f32", "probe_tf32_f32", _ptx("m16n8k8", "f32", "tf32", "f32"), 8, TF32, F32),
-    Instruction(
-        "e4m3_f32", "probe_e4m3_f32", _ptx("m16n8k32", "f32", "e4m3", "f32"), 32, E4M3, F32
-    ),
-    Instruction(
-        "e5m2_f32", "probe_e5m2_f32", _ptx("m16n8k32", "f32", "e5m2", "f32"), 32, E5M2, F32
-    ),
-    Instruction("s8_s32", "probe_s8_s32", _ptx("m16n8k32", "s32", "s8", "s32"), 32, S8, S32),
-    Instruction(
-        "s8_s32_satfinite",
-        "probe_s8_s32_satfinite",
-        _ptx("m16n8k32", "s32", "s8", "s32", satf=True),
-        32,
-        S8,
-        S32,
-        satf=True,
-    ),
+    Probe(f"{name}", f"probe_{name}", _sm90(*fmts), satf=name.endswith("satfinite"))
+    for name, fmts in (
+        ("f16_f32", ("fp16", "fp32")),
+        ("bf16_f32", ("bf16", "fp32")),
+        ("f16_f16", ("fp16", "fp16")),
+        ("tf32_f32", ("tf32", "fp32")),
+        ("e4m3_f32", ("e4m3", "fp32")),
+        ("e5m2_f32", ("e5m2", "fp32")),
+        ("s8_s32", ("int8", "int32")),
+        ("s8_s32_satfinite", ("int8", "int32")),
+    )
 ]
 
 #: Number of instructions in a chained probe.
 CHAIN = 4
 
-INSTRUCTIONS: dict[str, Instruction] = {i.name: i for i in _BASE}
-for _i in _BASE:
-    if _i.floating:
-        _c = Instruction(
-            f"{_i.name}_x{CHAIN}",
-            _i.kernel,
-            _i.ptx,
-            _i.k,
-            _i.a_fmt,
-            _i.c_fmt,
-            _i.satf,
-            nchain=CHAIN,
-        )
-        INSTRUCTIONS[_c.name] = _c
+#: Every probe by recording name: the single instructions, then their chains of CHAIN.
+PROBES: dict[str, Probe] = {p.name: p for p in _BASE}
+for _p in _BASE:
+    if _p.floating:
+        _c = replace(_p, name=f"{_p.name}_x{CHAIN}", nchain=CHAIN)
+        PROBES[_c.name] = _c
 
 #: Data kinds, in the order of their uint8 index in a recording.
 KINDS: tuple[str, ...] = (
@@ -122,7 +130,7 @@ KINDS: tuple[str, ...] = (
 )
 
 
-def kinds_for(instr: Instruction) -> tuple[str, ...]:
+def kinds_for(instr: Probe) -> tuple[str, ...]:
     """The data kinds that make sense for ``instr``."""
     if not instr.floating:
         return ("small_int", "random_bits", "cancellation", "extreme")
@@ -142,11 +150,9 @@ def kinds_for(instr: Instruction) -> tuple[str, ...]:
     return kinds
 
 
-def get_instruction(name: str) -> Instruction:
-    """Look up an instruction by recording name (ValueError listing the valid names)."""
+def get_probe(name: str) -> Probe:
+    """Look up a probe by recording name (ValueError listing the valid names)."""
     try:
-        return INSTRUCTIONS[name]
+        return PROBES[name]
     except KeyError:
-        raise ValueError(
-            f"unknown instruction {name!r}; expected one of {sorted(INSTRUCTIONS)}"
-        ) from None
+        raise ValueError(f"unknown probe {name!r}; expected one of {sorted(PROBES)}") from None

@@ -33,7 +33,7 @@ import numpy as np
 from precision.formats import Format
 from precision.probe.catalog import (
     F16,
-    Instruction,
+    Probe,
     kinds_for,
 )
 
@@ -161,7 +161,7 @@ def inf_bits(fmt: Format, sign) -> np.ndarray:
     return compose(fmt, sign, np.full(sign.shape, (1 << fmt.exponent_bits) - 1), 0)
 
 
-def exact_dot(instr: Instruction, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def exact_dot(instr: Probe, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """sum_k a[t,i,k] b[t,k,j] in float64 (int64 for integers); exact for the kinds' ranges."""
     return np.matmul(values(instr.a_fmt, a), values(instr.a_fmt, b))
 
@@ -172,7 +172,7 @@ def _normal_fields(fmt: Format, shape, rng, spread: int = 0) -> np.ndarray:
     return rng.integers(lo, hi + 1, size=shape)
 
 
-def _shapes(instr: Instruction, T: int):
+def _shapes(instr: Probe, T: int):
     return (T, M, instr.K), (T, instr.K, N), (T, M, N)
 
 
@@ -180,7 +180,7 @@ def _shapes(instr: Instruction, T: int):
 # kinds
 
 
-def gen_small_int(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
+def gen_small_int(instr: Probe, T: int, rng: np.random.Generator) -> Bits:
     sa, sb, sc = _shapes(instr, T)
     a = rng.integers(-4, 5, size=sa).astype(np.float64)
     b = rng.integers(-4, 5, size=sb).astype(np.float64)
@@ -188,7 +188,7 @@ def gen_small_int(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
     return from_values(instr.a_fmt, a), from_values(instr.a_fmt, b), from_values(instr.c_fmt, c)
 
 
-def gen_normal(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
+def gen_normal(instr: Probe, T: int, rng: np.random.Generator) -> Bits:
     sa, sb, sc = _shapes(instr, T)
     fa, fc = instr.a_fmt, instr.c_fmt
     return (
@@ -208,7 +208,7 @@ def _wide_fields(fmt: Format, shape, rng) -> np.ndarray:
     return np.where(rng.random((T, 1, 1)) < 0.4, full, win)
 
 
-def _c_near_products(instr: Instruction, a, b, rng, lo: int, hi: int, p_zero: float):
+def _c_near_products(instr: Probe, a, b, rng, lo: int, hi: int, p_zero: float):
     """c with exponent floor(log2 max_k |a b|) + U[lo, hi], random sign; p_zero of it +-0."""
     fc = instr.c_fmt
     va, vb = values(instr.a_fmt, a), values(instr.a_fmt, b)
@@ -225,7 +225,7 @@ def _c_near_products(instr: Instruction, a, b, rng, lo: int, hi: int, p_zero: fl
     )
 
 
-def gen_wide_exp(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
+def gen_wide_exp(instr: Probe, T: int, rng: np.random.Generator) -> Bits:
     sa, sb, _ = _shapes(instr, T)
     fa = instr.a_fmt
     a = with_fields(fa, _wide_fields(fa, sa, rng), rng)
@@ -233,7 +233,7 @@ def gen_wide_exp(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
     return a, b, _c_near_products(instr, a, b, rng, -30, 6, p_zero=0.1)
 
 
-def gen_random_bits(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
+def gen_random_bits(instr: Probe, T: int, rng: np.random.Generator) -> Bits:
     out = []
     for fmt, shape in zip((instr.a_fmt, instr.a_fmt, instr.c_fmt), _shapes(instr, T), strict=True):
         bits = rng.integers(0, 1 << fmt.container_bits, size=shape, dtype=np.uint64).astype(
@@ -245,14 +245,14 @@ def gen_random_bits(instr: Instruction, T: int, rng: np.random.Generator) -> Bit
     return tuple(out)
 
 
-def _neg_sum_c(instr: Instruction, a, b, jitter: np.ndarray | None = None) -> np.ndarray:
+def _neg_sum_c(instr: Probe, a, b, jitter: np.ndarray | None = None) -> np.ndarray:
     s = -exact_dot(instr, a, b)
     if jitter is not None:
         s = s + jitter
     return from_values(instr.c_fmt, s)
 
 
-def _pair_up(instr: Instruction, a, b, rng, perturb: bool):
+def _pair_up(instr: Probe, a, b, rng, perturb: bool):
     """Make products (k odd) the exact negatives of products (k even); optionally perturbed."""
     fa = instr.a_fmt
     a, b = a.copy(), b.copy()
@@ -271,7 +271,7 @@ def _pair_up(instr: Instruction, a, b, rng, perturb: bool):
     return a, b
 
 
-def _zero_or_tiny_c(instr: Instruction, shape, rng) -> np.ndarray:
+def _zero_or_tiny_c(instr: Probe, shape, rng) -> np.ndarray:
     fc = instr.c_fmt
     sign = rng.integers(0, 2, size=shape)
     zero = (sign.astype(np.uint64) << (fc.container_bits - 1)).astype(fc.bits_dtype)
@@ -285,7 +285,7 @@ def _zero_or_tiny_c(instr: Instruction, shape, rng) -> np.ndarray:
     return np.where(rng.random(shape) < 0.7, zero, tiny)
 
 
-def gen_cancellation(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
+def gen_cancellation(instr: Probe, T: int, rng: np.random.Generator) -> Bits:
     sa, sb, sc = _shapes(instr, T)
     fa = instr.a_fmt
     if fa.is_integer:
@@ -307,7 +307,7 @@ def gen_cancellation(instr: Instruction, T: int, rng: np.random.Generator) -> Bi
     return a, b, np.where(use_neg, c_neg, c_small)
 
 
-def gen_subnormal(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
+def gen_subnormal(instr: Probe, T: int, rng: np.random.Generator) -> Bits:
     """Subnormal operands; products aimed at the zero-exponent floor; zero or tiny c."""
     sa, sb, sc = _shapes(instr, T)
     fa, fc = instr.a_fmt, instr.c_fmt
@@ -354,7 +354,7 @@ SPECIAL_SCENARIOS = (
 )
 
 
-def gen_special(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
+def gen_special(instr: Probe, T: int, rng: np.random.Generator) -> Bits:
     """Tile t gets scenario SPECIAL_SCENARIOS[t % 9] on top of ``normal`` data."""
     a, b, c = gen_normal(instr, T, rng)
     fa, fc = instr.a_fmt, instr.c_fmt
@@ -419,7 +419,7 @@ def _overflow_tile(instr, at, bt, ct, rng, negative: bool) -> None:
     )
 
 
-def gen_tf32_lowbits(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
+def gen_tf32_lowbits(instr: Probe, T: int, rng: np.random.Generator) -> Bits:
     """Triples of tiles: (random low 13 bits != 0, low bits cleared, RNE at bit 13)."""
     if T % 3:
         raise ValueError(f"tf32_lowbits needs a tile count divisible by 3, got {T}")
@@ -444,7 +444,7 @@ def gen_tf32_lowbits(instr: Instruction, T: int, rng: np.random.Generator) -> Bi
     return triple(a_low, a), triple(b_low, b), np.repeat(c, 3, axis=0)
 
 
-def gen_exp_floor(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
+def gen_exp_floor(instr: Probe, T: int, rng: np.random.Generator) -> Bits:
     """Near-tie sums at the bottom of the output range, probing which terms survive alignment.
 
     Row i, column j: p1 = a[i,0] b[0,j] (or c) sits exactly at a rounding decision point of
@@ -482,7 +482,7 @@ def gen_exp_floor(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
     return from_values(fa, a), from_values(fa, b), from_values(fc, c)
 
 
-def gen_extreme(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
+def gen_extreme(instr: Probe, T: int, rng: np.random.Generator) -> Bits:
     """int8 operands near +-127/-128, c near +-2^31; same-signed products push past int32."""
     sa, sb, sc = _shapes(instr, T)
     big = np.array([-128, -127, -126, 125, 126, 127])
@@ -506,7 +506,7 @@ def gen_extreme(instr: Instruction, T: int, rng: np.random.Generator) -> Bits:
     return to8(a), to8(b), c.astype(np.int64).astype(np.int32).view(np.uint32)
 
 
-GENERATORS: dict[str, Callable[[Instruction, int, np.random.Generator], Bits]] = {
+GENERATORS: dict[str, Callable[[Probe, int, np.random.Generator], Bits]] = {
     "small_int": gen_small_int,
     "normal": gen_normal,
     "wide_exp": gen_wide_exp,
@@ -542,7 +542,7 @@ _MIN_TILES = {
 }
 
 
-def tile_counts(instr: Instruction, tiles: int) -> dict[str, int]:
+def tile_counts(instr: Probe, tiles: int) -> dict[str, int]:
     """Tiles per kind: ``tiles`` in all for one instruction, ``tiles // CHAINED_SHARE`` chained."""
     if tiles < 1:
         raise ValueError(f"tiles must be positive, got {tiles}")
@@ -557,7 +557,7 @@ def tile_counts(instr: Instruction, tiles: int) -> dict[str, int]:
     return counts
 
 
-def generate(instr: Instruction, counts: dict[str, int], seed: int):
+def generate(instr: Probe, counts: dict[str, int], seed: int):
     """All inputs for ``instr``: ``(a, b, c, kind_index, kinds)`` with bits per the spec.
 
     The generator for each (instruction, kind) is seeded from ``(seed, instruction, kind)``,

@@ -8,8 +8,9 @@ tiles, then runs both instructions on the same seeded inputs (the data kinds of
 tile whose four 16-row quarters are copies of it, so the four warps' outputs can be compared.
 
 CPU side (``compare``): match rates of the recorded wgmma outputs against ``precision.mma``
-(the sm90 mma.sync model), against the recorded mma.sync outputs, and for fp8 against a
-one-block model (32 products, F = 13, e_zero = -133, output RZ to e8m13).
+with ``op="mma"`` (the sm90 mma.sync model), against the recorded mma.sync outputs, and against
+``precision.mma`` with ``op="wgmma"`` (the sm90 wgmma instruction data: f16/bf16/tf32 as
+mma.sync; fp8 one block of 32 products, F = 13, e_zero = -133, output RZ to e8m13).
 
     python3 -m precision.probe.wgmma record OUT_DIR     # on an sm_90 GPU
     python -m precision.probe.wgmma compare tests/data/sm90_wgmma
@@ -17,6 +18,7 @@ one-block model (32 products, F = 13, e_zero = -133, output RZ to e8m13).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -26,21 +28,31 @@ from pathlib import Path
 
 import numpy as np
 
-from precision.probe.catalog import get_instruction
-from precision.probe.inputs import generate, values
-from precision.tensorcore import fdpa
-from precision.tensorcore.arch import INPUT_EMIN
+from precision.probe.catalog import get_probe
+from precision.probe.inputs import generate
+from precision.tensorcore.arch import ArchModel, Instruction, get_arch
 
 SOURCE = Path(__file__).resolve().parent / "cuda" / "wgmma_probe.cu"
 
-#: recording name -> (wgmma kernel, wgmma PTX, mma.sync instruction name in probe.catalog)
+#: recording name -> wgmma kernel in probe/cuda/wgmma_probe.cu; each records the sm90
+#: ``op="wgmma"`` instruction of the same formats (see :func:`wgmma_instruction`) next to the
+#: ``mma.sync`` probe of that name in :mod:`precision.probe.catalog`.
 WGMMA = {
-    "f16_f32": ("wgmma_f16_f32", "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16"),
-    "bf16_f32": ("wgmma_bf16_f32", "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16"),
-    "tf32_f32": ("wgmma_tf32_f32", "wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32"),
-    "e4m3_f32": ("wgmma_e4m3_f32", "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3"),
-    "e5m2_f32": ("wgmma_e5m2_f32", "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e5m2"),
+    "f16_f32": "wgmma_f16_f32",
+    "bf16_f32": "wgmma_bf16_f32",
+    "tf32_f32": "wgmma_tf32_f32",
+    "e4m3_f32": "wgmma_e4m3_f32",
+    "e5m2_f32": "wgmma_e5m2_f32",
 }
+
+
+def wgmma_instruction(name: str) -> Instruction:
+    """The sm90 wgmma :class:`~precision.tensorcore.arch.Instruction` recorded as ``name``."""
+    mma_sync = get_probe(name).instruction
+    return get_arch("sm90").instruction(
+        mma_sync.a_fmt, mma_sync.acc_fmt, b_fmt=mma_sync.b_fmt, op="wgmma"
+    )
+
 
 #: 16x8 tiles per data kind (about 21k outputs per instruction)
 COUNTS = {
@@ -57,7 +69,7 @@ SEED = 11
 
 def inputs(name: str, seed: int = SEED):
     """Seeded 16x8-tile inputs (a, b, c bits, kind index, kinds) for recording ``name``."""
-    instr = get_instruction(name)
+    instr = get_probe(name)
     counts = dict(COUNTS)
     if name == "tf32_f32":
         counts["tf32_lowbits"] = 12
@@ -100,7 +112,7 @@ def _run_wgmma(module, kernel: str, a64, bt, c64, lbo: int, sbo: int) -> np.ndar
 
 def _small_int_check(module, name: str, kernel: str, lbo: int, sbo: int, rng) -> tuple[int, int]:
     """Mismatches of exact small-integer A·B+C on full 64x8 tiles (all 64 rows distinct)."""
-    instr = get_instruction(name)
+    instr = get_probe(name)
     view = instr.a_fmt.storage
     T, K = 16, instr.k
     av = rng.integers(-3, 4, size=(T, 64, K)).astype(np.float64)
@@ -152,7 +164,7 @@ def record(out_dir: str | Path, names: list[str] | None = None, log=print) -> di
         manifest["sass_gmma_opcodes"] = sass
         rng = np.random.default_rng(5)
         for name in names or list(WGMMA):
-            kernel, ptx = WGMMA[name]
+            kernel, ptx = WGMMA[name], wgmma_instruction(name).ptx
             chosen, tried = None, {}
             for lbo, sbo in ((128, 256), (256, 128)):
                 bad, n = _small_int_check(wmod, name, kernel, lbo, sbo, rng)
@@ -169,7 +181,7 @@ def record(out_dir: str | Path, names: list[str] | None = None, log=print) -> di
             d4 = d64.reshape(-1, 4, 16, 8)
             warp_disagree = int(np.count_nonzero(d4 != d4[:, :1]))
             d = np.ascontiguousarray(d4[:, 0])
-            d_mma = run_probe(pmod, get_instruction(name), a, b, c)
+            d_mma = run_probe(pmod, get_probe(name), a, b, c)
             np.savez_compressed(
                 out_dir / f"wgmma_{name}.npz",
                 a=a,
@@ -189,7 +201,7 @@ def record(out_dir: str | Path, names: list[str] | None = None, log=print) -> di
                 "file": f"wgmma_{name}.npz",
                 "wgmma_ptx": ptx,
                 "kernel": kernel,
-                "mma_sync_ptx": get_instruction(name).ptx,
+                "mma_sync_ptx": get_probe(name).ptx,
                 "layout_check": tried,
                 "descriptor_lbo_sbo_bytes": list(chosen),
                 "outputs": int(d.size),
@@ -225,12 +237,28 @@ def mma_sync_model(name: str, a, b, c) -> np.ndarray:
     """precision.mma (sm90 = mma.sync model) on raw bits; f32 bits out."""
     from precision.tensorcore import mma
 
-    instr = get_instruction(name)
+    instr = get_probe(name)
     out = mma(
         a.view(instr.a_fmt.storage),
         b.view(instr.a_fmt.storage),
         c.view(np.float32),
         arch="sm90",
+        fmt=instr.emulator_fmt,
+    )
+    return np.asarray(out).view(np.uint32)
+
+
+def wgmma_model(name: str, a, b, c) -> np.ndarray:
+    """precision.mma(op="wgmma") (the sm90 wgmma instruction data) on raw bits; f32 bits out."""
+    from precision.tensorcore import mma
+
+    instr = get_probe(name)
+    out = mma(
+        a.view(instr.a_fmt.storage),
+        b.view(instr.a_fmt.storage),
+        c.view(np.float32),
+        arch="sm90",
+        op="wgmma",
         fmt=instr.emulator_fmt,
     )
     return np.asarray(out).view(np.uint32)
@@ -247,28 +275,21 @@ def fp8_block_model(
     e_zero: int = -133,
     rounding: str = "rz_e8m13",
 ) -> np.ndarray:
-    """One fused block of ``block`` fp8 products plus c (K = 32 -> 32/block blocks chained)."""
-    instr = get_instruction(name)
-    fmt = instr.a_fmt.name
-    av, ae = fdpa.decode(values(instr.a_fmt, a), INPUT_EMIN[fmt])
-    bv, be = fdpa.decode(values(instr.a_fmt, b), INPUT_EMIN[fmt])
-    acc = c.view(np.float32)
-    for k0 in range(0, a.shape[-1], block):
-        ks = slice(k0, k0 + block)
-        cv, ce = fdpa.decode(acc, -126)
-        acc = fdpa.block(
-            av[:, :, ks],
-            ae[:, :, ks],
-            bv[:, ks],
-            be[:, ks],
-            cv,
-            ce,
-            frac_bits=frac_bits,
-            e_zero=e_zero,
-            rounding=rounding,
-            check_special=True,
-        )
-    return acc.view(np.uint32)
+    """The sm90 fp8 wgmma instruction with its numerics replaced (to show neighbours misfit).
+
+    With the defaults this is exactly :func:`wgmma_model`: one fused block of 32 products plus
+    c, F = 13, e_zero = -133, e8m13 RZ output.
+    """
+    from precision.tensorcore import mma
+
+    fmt = get_probe(name).a_fmt.storage
+    ins = wgmma_instruction(name)
+    variant = dataclasses.replace(
+        ins, block=block, frac_bits=frac_bits, e_zero=e_zero, out_rounding=rounding
+    )
+    model = ArchModel("sm90-variant", "wgmma numerics variant", "none", {variant.key: variant})
+    out = mma(a.view(fmt), b.view(fmt), c.view(np.float32), arch=model, op="wgmma")
+    return np.asarray(out).view(np.uint32)
 
 
 def match(x: np.ndarray, y: np.ndarray, kind: np.ndarray, kinds) -> dict:
@@ -295,10 +316,9 @@ def compare(path: str | Path) -> dict:
                 d, mma_sync_model(name, a, b, c), r["kind"], r["kinds"]
             ),
         }
-        if name.startswith("e"):
-            row["wgmma_vs_fp8_block32_F13_e8m13"] = match(
-                d, fp8_block_model(name, a, b, c), r["kind"], r["kinds"]
-            )
+        row["wgmma_vs_precision_mma_wgmma"] = match(
+            d, wgmma_model(name, a, b, c), r["kind"], r["kinds"]
+        )
         res[name] = row
     return res
 

@@ -1,7 +1,8 @@
 """Bit-exact emulation of tensor-core MMA instructions.
 
-- :mod:`precision.tensorcore.arch` says *what* each instruction computes, per GPU generation
-  (block size, fraction bits, zero-anchor floor, output rounding, schedule);
+- :mod:`precision.tensorcore.arch` says *what* each instruction computes, per GPU generation:
+  the one :class:`Instruction` data (PTX string, family mma/wgmma/wmma, shape, a/b/accumulator
+  formats, block size, fraction bits, zero-anchor floor, output rounding, schedule, evidence);
 - :mod:`precision.tensorcore.fdpa` is the one vectorised fused-block arithmetic core;
 - :mod:`precision.tensorcore.chain` holds the public :func:`mma` (validation, chunking, chains).
 """

@@ -1,77 +1,175 @@
 """What a tensor-core instruction computes, per GPU generation, as data.
 
-An :class:`Instruction` describes one MMA instruction shape (m, n, k) for one pair of input
-format and accumulator format, and how the hardware computes each output element:
+An :class:`Instruction` is the one description of a tensor-core instruction in the library: its
+PTX string, family (``"mma"`` = ``mma.sync``, ``"wgmma"`` = ``wgmma.mma_async``, ``"wmma"``),
+shape (m, n, k), the formats of ``a``, ``b`` and the accumulator (canonical names of
+:mod:`precision.formats`; ``a`` and ``b`` differ only for mixed fp8), and how the hardware
+computes each output element:
 
 - ``block``: how many consecutive products are fused into one *block* (a fused dot-product-add
   of ``block`` exact products plus the accumulator ``c``);
 - ``frac_bits`` (F): each term of a block is truncated toward zero to a multiple of
-  ``2**(E - F)``, where E is the block's anchor exponent (the largest term exponent);
+  ``2**(E - F)``, where E is the block's anchor exponent (the largest term anchor; a product's
+  anchor is the sum of its inputs' leading-bit exponents, a subnormal input counting at its own
+  format's emin, a subnormal fp32 ``c`` at -126);
 - ``e_zero``: the anchor exponent given to zero terms (a zero ``c`` or a zero product), which
   is a floor on E;
 - ``out_rounding``: how the exact block sum becomes the accumulator format
   (``"rz"`` fp32 round-toward-zero, ``"rz_e8m13"`` fp32 with only 13 fraction bits kept,
-  ``"rne"`` fp16 round-to-nearest-even); overflow goes to ±Inf in every case;
+  ``"rne"`` fp16 round-to-nearest-even, ``"wrap"`` exact int32 modulo 2**32); overflow goes to
+  ±Inf in every floating-point case;
 - ``schedule``: ``"chain"`` (blocks in increasing k, each block's rounded output is the next
   block's ``c``) or ``"fp8_via_f16"`` (Hopper's lowering of fp8 ``mma.sync`` onto f16 HMMA:
   two interleaved 16-product blocks from ``c = +0``, then ``c`` added with one fp32/fp16
-  round-to-nearest add).
+  round-to-nearest add);
+- ``evidence``: what backs the numerics (a recorded file under tests/data, or the literature).
 
-An :class:`ArchModel` is the table of instructions of one GPU generation. Only ``sm90`` is
-verified bit for bit against recorded H200 outputs (tests/data/sm90); the other generations
-are transcribed from the published models (Khattak & Mikaitis 2025; Xie et al., MMA-Sim 2025;
-see docs/emulator.md) and say so in ``verified``.
+An :class:`ArchModel` is the table of instructions of one GPU generation, keyed by
+``(family, a_fmt, b_fmt, acc_fmt)``. Only ``sm90`` is verified bit for bit against recorded
+H200 outputs (tests/data/sm90 for ``mma.sync``, tests/data/sm90_wgmma for ``wgmma``); the other
+generations are transcribed from the published models (Khattak & Mikaitis 2025; Xie et al.,
+MMA-Sim 2025; see docs/emulator.md) and say so in ``verified`` and in each ``evidence``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-# Input format name -> (exponent of the leading bit given to subnormals = emin).
-INPUT_EMIN: dict[str, int] = {"fp16": -14, "bf16": -126, "tf32": -126, "e4m3": -6, "e5m2": -14}
-# Accumulator format -> emin (subnormal c counts at this exponent).
-ACC_EMIN: dict[str, int] = {"fp32": -126, "fp16": -14}
+from precision.formats import get_format
+
+#: Instruction families: ``mma.sync``, ``wgmma.mma_async`` (sm_90a), the WMMA API.
+FAMILIES: tuple[str, ...] = ("mma", "wgmma", "wmma")
+
+_LITERATURE = "from the literature (Khattak & Mikaitis 2025; MMA-Sim 2025); not verified here"
+_FP8 = ("e4m3", "e5m2")
+# PTX type suffix of each canonical format.
+_PTX_TYPE = {
+    "fp32": "f32",
+    "fp16": "f16",
+    "bf16": "bf16",
+    "tf32": "tf32",
+    "e4m3": "e4m3",
+    "e5m2": "e5m2",
+    "int8": "s8",
+    "int32": "s32",
+}
 
 
 @dataclass(frozen=True)
 class Instruction:
-    """One MMA instruction for (input format, accumulator format). See the module docstring."""
+    """One tensor-core instruction and its numerics. See the module docstring."""
 
     ptx: str
+    family: str
     shape: tuple[int, int, int]
-    in_fmt: str
+    a_fmt: str
+    b_fmt: str
     acc_fmt: str
     block: int
     frac_bits: int
     e_zero: int
     out_rounding: str
     schedule: str = "chain"
+    evidence: str = _LITERATURE
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise ValueError(f"Instruction {self.ptx!r}: family {self.family!r} not in {FAMILIES}")
+        for f in (self.a_fmt, self.b_fmt, self.acc_fmt):
+            if get_format(f).name != f:
+                raise ValueError(f"Instruction {self.ptx!r}: format {f!r} is not a canonical name")
 
     @property
     def k(self) -> int:
         """The instruction's inner dimension: K must be a multiple of it."""
         return self.shape[2]
 
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """``(family, a_fmt, b_fmt, acc_fmt)``: this instruction's key in an :class:`ArchModel`."""
+        return (self.family, self.a_fmt, self.b_fmt, self.acc_fmt)
+
+    @property
+    def is_integer(self) -> bool:
+        """Integer MMA (exact products and sums; block, frac_bits and e_zero do not apply)."""
+        return get_format(self.a_fmt).is_integer
+
+    @property
+    def satfinite_ptx(self) -> str:
+        """The PTX string with the ``.satfinite`` qualifier (mma.sync integer saturation)."""
+        if self.family != "mma":
+            raise ValueError(f"{self.ptx}: only mma.sync has a .satfinite variant here")
+        return self.ptx.replace(".row.col.", ".row.col.satfinite.", 1)
+
+
+def _instructions(*ins: Instruction) -> dict[tuple[str, str, str, str], Instruction]:
+    return {i.key: i for i in ins}
+
 
 @dataclass(frozen=True)
 class ArchModel:
-    """The tensor-core instructions of one GPU generation, keyed by (input, accumulator)."""
+    """The tensor-core instructions of one GPU generation, keyed by (family, a, b, accumulator).
+
+    ``default_op`` is the family :func:`precision.mma` uses when no ``op`` is given (``"mma"``
+    everywhere except sm70, whose modelled instructions are WMMA).
+    """
 
     name: str
     description: str
     verified: str
-    instructions: dict[tuple[str, str], Instruction] = field(repr=False)
+    instructions: dict[tuple[str, str, str, str], Instruction] = field(repr=False)
+    default_op: str = "mma"
 
-    def instruction(self, in_fmt: str, acc_fmt: str) -> Instruction:
-        """The instruction for this pair of formats, or ``TypeError`` listing what exists."""
+    def instruction(
+        self, a_fmt: Any, acc_fmt: Any, *, b_fmt: Any = None, op: str | None = None
+    ) -> Instruction:
+        """The instruction for these formats (any alias) and family ``op``.
+
+        ``b_fmt`` defaults to ``a_fmt``; ``op`` to :attr:`default_op`. Raises ``TypeError``
+        listing what exists when the arch has no such instruction.
+        """
+        op = self.default_op if op is None else op
+        if op not in FAMILIES:
+            raise ValueError(f"op={op!r}: expected one of {FAMILIES}")
+        fa = get_format(a_fmt).name
+        fb = fa if b_fmt is None else get_format(b_fmt).name
+        fc = get_format(acc_fmt).name
         try:
-            return self.instructions[(in_fmt, acc_fmt)]
+            return self.instructions[(op, fa, fb, fc)]
         except KeyError:
-            have = ", ".join(f"{i}->{a}" for i, a in sorted(self.instructions))
+            have = ", ".join(
+                f"{o} {a}x{b}->{c}" if a != b else f"{o} {a}->{c}"
+                for o, a, b, c in sorted(self.instructions)
+            )
+            ab = fa if fa == fb else f"{fa} x {fb}"
             raise TypeError(
-                f"arch {self.name!r} has no tensor-core instruction for {in_fmt} inputs with an "
-                f"{acc_fmt} accumulator; available: {have}"
+                f"arch {self.name!r} has no tensor-core instruction (op={op!r}) for {ab} "
+                f"inputs with an {fc} accumulator; available: {have}"
             ) from None
+
+
+def _mma_ptx(shape: tuple[int, int, int], a: str, b: str, acc: str) -> str:
+    m, n, k = shape
+    d, pa, pb = _PTX_TYPE[acc], _PTX_TYPE[a], _PTX_TYPE[b]
+    return f"mma.sync.aligned.m{m}n{n}k{k}.row.col.{d}.{pa}.{pb}.{d}"
+
+
+def _wgmma_ptx(shape: tuple[int, int, int], a: str, b: str, acc: str) -> str:
+    m, n, k = shape
+    return (
+        f"wgmma.mma_async.sync.aligned.m{m}n{n}k{k}.{_PTX_TYPE[acc]}.{_PTX_TYPE[a]}.{_PTX_TYPE[b]}"
+    )
+
+
+def _wmma_ptx(shape: tuple[int, int, int], acc: str) -> str:
+    m, n, k = shape
+    d = _PTX_TYPE[acc]
+    return f"wmma.mma.sync.aligned.row.col.m{m}n{n}k{k}.{d}.{d}"
+
+
+def _fp8_pairs() -> list[tuple[str, str]]:
+    return [(a, b) for a in _FP8 for b in _FP8]
 
 
 def _float_instructions(
@@ -85,142 +183,144 @@ def _float_instructions(
     fp8_block: int = 16,
     fp8_frac_bits: int | None = None,
     bf16: bool = True,
+    family: str = "mma",
     f16_shape: tuple[int, int, int] = (16, 8, 16),
-) -> dict[tuple[str, str], Instruction]:
-    m, n, k = f16_shape
-    shape_txt = f"m{m}n{n}k{k}"
-    ins = {
-        ("fp16", "fp32"): Instruction(
-            f"mma.sync.aligned.{shape_txt}.row.col.f32.f16.f16.f32",
-            f16_shape,
-            "fp16",
-            "fp32",
-            f16_block,
-            frac_bits,
-            e_zero32,
-            "rz",
-        ),
-        ("fp16", "fp16"): Instruction(
-            f"mma.sync.aligned.{shape_txt}.row.col.f16.f16.f16.f16",
-            f16_shape,
-            "fp16",
-            "fp16",
-            f16_block,
-            frac_bits,
-            e_zero16,
-            "rne",
-        ),
-    }
+    evidence: dict[tuple[str, str, str], str] | None = None,
+) -> list[Instruction]:
+    """The floating-point instructions of one generation (see the parameters' use below)."""
+    ev = evidence or {}
+
+    def make(shape, a, b, acc, block, fb, ez, rnd, schedule="chain") -> Instruction:
+        ptx = _wmma_ptx(shape, acc) if family == "wmma" else _mma_ptx(shape, a, b, acc)
+        e = ev.get((a, b, acc), _LITERATURE)
+        return Instruction(ptx, family, shape, a, b, acc, block, fb, ez, rnd, schedule, e)
+
+    ins = [
+        make(f16_shape, "fp16", "fp16", "fp32", f16_block, frac_bits, e_zero32, "rz"),
+        make(f16_shape, "fp16", "fp16", "fp16", f16_block, frac_bits, e_zero16, "rne"),
+    ]
     if bf16:
-        ins[("bf16", "fp32")] = Instruction(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
-            (16, 8, 16),
-            "bf16",
-            "fp32",
-            f16_block,
-            frac_bits,
-            e_zero32,
-            "rz",
-        )
+        ins.append(make((16, 8, 16), "bf16", "bf16", "fp32", f16_block, frac_bits, e_zero32, "rz"))
     if tf32_block:
-        ins[("tf32", "fp32")] = Instruction(
-            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
-            (16, 8, 8),
-            "tf32",
-            "fp32",
-            tf32_block,
-            frac_bits,
-            e_zero32,
-            "rz",
-        )
-    for f8 in ("e4m3", "e5m2"):
-        if fp8 == "via_f16":
-            for acc, ez in (("fp32", e_zero32), ("fp16", e_zero16)):
-                ins[(f8, acc)] = Instruction(
-                    f"mma.sync.aligned.m16n8k32.row.col.{acc[:1]}{acc[2:]}.{f8}.{f8}.{acc[:1]}"
-                    f"{acc[2:]}",
-                    (16, 8, 32),
-                    f8,
-                    acc,
-                    16,
-                    frac_bits,
-                    ez,
-                    "rz" if acc == "fp32" else "rne",
-                    schedule="fp8_via_f16",
-                )
-        elif fp8 == "native":
-            fb = fp8_frac_bits if fp8_frac_bits is not None else frac_bits
-            ins[(f8, "fp32")] = Instruction(
-                f"mma.sync.aligned.m16n8k32.row.col.f32.{f8}.{f8}.f32",
-                (16, 8, 32),
-                f8,
-                "fp32",
-                fp8_block,
-                fb,
-                e_zero32,
-                "rz_e8m13" if fb == 13 else "rz",
-            )
-            ins[(f8, "fp16")] = Instruction(
-                f"mma.sync.aligned.m16n8k32.row.col.f16.{f8}.{f8}.f16",
-                (16, 8, 32),
-                f8,
-                "fp16",
-                fp8_block,
-                fb,
-                e_zero16,
-                "rne",
-            )
+        ins.append(make((16, 8, 8), "tf32", "tf32", "fp32", tf32_block, frac_bits, e_zero32, "rz"))
+    for fa, fb in _fp8_pairs() if fp8 else []:
+        for acc, ez in (("fp32", e_zero32), ("fp16", e_zero16)):
+            if fp8 == "via_f16":
+                rnd = "rz" if acc == "fp32" else "rne"
+                ins.append(make((16, 8, 32), fa, fb, acc, 16, frac_bits, ez, rnd, "fp8_via_f16"))
+            else:
+                f8 = fp8_frac_bits if fp8_frac_bits is not None else frac_bits
+                rnd = ("rz_e8m13" if f8 == 13 else "rz") if acc == "fp32" else "rne"
+                ins.append(make((16, 8, 32), fa, fb, acc, fp8_block, f8, ez, rnd))
     return ins
 
 
-def _int8_instruction() -> dict[tuple[str, str], Instruction]:
-    # Integer MMA is exact; block/frac_bits/e_zero do not apply.
-    return {
-        ("int8", "int32"): Instruction(
-            "mma.sync.aligned.m16n8k32.row.col{.satfinite}.s32.s8.s8.s32",
-            (16, 8, 32),
-            "int8",
-            "int32",
-            32,
-            0,
-            0,
-            "wrap",
+def _int8_instruction(evidence: str = _LITERATURE) -> Instruction:
+    # Integer MMA is exact; block/frac_bits/e_zero do not apply. The .satfinite variant is
+    # Instruction.satfinite_ptx (mma(..., satf=True)).
+    shape = (16, 8, 32)
+    ptx = _mma_ptx(shape, "int8", "int8", "int32")
+    return Instruction(
+        ptx, "mma", shape, "int8", "int8", "int32", 32, 0, 0, "wrap", "chain", evidence
+    )
+
+
+_SM90_DATA = "tests/data/sm90"
+_SM90_MMA_EVIDENCE: dict[tuple[str, str, str], str] = {
+    (a, a, acc): f"H200 mma.sync recording {_SM90_DATA}/{name}.npz"
+    + (f" and {name}_x4.npz (chains of 4)" if name != "s8_s32" else " and s8_s32_satfinite.npz")
+    for a, acc, name in (
+        ("fp16", "fp32", "f16_f32"),
+        ("fp16", "fp16", "f16_f16"),
+        ("bf16", "fp32", "bf16_f32"),
+        ("tf32", "fp32", "tf32_f32"),
+        ("e4m3", "fp32", "e4m3_f32"),
+        ("e5m2", "fp32", "e5m2_f32"),
+        ("int8", "int32", "s8_s32"),
+    )
+}
+for _a, _b in _fp8_pairs():
+    for _acc in ("fp32", "fp16"):
+        _SM90_MMA_EVIDENCE.setdefault(
+            (_a, _b, _acc),
+            "not recorded; assumed to be the recorded fp8 lowering onto f16 HMMA (e4m3_f32 / "
+            "e5m2_f32), each operand decoded in its own format",
         )
-    }
+
+
+def _sm90_wgmma() -> list[Instruction]:
+    """wgmma.mma_async as recorded on the H200 (docs/wgmma.md, tests/data/sm90_wgmma).
+
+    f16/bf16/tf32: the numerics of mma.sync (blocks of 16 / 8 products, F = 25). fp8: one
+    fused block of all 32 products of an m64nNk32 instruction, F = 13, output RZ to e8m13, no
+    f16 lowering. Recorded with N = 8; the numerics do not depend on N.
+    """
+    rec = "H200 wgmma recording tests/data/sm90_wgmma/wgmma_{}.npz"
+
+    def make(k, a, b, block, fb, rnd, name=None) -> Instruction:
+        shape = (64, 8, k)
+        ev = (
+            rec.format(name)
+            if name
+            else (
+                "not recorded; assumed as the recorded same-format fp8 wgmma, each operand decoded "
+                "in its own format"
+            )
+        )
+        ptx = _wgmma_ptx(shape, a, b, "fp32")
+        return Instruction(ptx, "wgmma", shape, a, b, "fp32", block, fb, -133, rnd, "chain", ev)
+
+    ins = [
+        make(16, "fp16", "fp16", 16, 25, "rz", "f16_f32"),
+        make(16, "bf16", "bf16", 16, 25, "rz", "bf16_f32"),
+        make(8, "tf32", "tf32", 8, 25, "rz", "tf32_f32"),
+    ]
+    for a, b in _fp8_pairs():
+        ins.append(make(32, a, b, 32, 13, "rz_e8m13", f"{a}_f32" if a == b else None))
+    return ins
 
 
 ARCHS: dict[str, ArchModel] = {
     "sm90": ArchModel(
         "sm90",
         "Hopper (H100/H200) mma.sync: HMMA.16816 fuses 16 f16/bf16 products, HMMA.1688 8 tf32 "
-        "products, F = 25, e_zero = -133 (fp32) / -21 (fp16); fp8 lowered to f16 HMMA.",
-        "bit-exact against recorded H200 outputs (tests/data/sm90)",
-        {
-            **_float_instructions(
-                f16_block=16, tf32_block=8, frac_bits=25, e_zero32=-133, e_zero16=-21, fp8="via_f16"
+        "products, F = 25, e_zero = -133 (fp32) / -21 (fp16); fp8 lowered to f16 HMMA. "
+        "wgmma: f16/bf16/tf32 as mma.sync; fp8 (QGMMA) one block of 32 products, F = 13, "
+        "e8m13 RZ output.",
+        "bit-exact against recorded H200 outputs (tests/data/sm90, tests/data/sm90_wgmma)",
+        _instructions(
+            *_float_instructions(
+                f16_block=16,
+                tf32_block=8,
+                frac_bits=25,
+                e_zero32=-133,
+                e_zero16=-21,
+                fp8="via_f16",
+                evidence=_SM90_MMA_EVIDENCE,
             ),
-            **_int8_instruction(),
-        },
+            _int8_instruction(_SM90_MMA_EVIDENCE[("int8", "int8", "int32")]),
+            *_sm90_wgmma(),
+        ),
     ),
     "sm100": ArchModel(
         "sm100",
         "Blackwell (B200) mma.sync: as Hopper for f16/bf16/tf32 (L = 16/8, F = 25); fp8 "
         "lowered to f16 HMMA with an fp32 RN add of c.",
-        "from the literature (Khattak & Mikaitis 2025; MMA-Sim 2025); not verified here",
-        {
-            **_float_instructions(
+        _LITERATURE,
+        _instructions(
+            *_float_instructions(
                 f16_block=16, tf32_block=8, frac_bits=25, e_zero32=-133, e_zero16=-21, fp8="via_f16"
             ),
-            **_int8_instruction(),
-        },
+            _int8_instruction(),
+        ),
     ),
     "sm89": ArchModel(
         "sm89",
         "Ada (L40S): HMMA fuses 8 f16/bf16 or 4 tf32 products, F = 24; QMMA fp8 fuses 16 "
         "products with F = 13 and an e8m13 (RZ) fp32 output.",
-        "from the literature (Khattak & Mikaitis 2025; MMA-Sim 2025); not verified here",
-        {
-            **_float_instructions(
+        _LITERATURE,
+        _instructions(
+            *_float_instructions(
                 f16_block=8,
                 tf32_block=4,
                 frac_bits=24,
@@ -230,35 +330,39 @@ ARCHS: dict[str, ArchModel] = {
                 fp8_block=16,
                 fp8_frac_bits=13,
             ),
-            **_int8_instruction(),
-        },
+            _int8_instruction(),
+        ),
     ),
     "sm80": ArchModel(
         "sm80",
         "Ampere (A100): HMMA.16816 = two fused blocks of 8 f16/bf16 products, tf32 blocks of 4, "
         "F = 24, e_zero = -132 (fp32) / -20 (fp16).",
-        "from the literature (Khattak & Mikaitis 2025; MMA-Sim 2025); not verified here",
-        {
-            **_float_instructions(
+        _LITERATURE,
+        _instructions(
+            *_float_instructions(
                 f16_block=8, tf32_block=4, frac_bits=24, e_zero32=-132, e_zero16=-20, fp8=None
             ),
-            **_int8_instruction(),
-        },
+            _int8_instruction(),
+        ),
     ),
     "sm70": ArchModel(
         "sm70",
         "Volta (V100): WMMA 16x16x16 = chained fused blocks of 4 f16 products, F = 23.",
         "from the literature (Fasi et al. 2021; Khattak & Mikaitis 2025); not verified here",
-        _float_instructions(
-            f16_block=4,
-            tf32_block=0,
-            frac_bits=23,
-            e_zero32=-131,
-            e_zero16=-19,
-            fp8=None,
-            bf16=False,
-            f16_shape=(16, 16, 16),
+        _instructions(
+            *_float_instructions(
+                f16_block=4,
+                tf32_block=0,
+                frac_bits=23,
+                e_zero32=-131,
+                e_zero16=-19,
+                fp8=None,
+                bf16=False,
+                family="wmma",
+                f16_shape=(16, 16, 16),
+            )
         ),
+        default_op="wmma",
     ),
 }
 

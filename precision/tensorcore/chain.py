@@ -4,33 +4,25 @@
 instructions of the chosen architecture does (the accumulator passes from one instruction to
 the next, in increasing k), for every output element of arbitrarily large and batched operands.
 The work is split into cache-sized chunks of output rows processed by a thread pool; memory
-stays bounded by the chunk size plus the decoded ``b``.
+stays bounded by the chunk size plus the decoded ``b``. Broadcast batch axes are never
+materialised: each output batch entry reads its operands' own batch entries.
 """
 
 from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
-import ml_dtypes
 import numpy as np
 
+from precision.formats import Format, get_format
 from precision.tensorcore import fdpa
-from precision.tensorcore.arch import ACC_EMIN, INPUT_EMIN, Instruction, get_arch
+from precision.tensorcore.arch import ArchModel, Instruction, get_arch
 
-# numpy dtype -> input format name (float32 is tf32 only when asked for).
-_INPUT_DTYPES: dict[np.dtype, str] = {
-    np.dtype(np.float16): "fp16",
-    np.dtype(ml_dtypes.bfloat16): "bf16",
-    np.dtype(ml_dtypes.float8_e4m3fn): "e4m3",
-    np.dtype(ml_dtypes.float8_e5m2): "e5m2",
-    np.dtype(np.int8): "int8",
-}
-_ACC_DTYPES: dict[np.dtype, str] = {
-    np.dtype(np.float32): "fp32",
-    np.dtype(np.float16): "fp16",
-    np.dtype(np.int32): "int32",
-}
+# Formats a tensor core takes as inputs, and accumulator formats.
+_INPUTS = ("fp16", "bf16", "tf32", "e4m3", "e5m2", "int8")
+_ACCS = ("fp32", "fp16", "int32")
 _FP8 = ("e4m3", "e5m2")
 # Elements of one block's product array per work item: big enough to amortise NumPy's per-call
 # overhead, small enough to stay in cache.
@@ -42,29 +34,38 @@ _MAX_DECODED_B_ELEMENTS = 1 << 26
 
 
 def mma(
-    a: np.ndarray,
-    b: np.ndarray,
-    c: np.ndarray,
+    a: Any,
+    b: Any,
+    c: Any,
     *,
-    arch: str = "sm90",
-    fmt: str | None = None,
+    arch: str | ArchModel = "sm90",
+    fmt: str | Format | None = None,
+    op: str | None = None,
     satf: bool = False,
     device: str = "cpu",
-) -> np.ndarray:
+) -> Any:
     """Bit-exact ``a·b + c`` as computed by a chain of tensor-core MMA instructions.
 
     Parameters
     ----------
-    a : ndarray ``[..., M, K]``
-        float16 (f16), ml_dtypes.bfloat16 (bf16), ml_dtypes.float8_e4m3fn (e4m3),
+    a : array ``[..., M, K]``
+        float16 (fp16), ml_dtypes.bfloat16 (bf16), ml_dtypes.float8_e4m3fn (e4m3),
         ml_dtypes.float8_e5m2 (e5m2), int8, or float32 with ``fmt="tf32"`` (the low 13 bits of
-        each fp32 container are ignored, as by the hardware).
-    b : ndarray ``[..., K, N]``, same format as ``a`` (fp8 may mix e4m3 and e5m2).
-    c : ndarray ``[..., M, N]``, the accumulator: float32 (fp32 accumulate), float16
-        (f16 accumulate) or int32 (int8 inputs). The result has ``c``'s dtype.
+        each fp32 container are ignored, as by the hardware). Big-endian arrays are accepted;
+        Python lists too when ``fmt`` names the format (values are converted to its storage
+        dtype, rounding to nearest). Complex arrays are refused.
+    b : array ``[..., K, N]``, same format as ``a`` (fp8 may mix e4m3 and e5m2; each operand
+        is decoded in its own format).
+    c : array ``[..., M, N]``, the accumulator: float32 (fp32 accumulate), float16
+        (f16 accumulate) or int32 (int8 inputs); a list is read as float32 (int32 for int8
+        inputs). The result has ``c``'s dtype. A subnormal fp32 ``c`` anchors at -126.
     arch : GPU generation model, ``"sm90"`` (Hopper, verified bit for bit on an H200) or one of
         the literature models in :data:`precision.tensorcore.ARCHS`.
-    fmt : input format name; needed only for float32 inputs (``"tf32"``).
+    fmt : input format (any alias, or a :class:`~precision.formats.Format`); needed only for
+        float32 inputs (``"tf32"``) and lists; otherwise it must agree with the dtypes.
+    op : instruction family, ``"mma"`` (``mma.sync``, the default; sm70's default is
+        ``"wmma"``) or ``"wgmma"`` (sm90 ``wgmma.mma_async``: fp8 as one 32-product block,
+        F = 13, e8m13 output).
     satf : saturate after every instruction. int8: the hardware's ``.satfinite`` clamp to
         [-2^31, 2^31 - 1] instead of wrapping modulo 2^32. Floating point: the documented satf
         semantics (+Inf → +MAX_NORM, −Inf → −MAX_NORM, NaN → +0 of the accumulator format),
@@ -72,73 +73,114 @@ def mma(
     device : ``"cpu"`` (NumPy) or ``"gpu"`` (CuPy kernels with the same arithmetic).
 
     Leading (batch) axes broadcast. K must be a multiple of the instruction's k; the chain runs
-    over consecutive instructions in increasing k.
+    over consecutive instructions in increasing k. M = 0 or N = 0 (or an empty batch) gives an
+    empty result of ``c``'s dtype.
     """
     if device not in ("cpu", "gpu"):
         raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
-    a, b, c = (_as_array(x, name, device) for x, name in ((a, "a"), (b, "b"), (c, "c")))
+    want = None if fmt is None else get_format(fmt)
+    a = _as_array(a, "a", device, want)
+    b = _as_array(b, "b", device, want)
     model = get_arch(arch)
-    in_fmt = _input_format(a, b, fmt)
-    acc_fmt = _ACC_DTYPES.get(c.dtype)
-    if acc_fmt is None:
-        raise TypeError(
-            f"c has dtype {c.dtype}; expected float32 (fp32 accumulate), float16 (f16 "
-            f"accumulate) or int32 (int8 inputs)"
-        )
-    ins = model.instruction(in_fmt, acc_fmt)
+    a_fmt, b_fmt = _input_formats(a, b, want)
+    c_default = get_format("int32" if a_fmt == "int8" else "fp32")
+    c = _as_array(c, "c", device, c_default)
+    acc_fmt = _acc_format(c)
+    ins = model.instruction(a_fmt, acc_fmt, b_fmt=b_fmt, op=op)
     batch, (m, k_dim, n) = _check_shapes(a, b, c, ins)
+    if m == 0 or n == 0 or 0 in batch:
+        if device == "gpu":
+            import cupy as cp
+
+            return cp.empty(batch + (m, n), dtype=c.dtype)
+        return np.empty(batch + (m, n), dtype=c.dtype)
     if device == "gpu":
         from precision.tensorcore.gpu_engine import mma_gpu
 
         return mma_gpu(a, b, c, instruction=ins, satf=satf)
 
-    a3 = np.broadcast_to(a, batch + (m, k_dim)).reshape(-1, m, k_dim)
-    b3 = np.broadcast_to(b, batch + (k_dim, n)).reshape(-1, k_dim, n)
-    c3 = np.broadcast_to(c, batch + (m, n)).reshape(-1, m, n)
-    if in_fmt == "int8":
-        out = _mma_int8(a3, b3, c3, ins, satf)
-    else:
-        out = _mma_float(a3, b3, c3, ins, satf, in_fmt)
+    if ins.is_integer:
+        return _mma_int8(a, b, c, batch, ins, satf)
+    a3, ia = _flat_batch(a, batch)
+    b3, ib = _flat_batch(b, batch)
+    c3, ic = _flat_batch(c, batch)
+    out = _mma_float(a3, b3, c3, (ia, ib, ic), ins, satf)
     return out.reshape(batch + (m, n))
 
 
 # ----------------------------------------------------------------------------- validation
 
 
-def _as_array(x: object, name: str, device: str) -> np.ndarray:
+def _as_array(x: Any, name: str, device: str, fmt: Format | None) -> Any:
+    """``x`` as a native-endian, real, >= 2-D array (lists converted with ``fmt``'s storage)."""
     on_gpu = hasattr(x, "__cuda_array_interface__")
     if on_gpu and device != "gpu":
         raise TypeError(f"{name} is a GPU array; pass device='gpu' with CuPy arrays")
+    if isinstance(x, (list, tuple)):
+        if fmt is None:
+            raise TypeError(
+                f"{name} is a Python {type(x).__name__}; pass fmt= (e.g. fmt='fp16') so its "
+                f"values can be converted, or pass a numpy array of the format's dtype"
+            )
+        if np.iscomplexobj(np.asarray(x)):
+            raise TypeError(f"{name} is complex; tensor-core MMA takes real inputs only")
+        x = np.asarray(np.asarray(x, dtype=np.float64), dtype=fmt.storage)
     if not (on_gpu or isinstance(x, np.ndarray)):
         raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
+    if np.dtype(x.dtype).kind == "c":
+        raise TypeError(
+            f"{name} has complex dtype {x.dtype}; tensor-core MMA takes real inputs only "
+            f"(emulate the real and imaginary parts as separate products)"
+        )
+    if not on_gpu and not x.dtype.isnative:
+        x = x.astype(x.dtype.newbyteorder("="))
     if x.ndim < 2:
         raise ValueError(f"{name} must have at least 2 dimensions, got shape {x.shape}")
     return x
 
 
-def _input_format(a: np.ndarray, b: np.ndarray, fmt: str | None) -> str:
-    def one(x: np.ndarray, name: str) -> str:
-        if x.dtype == np.float32:
-            if fmt != "tf32":
+def _input_formats(a: Any, b: Any, fmt: Format | None) -> tuple[str, str]:
+    """Canonical format names of ``a`` and ``b`` (``fmt`` compared as a Format, any alias)."""
+
+    def one(x: Any, name: str) -> str:
+        dtype = np.dtype(x.dtype)
+        if dtype == np.float32:
+            if fmt is None or fmt.name != "tf32":
                 raise TypeError(
                     f"{name} is float32: tensor cores take fp32 containers only as tf32; pass "
                     f"fmt='tf32' (or round to float16/bfloat16 first)"
                 )
             return "tf32"
-        got = _INPUT_DTYPES.get(x.dtype)
-        if got is None:
+        try:
+            got = get_format(dtype)
+        except ValueError:
+            got = None
+        if got is None or got.name not in _INPUTS:
             raise TypeError(
-                f"{name} has dtype {x.dtype}; expected float16, bfloat16, float8_e4m3fn, "
+                f"{name} has dtype {dtype}; expected float16, bfloat16, float8_e4m3fn, "
                 f"float8_e5m2, int8, or float32 with fmt='tf32'"
             )
         if fmt is not None and fmt != got:
-            raise TypeError(f"fmt={fmt!r} contradicts {name}.dtype {x.dtype} ({got})")
-        return got
+            raise TypeError(f"fmt={fmt.name!r} contradicts {name}.dtype {dtype} ({got.name})")
+        return got.name
 
     fa, fb = one(a, "a"), one(b, "b")
     if fa != fb and not (fa in _FP8 and fb in _FP8):
         raise TypeError(f"a is {fa} but b is {fb}; both operands must have the same format")
-    return fa
+    return fa, fb
+
+
+def _acc_format(c: Any) -> str:
+    try:
+        got = get_format(np.dtype(c.dtype)).name
+    except ValueError:
+        got = None
+    if got not in _ACCS:
+        raise TypeError(
+            f"c has dtype {c.dtype}; expected float32 (fp32 accumulate), float16 (f16 "
+            f"accumulate) or int32 (int8 inputs)"
+        )
+    return str(got)
 
 
 def _check_shapes(a, b, c, ins: Instruction) -> tuple[tuple[int, ...], tuple[int, int, int]]:
@@ -162,13 +204,25 @@ def _check_shapes(a, b, c, ins: Instruction) -> tuple[tuple[int, ...], tuple[int
     return batch, (m, k_dim, n)
 
 
+def _flat_batch(x: np.ndarray, batch: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` as ``[Rx, rows, cols]`` over its own batch entries, and for each of the R output
+    batch entries (C order over ``batch``) the index of the entry of ``x`` it reads. Nothing of
+    ``x`` is copied for the broadcast."""
+    own = x.shape[:-2]
+    rx = int(np.prod(own, dtype=np.int64))
+    idx = np.broadcast_to(np.arange(rx).reshape(own), batch).ravel()
+    return x.reshape((rx,) + x.shape[-2:]), idx
+
+
 # ----------------------------------------------------------------------------- integer path
 
 
-def _mma_int8(a3, b3, c3, ins: Instruction, satf: bool) -> np.ndarray:
-    """int8 → s32: each instruction adds an exact sum of k products; wrap or satfinite."""
-    af, bf = a3.astype(np.float64), b3.astype(np.float64)
-    acc = c3.astype(np.int64)
+def _mma_int8(a, b, c, batch, ins: Instruction, satf: bool) -> np.ndarray:
+    """int8 → s32: each instruction adds an exact sum of k products; wrap or satfinite.
+
+    ``np.matmul`` broadcasts the batch axes itself (no copy of a broadcast operand)."""
+    af, bf = a.astype(np.float64), b.astype(np.float64)
+    acc = np.broadcast_to(c, batch + c.shape[-2:]).astype(np.int64)
     lo, hi = -(2**31), 2**31 - 1
     if not satf:
         # Partial sums are below 2^53, so float64 BLAS products are exact; wrapping modulo 2^32
@@ -184,10 +238,12 @@ def _mma_int8(a3, b3, c3, ins: Instruction, satf: bool) -> np.ndarray:
 # ----------------------------------------------------------------------------- float path
 
 
-def _decode_inputs(x: np.ndarray, in_fmt: str) -> tuple[np.ndarray, np.ndarray]:
-    if in_fmt == "tf32":  # the hardware reads only the top 19 bits of the fp32 container
+def _decode_inputs(x: np.ndarray, fmt: str) -> tuple[np.ndarray, np.ndarray]:
+    """Values and leading-bit exponents of operand ``x`` in its own format ``fmt`` (subnormals
+    anchor at that format's emin)."""
+    if fmt == "tf32":  # the hardware reads only the top 19 bits of the fp32 container
         x = (np.ascontiguousarray(x).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
-    return fdpa.decode(x, INPUT_EMIN[in_fmt])
+    return fdpa.decode(x, get_format(fmt).emin)
 
 
 def _fp8_order(k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -212,11 +268,10 @@ def _rn_add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 class _FloatChain:
     """Runs one instruction chain over a work item (a stack of output row blocks)."""
 
-    def __init__(self, ins: Instruction, satf: bool, in_fmt: str):
+    def __init__(self, ins: Instruction, satf: bool):
         self.ins = ins
         self.satf = satf
-        self.in_fmt = in_fmt
-        self.acc_emin = ACC_EMIN[ins.acc_fmt]
+        self.acc_emin = get_format(ins.acc_fmt).emin  # a subnormal c anchors here (fp32: -126)
 
     def block(self, a, ea, b, eb, acc, special):
         c64, ec = fdpa.decode(acc, self.acc_emin)
@@ -269,28 +324,54 @@ def _work_items(r: int, m: int, n: int, block: int) -> list[tuple[slice, slice]]
     ]
 
 
-def _mma_float(a3, b3, c3, ins: Instruction, satf: bool, in_fmt: str) -> np.ndarray:
-    r, m, k_dim = a3.shape
+def _select(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``x[idx]`` along axis 0, as a view when ``idx`` is one repeated entry or a run."""
+    i0 = int(idx[0])
+    if (idx == i0).all():
+        return x[i0 : i0 + 1]
+    if (np.diff(idx) == 1).all():
+        return x[i0 : i0 + len(idx)]
+    return x[idx]
+
+
+def _mma_float(
+    a3: np.ndarray,
+    b3: np.ndarray,
+    c3: np.ndarray,
+    index: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ins: Instruction,
+    satf: bool,
+) -> np.ndarray:
+    """Float chain over R output batch entries; entry r reads ``a3[ia[r]]``, ``b3[ib[r]]``,
+    ``c3[ic[r]]`` (``index = (ia, ib, ic)``)."""
+    ia, ib, ic = index
+    r = len(ia)
+    m, k_dim = a3.shape[1:]
     n = b3.shape[-1]
     out = np.empty((r, m, n), dtype=c3.dtype)
     panel = max(8, _MAX_DECODED_B_ELEMENTS // max(1, b3.shape[0] * k_dim))
     if n > panel:  # output columns are independent: one panel of b decoded at a time
         for n0 in range(0, n, panel):
             cols = slice(n0, min(n, n0 + panel))
-            out[..., cols] = _mma_float(a3, b3[..., cols], c3[..., cols], ins, satf, in_fmt)
+            out[..., cols] = _mma_float(a3, b3[..., cols], c3[..., cols], index, ins, satf)
         return out
-    chain = _FloatChain(ins, satf, in_fmt)
-    b_val, b_exp = _decode_inputs(b3, in_fmt)
+    chain = _FloatChain(ins, satf)
+    b_val, b_exp = _decode_inputs(b3, ins.b_fmt)
     b_special = not np.isfinite(b_val).all()
-    rb = b3.shape[0]
 
     def work(item: tuple[slice, slice]) -> None:
         rs, ms = item
-        a_val, a_exp = _decode_inputs(a3[rs, ms], in_fmt)
-        bs = rs if rb > 1 else slice(0, 1)
-        bv, be = b_val[bs], b_exp[bs]
+        nrep = rs.stop - rs.start
+        # a and c are taken per output entry of this item (a bounded chunk); b stays one
+        # decoded entry when it is broadcast (fdpa.block broadcasts it).
+        a_item = _select(a3, ia[rs])[:, ms]
+        if a_item.shape[0] != nrep:
+            a_item = np.broadcast_to(a_item, (nrep,) + a_item.shape[1:])
+        a_val, a_exp = _decode_inputs(a_item, ins.a_fmt)
+        bv, be = _select(b_val, ib[rs]), _select(b_exp, ib[rs])
         special = b_special or not np.isfinite(a_val).all()
-        acc = np.array(c3[rs, ms], dtype=c3.dtype)
+        c_item = _select(c3, ic[rs])[:, ms]
+        acc = np.array(np.broadcast_to(c_item, (nrep,) + c_item.shape[1:]), dtype=c3.dtype)
         out[rs, ms] = chain.run(a_val, a_exp, bv, be, acc, special)
 
     items = _work_items(r, m, n, ins.block)

@@ -40,9 +40,11 @@ def decode(values: np.ndarray, emin: int) -> tuple[np.ndarray, np.ndarray]:
     :data:`ZERO_ANCHOR`. Non-finite values get an arbitrary exponent (their blocks are
     resolved by the special-value path).
     """
-    with np.errstate(invalid="ignore"):  # NaN payloads of narrow formats cast with a warning
+    # NaN payloads of narrow formats cast with a warning, and frexp warns on Inf/NaN (whose
+    # exponent is never used)
+    with np.errstate(invalid="ignore"):
         v = np.asarray(values, dtype=np.float64)
-    _, e = np.frexp(v)  # |v| = m·2^e with m in [0.5, 1)
+        _, e = np.frexp(v)  # |v| = m·2^e with m in [0.5, 1)
     e = e.astype(np.int16)
     e -= 1
     np.maximum(e, np.int16(emin), out=e)

@@ -122,9 +122,9 @@ def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = Fa
     """
     cp = require_gpu("mma(device='gpu')")
     ins = instruction
-    if ins.in_fmt != "int8" and ins.block not in (4, 8, 16):
+    if not ins.is_integer and ins.block not in (4, 8, 16):
         raise NotImplementedError(f"GPU engine supports blocks of 4, 8 or 16; got {ins.block}")
-    if ins.in_fmt != "int8" and ins.frac_bits + 2 + (ins.block - 1).bit_length() > 31:
+    if not ins.is_integer and ins.frac_bits + 2 + (ins.block - 1).bit_length() > 31:
         raise NotImplementedError(f"frac_bits {ins.frac_bits} too wide for int32 block sums")
     c_dtype = np.dtype(c.dtype)
     acc = {get_format(n).storage: get_format(n) for n in _ACC_FORMATS}.get(c_dtype)
@@ -138,7 +138,7 @@ def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = Fa
 
     a_bits, a_code = _bits(cp, a, "a")
     b_bits, b_code = _bits(cp, b, "b")
-    is_int = ins.in_fmt == "int8"
+    is_int = ins.is_integer
     pre = max(ins.frac_bits - 20, 0) if not is_int else 0
     a_sig, a_exp = _decode(cp, a_bits, a_code, pre)
     b_sig, b_exp = _decode(cp, b_bits, b_code, 0)

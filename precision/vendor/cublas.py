@@ -25,6 +25,10 @@ once here), then, per mode:
     (CuPy elementwise arithmetic, which is compiled flush-to-zero: fp32 subnormal results
     become zero).
 
+For the Ozaki methods (docs/ozaki.md) the module also offers :func:`int8_gemm_strided_batched`
+(exact INT8 x INT8 -> INT32 products) and :func:`fp64_emulated_gemm` (cuBLAS 13's fixed-point
+FP64 emulation, eager strategy); native DGEMM is CuPy's float64 ``matmul``.
+
 cuBLAS's accumulation order and split-K choice are its own and change with shape, library
 version and GPU; treat these as "as deployed" comparators, never as a model of the hardware.
 cuBLAS is column-major: the row-major product is computed as ``(B^T A^T)^T`` without copies.
@@ -177,3 +181,87 @@ def cublas_gemm(A: Any, B: Any, *, mode: str = "sgemm") -> Any:
     corr = _gemm_ex(cp, a_lo, b_hi, _CUDA_R_16F, c32)
     corr = _gemm_ex(cp, a_hi, b_lo, _CUDA_R_16F, c32, out=corr, beta=1.0)
     return main + corr * np.float32(1.0 / 2048.0)
+
+
+# ------------------------------------------------------------ INT8 and FP64 (Ozaki methods)
+#: cudaDataType_t / cublasComputeType_t / cublasOperation_t values (library_types.h,
+#: cublas_api.h) used below.
+CUDA_R_64F, CUDA_R_8I, CUDA_R_32I = 1, 3, 10
+CUBLAS_COMPUTE_32I = 72
+#: cuBLAS 13's fixed-point FP64 emulation compute type (shared/reference/corrected_gemm.md
+#: §4.2) and the eager value of cublasEmulationStrategy_t (0 default, 1 performant, 2 eager).
+CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT = 79
+CUBLAS_EMULATION_STRATEGY_EAGER = 2
+
+
+def int8_gemm_strided_batched(
+    cp: ModuleType, bres: Any, ares: Any, C: Any, M: int, nbp: int, kp: int, L: int
+) -> None:
+    """``C[l] = Ares[l] @ Bres[l]^T`` for ``l < L`` in exact INT32 (CUDA_R_8I inputs,
+    CUDA_R_32I output, CUBLAS_COMPUTE_32I), one ``cublasGemmStridedBatchedEx``.
+
+    Row-major layouts: ``Ares[l]`` is ``M x kp``, ``Bres[l]`` is ``nbp x kp`` (B transposed, K
+    contiguous) and ``C[l]`` is ``M x nbp``, all contiguous per ``l``. In cuBLAS's
+    column-major terms this is the IMMA-friendly "TN" product ``C^T = Bres · Ares^T``.
+    Exact while ``max|a|·max|b|·kp <= 2^31 - 1``."""
+    cublas = _cublas_module()
+    handle = cp.cuda.device.get_cublas_handle()
+    one = np.array(1, dtype=np.int32)
+    zero = np.array(0, dtype=np.int32)
+    cublas.gemmStridedBatchedEx(
+        handle, 1, 0, nbp, M, kp, one.ctypes.data,
+        bres.data.ptr, CUDA_R_8I, kp, nbp * kp,
+        ares.data.ptr, CUDA_R_8I, kp, M * kp,
+        zero.ctypes.data, C.data.ptr, CUDA_R_32I, nbp, M * nbp,
+        L, CUBLAS_COMPUTE_32I, _const(cublas, "CUBLAS_GEMM_DEFAULT"),
+    )  # fmt: skip
+
+
+def fp64_emulated_gemm() -> tuple[Any, str]:
+    """``(f, "")`` with ``f(A, B) -> D`` the row-major float64 product by cuBLAS's fixed-point
+    FP64 emulation (compute type 79, eager strategy set around each call), or ``(None,
+    reason)`` when this cuBLAS does not offer it. A 64 x 64 all-ones product is checked
+    first. cuBLAS decides itself when to emulate: results equal to native DGEMM's mean it ran
+    native."""
+    import ctypes
+
+    cp = require_gpu("fp64_emulated_gemm")
+    cublas = _cublas_module()
+    lib = None
+    for name in ("libcublas.so.13", "libcublas.so.12", "libcublas.so"):
+        try:
+            lib = ctypes.CDLL(name)
+            break
+        except OSError:
+            continue
+    if lib is None or not hasattr(lib, "cublasSetEmulationStrategy"):
+        return None, "cublasSetEmulationStrategy not found in libcublas"
+    handle = cp.cuda.device.get_cublas_handle()
+
+    def f(A: Any, B: Any) -> Any:
+        m, k = A.shape
+        n = B.shape[1]
+        D = cp.empty((m, n), dtype=cp.float64)
+        one = np.array(1.0)
+        zero = np.array(0.0)
+        eager = ctypes.c_int(CUBLAS_EMULATION_STRATEGY_EAGER)
+        st = lib.cublasSetEmulationStrategy(ctypes.c_void_p(handle), eager)
+        if st != 0:
+            raise RuntimeError(f"cublasSetEmulationStrategy returned {st}")
+        try:
+            cublas.gemmEx(
+                handle, 0, 0, n, m, k, one.ctypes.data, B.data.ptr, CUDA_R_64F, n,
+                A.data.ptr, CUDA_R_64F, k, zero.ctypes.data, D.data.ptr, CUDA_R_64F, n,
+                CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT, _const(cublas, "CUBLAS_GEMM_DEFAULT"),
+            )  # fmt: skip
+        finally:
+            lib.cublasSetEmulationStrategy(ctypes.c_void_p(handle), ctypes.c_int(0))
+        return D
+
+    try:
+        a = cp.ones((64, 64))
+        if float(f(a, a)[0, 0]) != 64.0:
+            return None, "cuBLAS FP64 emulation returned a wrong value"
+    except Exception as exc:  # report, never fall back silently
+        return None, f"cuBLAS FP64 emulation unavailable: {exc}"
+    return f, ""

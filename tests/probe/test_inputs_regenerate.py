@@ -14,16 +14,16 @@ import numpy as np
 import pytest
 
 from precision.probe.capture import load_recording
-from precision.probe.catalog import INSTRUCTIONS
+from precision.probe.catalog import PROBES
 from precision.probe.inputs import generate, tile_counts
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sm90"
 
 
-@pytest.mark.parametrize("name", sorted(INSTRUCTIONS))
+@pytest.mark.parametrize("name", sorted(PROBES))
 def test_generators_reproduce_recorded_inputs(name):
     manifest = json.loads((DATA / "manifest.json").read_text())
-    instr = INSTRUCTIONS[name]
+    instr = PROBES[name]
     rec = load_recording(DATA / f"{name}.npz")
     counts = tile_counts(instr, manifest["tiles_per_instruction"])
     a, b, c, kind, kinds = generate(instr, counts, manifest["seed"])

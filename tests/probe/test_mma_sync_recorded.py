@@ -22,7 +22,7 @@ from precision.probe.capture import (
     load_recording,
     recording_paths,
 )
-from precision.probe.catalog import INSTRUCTIONS, kinds_for
+from precision.probe.catalog import PROBES, kinds_for
 
 DATA = Path(__file__).parents[1] / "data" / "sm90"
 
@@ -37,24 +37,24 @@ def _emulated(name: str) -> np.ndarray:
     return emulate(_recording(name))
 
 
-CASES = [(name, kind) for name, instr in INSTRUCTIONS.items() for kind in kinds_for(instr)]
+CASES = [(name, kind) for name, instr in PROBES.items() for kind in kinds_for(instr)]
 
 
 def test_all_instructions_recorded():
     stems = [p.stem for p in recording_paths(DATA)]
-    assert stems == list(INSTRUCTIONS)
+    assert stems == list(PROBES)
     manifest = json.loads((DATA / "manifest.json").read_text())
     assert manifest["gpu"] == "NVIDIA H200" and manifest["compute_capability"] == "90"
     for name, entry in manifest["instructions"].items():
         rec = _recording(name)
-        assert entry["ptx"] == INSTRUCTIONS[name].ptx
+        assert entry["ptx"] == PROBES[name].ptx
         assert entry["outputs"] == rec.d.size
         assert entry["tiles_per_kind"] == {
             k: int((rec.kind == i).sum()) for i, k in enumerate(rec.kinds)
         }
 
 
-@pytest.mark.parametrize("name", [n for n, i in INSTRUCTIONS.items() if i.nchain == 1])
+@pytest.mark.parametrize("name", [n for n, i in PROBES.items() if i.nchain == 1])
 def test_at_least_100k_outputs_per_instruction(name):
     assert _recording(name).d.size >= 100_000
 
@@ -74,7 +74,7 @@ def test_emulator_matches_hardware(name, kind):
     assert n_bad == 0, f"{name}/{kind}: {n_bad}/{rec.d[sel].size} outputs differ\n{detail}"
 
 
-@pytest.mark.parametrize("name", list(INSTRUCTIONS))
+@pytest.mark.parametrize("name", list(PROBES))
 def test_small_int_layout_against_exact_integers(name):
     """D = A·B + C exactly for small integers: the fragment layouts of the probe are right."""
     rec = _recording(name).select("small_int")
@@ -110,7 +110,7 @@ def test_load_recording_rejects_bad_arrays(tmp_path):
     )
     with pytest.raises(ValueError, match="'a'"):
         load_recording(bad)
-    with pytest.raises(ValueError, match="unknown instruction"):
+    with pytest.raises(ValueError, match="unknown probe"):
         load_recording(tmp_path / "f17_f32.npz")
 
 
@@ -143,7 +143,7 @@ def test_nan_and_inf_encodings(fmt):
 
 
 def test_tf32_lowbits_triples():
-    instr = INSTRUCTIONS["tf32_f32"]
+    instr = PROBES["tf32_f32"]
     a, b, c = cd.gen_tf32_lowbits(instr, 9, np.random.default_rng(0))
     low = np.uint32(0x1FFF)
     assert np.all(a[0::3] & low) and np.all(b[0::3] & low)  # every low field nonzero
@@ -158,7 +158,7 @@ def test_tf32_lowbits_triples():
 
 
 def test_extreme_int8_mostly_overflows_int32():
-    instr = INSTRUCTIONS["s8_s32"]
+    instr = PROBES["s8_s32"]
     a, b, c = cd.gen_extreme(instr, 30, np.random.default_rng(0))
     s = np.einsum(
         "tik,tkj->tij", a.view(np.int8).astype(np.int64), b.view(np.int8).astype(np.int64)
@@ -167,7 +167,7 @@ def test_extreme_int8_mostly_overflows_int32():
 
 
 def test_generation_is_seeded_per_kind():
-    instr = INSTRUCTIONS["bf16_f32"]
+    instr = PROBES["bf16_f32"]
     counts = cd.tile_counts(instr, 100)
     a1, *_ = cd.generate(instr, counts, 7)
     a2, *_ = cd.generate(instr, counts, 7)
@@ -178,7 +178,7 @@ def test_generation_is_seeded_per_kind():
 # --- facts stated in docs/hardware.md, checked directly on the recorded bits ----------------
 
 
-@pytest.mark.parametrize("name", [n for n, i in INSTRUCTIONS.items() if i.floating])
+@pytest.mark.parametrize("name", [n for n, i in PROBES.items() if i.floating])
 def test_recorded_nan_outputs_are_canonical_and_zeros_positive(name):
     rec = _recording(name)
     fc = rec.instr.c_fmt
@@ -204,7 +204,7 @@ def test_facts_report_runs():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", list(INSTRUCTIONS))
+@pytest.mark.parametrize("name", list(PROBES))
 def test_gpu_engine_matches_hardware(name):
     """The CuPy emulation engine (``mma(..., device="gpu")``) on the same recorded vectors."""
     from precision import mma

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from precision.probe import wgmma as wp
+from precision.tensorcore import get_arch
 
 DATA = Path(__file__).parents[1] / "data" / "sm90_wgmma"
 
@@ -50,11 +51,37 @@ def test_mma_sync_recorded_alongside_matches_precision_mma(results):
 FP8_SAME_AS_MMA_SYNC = {"e4m3_f32": (5802, 20864), "e5m2_f32": (8065, 20864)}
 
 
+ALL = ["f16_f32", "bf16_f32", "tf32_f32", "e4m3_f32", "e5m2_f32"]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_mma_op_wgmma_reproduces_every_recorded_output(results, name):
+    # precision.mma(..., arch="sm90", op="wgmma") = the sm90 wgmma instruction data, bit for bit
+    row = results[name]["wgmma_vs_precision_mma_wgmma"]
+    eq, n = row["all"]
+    assert eq == n and n > 20000
+    assert all(e == t and t > 0 for k, (e, t) in row.items() if k != "all"), row
+
+
+def test_wgmma_entries_of_sm90_name_their_recordings():
+    sm90 = get_arch("sm90")
+    man = json.loads((DATA / "manifest.json").read_text())
+    for name in ALL:
+        fmt = name.split("_")[0]
+        ins = sm90.instruction(fmt, "f32", op="wgmma")
+        assert ins.ptx == man["instructions"][name]["wgmma_ptx"], name
+        assert f"tests/data/sm90_wgmma/wgmma_{name}.npz" in ins.evidence, name
+
+
 @pytest.mark.parametrize("name", ["e4m3_f32", "e5m2_f32"])
 def test_fp8_wgmma_is_one_32_product_block_f13_e8m13(results, name):
     row = results[name]
-    eq, n = row["wgmma_vs_fp8_block32_F13_e8m13"]["all"]
-    assert eq == n and n > 20000
+    ins = get_arch("sm90").instruction(name[:4], "fp32", op="wgmma")
+    assert (ins.block, ins.frac_bits, ins.e_zero, ins.out_rounding) == (32, 13, -133, "rz_e8m13")
+    assert (
+        row["wgmma_vs_precision_mma_wgmma"]["all"][0]
+        == row["wgmma_vs_precision_mma_wgmma"]["all"][1]
+    )
     assert row["wgmma_vs_mma_sync_hw"]["all"] == FP8_SAME_AS_MMA_SYNC[name]
     assert row["wgmma_vs_precision_mma"]["all"] == FP8_SAME_AS_MMA_SYNC[name]
     # on plain normal data the two instructions almost never agree

@@ -106,3 +106,27 @@ def test_gpu_large_random_chain_f16():
     b = rng.uniform(-1, 1, (1024, 192)).astype(np.float16)
     c = np.zeros((256, 192), np.float32)
     _same_bits(mma(a, b, c), mma(a, b, c, device="gpu"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("da", "db"),
+    [
+        (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2),
+        (ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn),
+    ],
+)
+@pytest.mark.parametrize("acc", [np.float32, np.float16])
+def test_gpu_equals_cpu_mixed_fp8(da, db, acc):
+    """Each operand decoded in its own format on both engines (subnormals of both formats)."""
+    rng = np.random.default_rng(4)
+    a = (rng.standard_normal((40, 96)) * 2.0 ** rng.integers(-14, 4, (40, 96))).astype(da)
+    b = (rng.standard_normal((96, 24)) * 2.0 ** rng.integers(-20, 4, (96, 24))).astype(db)
+    c = (rng.standard_normal((40, 24)) * 2.0**-10).astype(acc)
+    _same_bits(mma(a, b, c), mma(a, b, c, device="gpu"))
+    # the hand-computed case of tests/tensorcore/test_mma_api.py: 2^-8 + 2^-25
+    if da is ml_dtypes.float8_e4m3fn and acc is np.float32:
+        a1, b1 = np.zeros((1, 32), da), np.zeros((32, 1), db)
+        a1[0, 0], b1[0, 0], a1[0, 1], b1[1, 0] = 256.0, 2.0**-16, 2.0**-9, 2.0**-16
+        d = mma(a1, b1, np.zeros((1, 1), acc), device="gpu")
+        assert d[0, 0] == np.float32(2.0**-8 + 2.0**-25)

@@ -295,7 +295,7 @@ def test_batch_axes_broadcast():
             ([[1.0]], np.zeros((16, 2), np.float16), np.zeros((2, 2), F32)),
             {},
             TypeError,
-            "a must be a numpy.ndarray",
+            "a is a Python list; pass fmt=",
         ),
     ],
 )

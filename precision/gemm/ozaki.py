@@ -1,0 +1,655 @@
+"""Ozaki schemes I and II: FP64 / FP32 GEMM from exact INT8 (or fp16) tensor-core products.
+
+Both schemes turn every row of ``A`` and every column of ``B`` into integers by a power-of-two
+scaling, multiply integer pieces exactly, and recombine the pieces *exactly* into one integer
+per output element. That integer is rounded **once** (round to nearest even, gradual underflow,
+overflow to ±Inf) to the target format. Every step before the rounding is exact integer
+arithmetic (the CRT quotient below is a floating-point estimate that is provably exact), so the
+result is a mathematical function of the inputs, the method and the number of terms: the CPU
+emulator here and the CUDA kernels (``precision/kernels/ozaki2.cu``) give the same bits by
+construction, whatever order either sums in. See ``docs/ozaki.md`` for the derivations.
+
+Notation: row ``i`` of ``A`` has the largest finite magnitude ``mu_i = f·2^ea_i`` with
+``f`` in [0.5, 1) (``numpy.frexp``), so ``|A[i, :]| < 2^ea_i``; columns of ``B`` likewise
+with ``eb_j``.
+
+**Scheme II** (Ozaki, Uchino, Imamura, arXiv:2504.08009; GEMMul8), ``terms`` = number of
+moduli ``L`` taken from :data:`MODULI` (pairwise coprime, <= 256):
+
+1. ``A'[i,k] = rint(A[i,k]·2^(qa-ea_i))``, ``|A'| <= 2^qa``, and ``B'`` likewise with ``qb``:
+   integer-valued float64 values (the scaling is exact; ``qa, qb <= 62``).
+2. For each modulus ``m_l``: symmetric residues ``A'_l = A' mod m_l`` in
+   ``[-floor(m/2), ceil(m/2)-1]`` (int8), ``C_l = A'_l @ B'_l`` exactly (int32 needs
+   ``128·128·K <= 2^31-1``, ``K <= 131071``: :data:`INT8_KMAX`), ``c_l = C_l mod m_l``.
+3. CRT: ``T = A' @ B'`` satisfies ``|T| <= K·2^(qa+qb) <= M·(1/2 - 2^-20)`` with
+   ``M = prod m_l`` (that is how ``qa + qb`` is chosen), so ``T = S - q·M`` with
+   ``S = sum_l c_l·w_l`` (``w_l = (M/m_l)·((M/m_l)^-1 mod m_l)``) and ``q = rint(sum_l
+   c_l·u_l)``, ``u_l = fl(w_l/M)``: the float64 estimate is within 2^-37 of ``S/M`` and
+   ``|T/M| <= 1/2 - 2^-20``, so the rounding picks the exact ``q``. ``S`` and ``T`` are held
+   in signed 32-bit limbs (int64 containers, no overflow).
+4. ``D[i,j] = RN(T·2^-(qa-ea_i + qb-eb_j))`` in the target format.
+
+**Scheme I** (Ootomo, Ozaki, Yokota 2024, ozIMMU), ``terms`` = number of slices ``T`` (<= 8):
+
+1. ``A'[i,k] = trunc(A[i,k]·2^(7T-ea_i))``, ``|A'| < 2^(7T)``, cut into ``T`` signed base-2^7
+   digits ``a_s`` (``|a_s| <= 127``, all with the sign of ``A'``), ``A' = sum_s a_s·2^(7(T-s))``.
+2. Slice products ``a_s @ b_t`` for ``s + t <= T + 1`` (``T(T+1)/2`` GEMMs, exact in int32 for
+   ``127·127·K <= 2^31-1``; on fp16 tensor cores with fp32 accumulation exact for
+   ``127·127·K <= 2^24``, K blocks of :data:`FP16_KBLOCK`), summed per ``g = s + t`` in int64.
+3. ``T = sum_g G_g·2^(7(T+1-g))`` exactly (Horner in limbs); ``D = RN(T·2^(7(T-1)-sa-sb))``.
+   The dropped pairs (``s + t > T + 1``) are the scheme's truncation, part of its error bound.
+
+Special values: a row of ``A`` (column of ``B``) holding a NaN or ±Inf makes its whole output
+row (column) non-finite; those outputs get what IEEE arithmetic gives for the sum of products
+(NaN if any product is NaN — NaN operand or Inf·0 — or if +Inf and -Inf products meet, else
+±Inf), written as the canonical quiet NaN ``0x7FF8...`` / ``0x7FC00000``. Non-finite entries
+are zero for the scaling and the products, so all other outputs keep full accuracy. Subnormal
+inputs are scaled exactly (no flush). Nothing falls back to native GEMM.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: Pairwise coprime moduli, greedily from 256 down (256 = 2^8, 255 = 3·5·17, 253 = 11·23, ...).
+MODULI: tuple[int, ...] = (
+    256, 255, 253, 251, 247, 241, 239, 233, 229, 227,
+    223, 217, 211, 199, 197, 193, 191, 181, 179, 173,
+)  # fmt: skip
+#: Largest K for which an int8 x int8 GEMM of symmetric residues (|r| <= 128) is exact in int32.
+INT8_KMAX = (2**31 - 1) // (128 * 128)
+#: Largest K for which a product of scheme-I int8 slices (|a| <= 127) is exact in int32.
+OZAKI1_INT8_KMAX = (2**31 - 1) // (127 * 127)
+#: K block of scheme I on fp16 tensor cores: 127·127·1024 <= 2^24, so fp32 sums are exact.
+FP16_KBLOCK = 1024
+#: Largest scheme-I slice count (7·8 = 56 bits >= 53; int64 digit extraction needs 7T <= 62).
+OZAKI1_MAX_SLICES = 8
+#: Scheme II's scaled integers stay <= 2^62: integer-valued float64 values (the row's largest
+#: entries keep all 53 bits, entries up to 9 binades below it too), which :func:`sym_fmod`
+#: reduces exactly.
+QMAX = 62
+#: Output formats: (precision p, exponent of the smallest subnormal, numpy dtype).
+TARGETS: dict[str, tuple[int, int, Any]] = {
+    "fp64": (53, -1074, np.float64),
+    "fp32": (24, -149, np.float32),
+}
+METHODS: tuple[str, ...] = ("ozaki1", "ozaki2")
+FORMATS: dict[str, tuple[str, ...]] = {"ozaki1": ("int8", "fp16"), "ozaki2": ("int8",)}
+#: Margin of the CRT range: |T| <= M·(1/2 - 2^-MARGIN_LOG2) keeps the quotient estimate exact.
+MARGIN_LOG2 = 20
+_LIMB = 32
+_MASK = (1 << _LIMB) - 1
+_CANON_NAN: dict[str, Any] = {
+    "fp64": np.uint64(0x7FF8_0000_0000_0000),
+    "fp32": np.uint32(0x7FC0_0000),
+}
+_CHUNK = 1 << 20  # elements per chunk of the line statistics
+
+
+# ------------------------------------------------------------------------------ line stats
+
+
+@dataclass(frozen=True)
+class LineStats:
+    """Per row (of A) or column (of B) integer statistics; exact, so every backend agrees.
+
+    ``emax``: frexp exponent of the largest finite magnitude (0 for an all-zero line, with
+    ``zero`` set); ``esum``/``count``: sum and number of frexp exponents of the nonzero finite
+    entries; ``bad``: the line holds a NaN or ±Inf.
+    """
+
+    emax: np.ndarray
+    esum: np.ndarray
+    count: np.ndarray
+    zero: np.ndarray
+    bad: np.ndarray
+
+    def spread(self) -> int:
+        """max over lines of ``emax - floor(esum / count)``: how many binades a line's typical
+        (mean-exponent) entry sits below its largest; 0 for no nonzero entry."""
+        ok = self.count > 0
+        if not np.any(ok):
+            return 0
+        mean = np.floor_divide(self.esum[ok], self.count[ok])
+        return int(max(0, np.max(self.emax[ok] - mean)))
+
+
+def line_stats(X: np.ndarray, axis: int) -> LineStats:
+    """:class:`LineStats` of the rows (``axis=1``) or columns (``axis=0``) of float64 ``X``,
+    computed in row chunks of about 2^20 elements (bounded temporaries)."""
+    rows, cols = X.shape
+    step = max(1, _CHUNK // max(cols, 1))
+    nlines = rows if axis == 1 else cols
+    mx = np.zeros(nlines)
+    esum = np.zeros(nlines, dtype=np.int64)
+    count = np.zeros(nlines, dtype=np.int64)
+    bad = np.zeros(nlines, dtype=bool)
+    for r0 in range(0, rows, step):
+        blk = X[r0 : r0 + step]
+        fin = np.isfinite(blk)
+        mag = np.where(fin, np.abs(blk), 0.0)
+        e = np.frexp(mag)[1].astype(np.int64)
+        nz = mag > 0
+        if axis == 1:
+            sl = slice(r0, r0 + blk.shape[0])
+            mx[sl] = mag.max(axis=1)
+            esum[sl] = np.where(nz, e, 0).sum(axis=1)
+            count[sl] = nz.sum(axis=1)
+            bad[sl] = ~fin.all(axis=1)
+        else:
+            np.maximum(mx, mag.max(axis=0), out=mx)
+            esum += np.where(nz, e, 0).sum(axis=0)
+            count += nz.sum(axis=0)
+            bad |= ~fin.all(axis=0)
+    emax = np.frexp(mx)[1].astype(np.int64)
+    return LineStats(emax=emax, esum=esum, count=count, zero=mx == 0, bad=bad)
+
+
+# ------------------------------------------------------------------------------- the plans
+
+
+@dataclass(frozen=True)
+class OzakiPlan:
+    """Everything a backend needs to run one Ozaki GEMM; identical on CPU and GPU.
+
+    ``terms``: moduli (scheme II) or slices (scheme I). ``qa``/``qb``: bits of the scaled
+    integers (scheme II), ``7·terms`` (scheme I). ``gemms``: number of low-precision GEMMs.
+    """
+
+    method: str
+    fmt: str
+    target: str
+    terms: int
+    k: int
+    qa: int
+    qb: int
+    gemms: int
+    moduli: tuple[int, ...] = ()
+
+    @property
+    def modulus(self) -> int:
+        """M = product of the moduli (scheme II)."""
+        return math.prod(self.moduli)
+
+    @property
+    def limbs(self) -> int:
+        """32-bit limbs holding the exact integer T (signed top limb)."""
+        if self.method == "ozaki2":
+            return max(2, self.modulus.bit_length() // _LIMB + 1)
+        g = (self.terms * 127 * 127 * self.k).bit_length() + 7 * (self.terms - 1)
+        return g // _LIMB + 1
+
+
+def crt_q_bits(moduli: tuple[int, ...], k: int) -> int:
+    """Largest Q with ``K·2^Q <= M·(1/2 - 2^-20)`` (M = product of ``moduli``): the CRT range
+    then holds every ``|A'@B'|`` with ``|A'| <= 2^qa``, ``|B'| <= 2^qb``, ``qa + qb = Q``."""
+    M = math.prod(moduli)
+    bound = (M * ((1 << (MARGIN_LOG2 - 1)) - 1)) >> MARGIN_LOG2  # floor(M (1/2 - 2^-20))
+    if bound < k:
+        return -1
+    return (bound // k).bit_length() - 1
+
+
+def _split_q(Q: int) -> tuple[int, int]:
+    qa = min(QMAX, (Q + 1) // 2)
+    return qa, min(QMAX, Q - qa)
+
+
+def auto_terms(method: str, target: str, k: int, spread: int) -> int:
+    """``terms="auto"``: the fewest terms whose scaled integers keep ``p + spread`` bits (capped
+    at 62, scheme II; 56, scheme I), ``p`` = 53 (fp64) or 24 (fp32) and ``spread`` from
+    :meth:`LineStats.spread` (the larger of A's rows and B's columns). Then an entry of typical
+    magnitude in its row keeps about ``p`` bits."""
+    p = TARGETS[target][0]
+    need = p + max(0, spread)
+    if method == "ozaki1":
+        return max(2, min(OZAKI1_MAX_SLICES, -(-need // 7)))
+    need = min(QMAX, need)
+    for n in range(2, len(MODULI) + 1):
+        Q = crt_q_bits(MODULI[:n], k)
+        if Q >= 0 and min(_split_q(Q)) >= need:
+            return n
+    return len(MODULI)
+
+
+def check_args(method: str, fmt: str, target: str) -> None:
+    """ValueError naming the bad one of ``method``, ``fmt`` and ``target``."""
+    if method not in METHODS:
+        raise ValueError(f"method={method!r}: expected one of {METHODS}")
+    if fmt not in FORMATS[method]:
+        raise ValueError(f"method={method!r} runs on fmt in {FORMATS[method]}, got fmt={fmt!r}")
+    if target not in TARGETS:
+        raise ValueError(f"target={target!r}: expected one of {tuple(TARGETS)}")
+
+
+def make_plan(method: str, fmt: str, target: str, terms: int, k: int) -> OzakiPlan:
+    """The :class:`OzakiPlan` for explicit ``terms``; ValueError naming the bad argument."""
+    check_args(method, fmt, target)
+    if method == "ozaki2":
+        if not 2 <= terms <= len(MODULI):
+            raise ValueError(f"ozaki2: terms (moduli) must be in [2, {len(MODULI)}], got {terms}")
+        Q = crt_q_bits(MODULI[:terms], k)
+        if Q < 2:
+            raise ValueError(
+                f"ozaki2: {terms} moduli leave no bits for K = {k} (Q = {Q}); use more terms"
+            )
+        qa, qb = _split_q(Q)
+        return OzakiPlan(method, fmt, target, terms, k, qa, qb, terms, MODULI[:terms])
+    if not 1 <= terms <= OZAKI1_MAX_SLICES:
+        raise ValueError(f"ozaki1: terms (slices) must be in [1, {OZAKI1_MAX_SLICES}], got {terms}")
+    return OzakiPlan(method, fmt, target, terms, k, 7 * terms, 7 * terms, terms * (terms + 1) // 2)
+
+
+def plan_for(
+    A: np.ndarray,
+    B: np.ndarray,
+    *,
+    method: str,
+    fmt: str,
+    target: str,
+    terms: int | str,
+    stats: tuple[LineStats, LineStats] | None = None,
+) -> tuple[OzakiPlan, LineStats, LineStats]:
+    """Plan (resolving ``terms="auto"``) plus the line statistics of A's rows and B's columns."""
+    check_args(method, fmt, target)
+    sa, sb = stats if stats is not None else (line_stats(A, 1), line_stats(B, 0))
+    k = A.shape[1]
+    if terms == "auto":
+        n = auto_terms(method, target, k, max(sa.spread(), sb.spread()))
+    elif isinstance(terms, int | np.integer) and not isinstance(terms, bool):
+        n = int(terms)
+    else:
+        raise ValueError(f"terms must be a positive int or 'auto', got {terms!r}")
+    return make_plan(method, fmt, target, n, k), sa, sb
+
+
+def shifts(stats: LineStats, q: int) -> np.ndarray:
+    """Scale exponents ``q - emax`` per line (0 for all-zero lines), int64."""
+    return np.where(stats.zero, 0, q - stats.emax).astype(np.int64)
+
+
+# ------------------------------------------------------------------------- exact integers
+
+
+def scaled_integers(X: np.ndarray, s: np.ndarray, axis: int, mode: str) -> np.ndarray:
+    """``rint`` (``mode="rint"``) or ``trunc`` of ``X·2^s`` per line, as integer-valued
+    float64; non-finite entries give 0. ``s`` scales rows (``axis=1``) or columns
+    (``axis=0``). Exact: the scaled value is a float64 (a power-of-two scaling; values that
+    underflow are below 1/2 and round to 0 either way) and the rounding to an integer is the
+    only step."""
+    sx = s[:, None] if axis == 1 else s[None, :]
+    with np.errstate(invalid="ignore"):
+        y = np.ldexp(np.where(np.isfinite(X), X, 0.0), sx)
+    return np.rint(y) if mode == "rint" else np.trunc(y)
+
+
+def sym_mod(x: np.ndarray, m: int) -> np.ndarray:
+    """The residue of integer ``x`` modulo ``m`` in ``[-floor(m/2), ceil(m/2) - 1]`` (int64)."""
+    r = np.mod(x, m)
+    return np.where(r > (m - 1) // 2, r - m, r)
+
+
+def crt_constants(moduli: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(W, u, Mlimbs): ``W[l, t]`` the 32-bit limbs of ``w_l`` (int64), ``u[l] = fl(w_l / M)``
+    (float64, correctly rounded) and the limbs of ``M``."""
+    M = math.prod(moduli)
+    nl = max(2, M.bit_length() // _LIMB + 1)
+    W = np.zeros((len(moduli), nl), dtype=np.int64)
+    u = np.zeros(len(moduli))
+    for i, m in enumerate(moduli):
+        Mi = M // m
+        w = Mi * pow(Mi, -1, m) % M
+        u[i] = w / M
+        for t in range(nl):
+            W[i, t] = (w >> (_LIMB * t)) & _MASK
+    Ml = np.array([(M >> (_LIMB * t)) & _MASK for t in range(nl)], dtype=np.int64)
+    return W, u, Ml
+
+
+def normalize_limbs(acc: list[np.ndarray]) -> None:
+    """Carry-propagate limbs in place: limbs 0..n-2 into [0, 2^32), the top limb signed."""
+    for t in range(len(acc) - 1):
+        carry = acc[t] >> _LIMB  # arithmetic shift: floor division
+        acc[t] &= _MASK
+        acc[t + 1] += carry
+
+
+def _bitlen_u32(x: np.ndarray) -> np.ndarray:
+    """Bit length of integers in [0, 2^32) (exact: they convert to float64 exactly)."""
+    return np.frexp(x.astype(np.float64))[1].astype(np.int64)
+
+
+def round_limbs(acc: list[np.ndarray], e: np.ndarray, target: str) -> np.ndarray:
+    """``RN(X·2^e)`` in ``target`` for the signed integer ``X = sum_t acc[t]·2^(32t)``
+    (normalized limbs) and int64 exponents ``e``; round to nearest even, gradual underflow,
+    overflow to ±Inf. Integer steps only: the top 64 bits of |X| with every lower bit ORed into
+    the last (round to odd, exact enough for any later rounding to <= 62 bits), then the
+    rounding at precision ``min(p, bits above the subnormal grid)`` and an exact ``ldexp``."""
+    p, emin_sub, dtype = TARGETS[target]
+    nl = len(acc)
+    neg = acc[-1] < 0
+    mag = [np.where(neg, -a, a) for a in acc]
+    normalize_limbs(mag)
+    bl = np.zeros(mag[0].shape, dtype=np.int64)
+    for t in range(nl):
+        bl = np.where(mag[t] != 0, _LIMB * t + _bitlen_u32(mag[t]), bl)
+    r0 = np.maximum(bl - 64, 0)
+    window = np.zeros(bl.shape, dtype=np.uint64)
+    sticky = np.zeros(bl.shape, dtype=bool)
+    for t in range(nl):
+        limb = mag[t].astype(np.uint64)
+        sh = _LIMB * t - r0
+        left = np.clip(sh, 0, 63).astype(np.uint64)
+        right = np.clip(-sh, 0, 63).astype(np.uint64)
+        window |= np.where(sh >= 0, np.left_shift(limb, left), 0).astype(np.uint64)
+        part = np.where((sh < 0) & (sh > -_LIMB), np.right_shift(limb, right), 0)
+        window |= part.astype(np.uint64)
+        lost = np.where(sh <= -_LIMB, limb, limb & ((np.uint64(1) << right) - np.uint64(1)))
+        sticky |= (sh < 0) & (lost != 0)
+    window |= sticky.astype(np.uint64)
+    base = r0 + e  # |X|·2^e ~ window·2^base
+    blw = bl - r0
+    r = np.maximum(blw - p, emin_sub - base)
+    rr = np.clip(r, 1, 64).astype(np.uint64)
+    rr1 = np.clip(r - 1, 0, 63).astype(np.uint64)
+    mant = np.where(r >= 64, np.uint64(0), np.right_shift(window, np.minimum(rr, 63)))
+    rem = np.where(r >= 64, window, window & ((np.uint64(1) << np.minimum(rr, 63)) - np.uint64(1)))
+    half = np.left_shift(np.uint64(1), rr1)
+    up = (rem > half) | ((rem == half) & ((mant & np.uint64(1)) == 1))
+    mant = np.where(r > 0, mant + up.astype(np.uint64), window)
+    mant = np.where(r > 64, np.uint64(0), mant)
+    with np.errstate(over="ignore"):
+        out = np.ldexp(mant.astype(np.float64), np.where(r > 0, r + base, base))
+        out = np.where(neg, -out, out).astype(dtype)
+    return out
+
+
+# --------------------------------------------------------------------------- special values
+
+
+def special_outputs(
+    A: Any, B: Any, rows: Any, cols: Any, target: str, xp: Any = np
+) -> tuple[Any, Any]:
+    """IEEE value of ``sum_k A[i,k]·B[k,j]`` where a non-finite operand meets it: for the
+    sub-blocks (``rows`` x all) and (all x ``cols``). Counts of NaN, +Inf and -Inf products
+    come from 0/1 matrix products (exact: counts <= K < 2^53). Returns (row block, col block).
+    ``xp``: numpy, or cupy for device arrays (same values)."""
+    dtype = TARGETS[target][2]
+    nan_val = _CANON_NAN[target].view(dtype)
+
+    def classes(a: Any) -> dict[str, Any]:
+        fin = xp.isfinite(a)
+        f64 = np.float64
+        return {
+            "nan": xp.isnan(a).astype(f64),
+            "inf": xp.isinf(a).astype(f64),
+            "zero": (a == 0).astype(f64),
+            "pinf": (a == np.inf).astype(f64),
+            "ninf": (a == -np.inf).astype(f64),
+            "pos": (a > 0).astype(f64),
+            "neg": (a < 0).astype(f64),
+            "posf": (fin & (a > 0)).astype(f64),
+            "negf": (fin & (a < 0)).astype(f64),
+        }
+
+    def block(a: Any, b: Any) -> Any:
+        ca, cb = classes(a), classes(b)
+        nan = (
+            ca["nan"].sum(axis=1)[:, None]
+            + cb["nan"].sum(axis=0)[None, :]
+            + ca["inf"] @ cb["zero"]
+            + ca["zero"] @ cb["inf"]
+        )
+        pinf = ca["pinf"] @ cb["pos"] + ca["ninf"] @ cb["neg"]
+        pinf += ca["posf"] @ cb["pinf"] + ca["negf"] @ cb["ninf"]
+        ninf = ca["pinf"] @ cb["neg"] + ca["ninf"] @ cb["pos"]
+        ninf += ca["posf"] @ cb["ninf"] + ca["negf"] @ cb["pinf"]
+        out = xp.where(pinf > 0, dtype(np.inf), dtype(-np.inf)).astype(dtype)
+        return xp.where((nan > 0) | ((pinf > 0) & (ninf > 0)), dtype(nan_val), out).astype(dtype)
+
+    return block(A[rows], B), block(A, B[:, cols])
+
+
+def apply_specials(
+    D: Any, A: Any, B: Any, sa: LineStats, sb: LineStats, target: str, xp: Any = np
+) -> None:
+    """Overwrite the outputs in rows of A / columns of B that hold NaN or ±Inf (in place)."""
+    rows, cols = np.flatnonzero(sa.bad), np.flatnonzero(sb.bad)
+    if rows.size == 0 and cols.size == 0:
+        return
+    rblk, cblk = special_outputs(A, B, xp.asarray(rows), xp.asarray(cols), target, xp)
+    D[xp.asarray(rows)] = rblk
+    D[:, xp.asarray(cols)] = cblk
+
+
+# ------------------------------------------------------------------------------- emulators
+
+
+def _blocks(m: int, n: int, k: int, arrays: int, budget: int) -> tuple[int, int]:
+    """Row and column block sizes whose per-block workspace stays within ``budget`` bytes:
+    the float64 scaled integers of the block's A rows and B columns and one residue copy of
+    each (``16·k·(mb+nb)``) plus ``arrays`` float64/int64 arrays of the block's outputs."""
+    mb, nb = m, n
+    while 16 * k * (mb + nb) + 8 * arrays * mb * nb > budget and (mb > 8 or nb > 8):
+        if mb >= nb:
+            mb = (mb + 1) // 2
+        else:
+            nb = (nb + 1) // 2
+    return mb, nb
+
+
+#: Workspace allowed beyond inputs and output, as a multiple of the float64 size of A and B.
+WORKSPACE_FACTOR = 1.5
+
+
+def workspace_budget(A: np.ndarray, B: np.ndarray) -> int:
+    """Bytes of block workspace aimed at: :data:`WORKSPACE_FACTOR` times the float64 size of
+    A and B, less a quarter of it for numpy temporaries and the line statistics."""
+    return int(0.75 * WORKSPACE_FACTOR * 8 * (A.size + B.size))
+
+
+#: Split point of the residue reduction: y = yh·2^27 + yl with |yl| < 2^27.
+_RES_SPLIT = 27
+
+
+def sym_fmod(y: np.ndarray, m: int) -> np.ndarray:
+    """:func:`sym_mod` of integer-valued float64 ``y`` (``|y| <= 2^62``) as float64, by exact
+    float64 steps (the CUDA kernels run the same ones): ``yh = floor(y·2^-27)``,
+    ``yl = y - yh·2^27`` (an integer in [0, 2^27), exact), ``t = yh·(2^27 mod m) + yl``
+    (``|t| < 2^44``), ``r = t - m·rint(t/m)`` (every product and difference an integer below
+    2^53), then ``±m`` into ``[-floor(m/2), ceil(m/2) - 1]``."""
+    yh = np.floor(y * 2.0**-_RES_SPLIT)
+    t = yh * float((1 << _RES_SPLIT) % m) + (y - yh * 2.0**_RES_SPLIT)
+    r = t - np.rint(t * (1.0 / m)) * m
+    r = np.where(r > (m - 1) // 2, r - m, r)
+    return np.where(r < -(m // 2), r + m, r)
+
+
+def _sym_mod_small(c: np.ndarray, m: int) -> np.ndarray:
+    """Symmetric residue of integer-valued float64 ``c`` with ``|c| < 2^52``: ``c -
+    m·rint(c/m)`` (exact: ``m·rint(c/m)`` and the difference are integers below 2^53) moved
+    into ``[-floor(m/2), ceil(m/2) - 1]``; in place."""
+    q = np.rint(c * (1.0 / m))
+    q *= m
+    c -= q
+    c[c > (m - 1) // 2] -= m
+    c[c < -(m // 2)] += m
+    return c
+
+
+def ozaki2_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
+                   sb: LineStats) -> np.ndarray:  # fmt: skip
+    """Scheme II on the CPU, blocked over rows and columns (see the module docstring). The
+    limb sums run in float64: every term ``c_l·W[l, t]`` is below 2^40 and every sum below
+    2^46, so they are exact integers."""
+    m, k = A.shape
+    n = B.shape[1]
+    dtype = TARGETS[plan.target][2]
+    D = np.empty((m, n), dtype=dtype)
+    s_a, s_b = shifts(sa, plan.qa), shifts(sb, plan.qb)
+    W, u, Ml = crt_constants(plan.moduli)
+    Wf, Mf = W.astype(np.float64), Ml.astype(np.float64)
+    nl = W.shape[1]
+    # Residues |r| <= 128: float32 BLAS is exact while every partial sum stays below 2^24.
+    rdt = np.float32 if 128 * 128 * k <= 2**24 else np.float64
+    mb, nb = _blocks(m, n, k, nl + 8, workspace_budget(A, B))
+    for r0 in range(0, m, mb):
+        ya = scaled_integers(A[r0 : r0 + mb], s_a[r0 : r0 + mb], 1, "rint")
+        for c0 in range(0, n, nb):
+            yb = scaled_integers(B[:, c0 : c0 + nb], s_b[c0 : c0 + nb], 0, "rint")
+            shape = (ya.shape[0], yb.shape[1])
+            acc = [np.zeros(shape) for _ in range(nl)]
+            qest = np.zeros(shape)
+            tmp = np.empty(shape)
+            for li, mod in enumerate(plan.moduli):
+                # |C| <= 128·128·K < 2^53 (2^24 with float32): exact in any summation order.
+                ra = sym_fmod(ya, mod).astype(rdt)
+                rb = sym_fmod(yb, mod).astype(rdt)
+                c = _sym_mod_small(np.matmul(ra, rb, dtype=rdt).astype(np.float64), mod)
+                del ra, rb
+                for t in range(nl):
+                    np.multiply(c, Wf[li, t], out=tmp)
+                    acc[t] += tmp
+                np.multiply(c, u[li], out=tmp)
+                qest += tmp
+            q = np.rint(qest)
+            limbs = [(acc[t] - q * Mf[t]).astype(np.int64) for t in range(nl)]
+            del acc, qest, q
+            normalize_limbs(limbs)
+            e = -(s_a[r0 : r0 + mb, None] + s_b[None, c0 : c0 + nb])
+            D[r0 : r0 + mb, c0 : c0 + nb] = round_limbs(limbs, e, plan.target)
+    apply_specials(D, A, B, sa, sb, plan.target)
+    return D
+
+
+def slices(Xi: np.ndarray, t: int) -> list[np.ndarray]:
+    """Signed base-2^7 digits of int64 ``Xi`` (|Xi| < 2^(7t)), most significant first, each
+    with the sign of ``Xi`` and magnitude <= 127."""
+    sign = np.sign(Xi)
+    mag = np.abs(Xi)
+    return [sign * ((mag >> (7 * (t - 1 - s))) & 127) for s in range(t)]
+
+
+def ozaki1_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
+                   sb: LineStats) -> np.ndarray:  # fmt: skip
+    """Scheme I on the CPU, blocked over rows and columns (see the module docstring)."""
+    m, k = A.shape
+    n = B.shape[1]
+    T = plan.terms
+    dtype = TARGETS[plan.target][2]
+    D = np.empty((m, n), dtype=dtype)
+    s_a, s_b = shifts(sa, 7 * T), shifts(sb, 7 * T)
+    nl = plan.limbs
+    mb, nb = _blocks(m, n, k, nl + 8, workspace_budget(A, B) // max(1, T))
+    for r0 in range(0, m, mb):
+        ia = scaled_integers(A[r0 : r0 + mb], s_a[r0 : r0 + mb], 1, "trunc").astype(np.int64)
+        da = slices(ia, T)
+        da = [d.astype(np.float64) for d in da]
+        for c0 in range(0, n, nb):
+            ib = scaled_integers(B[:, c0 : c0 + nb], s_b[c0 : c0 + nb], 0, "trunc")
+            db = slices(ib.astype(np.int64), T)
+            db = [d.astype(np.float64) for d in db]
+            acc = [np.zeros((da[0].shape[0], db[0].shape[1]), dtype=np.int64) for _ in range(nl)]
+            for g in range(2, T + 2):  # Horner over g = s + t (1-based slices)
+                G = np.zeros_like(acc[0])
+                for s in range(1, g):
+                    # |sum| <= 127·127·K < 2^53: exact in float64 BLAS.
+                    G += (da[s - 1] @ db[g - s - 1]).astype(np.int64)
+                if g > 2:
+                    for t in range(nl):
+                        acc[t] <<= 7
+                acc[0] += G
+                normalize_limbs(acc)
+            e = 7 * (T - 1) - (s_a[r0 : r0 + mb, None] + s_b[None, c0 : c0 + nb])
+            D[r0 : r0 + mb, c0 : c0 + nb] = round_limbs(acc, e, plan.target)
+    apply_specials(D, A, B, sa, sb, plan.target)
+    return D
+
+
+# ----------------------------------------------------------------------------- error bound
+
+
+def error_bound(A: np.ndarray, B: np.ndarray, plan: OzakiPlan) -> np.ndarray:
+    """Elementwise bound on ``|D - A@B|`` (float64 array, finite inputs) for ``plan``:
+
+    ``u·|A@B| + (1 + u)·E`` with ``u = 2^-p`` (the final rounding; plus half the smallest
+    subnormal) and, with ``da_i`` / ``db_j`` the largest representation error of an entry of
+    row ``i`` / column ``j`` (``2^(ea_i-qa-1)`` for rint, scheme II; ``2^(ea_i-7T)`` for
+    trunc, scheme I), ``E = da_i·sum_k|B_kj| + db_j·sum_k|A_ik| + K·da_i·db_j``, plus for
+    scheme I the dropped slice pairs: ``K·(T-1)T/2·127^2·2^(ea_i+eb_j-7(T+2))``. The float64
+    evaluation of the bound is rounded up by a factor ``1 + 2^-40``."""
+    p, emin_sub, _ = TARGETS[plan.target]
+    sa, sb = line_stats(A, 1), line_stats(B, 0)
+    k = A.shape[1]
+    if plan.method == "ozaki2":
+        da = np.ldexp(1.0, sa.emax - plan.qa - 1)
+        db = np.ldexp(1.0, sb.emax - plan.qb - 1)
+    else:
+        da = np.ldexp(1.0, sa.emax - 7 * plan.terms)
+        db = np.ldexp(1.0, sb.emax - 7 * plan.terms)
+    da = np.where(sa.zero, 0.0, da)
+    db = np.where(sb.zero, 0.0, db)
+    absA, absB = np.abs(A), np.abs(B)
+    E = da[:, None] * absB.sum(axis=0)[None, :] + absA.sum(axis=1)[:, None] * db[None, :]
+    E += k * da[:, None] * db[None, :]
+    if plan.method == "ozaki1":
+        T = plan.terms
+        pairs = T * (T - 1) // 2 * 127 * 127
+        wa = np.where(sa.zero, 0.0, np.ldexp(1.0, sa.emax))
+        wb = np.where(sb.zero, 0.0, np.ldexp(1.0, sb.emax))
+        E += k * pairs * 2.0 ** (-7 * (T + 2)) * wa[:, None] * wb[None, :]
+    u = 2.0**-p
+    return (u * (absA @ absB) + (1 + u) * E + 2.0 ** (emin_sub - 1)) * (1 + 2.0**-40)
+
+
+# ------------------------------------------------------------------------------ entry point
+
+
+def _host_f64(X: Any, name: str) -> np.ndarray:
+    if hasattr(X, "get") and not isinstance(X, np.ndarray):  # a CuPy array
+        X = X.get()
+    X = np.asarray(X)
+    if X.dtype not in (np.float64, np.float32, np.float16):
+        raise ValueError(f"{name}: ozaki methods take float64/float32 inputs, got {X.dtype}")
+    return np.ascontiguousarray(X, dtype=np.float64)
+
+
+def ozaki_gemm(
+    A: Any,
+    B: Any,
+    *,
+    method: str = "ozaki2",
+    fmt: str = "int8",
+    target: str = "fp64",
+    terms: int | str = "auto",
+    backend: str = "emulator",
+) -> np.ndarray:
+    """``A @ B`` by Ozaki scheme I or II, rounded once to ``target`` (see module docstring).
+
+    ``A`` (M x K) and ``B`` (K x N): float64 or float32 arrays (numpy, or CuPy with
+    ``backend="cuda"``). ``method``: ``"ozaki1"`` (``fmt`` ``"int8"`` or ``"fp16"``) or
+    ``"ozaki2"`` (``"int8"``). ``terms``: slices / moduli, or ``"auto"`` (:func:`auto_terms`).
+    ``backend``: ``"emulator"`` (CPU) or ``"cuda"`` (:mod:`precision.gemm.ozaki_cuda`, same
+    bits). Returns a numpy array of ``target``'s dtype.
+    """
+    from precision.formats import get_format
+
+    fmt = get_format(fmt).name
+    if backend == "cuda":
+        from precision.gemm.ozaki_cuda import ozaki_gemm_cuda
+
+        out = ozaki_gemm_cuda(A, B, method=method, fmt=fmt, target=target, terms=terms)
+        return np.asarray(out.get())
+    if backend != "emulator":
+        raise ValueError(f"ozaki methods run on backend 'emulator' or 'cuda', got {backend!r}")
+    a, b = _host_f64(A, "A"), _host_f64(B, "B")
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"A (M x K) and B (K x N) must agree: got {a.shape} and {b.shape}")
+    plan, sa, sb = plan_for(a, b, method=method, fmt=fmt, target=target, terms=terms)
+    if method == "ozaki2":
+        return ozaki2_emulate(a, b, plan, sa, sb)
+    return ozaki1_emulate(a, b, plan, sa, sb)

@@ -1,0 +1,341 @@
+"""Inputs, GPU runs and recordings for the fragment-packed probes (:mod:`precision.probe.generic`).
+
+A recording ``<name>.npz`` holds raw bit patterns ``a [T,M,K]``, ``b [T,K,N]``, ``c, d [T,M,N]``
+(unsigned integers of the container width; sub-byte elements one per uint8; f64 as uint64),
+``kind [T]`` (uint8 index into ``kinds``), ``kinds`` and ``ptx``. Inputs are drawn per data
+kind from a seeded generator:
+
+- ``small_int``: small integers whose exact dot products every format represents; any
+  fragment-layout error shows up as a wrong integer.
+- ``normal``: random signs and significands, magnitudes in [0.5, 2).
+- ``wide_exp``: random exponents over the whole range of the format (subnormals included).
+- ``random_bits``: uniform bit patterns (NaN/Inf encodings included).
+- ``cancellation``: c = -(the exactly rounded sum of the products), so the result is a tiny
+  remainder.
+- ``special``: ``normal`` tiles with NaN, +-Inf, +-0 sprinkled into A, B and C.
+- ``extreme`` (integers): operands at the ends of the range and c near +-2^31 (overflow).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from precision import formats
+from precision.probe.generic import GenericProbe
+from precision.tensorcore.fragments import mma_fragments, pack, unpack
+
+#: PTX type -> (precision.formats name or None, signed integer?, element bits).
+_PTX_TYPES: dict[str, tuple[str | None, bool, int]] = {
+    "f64": ("fp64", False, 64),
+    "f32": ("fp32", False, 32),
+    "tf32": ("tf32", False, 32),
+    "f16": ("fp16", False, 16),
+    "bf16": ("bf16", False, 16),
+    "e4m3": ("e4m3", False, 8),
+    "e5m2": ("e5m2", False, 8),
+    "s8": (None, True, 8),
+    "u8": (None, False, 8),
+    "s4": (None, True, 4),
+    "u4": (None, False, 4),
+    "b1": (None, False, 1),
+    "s32": (None, True, 32),
+}
+
+FLOAT_KINDS = ("small_int", "normal", "wide_exp", "random_bits", "cancellation", "special")
+INT_KINDS = ("small_int", "random_bits", "extreme")
+#: Share of tiles per kind (the rest of the rounding goes to the first kind).
+_SHARE = {
+    "small_int": 0.05,
+    "normal": 0.3,
+    "wide_exp": 0.25,
+    "random_bits": 0.2,
+    "cancellation": 0.1,
+    "special": 0.1,
+    "extreme": 0.3,
+}
+
+
+def container(ptx_type: str) -> np.dtype:
+    """Unsigned dtype holding one element's bits."""
+    bits = _PTX_TYPES[ptx_type][2]
+    return np.dtype(f"uint{max(8, bits)}")
+
+
+def is_float(ptx_type: str) -> bool:
+    return _PTX_TYPES[ptx_type][0] is not None
+
+
+def _int_range(ptx_type: str) -> tuple[int, int]:
+    _, signed, bits = _PTX_TYPES[ptx_type]
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+
+
+def _int_bits(ptx_type: str, v: np.ndarray) -> np.ndarray:
+    bits = _PTX_TYPES[ptx_type][2]
+    return (v.astype(np.int64) & ((1 << bits) - 1)).astype(container(ptx_type))
+
+
+def int_values(ptx_type: str, bits: np.ndarray) -> np.ndarray:
+    """Decode integer element bits (two's complement where signed) to int64."""
+    _, signed, nbits = _PTX_TYPES[ptx_type]
+    v = bits.astype(np.int64)
+    if signed:
+        v = np.where(v >= (1 << (nbits - 1)), v - (1 << nbits), v)
+    return v
+
+
+def float_bits(ptx_type: str, values: np.ndarray) -> np.ndarray:
+    """Round float64 ``values`` into the format (RNE) and encode them."""
+    name = _PTX_TYPES[ptx_type][0]
+    assert name is not None
+    return formats.to_bits(formats.round(values, name), name).astype(container(ptx_type))
+
+
+def _float_values(fmt: str, kind: str, shape: tuple[int, ...], rng: np.random.Generator):
+    f = formats.get_format(fmt)
+    if kind == "small_int":
+        return rng.integers(-3, 4, size=shape).astype(np.float64)
+    if kind in ("normal", "special", "cancellation"):
+        return rng.choice([-1.0, 1.0], size=shape) * rng.uniform(0.5, 2.0, size=shape)
+    if kind == "wide_exp":
+        lo = f.emin - f.precision + 1
+        e = rng.integers(lo, f.emax + 1, size=shape)
+        return rng.choice([-1.0, 1.0], size=shape) * np.ldexp(rng.uniform(1, 2, size=shape), e)
+    raise ValueError(kind)
+
+
+def _operand_bits(ptx_type: str, kind: str, shape: tuple[int, ...], rng) -> np.ndarray:
+    name, _, nbits = _PTX_TYPES[ptx_type]
+    if kind == "random_bits":
+        bits = rng.integers(0, 1 << min(nbits, 63), size=shape, dtype=np.uint64)
+        if nbits == 64:
+            bits |= rng.integers(0, 2, size=shape, dtype=np.uint64) << np.uint64(63)
+        if ptx_type == "tf32":
+            bits &= np.uint64(0xFFFFE000)
+        return bits.astype(container(ptx_type))
+    if name is None:
+        lo, hi = _int_range(ptx_type)
+        if kind == "small_int":
+            v = rng.integers(max(lo, -2), min(hi, 3) + 1, size=shape)
+        elif kind == "extreme":
+            v = rng.choice([lo, lo + 1, hi - 1, hi], size=shape)
+        else:
+            raise ValueError(kind)
+        return _int_bits(ptx_type, v)
+    return float_bits(ptx_type, _float_values(name, kind, shape, rng))
+
+
+@dataclass
+class Inputs:
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    kind: np.ndarray
+    kinds: tuple[str, ...]
+
+
+def _sprinkle_specials(ptx_type: str, bits: np.ndarray, rng) -> None:
+    name = _PTX_TYPES[ptx_type][0]
+    assert name is not None
+    f = formats.get_format(name)
+    specials = [np.nan, 0.0, -0.0] + ([np.inf, -np.inf] if f.has_inf else [])
+    enc = float_bits(ptx_type, np.array(specials))
+    hit = rng.random(bits.shape) < 0.08
+    bits[hit] = rng.choice(enc, size=int(hit.sum()))
+
+
+def generate(probe: GenericProbe, tiles: int, seed: int) -> Inputs:
+    """Seeded inputs for ``tiles`` tiles of ``probe``, kinds in contiguous runs."""
+    rng = np.random.default_rng([seed, sum(map(ord, probe.name))])
+    m, n, k = probe.shape
+    floating = is_float(probe.a)
+    kinds = FLOAT_KINDS if floating else INT_KINDS
+    counts = {kd: int(tiles * _SHARE[kd]) for kd in kinds}
+    counts[kinds[0]] += tiles - sum(counts.values())
+    a_parts, b_parts, c_parts, kind_idx = [], [], [], []
+    for i, kd in enumerate(kinds):
+        t = counts[kd]
+        a = _operand_bits(probe.a, kd, (t, m, k), rng)
+        b = _operand_bits(probe.b, kd, (t, k, n), rng)
+        if floating:
+            c_kind = "normal" if kd in ("cancellation", "special") else kd
+            c = _operand_bits(probe.c, c_kind, (t, m, n), rng)
+            if kd == "small_int":
+                c = float_bits(probe.c, rng.integers(-8, 9, size=(t, m, n)).astype(np.float64))
+            if kd == "cancellation":
+                c = float_bits(probe.c, -exact_dot(probe, a, b))
+            if kd == "special":
+                for x, typ in ((a, probe.a), (b, probe.b), (c, probe.c)):
+                    _sprinkle_specials(typ, x, rng)
+        else:
+            lo, hi = -(1 << 31), (1 << 31) - 1
+            if kd == "extreme":
+                cv = rng.choice([lo, lo + 1, hi - 1, hi, 0], size=(t, m, n))
+            elif kd == "small_int":
+                cv = rng.integers(-8, 9, size=(t, m, n))
+            else:
+                cv = rng.integers(lo, hi + 1, size=(t, m, n))
+            c = _int_bits(probe.c, cv)
+        a_parts.append(a)
+        b_parts.append(b)
+        c_parts.append(c)
+        kind_idx.append(np.full(t, i, dtype=np.uint8))
+    return Inputs(
+        np.concatenate(a_parts),
+        np.concatenate(b_parts),
+        np.concatenate(c_parts),
+        np.concatenate(kind_idx),
+        kinds,
+    )
+
+
+def exact_dot(probe: GenericProbe, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """sum_k a[t,i,k] b[t,k,j] rounded once to float64 (finite inputs; used for c only)."""
+    av = _decode_float(probe.a, a)
+    bv = _decode_float(probe.b, b)
+    with np.errstate(all="ignore"):
+        return np.nan_to_num(np.einsum("tik,tkj->tij", av, bv), nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _decode_float(ptx_type: str, bits: np.ndarray) -> np.ndarray:
+    name = _PTX_TYPES[ptx_type][0]
+    assert name is not None
+    return formats.from_bits(bits, name)
+
+
+# ------------------------------------------------------------------------------ GPU side
+
+
+def fragments(probe: GenericProbe):  # noqa: ANN201 (tuple of four Fragments)
+    """The (A, B, C, D) fragments of the probe's instruction."""
+    bits = {t: v[2] for t, v in _PTX_TYPES.items()}
+    a, b, c = mma_fragments(probe.shape, bits[probe.a], bits[probe.c])
+    d = mma_fragments(probe.shape, bits[probe.a], bits[probe.d])[2]
+    return a, b, c, d
+
+
+def run(module: Any, probe: GenericProbe, inp: Inputs, nchain: int = 1) -> np.ndarray:
+    """Run the probe kernel on ``inp`` (one instruction per tile) and return D's bits."""
+    import cupy as cp
+
+    if nchain != 1:
+        raise ValueError("generic probes record single instructions (nchain = 1)")
+    fa, fb, fc, fd = fragments(probe)
+    t = inp.a.shape[0]
+    a = cp.asarray(pack(inp.a, fa))
+    b = cp.asarray(pack(inp.b, fb))
+    c = cp.asarray(pack(inp.c, fc))
+    d = cp.zeros((t, 32, fd.words), dtype=cp.uint32)
+    fn = module.get_function(f"probe_{probe.name}")
+    warps_per_block = 4
+    blocks = min((t + warps_per_block - 1) // warps_per_block, 4096)
+    fn((blocks,), (32 * warps_per_block,), (a, b, c, d, np.int64(t), np.int32(nchain)))
+    cp.cuda.runtime.deviceSynchronize()
+    return unpack(cp.asnumpy(d), fd, container(probe.d))
+
+
+def save(path: Path, probe: GenericProbe, inp: Inputs, d: np.ndarray) -> None:
+    np.savez_compressed(
+        path,
+        a=inp.a,
+        b=inp.b,
+        c=inp.c,
+        d=d,
+        kind=inp.kind,
+        kinds=np.array(inp.kinds),
+        ptx=np.array(probe.ptx),
+    )
+
+
+# ------------------------------------------------------------------------------ recording
+
+
+def record(out_dir: str | Path, *, seed: int = 1, tiles: int = 800, log=print) -> dict:  # noqa: ANN001
+    """Record every generic probe the attached GPU's assembler accepts into ``out_dir``.
+
+    Builds probe/cuda/mma_probes.cu for the attached architecture with nvcc, records the
+    ptxas verdict of every candidate (accepted, or its error: refusals are evidence too),
+    runs each accepted instruction on ``tiles`` tiles (8x8 shapes: twice as many, so every
+    instruction has the same number of outputs) and writes ``<name>.npz`` plus
+    ``manifest.json`` (GPU, driver, CUDA, nvcc, kernel sha256, seed, SASS opcodes).
+    """
+    import hashlib
+    import json
+    import tempfile
+
+    import cupy as cp
+
+    from precision.kernels.build import run_nvcc
+    from precision.probe.capture import sass_mma_opcodes
+    from precision.probe.gen_kernels import GENERATED
+    from precision.probe.generic import PROBES, REFUSED, probe_kernels, ptxas_verdict
+    from precision.provenance import collect
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    dev = cp.cuda.Device()
+    sm = int(dev.compute_capability)
+    kernels = {k.entry: k for k in probe_kernels()}
+    verdicts: dict[str, str | None] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = Path(tmp) / "mma_probes.cubin"
+        run_nvcc([f"-arch=sm_{sm}", "-cubin", "-o", str(cubin), str(GENERATED)], what="probes")
+        sass = sass_mma_opcodes(cubin)
+        from precision.probe.gen_kernels import ProbeKernel
+        from precision.probe.generic import probe_kernel
+
+        for p in PROBES + REFUSED:
+            k: ProbeKernel = kernels.get(f"probe_{p.name}") or probe_kernel(p)
+            verdicts[p.name] = ptxas_verdict(k, sm, tmp)
+        module = cp.RawModule(path=str(cubin))
+        recorded = {}
+        for p in PROBES:
+            if p.min_sm > sm or verdicts[p.name] is not None:
+                log(f"  {p.name}: not run on sm_{sm} ({verdicts[p.name] or 'guarded out'})")
+                continue
+            t = tiles * (2 if p.shape[0] == 8 else 1)
+            inp = generate(p, t, seed)
+            d = run(module, p, inp)
+            save(out / f"{p.name}.npz", p, inp, d)
+            recorded[p.name] = {"ptx": p.ptx, "tiles": t, "outputs": int(d.size)}
+            log(f"  {p.name}: {d.size} outputs")
+    prov = collect(seed=seed)
+    manifest = {
+        "description": "fragment-packed mma.sync probe recordings; see precision/probe/packed.py",
+        "gpu": prov.get("gpu"),
+        "driver": prov.get("driver"),
+        "compute_capability": sm,
+        "created_utc": prov.get("created_utc"),
+        "provenance": prov,
+        "nvcc_flags": f"-arch=sm_{sm} -cubin",
+        "kernel_source": "precision/probe/cuda/mma_probes.cu",
+        "kernel_source_sha256": hashlib.sha256(GENERATED.read_bytes()).hexdigest(),
+        "seed": seed,
+        "ptxas_verdicts": {k: ("accepted" if v is None else v) for k, v in verdicts.items()},
+        "sass_opcodes": sass,
+        "instructions": recorded,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m precision.probe.packed")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("record", help="record the generic probes on the attached GPU")
+    r.add_argument("out")
+    r.add_argument("--seed", type=int, default=1)
+    r.add_argument("--tiles", type=int, default=800)
+    args = ap.parse_args(argv)
+    record(args.out, seed=args.seed, tiles=args.tiles)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

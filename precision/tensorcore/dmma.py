@@ -1,0 +1,501 @@
+"""Exact CPU cores for the f64 tensor-core family (DMMA: ``mma.sync`` m8n8k4, m16n8k4/k8/k16).
+
+Three candidate numerics, all in IEEE 754 binary64 with round-to-nearest-even (RN); the hardware
+recordings decide which one DMMA follows:
+
+- :func:`fma_chain` — a chain of fused multiply-adds, ``d <- RN(a_k b_k + d)`` one ``k`` at a time
+  (PTX ISA, ``mma`` "Precision and rounding": ``.f64`` is identical to an ``.f64`` FMA. Only
+  ``.rn`` is modelled here, not the ``.rz/.rm/.rp`` modifiers);
+- :func:`dot_rn` — the exact sum of all products and ``c``, rounded once;
+- :func:`dot_pairwise` — products rounded, summed by a pairwise tree, each addition rounded, then
+  ``c`` added (the cheapest non-fused hypothesis).
+
+:func:`fma` is the vectorised, correctly rounded binary64 FMA they rest on. Its fast path is the
+algorithm of Boldo & Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms
+using rounding to odd", IEEE Trans. Computers 57(4), 2008 (their emulated FMA)::
+
+    (uh, ul) = ExactMult(a, b)      # Dekker product with Veltkamp splitting: uh + ul = a b exactly
+    (th, tl) = TwoSum(c, uh)        # Knuth/Møller: th + tl = c + uh exactly
+    v = RO(tl + ul)                 # addition rounded to odd
+    z = RN(th + v)                  # = RN(a b + c)
+
+It is proved for precision p >= 5 without underflow or overflow. Elements where a precondition
+can fail (|a| or |b| >= 2^995 so the split overflows, subnormal a or b, |RN(ab)| outside
+[2^-900, 2^1000] so the Dekker low part could underflow, |c| > 2^1000, |z| < 2^-900) take an exact
+slow path: rational arithmetic on Python ints (``float.as_integer_ratio``) and one int/int true
+division, which CPython rounds correctly to nearest-even, subnormals included; results beyond
+the overflow threshold (|x| >= 2^1024 - 2^970) become ±inf. Specials follow IEEE 754: any NaN
+operand or Inf·0 or Inf - Inf gives NaN (NumPy's default quiet NaN), an exact zero sum is +0
+unless both addends are -0 (the sign of a zero product is sign(a) xor sign(b)).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Literal
+
+import numpy as np
+
+__all__ = ["dot_pairwise", "dot_rn", "fma", "fma_chain"]
+
+_SPLITTER = float(2**27 + 1)  # Veltkamp split of a 53-bit significand into 26 + 26 bits
+_MAX_SPLIT = 2.0**995  # C·x must not overflow
+_MIN_NORMAL = 2.0**-1022
+_PROD_LO = 2.0**-900  # |RN(ab)| >= this: Dekker partial products and the low part are exact
+_BIG = 2.0**1000  # |c|, |RN(ab)| <= this: no intermediate overflows
+_OVERFLOW = 2**1024 - 2**970  # exact |x| >= this rounds to Inf under RN
+_CHUNK_ELEMENTS = 1 << 22
+# fma_chain: output elements per tile (its ~20 float64 temporaries stay in L2) and the work
+# below which threads do not pay.
+_FMA_TILE_ELEMENTS = 1 << 15
+_MIN_THREADED_FMAS = 1 << 20  # [rows, K, N] temporaries of dot_rn / dot_pairwise per chunk
+
+
+# ----------------------------------------------------------------------------- error-free parts
+
+
+def _split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Veltkamp: x = hi + lo exactly, hi and lo of at most 26 significant bits each."""
+    t = _SPLITTER * x
+    hi = t - (t - x)
+    return hi, x - hi
+
+
+def _two_prod(
+    a: np.ndarray, b: np.ndarray, ah: np.ndarray, al: np.ndarray, bh: np.ndarray, bl: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Dekker: p = RN(ab), e = ab - p exactly (given pre-split a = ah + al, b = bh + bl)."""
+    p = a * b
+    e = al * bl - (((p - ah * bh) - al * bh) - ah * bl)
+    return p, e
+
+
+def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Knuth/Møller: s = RN(a + b), e = a + b - s exactly (no branch on magnitudes)."""
+    s = a + b
+    bb = s - a
+    e = (a - (s - bb)) + (b - bb)
+    return s, e
+
+
+def _add_round_odd(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """RO(x + y): x + y rounded to the neighbour with an odd significand when inexact.
+
+    From s = RN(x + y) and the exact error e: round toward zero is s, or its neighbour towards
+    zero when e and s have opposite signs (one less in the int64 encoding, whose magnitude field
+    is monotone across binades); round to odd then sets the last bit when e != 0.
+    """
+    s, e = _two_sum(x, y)
+    inexact = e != 0
+    bits = s.view(np.int64) - ((np.signbit(s) != np.signbit(e)) & inexact)
+    bits |= inexact
+    return bits.view(np.float64)
+
+
+# ----------------------------------------------------------------------------- exact slow path
+
+
+def _ratio(x: float) -> tuple[int, int]:
+    return x.as_integer_ratio()
+
+
+def _round_fraction(num: int, den: int) -> float:
+    """RN-even of num/den (den > 0) in binary64, with overflow to ±inf."""
+    if abs(num) >= _OVERFLOW * den:
+        return math.inf if num > 0 else -math.inf
+    return num / den  # CPython: correctly rounded, subnormals included
+
+
+def _fma_exact_scalar(a: float, b: float, c: float) -> float:
+    """RN(ab + c) for finite a, b, c with ab != 0, by exact rational arithmetic."""
+    na, da = _ratio(a)
+    nb, db = _ratio(b)
+    nc, dc = _ratio(c)
+    num = na * nb * dc + nc * da * db
+    if num == 0:
+        return 0.0  # exact cancellation of non-zero addends: +0 under RN
+    return _round_fraction(num, da * db * dc)
+
+
+def _fix_elements(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Exact RN(ab + c) on 1-D arrays of elements the fast path may get wrong."""
+    out = np.empty(a.shape, dtype=np.float64)
+    fin = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
+    with np.errstate(all="ignore"):
+        # Specials: with a, b finite the exact product is finite, so the result is c (Inf/NaN);
+        # otherwise a·b is already the exact IEEE product (Inf, NaN for Inf·0) and +c is exact.
+        sp = ~fin
+        ab_fin = np.isfinite(a[sp]) & np.isfinite(b[sp])
+        out[sp] = np.where(ab_fin, c[sp], a[sp] * b[sp] + c[sp])
+        # Zero product: a·b is the correctly signed zero; c + (±0) follows IEEE zero-sum rules.
+        zp = fin & ((a == 0) | (b == 0))
+        out[zp] = c[zp] + a[zp] * b[zp]
+    rest = np.flatnonzero(fin & ~zp)
+    if rest.size:
+        vals = [
+            _fma_exact_scalar(x, y, w)
+            for x, y, w in zip(a[rest].tolist(), b[rest].tolist(), c[rest].tolist(), strict=True)
+        ]
+        out[rest] = np.array(vals, dtype=np.float64)
+    return out
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def _fast_fma(
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    asplit: tuple[np.ndarray, np.ndarray],
+    bsplit: tuple[np.ndarray, np.ndarray],
+    aok: np.ndarray,
+    bok: np.ndarray,
+) -> np.ndarray:
+    """Boldo-Melquiond FMA on broadcast operands, then exact repair of flagged elements."""
+    with np.errstate(all="ignore"):
+        uh, ul = _two_prod(a, b, asplit[0], asplit[1], bsplit[0], bsplit[1])
+        th, tl = _two_sum(c, uh)
+        z = th + _add_round_odd(tl, ul)
+        au = np.abs(uh)
+        az = np.abs(z)
+        if (
+            z.size
+            and aok.all()
+            and bok.all()
+            and au.min() >= _PROD_LO
+            and au.max() <= _BIG
+            and max(-c.min(), c.max()) <= _BIG
+            and az.min() >= _PROD_LO
+        ):
+            return z  # whole array inside the proved range (NaN fails every comparison)
+        good = (au >= _PROD_LO) & (au <= _BIG) & (np.abs(c) <= _BIG) & (az >= _PROD_LO)
+        good &= aok
+        good &= bok
+    bad = ~good  # NaN comparisons are False, so every special lands here
+    if bad.any():
+        shape = bad.shape
+        z = np.broadcast_to(z, shape).copy()
+        z[bad] = _fix_elements(
+            np.broadcast_to(a, shape)[bad],
+            np.broadcast_to(b, shape)[bad],
+            np.broadcast_to(c, shape)[bad],
+        )
+    return z
+
+
+class _Workspace:
+    """Preallocated float64 / bool temporaries of one fma_chain tile (no per-step allocation)."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.f = [np.empty(shape, dtype=np.float64) for _ in range(7)]
+        self.b = [np.empty(shape, dtype=bool) for _ in range(2)]
+
+    def swap(self, old: np.ndarray, new: np.ndarray) -> None:
+        """Buffer ``new`` becomes the accumulator; ``old`` returns to the pool in its place."""
+        for i, buf in enumerate(self.f):
+            if buf is new:
+                self.f[i] = old
+                return
+        raise AssertionError("swap: result buffer not in the workspace")
+
+
+def _fma_inplace(
+    a: np.ndarray,
+    b: np.ndarray,
+    ah: np.ndarray,
+    al: np.ndarray,
+    bh: np.ndarray,
+    bl: np.ndarray,
+    c: np.ndarray,
+    ws: _Workspace,
+) -> np.ndarray | None:
+    """Boldo-Melquiond FMA of a column a [r,1] and row b [1,N] into c [r,N], in workspace buffers.
+
+    Returns the result buffer (one of ``ws.f``) when every element lies in the proved range, else
+    None (nothing of ``c`` is modified; the caller repairs with the masked path).
+    """
+    p, t1, t2, t3, t4, t5, t6 = ws.f
+    inexact, opp = ws.b
+    with np.errstate(all="ignore"):
+        np.multiply(a, b, out=p)  # uh = RN(ab)
+        np.multiply(ah, bh, out=t1)
+        np.subtract(p, t1, out=t1)
+        np.multiply(al, bh, out=t2)
+        np.subtract(t1, t2, out=t1)
+        np.multiply(ah, bl, out=t2)
+        np.subtract(t1, t2, out=t1)
+        np.multiply(al, bl, out=t2)
+        np.subtract(t2, t1, out=t1)  # ul = ab - uh exactly
+        np.add(c, p, out=t2)  # th = RN(c + uh)
+        np.subtract(t2, c, out=t3)  # bb
+        np.subtract(t2, t3, out=t4)
+        np.subtract(c, t4, out=t4)
+        np.subtract(p, t3, out=t3)
+        np.add(t4, t3, out=t3)  # tl = c + uh - th exactly
+        np.add(t3, t1, out=t4)  # s = RN(tl + ul)
+        np.subtract(t4, t3, out=t5)
+        np.subtract(t4, t5, out=t6)
+        np.subtract(t3, t6, out=t6)
+        np.subtract(t1, t5, out=t5)
+        np.add(t6, t5, out=t5)  # e = tl + ul - s exactly
+        sb = t4.view(np.int64)
+        np.not_equal(t5, 0, out=inexact)
+        np.bitwise_xor(sb, t5.view(np.int64), out=t3.view(np.int64))
+        np.less(t3.view(np.int64), 0, out=opp)
+        np.logical_and(opp, inexact, out=opp)
+        np.subtract(sb, opp, out=sb, casting="unsafe")
+        np.bitwise_or(sb, inexact, out=sb, casting="unsafe")  # v = RO(tl + ul)
+        np.add(t2, t4, out=t1)  # z = RN(th + v)
+        np.abs(p, out=t3)
+        np.abs(t1, out=t6)
+        ok = (
+            t1.size > 0
+            and t3.min() >= _PROD_LO
+            and t3.max() <= _BIG
+            and max(-c.min(), c.max()) <= _BIG
+            and t6.min() >= _PROD_LO
+        )
+    return t1 if ok else None
+
+
+def _operand_ok(x: np.ndarray) -> np.ndarray:
+    ax = np.abs(x)
+    return (ax >= _MIN_NORMAL) & (ax < _MAX_SPLIT)
+
+
+def fma(a: np.ndarray | float, b: np.ndarray | float, c: np.ndarray | float) -> np.ndarray:
+    """IEEE 754 binary64 fused multiply-add ``RN(a·b + c)`` with a single rounding, elementwise.
+
+    Correct for every input: normal and subnormal operands and results, signed zeros, overflow to
+    ±Inf, Inf and NaN (IEEE 754-2019 §6: Inf·0 = NaN, Inf - Inf = NaN, NaN operands give NaN).
+    Inputs broadcast and are converted to float64; returns a float64 array of the broadcast shape.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    shape = np.broadcast_shapes(a.shape, b.shape, c.shape)
+    a, b, c = (np.broadcast_to(x, shape).ravel() for x in (a, b, c))
+    with np.errstate(all="ignore"):
+        asplit, bsplit = _split(a), _split(b)
+        aok, bok = _operand_ok(a), _operand_ok(b)
+    return _fast_fma(a, b, c, asplit, bsplit, aok, bok).reshape(shape)
+
+
+def _chain_operands(a, b, c, name: str):
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    if a.ndim < 2 or b.ndim < 2 or c.ndim < 2:
+        raise ValueError(f"{name}: a, b, c need >= 2 dims, got {a.shape}, {b.shape}, {c.shape}")
+    m, k = a.shape[-2:]
+    k2, n = b.shape[-2:]
+    if k != k2 or c.shape[-2:] != (m, n):
+        raise ValueError(
+            f"{name}: shapes do not chain: a {a.shape}, b {b.shape}, c {c.shape} "
+            f"(expected a [..., M, K], b [..., K, N], c [..., M, N])"
+        )
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2], c.shape[:-2])
+    return a, b, c, batch, (m, k, n)
+
+
+def fma_chain(
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    *,
+    order: Literal["increasing", "decreasing"] | Sequence[int] = "increasing",
+) -> np.ndarray:
+    """Chain of binary64 FMAs: ``d = c``; for each ``k`` in ``order``, ``d = RN(a_k b_k + d)``.
+
+    a ``[..., M, K]``, b ``[..., K, N]``, c ``[..., M, N]`` (converted to float64; batch axes
+    broadcast). ``order`` is ``"increasing"`` (k = 0, 1, ..., K-1), ``"decreasing"`` or an explicit
+    sequence of k indices (each used once per listed occurrence). Returns float64 ``[..., M, N]``.
+    Vectorised over M, N and batch; a loop over K (Veltkamp splits of a and b are done once).
+    """
+    a, b, c, batch, (m, k, n) = _chain_operands(a, b, c, "fma_chain")
+    if isinstance(order, str):
+        if order not in ("increasing", "decreasing"):
+            raise ValueError(
+                f"fma_chain: order must be 'increasing', 'decreasing' or indices, got {order!r}"
+            )
+        ks: Sequence[int] = range(k) if order == "increasing" else range(k - 1, -1, -1)
+    else:
+        ks = [int(x) for x in order]
+        if any(x < 0 or x >= k for x in ks):
+            raise ValueError(f"fma_chain: order indices must lie in [0, {k}), got {list(ks)}")
+    # a as [B, K, M] (column k contiguous) and b as [B, K, N]; splits and range flags once.
+    at = np.ascontiguousarray(
+        np.broadcast_to(a, batch + (m, k)).reshape(math.prod(batch), m, k).transpose(0, 2, 1)
+    )
+    b3 = np.ascontiguousarray(np.broadcast_to(b, batch + (k, n)).reshape(math.prod(batch), k, n))
+    with np.errstate(all="ignore"):
+        ah, al = _split(at)
+        bh, bl = _split(b3)
+        aok, bok = _operand_ok(at), _operand_ok(b3)
+    d = np.broadcast_to(c, batch + (m, n)).reshape(math.prod(batch), m, n).copy()
+    rows = max(1, _FMA_TILE_ELEMENTS // max(1, n))
+
+    def tile(bi: int, r0: int) -> None:
+        r1 = min(m, r0 + rows)
+        dd = d[bi, r0:r1].copy()
+        ws = _Workspace(dd.shape)
+        for kk in ks:
+            col = (bi, kk, slice(r0, r1), None)
+            row = (bi, slice(kk, kk + 1))
+            z = None
+            if aok[col].all() and bok[row].all():
+                z = _fma_inplace(at[col], b3[row], ah[col], al[col], bh[row], bl[row], dd, ws)
+            if z is None:  # specials or out-of-range elements in this tile: masked repair
+                dd[...] = _fast_fma(
+                    at[col], b3[row], dd, (ah[col], al[col]), (bh[row], bl[row]), aok[col], bok[row]
+                )
+            else:
+                ws.swap(dd, z)
+                dd = z
+        d[bi, r0:r1] = dd
+
+    jobs = [(bi, r0) for bi in range(d.shape[0]) for r0 in range(0, m, rows)]
+    workers = min(len(jobs), os.cpu_count() or 1)
+    if workers > 1 and d.size * len(ks) >= _MIN_THREADED_FMAS:
+        # NumPy releases the GIL inside its loops: cache-sized tiles run in parallel.
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(lambda j: tile(*j), jobs))
+    else:
+        for j in jobs:
+            tile(*j)
+    return d.reshape(batch + (m, n))
+
+
+def _exact_signed_zero(a3: np.ndarray, b3: np.ndarray, c2: np.ndarray) -> np.ndarray:
+    """True where every product a_k b_k is -0 and c is -0 (an exact zero sum is then -0)."""
+    pz = (a3 == 0) | (b3 == 0)
+    pneg = np.signbit(a3) ^ np.signbit(b3)
+    return (pz & pneg).all(axis=-2) & (c2 == 0) & np.signbit(c2)
+
+
+def _dot_rn_exact_scalar(avals: list[float], bvals: list[float], c: float) -> tuple[float, bool]:
+    """(RN(c + sum a_k b_k), whether the exact sum is 0) by exact rationals, for finite inputs."""
+    terms = [x.as_integer_ratio() for x in avals]
+    tb = [y.as_integer_ratio() for y in bvals]
+    # Common denominator: all denominators are powers of two.
+    nc, dc = c.as_integer_ratio()
+    den = dc
+    for (_, da), (_, db) in zip(terms, tb, strict=True):
+        den = max(den, da * db)
+    num = nc * (den // dc)
+    for (na, da), (nb, db) in zip(terms, tb, strict=True):
+        num += na * nb * (den // (da * db))
+    if num == 0:
+        return 0.0, True
+    return _round_fraction(num, den), False
+
+
+def dot_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Exact ``c + sum_k a_k b_k`` rounded once to binary64 (RN-even), for every output element.
+
+    a ``[..., M, K]``, b ``[..., K, N]``, c ``[..., M, N]``. Each product is split exactly into
+    ``uh + ul`` (Dekker) and the 2K + 1 doubles are summed by ``math.fsum`` (Shewchuk's exact
+    expansion with a correctly rounded result); elements with a product outside the Dekker range,
+    an fsum intermediate overflow, or non-finite inputs take exact rationals / IEEE special rules.
+    An exact zero is -0 only if c and all products are -0. This is a reference-speed path (about a
+    microsecond per output element and K), meant for one instruction's K (4 to 16).
+    """
+    a, b, c, batch, (m, k, n) = _chain_operands(a, b, c, "dot_rn")
+    a3 = np.broadcast_to(a, batch + (m, k)).reshape(math.prod(batch), m, k)
+    b3 = np.broadcast_to(b, batch + (k, n)).reshape(math.prod(batch), k, n)
+    c3 = np.broadcast_to(c, batch + (m, n)).reshape(math.prod(batch), m, n)
+    out = np.empty(c3.shape, dtype=np.float64)
+    rows = max(1, _CHUNK_ELEMENTS // max(1, k * n))
+    for bi in range(a3.shape[0]):
+        for r0 in range(0, m, rows):
+            ac = a3[bi, r0 : r0 + rows, :, None]  # [r, K, 1]
+            bc = b3[bi, None, :, :]  # [1, K, N]
+            cc = c3[bi, r0 : r0 + rows]
+            out[bi, r0 : r0 + rows] = _dot_rn_block(ac, bc, cc)
+    return out.reshape(batch + (m, n))
+
+
+def _dot_rn_block(ac: np.ndarray, bc: np.ndarray, cc: np.ndarray) -> np.ndarray:
+    """dot_rn for a [r, K, 1] x [1, K, N] + [r, N] block."""
+    with np.errstate(all="ignore"):
+        ah, al = _split(ac)
+        bh, bl = _split(bc)
+        uh, ul = _two_prod(ac, bc, ah, al, bh, bl)  # [r, K, N]
+        au = np.abs(uh)
+        zero = (ac == 0) | (bc == 0)
+        prod_ok = (zero | ((au >= _PROD_LO) & (au <= _BIG))) & (
+            zero | (_operand_ok(ac) & _operand_ok(bc))
+        )
+        fin_a = np.isfinite(ac).all(axis=-2)
+        fin_b = np.isfinite(bc).all(axis=-2)
+        finite = fin_a & fin_b & np.isfinite(cc)
+        fast = prod_ok.all(axis=-2) & finite & (np.abs(cc) <= _BIG)
+        uh = np.where(zero, 0.0, uh)
+        ul = np.where(zero, 0.0, ul)
+    r, k, n = uh.shape
+    out = np.empty((r, n), dtype=np.float64)
+    terms = np.concatenate([uh, ul, cc[:, None, :]], axis=1)  # [r, 2K+1, N]
+    terms = np.moveaxis(terms, 1, 2)  # [r, N, 2K+1]
+    fi = np.flatnonzero(fast.ravel())
+    flat_terms = terms.reshape(r * n, 2 * k + 1)
+    vals = np.empty(fi.size, dtype=np.float64)
+    exact_zero = np.zeros(r * n, dtype=bool)
+    for j, (row, t) in enumerate(zip(fi.tolist(), flat_terms[fi].tolist(), strict=True)):
+        try:
+            # The terms are doubles, so a non-zero exact sum is >= 2^-1074: 0 means exact zero.
+            vals[j] = math.fsum(t)
+            exact_zero[row] = vals[j] == 0
+        except OverflowError:
+            i, jj = divmod(row, n)
+            vals[j], exact_zero[row] = _dot_rn_exact_scalar(
+                ac[i, :, 0].tolist(), bc[0, :, jj].tolist(), float(cc[i, jj])
+            )
+    flat = out.reshape(-1)
+    flat[fi] = vals
+    # Slow elements: specials by IEEE rules, the rest by exact rationals.
+    slow = np.flatnonzero(~fast.ravel())
+    if slow.size:
+        with np.errstate(all="ignore"):
+            spec_prod = np.where(np.isfinite(ac) & np.isfinite(bc), 0.0, ac * bc)  # [r, K, N]
+            spec = spec_prod.sum(axis=-2) + np.where(np.isfinite(cc), 0.0, cc)
+        for row in slow.tolist():
+            i, jj = divmod(row, n)
+            if not finite[i, jj]:
+                flat[row] = spec[i, jj]
+            else:
+                flat[row], exact_zero[row] = _dot_rn_exact_scalar(
+                    ac[i, :, 0].tolist(), bc[0, :, jj].tolist(), float(cc[i, jj])
+                )
+    negz = _exact_signed_zero(ac, bc, cc)
+    return np.where(exact_zero.reshape(r, n), np.where(negz, -0.0, 0.0), out)
+
+
+def dot_pairwise(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Products rounded to binary64, summed by a pairwise tree, then ``c`` added; RN everywhere.
+
+    ``p_k = RN(a_k b_k)``; the K products are reduced pairwise (level by level: (p0+p1),
+    (p2+p3), ...; an odd last element passes up unchanged), each addition RN; then
+    ``d = RN(tree + c)``. IEEE special values follow NumPy's binary64 arithmetic (which is IEEE).
+    """
+    a, b, c, batch, (m, k, n) = _chain_operands(a, b, c, "dot_pairwise")
+    a3 = np.broadcast_to(a, batch + (m, k)).reshape(math.prod(batch), m, k)
+    b3 = np.broadcast_to(b, batch + (k, n)).reshape(math.prod(batch), k, n)
+    c3 = np.broadcast_to(c, batch + (m, n)).reshape(math.prod(batch), m, n)
+    if k == 0:
+        return np.broadcast_to(c, batch + (m, n)).copy()
+    out = np.empty(c3.shape, dtype=np.float64)
+    rows = max(1, _CHUNK_ELEMENTS // max(1, k * n))
+    with np.errstate(all="ignore"):
+        for bi in range(a3.shape[0]):
+            for r0 in range(0, m, rows):
+                p = a3[bi, r0 : r0 + rows, :, None] * b3[bi, None, :, :]  # [r, K, N]
+                while p.shape[1] > 1:
+                    h = p.shape[1] // 2
+                    s = p[:, 0 : 2 * h : 2] + p[:, 1 : 2 * h : 2]
+                    p = np.concatenate([s, p[:, 2 * h :]], axis=1) if p.shape[1] % 2 else s
+                out[bi, r0 : r0 + rows] = p[:, 0] + c3[bi, r0 : r0 + rows]
+    return out.reshape(batch + (m, n))

@@ -1,0 +1,296 @@
+"""Ozaki schemes I and II on the CPU emulator: exactness of the integer steps, the documented
+error bound against the exact reference, special values, odd shapes."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precision.distributions import get_distribution
+from precision.gemm import gemm
+from precision.gemm.ozaki import (
+    INT8_KMAX,
+    MODULI,
+    OZAKI1_INT8_KMAX,
+    auto_terms,
+    crt_q_bits,
+    error_bound,
+    make_plan,
+    normalize_limbs,
+    plan_for,
+    round_limbs,
+    sym_fmod,
+)
+from precision.reference import exact_matmul
+
+CASES = [("ozaki2", "int8"), ("ozaki1", "int8"), ("ozaki1", "fp16")]
+
+
+def exp_rand(rng: np.random.Generator, shape: tuple[int, int], phi: float) -> np.ndarray:
+    """float64 exp_rand: (U(0,1) - 0.5)·exp(phi·N(0,1))."""
+    return get_distribution("exp_rand").func(rng, shape, phi=phi)
+
+
+def assert_within_bound(D: np.ndarray, A: np.ndarray, B: np.ndarray, method: str, fmt: str,
+                        target: str, terms: int | str) -> None:  # fmt: skip
+    plan, _, _ = plan_for(A, B, method=method, fmt=fmt, target=target, terms=terms)
+    exact = exact_matmul(A, B)  # RN of the exact product: allow for its own half ulp
+    err = np.abs(D.astype(np.float64) - exact)
+    bound = error_bound(A, B, plan) + 2.0**-53 * np.abs(exact)
+    bad = np.argwhere(err > bound)
+    assert bad.size == 0, (
+        f"{method}/{fmt}/{target}/terms={plan.terms}: {len(bad)} elements exceed the bound, "
+        f"first {tuple(bad[0])}: err {err[tuple(bad[0])]:.3e} > bound {bound[tuple(bad[0])]:.3e}"
+    )
+
+
+# ---------------------------------------------------------------------------- exact pieces
+
+
+def test_int32_limits() -> None:
+    assert 128 * 128 * INT8_KMAX <= 2**31 - 1 < 128 * 128 * (INT8_KMAX + 1)
+    assert 127 * 127 * OZAKI1_INT8_KMAX <= 2**31 - 1 < 127 * 127 * (OZAKI1_INT8_KMAX + 1)
+    assert all(math.gcd(a, b) == 1 for i, a in enumerate(MODULI) for b in MODULI[i + 1 :])
+
+
+def test_crt_range_holds_every_product() -> None:
+    for n in (4, 8, 15, 16, 20):
+        for k in (1, 100, 8192, INT8_KMAX):
+            Q = crt_q_bits(MODULI[:n], k)
+            M = math.prod(MODULI[:n])
+            assert Fraction(k * 2**Q) <= Fraction(M) * (Fraction(1, 2) - Fraction(1, 2**20))
+            assert Fraction(k * 2 ** (Q + 1)) > Fraction(M) * (Fraction(1, 2) - Fraction(1, 2**20))
+
+
+def test_sym_fmod_matches_integer_residues() -> None:
+    rng = np.random.default_rng(1)
+    y = np.rint(rng.uniform(-(2.0**53), 2.0**53, size=5000))
+    y[:6] = [2.0**53, -(2.0**53), 0.0, -1.0, 2.0**27, -(2.0**27) - 1]
+    y[6:1000] *= 2.0 ** rng.integers(0, 10, size=994)  # up to 2^62
+    y[1000] = 2.0**62
+    exact = [int(v) for v in y]
+    for m in MODULI:
+        r = sym_fmod(y, m)
+        want = [(v % m) - m if v % m > (m - 1) // 2 else v % m for v in exact]
+        assert np.array_equal(r, np.array(want, dtype=np.float64)), m
+        assert r.min() >= -(m // 2) and r.max() <= (m - 1) // 2
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_round_limbs_is_correct_rounding(seed: int) -> None:
+    """RN(X·2^e) in fp64 from 32-bit limbs against Python's exact rational rounding, across
+    normal, subnormal, underflow-to-zero and overflow results."""
+    rng = np.random.default_rng(seed)
+    n, nl = 4000, 5
+    bits = rng.integers(0, 150, size=n)
+    xs = [int(rng.integers(0, 2**62)) >> max(0, 62 - int(b)) for b in bits]
+    xs = [x << max(0, int(b) - 62) | int(rng.integers(0, 2)) for x, b in zip(xs, bits, strict=True)]
+    xs = [(-x if rng.random() < 0.5 else x) for x in xs]
+    xs[:4] = [0, 1, -(2**53 + 1), 2**64 - 1]
+    e = rng.integers(-1250, 1100, size=n)
+    e[4:40] = -1074 - np.arange(36) // 2  # near the bottom of the subnormal range
+    limbs = [
+        np.array([(x >> (32 * t)) & 0xFFFFFFFF for x in xs], dtype=np.int64) for t in range(nl)
+    ]
+    limbs[-1] = np.array([x >> (32 * (nl - 1)) for x in xs], dtype=np.int64)
+    normalize_limbs(limbs)
+    got = round_limbs(limbs, e.astype(np.int64), "fp64")
+    for i, (x, ei) in enumerate(zip(xs, e, strict=True)):
+        val = Fraction(x) * Fraction(2) ** int(ei)
+        try:
+            want = float(val)
+        except OverflowError:
+            want = math.copysign(math.inf, x)
+        assert got[i] == want and (want != 0 or not math.copysign(1, got[i]) < 0 or x < 0), (
+            f"X={x}, e={ei}: got {got[i]!r}, want {want!r}"
+        )
+
+
+def test_exact_inputs_give_correctly_rounded_products() -> None:
+    """Entries with few significant bits are represented exactly, so D = RN(A@B) bit for bit,
+    including subnormal and fp32 results."""
+    rng = np.random.default_rng(5)
+    A = rng.integers(-(2**10), 2**10, size=(37, 53)) * 2.0 ** rng.integers(-30, 30, size=(37, 1))
+    B = rng.integers(-(2**10), 2**10, size=(53, 29)) * 2.0 ** rng.integers(-30, 30, size=(1, 29))
+    A[3] *= 2.0**-1040  # subnormal and underflowing products
+    for target in ("fp64", "fp32"):
+        want = exact_matmul(A, B, rounding=target)
+        for method, fmt in CASES:
+            D = gemm(
+                A, B, method=method, fmt=fmt, target=target, terms=16 if method == "ozaki2" else 8
+            )
+            assert D.dtype == want.dtype
+            np.testing.assert_array_equal(D.view(f"u{D.itemsize}"), want.view(f"u{D.itemsize}"))
+
+
+# ---------------------------------------------------------------------- accuracy and bound
+
+
+@pytest.mark.parametrize("phi", [0.0, 0.5, 1.0, 2.0, 4.0])
+@pytest.mark.parametrize(("method", "fmt"), CASES)
+def test_exp_rand_within_bound(phi: float, method: str, fmt: str) -> None:
+    rng = np.random.default_rng(int(phi * 10) + 3)
+    A, B = exp_rand(rng, (48, 96), phi), exp_rand(rng, (96, 40), phi)
+    for target in ("fp64", "fp32"):
+        D = gemm(A, B, method=method, fmt=fmt, target=target, terms="auto", backend="emulator")
+        assert_within_bound(D, A, B, method, fmt, target, "auto")
+
+
+def test_fixed_terms_within_bound_and_error_falls() -> None:
+    rng = np.random.default_rng(9)
+    A, B = exp_rand(rng, (40, 64), 1.0), exp_rand(rng, (64, 33), 1.0)
+    exact = exact_matmul(A, B)
+    errs = []
+    for n in (6, 9, 12, 15):
+        D = gemm(A, B, method="ozaki2", fmt="int8", terms=n)
+        assert_within_bound(D, A, B, "ozaki2", "int8", "fp64", n)
+        errs.append(float(np.median(np.abs(D - exact) / np.abs(exact))))
+    assert errs == sorted(errs, reverse=True) and errs[-1] < 1e-15, errs
+
+
+def test_fp64_accuracy_at_least_dgemm_like() -> None:
+    rng = np.random.default_rng(2)
+    A, B = exp_rand(rng, (64, 256), 0.5), exp_rand(rng, (256, 64), 0.5)
+    exact = exact_matmul(A, B)
+    rel = np.abs(gemm(A, B, method="ozaki2", fmt="int8", terms="auto") - exact) / np.abs(exact)
+    assert np.median(rel) < 2.0**-50, np.median(rel)
+
+
+def test_auto_terms_rule() -> None:
+    assert auto_terms("ozaki2", "fp32", 1024, 2) < auto_terms("ozaki2", "fp64", 1024, 2)
+    assert auto_terms("ozaki2", "fp32", 1024, 2) <= auto_terms("ozaki2", "fp32", 1024, 12)
+    assert auto_terms("ozaki1", "fp64", 1024, 0) == 8
+    assert auto_terms("ozaki1", "fp32", 1024, 0) == 4
+    plan = make_plan("ozaki2", "int8", "fp32", auto_terms("ozaki2", "fp32", 1024, 2), 1024)
+    assert min(plan.qa, plan.qb) >= 26
+
+
+# -------------------------------------------------------------------- specials and shapes
+
+
+def test_special_values_follow_ieee_and_spare_other_outputs() -> None:
+    rng = np.random.default_rng(4)
+    A, B = exp_rand(rng, (12, 20), 1.0), exp_rand(rng, (20, 9), 1.0)
+    A[1, 3] = np.nan
+    A[4, 0] = np.inf
+    A[6, 2], A[6, 5] = np.inf, -np.inf
+    A[7, 8] = -np.inf
+    B[8, 2] = 0.0  # -inf·0 = NaN in column 2 of row 7
+    B[5, 3] = np.inf
+    B[11, 6] = -np.inf
+    with np.errstate(invalid="ignore"):
+        ieee = A @ B
+    for target in ("fp64", "fp32"):
+        for method, fmt in CASES:
+            D = gemm(A, B, method=method, fmt=fmt, target=target, terms=8)
+            bad_r, bad_c = [1, 4, 6, 7], [3, 6]
+            aff = np.zeros(D.shape, dtype=bool)
+            aff[bad_r] = True
+            aff[:, bad_c] = True
+            np.testing.assert_array_equal(np.isnan(D), np.isnan(ieee))
+            np.testing.assert_array_equal(D[aff & ~np.isnan(ieee)], ieee[aff & ~np.isnan(ieee)])
+            good_r = [i for i in range(12) if i not in bad_r]
+            good_c = [j for j in range(9) if j not in bad_c]
+            clean = gemm(A[good_r][:, :], B[:, good_c], method=method, fmt=fmt, target=target,
+                         terms=8)  # fmt: skip
+            np.testing.assert_array_equal(D[np.ix_(good_r, good_c)], clean)
+            assert_within_bound(clean, A[good_r], B[:, good_c], method, fmt, target, 8)
+
+
+def test_nan_is_canonical() -> None:
+    A = np.array([[np.nan, 1.0]])
+    B = np.ones((2, 2))
+    D = gemm(A, B, method="ozaki2", fmt="int8", terms=4)
+    assert (D.view(np.uint64) == 0x7FF8_0000_0000_0000).all()
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (3, 17, 5), (65, 1, 7), (1, 300, 1), (9, 2, 130)])
+@pytest.mark.parametrize(("method", "fmt"), CASES)
+def test_odd_shapes(shape: tuple[int, int, int], method: str, fmt: str) -> None:
+    m, k, n = shape
+    rng = np.random.default_rng(m * 1000 + k)
+    A, B = exp_rand(rng, (m, k), 1.0), exp_rand(rng, (k, n), 1.0)
+    A[0, 0] = 0.0
+    D = gemm(A, B, method=method, fmt=fmt, terms="auto")
+    assert D.shape == (m, n)
+    assert_within_bound(D, A, B, method, fmt, "fp64", "auto")
+
+
+def test_zero_rows_and_subnormal_rows() -> None:
+    rng = np.random.default_rng(8)
+    A, B = exp_rand(rng, (6, 30), 1.0), exp_rand(rng, (30, 5), 1.0)
+    A[2] = 0.0
+    A[3] *= 2.0**-1060  # subnormal entries
+    B[:, 1] *= 2.0**-1000
+    for method, fmt in CASES:
+        D = gemm(A, B, method=method, fmt=fmt, terms="auto")
+        assert np.all(D[2] == 0)
+        assert_within_bound(D, A, B, method, fmt, "fp64", "auto")
+        exact = exact_matmul(A, B)[3, [0, 2, 3, 4]]  # column 1 underflows to 0
+        assert np.all(np.abs(D[3, [0, 2, 3, 4]] - exact) <= 1e-12 * np.abs(exact))
+
+
+def test_float32_inputs_and_errors() -> None:
+    A = np.ones((3, 4), dtype=np.float32)
+    B = np.ones((4, 2), dtype=np.float32)
+    D = gemm(A, B, method="ozaki2", fmt="int8", target="fp32", terms=6)
+    assert D.dtype == np.float32 and np.all(D == 4)
+    with pytest.raises(ValueError, match="fmt"):
+        gemm(A, B, method="ozaki2", fmt="fp16")
+    with pytest.raises(ValueError, match="target"):
+        gemm(A, B, method="ozaki2", fmt="int8", target="fp16")
+    with pytest.raises(ValueError, match="terms"):
+        gemm(A, B, method="ozaki2", fmt="int8", terms=1)
+    with pytest.raises(ValueError, match="backend"):
+        gemm(A, B, method="ozaki2", fmt="int8", backend="cublas")
+    with pytest.raises(ValueError, match="int8"):
+        gemm(A.astype(np.int8), B, method="ozaki2", fmt="int8")
+
+
+# --------------------------------------------------------------------- recorded GPU outputs
+
+RECORDED = Path(__file__).resolve().parents[1] / "data" / "ozaki" / "ozaki2_cuda_h200.npz"
+
+
+def _recorded_cases() -> list[str]:
+    if not RECORDED.exists():
+        return []
+    with np.load(RECORDED) as z:
+        return sorted(k[: -len("_D")] for k in z.files if k.endswith("_D"))
+
+
+@pytest.mark.parametrize("case", _recorded_cases())
+def test_emulator_matches_recorded_cuda_outputs(case: str) -> None:
+    """The H200's ozaki2 outputs (``precision.gemm.ozaki_bench``, tests/data/ozaki) replayed
+    bit for bit by the CPU emulator, specials included."""
+    parts = dict(p.split("-", 1) for p in case.split("_")[1:] if "-" in p)
+    with np.load(RECORDED) as z:
+        A, B, want = z[case + "_A"], z[case + "_B"], z[case + "_D"]
+    terms: int | str = parts["terms"] if parts["terms"] == "auto" else int(parts["terms"])
+    got = gemm(A, B, method="ozaki2", fmt="int8", target=parts["target"], terms=terms)
+    u = f"u{want.itemsize}"
+    diff = np.argwhere(got.view(u) != want.view(u))
+    assert diff.size == 0, f"{case}: {len(diff)} elements differ, first {tuple(diff[0])}"
+
+
+def test_recorded_cases_exist() -> None:
+    assert len(_recorded_cases()) >= 10, f"expected recorded H200 cases in {RECORDED}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("target", ["fp64", "fp32"])
+def test_cuda_matches_emulator(target: str) -> None:
+    import cupy as cp
+
+    rng = np.random.default_rng(11)
+    A, B = exp_rand(rng, (70, 90), 2.0), exp_rand(rng, (90, 50), 2.0)
+    A[3, 4], B[5, 6] = np.inf, np.nan
+    got = gemm(cp.asarray(A), cp.asarray(B), method="ozaki2", fmt="int8", target=target,
+               backend="cuda")  # fmt: skip
+    want = gemm(A, B, method="ozaki2", fmt="int8", target=target)
+    u = f"u{want.itemsize}"
+    np.testing.assert_array_equal(got.view(u), want.view(u))
