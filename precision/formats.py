@@ -3,9 +3,9 @@
 Every other module of ``precision`` describes a number format through one :class:`Format`
 record and rounds through one routine, :func:`round`. Values travel as float64 arrays: each
 value of each format listed here (fp64, fp32, tf32, fp16, bf16, e4m3, e5m2, int8, int32, uint8,
-int4, uint4) is exactly representable in float64, so a float64 array *holding rounded values* is
-an exact, format-independent carrier. Storage dtypes (numpy / ml_dtypes) are used only as
-containers.
+int4, uint4, and uint1 = PTX b1) is exactly representable in float64, so a float64 array
+*holding rounded values* is an exact, format-independent carrier. Storage dtypes (numpy /
+ml_dtypes) are used only as containers.
 
 This module is THE format registry: every property of a format that any layer needs (names and
 PTX spelling, storage dtype, field widths, exponent range, Inf/NaN encodings, the IEEE quiet NaN
@@ -232,6 +232,12 @@ class Format:
         return self.storage.itemsize * 8
 
     @property
+    def element_bits(self) -> int:
+        """Bits one element occupies when packed into registers or memory: the encoding plus
+        its pad bits (tf32 32, fp16 16, int4 4, uint1 1)."""
+        return self.bits + self.pad_bits
+
+    @property
     def names(self) -> tuple[str, ...]:
         """Every name :func:`get_format` resolves to this format: canonical name first."""
         return (self.name, *self.aliases)
@@ -401,6 +407,7 @@ FORMATS: dict[str, Format] = {
         _int("uint8", 8, np.uint8, ptx="u8", aliases=("u8",), signed=False),
         _int("int4", 4, np.int8, ptx="s4", aliases=("s4",)),
         _int("uint4", 4, np.uint8, ptx="u4", aliases=("u4",), signed=False),
+        _int("uint1", 1, np.uint8, ptx="b1", aliases=("b1", "u1"), signed=False),
     )
 }  # fmt: skip
 
@@ -720,7 +727,7 @@ def from_bits(bits: Any, fmt: str | Format | Any) -> np.ndarray:
     b = np.asarray(bits)
     if b.dtype.kind not in "iu":
         raise TypeError(f"bits must be an integer array; got dtype {b.dtype}")
-    nbits = f.bits + f.pad_bits
+    nbits = f.element_bits
     if b.size and (int(b.min()) < 0 or int(b.max()) >= 2**nbits):
         raise ValueError(
             f"bits: {f.name} encodings lie in [0, 2**{nbits}); got values in "

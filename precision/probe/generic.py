@@ -10,14 +10,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from precision.formats import get_format
 from precision.probe.gen_kernels import ProbeKernel
 from precision.tensorcore.fragments import mma_fragments
 
-#: PTX type name -> element bits.
+#: PTX type name -> element bits (``Format.element_bits``: tf32 32, s4 4, b1 1).
 _BITS = {
-    "f64": 64, "f32": 32, "tf32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8,
-    "s8": 8, "u8": 8, "s4": 4, "u4": 4, "b1": 1, "s32": 32,
-}  # fmt: skip
+    t: get_format(t).element_bits
+    for t in (
+        "f64",
+        "f32",
+        "tf32",
+        "f16",
+        "bf16",
+        "e4m3",
+        "e5m2",
+        "s8",
+        "u8",
+        "s4",
+        "u4",
+        "b1",
+        "s32",
+    )
+}
 
 
 @dataclass(frozen=True)

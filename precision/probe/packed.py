@@ -28,21 +28,31 @@ from precision import formats
 from precision.probe.generic import GenericProbe
 from precision.tensorcore.fragments import mma_fragments, pack, unpack
 
+
+def _ptx_type(ptx_type: str) -> tuple[str | None, bool, int]:
+    """(float format name or None for integers, signed integer?, element bits) from the registry."""
+    f = formats.get_format(ptx_type)
+    return (None if f.is_integer else f.name, f.is_integer and f.signed, f.element_bits)
+
+
 #: PTX type -> (precision.formats name or None, signed integer?, element bits).
 _PTX_TYPES: dict[str, tuple[str | None, bool, int]] = {
-    "f64": ("fp64", False, 64),
-    "f32": ("fp32", False, 32),
-    "tf32": ("tf32", False, 32),
-    "f16": ("fp16", False, 16),
-    "bf16": ("bf16", False, 16),
-    "e4m3": ("e4m3", False, 8),
-    "e5m2": ("e5m2", False, 8),
-    "s8": (None, True, 8),
-    "u8": (None, False, 8),
-    "s4": (None, True, 4),
-    "u4": (None, False, 4),
-    "b1": (None, False, 1),
-    "s32": (None, True, 32),
+    t: _ptx_type(t)
+    for t in (
+        "f64",
+        "f32",
+        "tf32",
+        "f16",
+        "bf16",
+        "e4m3",
+        "e5m2",
+        "s8",
+        "u8",
+        "s4",
+        "u4",
+        "b1",
+        "s32",
+    )
 }
 
 FLOAT_KINDS = ("small_int", "normal", "wide_exp", "random_bits", "cancellation", "special")

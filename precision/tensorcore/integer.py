@@ -31,6 +31,8 @@ from typing import Literal
 
 import numpy as np
 
+from precision.formats import get_format
+
 __all__ = [
     "EXACT_LIMIT",
     "FORMAT_MAX_ABS",
@@ -45,7 +47,10 @@ INT32_MAX = 2**31 - 1
 #: float64 represents every integer of magnitude <= 2^53 exactly; all BLAS partial sums stay below.
 EXACT_LIMIT = 2**53
 #: Largest |value| of each integer input format (s8 -128..127, u8 0..255, s4 -8..7, u4 0..15).
-FORMAT_MAX_ABS = {"s8": 128, "u8": 255, "s4": 8, "u4": 15}
+FORMAT_MAX_ABS = {
+    t: int(max(-get_format(t).min_value, get_format(t).max_normal))
+    for t in ("s8", "u8", "s4", "u4")
+}
 # The bound for the formats: the widest product (u8 x u8 < 2^16) over a K of 2^36 stays below
 # 2^53, and the satfinite path's |d| + k_step * bound (k_step <= 64) is far below it.
 assert 2**36 * max(FORMAT_MAX_ABS.values()) ** 2 < EXACT_LIMIT

@@ -32,6 +32,7 @@ PTX = {
     "uint8": "u8",
     "int4": "s4",
     "uint4": "u4",
+    "uint1": "b1",
 }
 #: dtype whose finfo/iinfo describes the format (tf32 has none)
 INFO_DTYPE = {
@@ -46,6 +47,7 @@ INFO_DTYPE = {
     "uint8": np.uint8,
     "int4": ml_dtypes.int4,
     "uint4": ml_dtypes.uint4,
+    "uint1": ml_dtypes.uint1,
 }
 #: positive quiet NaN (IEEE 754-2019 6.2.1: exponent all ones, first trailing bit 1); e4m3's
 #: only NaN is S.1111.111
