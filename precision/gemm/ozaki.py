@@ -55,6 +55,8 @@ from typing import Any
 
 import numpy as np
 
+from precision.formats import get_format
+
 #: Pairwise coprime moduli, greedily from 256 down (256 = 2^8, 255 = 3·5·17, 253 = 11·23, ...).
 MODULI: tuple[int, ...] = (
     256, 255, 253, 251, 247, 241, 239, 233, 229, 227,
@@ -74,8 +76,8 @@ OZAKI1_MAX_SLICES = 8
 QMAX = 62
 #: Output formats: (precision p, exponent of the smallest subnormal, numpy dtype).
 TARGETS: dict[str, tuple[int, int, Any]] = {
-    "fp64": (53, -1074, np.float64),
-    "fp32": (24, -149, np.float32),
+    n: (f.precision, f.emin - f.precision + 1, f.storage.type)
+    for n, f in ((n, get_format(n)) for n in ("fp64", "fp32"))
 }
 METHODS: tuple[str, ...] = ("ozaki1", "ozaki2")
 FORMATS: dict[str, tuple[str, ...]] = {"ozaki1": ("int8", "fp16"), "ozaki2": ("int8",)}
@@ -83,9 +85,8 @@ FORMATS: dict[str, tuple[str, ...]] = {"ozaki1": ("int8", "fp16"), "ozaki2": ("i
 MARGIN_LOG2 = 20
 _LIMB = 32
 _MASK = (1 << _LIMB) - 1
-_CANON_NAN: dict[str, Any] = {
-    "fp64": np.uint64(0x7FF8_0000_0000_0000),
-    "fp32": np.uint32(0x7FC0_0000),
+_CANON_NAN: dict[str, Any] = {  # the IEEE quiet NaN of each target
+    n: get_format(n).bits_dtype.type(get_format(n).ieee_quiet_nan_bits) for n in TARGETS
 }
 _CHUNK = 1 << 20  # elements per chunk of the line statistics
 

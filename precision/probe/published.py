@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from precision.formats import from_bits, get_format, to_bits
@@ -65,14 +64,8 @@ GPUS: dict[str, tuple[str, str]] = {
     "H200": ("h200", "sm_90"),
     "B200": ("b200", "sm_100"),
 }
-#: Upstream format folder -> our format name.
-FORMATS: dict[str, str] = {
-    "fp16": "fp16",
-    "bf16": "bf16",
-    "tf32": "tf32",
-    "E4M3": "e4m3",
-    "E5M2": "e5m2",
-}
+#: Upstream format folder -> our format name (the registry resolves the folder names).
+FORMATS: dict[str, str] = {d: get_format(d).name for d in ("fp16", "bf16", "tf32", "E4M3", "E5M2")}
 OUTPUTS = ("fp32", "fp16")
 
 
@@ -495,13 +488,8 @@ def replay_block(a: np.ndarray, b: np.ndarray, c: np.ndarray, recipe: Recipe) ->
     raise ValueError(f"{recipe.name}: unknown schedule {recipe.schedule!r}")
 
 
-_STORAGE: dict[str, np.dtype] = {
-    "fp16": np.dtype(np.float16),
-    "bf16": np.dtype(ml_dtypes.bfloat16),
-    "e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
-    "e5m2": np.dtype(ml_dtypes.float8_e5m2),
-    "tf32": np.dtype(np.float32),  # fp32 containers; mma(fmt="tf32")
-}
+#: Operand storage dtypes (tf32: fp32 containers; mma(fmt="tf32")).
+_STORAGE: dict[str, np.dtype] = {n: get_format(n).storage for n in FORMATS.values()}
 
 
 def replay_mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, recipe: Recipe) -> np.ndarray:
