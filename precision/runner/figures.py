@@ -13,7 +13,7 @@ The same keys are accepted in both places (a command-line option overrides the c
     sharey = true                    # one y range for all panels (per device for tflops)
     size = [6.0, 3.2]                # width, height of the whole figure in inches
     format = ["png", "pdf"]          # png, pdf, svg, pgf
-    dodge = 0.3                      # horizontal spread of the series (0 = none)
+    dodge = 0.5                      # horizontal spread of the series (0 = none)
     dpi = 200                        # PNG resolution
     title = ""                       # default: the experiment name; "" for none
 
@@ -83,7 +83,7 @@ class PlotSpec:
     sharey: bool = True
     size: tuple[float, float] | None = None
     formats: tuple[str, ...] = ("png", "pdf")
-    dodge: float = 0.3
+    dodge: float = 0.5
     dpi: int = 200
     title: str | None = None
 

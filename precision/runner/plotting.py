@@ -81,7 +81,7 @@ BASELINE_STYLES = (  # colour, dash, marker
     ("black", (0, (1, 1.2)), "+"),
     ("0.45", (0, (5, 1.5, 1, 1.5)), "1"),
 )
-PANEL_W, PANEL_H = 2.25, 1.9  # inches per panel when no size is given
+PANEL_W, PANEL_H = 2.5, 2.4  # inches per panel when no size is given
 MAX_NOTE_LINES = 6
 
 

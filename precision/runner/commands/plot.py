@@ -65,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"file formats; repeat or comma-separate ({', '.join(FILE_FORMATS)}; "
         "default png,pdf; pgf needs a TeX installation)",
     )
-    p.add_argument("--dodge", type=float, help="horizontal spread of the series, 0..1 (0.3)")
+    p.add_argument("--dodge", type=float, help="horizontal spread of the series, 0..1 (0.5)")
     p.add_argument("--dpi", type=int, help="PNG resolution (default 200)")
     p.add_argument("--title", help='figure title (default: the experiment name; "" for none)')
     p.add_argument("--out", metavar="DIR", help="write here instead of RESULTS_DIR/figures")
