@@ -3,8 +3,10 @@ pivot table per plotted metric (series × x) as Markdown and LaTeX, next to the 
 
 ``<prefix>summary.csv``: one row per point (its identity columns, ``repeats``, ``ok`` = the
 number of repeats with status ok, ``status``) with the median over repeats of ``err_fro``,
-``err_max``, ``err_median``, ``tflops`` and ``time_s``. A median is NaN when any repeat has no
-value (an error row, a NaN error), so a point is never summarised from part of its repeats.
+``err_max``, ``err_median`` and, when the figures include ``tflops``, of ``tflops`` and
+``time_s`` (so a summary of errors only is the same on every rerun). A median is NaN when any
+repeat has no value (an error row, a NaN error), so a point is never summarised from part of
+its repeats.
 
 ``<prefix>summary.md`` / ``<prefix>summary.tex``: per metric of the figures, the same medians
 with the figure's panels and series as rows and the x values (sizes) as columns, three
@@ -32,7 +34,8 @@ ID_COLUMNS = (
     "backend",
     "arch",
 )
-VALUE_COLUMNS = ("err_fro", "err_max", "err_median", "tflops", "time_s")
+ERROR_COLUMNS = ("err_fro", "err_max", "err_median")
+TIMING_COLUMNS = ("tflops", "time_s")
 MISSING = "n/a"
 
 
@@ -42,8 +45,9 @@ def _median_all(values: pd.Series) -> float:
     return float(np.median(arr)) if arr.size and not np.isnan(arr).any() else float("nan")
 
 
-def summarize(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per point: identity columns, repeat counts, status and median metrics."""
+def summarize(table: pd.DataFrame, timing: bool = True) -> pd.DataFrame:
+    """One row per point: identity columns, repeat counts, status and median errors (and,
+    with ``timing``, median TFLOP/s and time)."""
     ids = [c for c in ID_COLUMNS if c in table]
     ok = table["status"] == "ok" if "status" in table else pd.Series(True, index=table.index)
     keys = [table[c].astype(str) if c == "correction" else table[c] for c in ids]
@@ -55,7 +59,7 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
             f"{v} ({n} of {len(s)})" for v, n in s.value_counts().items()
         )
     )  # fmt: skip
-    for column in VALUE_COLUMNS:
+    for column in ERROR_COLUMNS + (TIMING_COLUMNS if timing else ()):
         if column in table:
             values = pd.to_numeric(table[column], errors="coerce").where(ok)
             out[column] = values.groupby(keys, sort=True, dropna=False).agg(_median_all)
@@ -178,7 +182,7 @@ def write_summary(
 
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path = out_dir / f"{prefix}summary.csv"
-    summarize(table).to_csv(csv_path, index=False)
+    summarize(table, timing="tflops" in spec.metrics).to_csv(csv_path, index=False)
     _, _, x_label = choose_x(table, spec.x)
     repeats = int(table.groupby("point_id").size().max()) if "point_id" in table else 1
     md = [f"# Summary: median over {repeats} repeat(s) per point\n"]

@@ -256,6 +256,7 @@ def test_summary_is_the_median_over_repeats_and_missing_is_nan():
     assert s.loc[32, "err_fro"] == 2.0 and s.loc[32, "status"] == "ok" and s.loc[32, "ok"] == 3
     assert np.isnan(s.loc[64, "err_fro"])  # never a median of part of the repeats
     assert s.loc[64, "status"] == "ok (2 of 3), error (1 of 3)" and s.loc[64, "ok"] == 2
+    assert "tflops" in s and "tflops" not in summarize(table, timing=False)
     piv = pivot(table, PlotSpec(), "err_fro")
     assert list(piv.columns) == ["32", "64"]
     assert piv.index.names == ["distribution", "method", "format"]
