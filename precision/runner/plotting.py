@@ -314,126 +314,153 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
     if reference:
         sections.append(("baselines" if base_names else "reference", reference))
 
-    legend_rows = max((len(items) + 1 for _, items in sections), default=0)
-    legend_h = 0.16 * legend_rows + 0.1 if legend_rows else 0.0
-    note_h = 0.14 * (len(notes) + 1) + 0.05 if notes else 0.0
-    title_h = 0.25 if title else 0.0
-    if spec.size is not None:
-        width, height = spec.size
-    else:
-        width = 0.55 + PANEL_W * ncols
-        height = PANEL_H * nrows + 0.35 + legend_h + note_h + title_h
-    fig = plt.figure(figsize=(width, height), dpi=spec.dpi, layout="constrained")
-    parts = [height - legend_h - note_h, legend_h, note_h]
-    keep = [h > 0 for h in parts]
-    subfigs = fig.subfigures(sum(keep), 1, height_ratios=[h for h in parts if h > 0], squeeze=False)
-    sub_iter = iter(subfigs[:, 0])
-    top = next(sub_iter)
-    legend_fig = next(sub_iter) if keep[1] else None
-    note_fig = next(sub_iter) if keep[2] else None
-    axes = top.subplots(nrows, ncols, squeeze=False)
-    if title:
-        top.suptitle(title, fontsize="medium")
+    def build(layout: list[list[tuple[str, list[tuple[Any, str]]]]]) -> tuple[Any, Any]:
+        """The figure with the legend sections stacked into ``layout``'s columns."""
+        legend_rows = max((sum(len(items) + 1 for _, items in col) for col in layout), default=0)
+        legend_h = 0.16 * legend_rows + 0.1 if legend_rows else 0.0
+        note_lines = sum(1 + len(n) // 70 for n in notes)
+        note_h = 0.13 * (note_lines + 1) + 0.05 if notes else 0.0
+        title_h = 0.25 if title else 0.0
+        if spec.size is not None:
+            width, height = spec.size
+        else:
+            width = 0.55 + PANEL_W * ncols
+            height = PANEL_H * nrows + 0.35 + legend_h + note_h + title_h
+        fig = plt.figure(figsize=(width, height), dpi=spec.dpi, layout="constrained")
+        parts = [height - legend_h - note_h, legend_h, note_h]
+        keep = [h > 0 for h in parts]
+        subfigs = fig.subfigures(
+            sum(keep), 1, height_ratios=[h for h in parts if h > 0], squeeze=False
+        )
+        sub_iter = iter(subfigs[:, 0])
+        top = next(sub_iter)
+        legend_fig = next(sub_iter) if keep[1] else None
+        note_fig = next(sub_iter) if keep[2] else None
+        axes = top.subplots(nrows, ncols, squeeze=False)
+        if title:
+            top.suptitle(title, fontsize="medium")
 
-    groups: dict[Any, list[Any]] = {}
-    for r, row in enumerate(rows):
-        for c, col in enumerate(cols):
-            ax = axes[r, c]
-            panel = d[(d["_row"] == row) & (d["_col"] == col)]
-            if panel.empty:
-                ax.set_visible(False)
-                continue
-            for kind, key in frame.series:
-                sel = panel[(panel["_series"] == key) & panel["_valid"]]
-                if sel.empty:
+        groups: dict[Any, list[Any]] = {}
+        for r, row in enumerate(rows):
+            for c, col in enumerate(cols):
+                ax = axes[r, c]
+                panel = d[(d["_row"] == row) & (d["_col"] == col)]
+                if panel.empty:
+                    ax.set_visible(False)
                     continue
-                if kind == "baseline":
-                    color, ls, mk = base_style[key]
-                    ms, lw, z = 6, 1.2, 3
-                else:
-                    h, s = key.split("\x00")
-                    color = palette[h] if spec.hue != "none" else "C0"
-                    ls, mk = dash[s], marker[s]
-                    ms, lw, z = 4, 1.1, 2
-                factor = 10.0 ** offset[key]
-                med = sel.groupby("_x")["_value"].median().sort_index()
-                ax.scatter(
-                    sel["_x"] * factor, sel["_value"], s=5, color=color, alpha=0.3,
-                    linewidths=0, zorder=1,
-                )  # fmt: skip
-                ax.plot(
-                    med.index * factor, med.values, color=color, ls=ls, marker=mk, ms=ms,
-                    lw=lw, mec="white" if mk not in "x+1" else color, mew=0.5, zorder=z,
-                )  # fmt: skip
+                for kind, key in frame.series:
+                    sel = panel[(panel["_series"] == key) & panel["_valid"]]
+                    if sel.empty:
+                        continue
+                    if kind == "baseline":
+                        color, ls, mk = base_style[key]
+                        ms, lw, z = 6, 1.2, 3
+                    else:
+                        h, s = key.split("\x00")
+                        color = palette[h] if spec.hue != "none" else "C0"
+                        ls, mk = dash[s], marker[s]
+                        ms, lw, z = 4, 1.1, 2
+                    factor = 10.0 ** offset[key]
+                    med = sel.groupby("_x")["_value"].median().sort_index()
+                    ax.scatter(
+                        sel["_x"] * factor, sel["_value"], s=5, color=color, alpha=0.3,
+                        linewidths=0, zorder=1,
+                    )  # fmt: skip
+                    ax.plot(
+                        med.index * factor, med.values, color=color, ls=ls, marker=mk, ms=ms,
+                        lw=lw, mec="white" if mk not in "x+1" else color, mew=0.5, zorder=z,
+                    )  # fmt: skip
+                if metric in ERROR_METRICS:
+                    ax.axhline(FP32_UNIT_ROUNDOFF, color="0.35", ls=(0, (1, 2)), lw=0.9, zorder=0)
+                if col and (r == 0 or not axes[r - 1, c].get_visible()):
+                    ax.set_title(col, fontsize="small")
+                if row and (c == ncols - 1 or not axes[r, c + 1].get_visible()):
+                    ax.annotate(
+                        textwrap.fill(row, 30), xy=(1.03, 0.5), xycoords="axes fraction",
+                        rotation=270, ha="left", va="center", fontsize="small",
+                    )  # fmt: skip
+                share = panel["_device"].iloc[0] if spec.sharey else (r, c)
+                groups.setdefault(share, []).append((ax, panel))
+
+        for members in groups.values():
+            values = pd.concat([p.loc[p["_valid"], "_value"] for _, p in members])
             if metric in ERROR_METRICS:
-                ax.axhline(FP32_UNIT_ROUNDOFF, color="0.35", ls=(0, (1, 2)), lw=0.9, zorder=0)
-            if col and (r == 0 or not axes[r - 1, c].get_visible()):
-                ax.set_title(col, fontsize="small")
-            if row and (c == ncols - 1 or not axes[r, c + 1].get_visible()):
-                ax.annotate(
-                    textwrap.fill(row, 30), xy=(1.03, 0.5), xycoords="axes fraction",
-                    rotation=270, ha="left", va="center", fontsize="small",
-                )  # fmt: skip
-            share = panel["_device"].iloc[0] if spec.sharey else (r, c)
-            groups.setdefault(share, []).append((ax, panel))
+                values = pd.concat([values, pd.Series([FP32_UNIT_ROUNDOFF])])
+            lo, hi = _decade_limits(values.to_numpy()) if len(values) else (1e-8, 1.0)
+            for ax, _ in members:
+                ax.set_yscale("log")
+                ax.set_ylim(lo, hi)
+                ax.yaxis.set_major_locator(LogLocator(base=10, numticks=7))
+                ax.yaxis.set_major_formatter(LogFormatterSciNotation(base=10))
+                subs = [2.0, 3, 4, 5, 6, 7, 8, 9]
+                ax.yaxis.set_minor_locator(LogLocator(base=10, subs=subs, numticks=50))
+                ax.yaxis.set_minor_formatter(NullFormatter())
 
-    for members in groups.values():
-        values = pd.concat([p.loc[p["_valid"], "_value"] for _, p in members])
-        if metric in ERROR_METRICS:
-            values = pd.concat([values, pd.Series([FP32_UNIT_ROUNDOFF])])
-        lo, hi = _decade_limits(values.to_numpy()) if len(values) else (1e-8, 1.0)
-        for ax, _ in members:
-            ax.set_yscale("log")
-            ax.set_ylim(lo, hi)
-            ax.yaxis.set_major_locator(LogLocator(base=10, numticks=7))
-            ax.yaxis.set_major_formatter(LogFormatterSciNotation(base=10))
-            subs = [2.0, 3, 4, 5, 6, 7, 8, 9]
-            ax.yaxis.set_minor_locator(LogLocator(base=10, subs=subs, numticks=50))
-            ax.yaxis.set_minor_formatter(NullFormatter())
+        major, labels, minor = _x_ticks(xs)
+        pad = 10.0 ** (spread / 2 + 0.08)
+        for r in range(nrows):
+            for c in range(ncols):
+                ax = axes[r, c]
+                if not ax.get_visible():
+                    continue
+                ax.set_xscale("log", base=2)
+                ax.set_xlim(xs[0] / pad, xs[-1] * pad)
+                ax.set_xticks(major, labels)
+                ax.xaxis.set_minor_locator(FixedLocator(minor))
+                ax.xaxis.set_minor_formatter(NullFormatter())
+                below = r + 1 < nrows and axes[r + 1, c].get_visible()
+                ax.set_xlabel("" if below else frame.x_label)
+                if below:
+                    ax.tick_params(labelbottom=False)
+                ax.set_ylabel(METRIC_LABELS[metric] if c == 0 else "")
+                if spec.sharey and c > 0 and axes[r, 0].get_visible():
+                    ax.tick_params(labelleft=False)
 
-    major, labels, minor = _x_ticks(xs)
-    pad = 10.0 ** (spread / 2 + 0.08)
-    for r in range(nrows):
-        for c in range(ncols):
-            ax = axes[r, c]
-            if not ax.get_visible():
-                continue
-            ax.set_xscale("log", base=2)
-            ax.set_xlim(xs[0] / pad, xs[-1] * pad)
-            ax.set_xticks(major, labels)
-            ax.xaxis.set_minor_locator(FixedLocator(minor))
-            ax.xaxis.set_minor_formatter(NullFormatter())
-            below = r + 1 < nrows and axes[r + 1, c].get_visible()
-            ax.set_xlabel("" if below else frame.x_label)
-            if below:
-                ax.tick_params(labelbottom=False)
-            ax.set_ylabel(METRIC_LABELS[metric] if c == 0 else "")
-            if spec.sharey and c > 0 and axes[r, 0].get_visible():
-                ax.tick_params(labelleft=False)
+        legend = None
+        if legend_fig is not None and layout:
+            handles, labels_, bold = [], [], set()
+            for column in layout:
+                used = 0
+                for name, items in column:
+                    handles.append(Line2D([], [], ls="none"))
+                    labels_.append(name)
+                    bold.add(len(labels_) - 1)
+                    for handle, label in items:
+                        handles.append(handle)
+                        labels_.append(label)
+                    used += len(items) + 1
+                for _ in range(legend_rows - used):
+                    handles.append(Line2D([], [], ls="none"))
+                    labels_.append("")
+            legend = legend_fig.legend(
+                handles, labels_, loc="center", ncols=len(layout), frameon=False,
+                fontsize="small", handlelength=2.8, columnspacing=1.4, borderaxespad=0.0,
+            )  # fmt: skip
+            for i, text in enumerate(legend.get_texts()):
+                if i in bold:
+                    text.set_fontweight("bold")
+        if note_fig is not None:
+            chars = max(40, int(width * 72 / 3.4))  # x-small text: about 3.4 pt per character
+            wrapped = [textwrap.fill(n, chars, subsequent_indent="    ") for n in notes]
+            text = "Not shown (no finite positive value):\n" + "\n".join(wrapped)
+            note_fig.text(0.02, 0.5, text, ha="left", va="center", fontsize="x-small", color="0.2")
 
-    if legend_fig is not None and sections:
-        handles, labels_, bold = [], [], set()
-        for name, items in sections:
-            handles.append(Line2D([], [], ls="none"))
-            labels_.append(name)
-            bold.add(len(labels_) - 1)
-            for handle, label in items:
-                handles.append(handle)
-                labels_.append(label)
-            for _ in range(legend_rows - len(items) - 1):
-                handles.append(Line2D([], [], ls="none"))
-                labels_.append("")
-        legend = legend_fig.legend(
-            handles, labels_, loc="center", ncols=len(sections), frameon=False,
-            fontsize="small", handlelength=2.8, columnspacing=1.4, borderaxespad=0.0,
-        )  # fmt: skip
-        for i, text in enumerate(legend.get_texts()):
-            if i in bold:
-                text.set_fontweight("bold")
-    if note_fig is not None:
-        text = "Not shown (no finite positive value):\n" + "\n".join(notes)
-        note_fig.text(0.02, 0.5, text, ha="left", va="center", fontsize="x-small", color="0.2")
-    return fig
+        return fig, legend
+
+    # As many legend columns as fit the figure's width (sections stacked otherwise).
+    for n_cols in range(len(sections), 0, -1):
+        layout: list[list[tuple[str, list[tuple[Any, str]]]]] = [[] for _ in range(n_cols)]
+        for section in sections:  # each section to the shortest column so far
+            heights = [sum(len(items) + 1 for _, items in col) for col in layout]
+            layout[heights.index(min(heights))].append(section)
+        fig, legend = build(layout)
+        if legend is None or n_cols == 1:
+            return fig
+        fig.canvas.draw()
+        if legend.get_window_extent().width <= fig.bbox.width * 0.98:
+            return fig
+        plt.close(fig)
+    return build([])[0]
 
 
 def missing_tex(formats: Iterable[str]) -> str | None:
