@@ -26,6 +26,15 @@ from precision.gemm.schedule import CORRECTIONS, METHODS, Schedule, get_schedule
 
 BACKENDS: tuple[str, ...] = ("emulator", "cuda", "cublas", "numpy")
 
+#: The CPU fp32/fp64 baselines as (method, format, backend): the exact fp32 FMA chain on the
+#: emulator (:mod:`precision.gemm.sgemm`) and numpy's float32/float64 matmul. No other method
+#: runs on fp32/fp64, and the numpy backend runs nothing else (arch is ignored by all three).
+CPU_BASELINES: tuple[tuple[str, str, str], ...] = (
+    ("plain", "fp32", "emulator"),
+    ("plain", "fp32", "numpy"),
+    ("plain", "fp64", "numpy"),
+)
+
 #: (method, format, correction) -> cublas_gemm mode.
 CUBLAS_MODES: dict[tuple[str, str, str | None], str] = {
     ("plain", "fp32", None): "sgemm",

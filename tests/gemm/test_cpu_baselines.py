@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from precision.gemm import BACKENDS, available_backends, gemm
+from precision.gemm.api import CPU_BASELINES
 from precision.gemm.sgemm import fma_chain_sgemm
 
 F32_MIN_SUB = Fraction(1, 2**149)
@@ -153,6 +154,14 @@ def test_emulator_backend_fp32_is_the_fma_chain_and_refuses_other_methods():
     for method in ("corrected", "satf"):
         with pytest.raises(ValueError, match="fmt='fp32'.*method='plain' only"):
             gemm(A, B, method=method, fmt="fp32", backend="emulator")
+
+
+def test_every_listed_cpu_baseline_runs():
+    A = np.eye(3, 4, dtype=np.float32)
+    B = np.arange(8, dtype=np.float32).reshape(4, 2)
+    for method, fmt, backend in CPU_BASELINES:
+        out = gemm(A, B, method=method, fmt=fmt, backend=backend)
+        np.testing.assert_array_equal(out, (A @ B).astype(out.dtype))  # exact: small integers
 
 
 def test_numpy_backend_is_numpy_matmul_in_float32_and_float64():
