@@ -25,6 +25,7 @@ What keeps the figures honest and readable:
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -119,10 +120,9 @@ def _dim_title(dim: str, value: str) -> str:
 
 
 def _natural_key(value: str) -> tuple:
-    try:
-        return (0, float(value), "")
-    except ValueError:
-        return (1, 0.0, value)
+    """Sort key that orders embedded integers numerically ("m = 64" before "m = 128")."""
+    parts = re.split(r"(\d+)", value)
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
 
 
 def _ordered(values: Iterable[str]) -> list[str]:
@@ -205,17 +205,23 @@ def _decade_limits(values: np.ndarray) -> tuple[float, float]:
 
 
 def _x_ticks(xs: list[float]) -> tuple[list[float], list[str], list[float]]:
-    """Major ticks with labels, and unlabelled minor ticks, for the swept x values."""
-    ints = [int(v) for v in xs]
-    pow2 = all(v > 0 and v & (v - 1) == 0 for v in ints)
-    if len(xs) <= 6 and max(ints) < 100000:
-        return xs, [str(v) for v in ints], []
-    step = math.ceil(len(xs) / 6)
-    major = xs[::step]
-    if pow2:
-        labels = [f"$2^{{{int(math.log2(v))}}}$" for v in major]
+    """Major ticks with labels, and unlabelled minor ticks, for the swept x values: at most
+    six labels, at least a seventh of the axis's (log) span apart; powers of two as 2^p when
+    some must be left out."""
+    logs = np.log2(xs)
+    span = float(logs[-1] - logs[0]) or 1.0
+    major = [xs[0]]
+    for v, lv in zip(xs[1:], logs[1:], strict=True):
+        if lv - math.log2(major[-1]) >= span / 7 - 1e-9:
+            major.append(v)
+    while len(major) > 6:
+        major = major[::2]
+    ints = [int(v) for v in major]
+    pow2 = all(v > 0 and v & (v - 1) == 0 for v in (int(x) for x in xs))
+    if pow2 and len(major) < len(xs):
+        labels = [f"$2^{{{int(math.log2(v))}}}$" for v in ints]
     else:
-        labels = [f"{int(v):d}" if v < 100000 else f"{v:.0e}" for v in major]
+        labels = [f"{v:d}" if v < 100000 else f"{v:.0e}" for v in ints]
     return major, labels, [v for v in xs if v not in major]
 
 
@@ -340,6 +346,10 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
         if title:
             top.suptitle(title, fontsize="medium")
 
+        present = [
+            [bool(((d["_row"] == row) & (d["_col"] == col)).any()) for col in cols] for row in rows
+        ]
+        first_col = [next((c for c in range(ncols) if present[r][c]), 0) for r in range(nrows)]
         groups: dict[Any, list[Any]] = {}
         for r, row in enumerate(rows):
             for c, col in enumerate(cols):
@@ -372,9 +382,9 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
                     )  # fmt: skip
                 if metric in ERROR_METRICS:
                     ax.axhline(FP32_UNIT_ROUNDOFF, color="0.35", ls=(0, (1, 2)), lw=0.9, zorder=0)
-                if col and (r == 0 or not axes[r - 1, c].get_visible()):
+                if col and (r == 0 or not present[r - 1][c]):
                     ax.set_title(col, fontsize="small")
-                if row and (c == ncols - 1 or not axes[r, c + 1].get_visible()):
+                if row and (c == ncols - 1 or not any(present[r][c + 1 :])):
                     ax.annotate(
                         textwrap.fill(row, 30), xy=(1.03, 0.5), xycoords="axes fraction",
                         rotation=270, ha="left", va="center", fontsize="small",
@@ -408,12 +418,12 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
                 ax.set_xticks(major, labels)
                 ax.xaxis.set_minor_locator(FixedLocator(minor))
                 ax.xaxis.set_minor_formatter(NullFormatter())
-                below = r + 1 < nrows and axes[r + 1, c].get_visible()
+                below = any(present[r2][c] for r2 in range(r + 1, nrows))
                 ax.set_xlabel("" if below else frame.x_label)
                 if below:
                     ax.tick_params(labelbottom=False)
-                ax.set_ylabel(METRIC_LABELS[metric] if c == 0 else "")
-                if spec.sharey and c > 0 and axes[r, 0].get_visible():
+                ax.set_ylabel(METRIC_LABELS[metric] if c == first_col[r] else "")
+                if spec.sharey and c > first_col[r]:
                     ax.tick_params(labelleft=False)
 
         legend = None

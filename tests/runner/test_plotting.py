@@ -225,6 +225,21 @@ def test_other_varying_dimensions_become_panels():
     assert frame.x_label == "m = k"  # m moves with k: one axis, said so
 
 
+def test_panel_grid_with_gaps_labels_every_row_in_numeric_order():
+    table = pd.concat(
+        [
+            rows(repeats=1, dists=("a",), shape=lambda s: (s, 128, s)),
+            rows(repeats=1, dists=("a", "b"), shape=lambda s: (s, 64, s)),
+        ]
+    )
+    fig = draw_figure(prepare(table, PlotSpec(x="k"), "err_fro"), "err_fro", PlotSpec(x="k"), "")
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(axes) == 3  # (n = 128, b) is absent
+    margin = [t.get_text() for ax in axes for t in ax.texts]
+    assert margin == ["n = 64", "n = 128"]  # 64 before 128; the gap row labelled too
+    assert [ax.get_ylabel() != "" for ax in axes] == [True, False, True]
+
+
 def test_plot_results_writes_formats_at_the_given_size_and_summary(tmp_path):
     spec = PlotSpec(metrics=("err_fro",), formats=("png", "svg", "pdf"), size=(4.0, 3.0), dpi=100)
     paths = plot_results(rows(), tmp_path, "t", spec, prefix="q_")
