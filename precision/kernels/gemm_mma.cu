@@ -26,6 +26,7 @@
 #include <cuda_fp8.h>
 
 #include "common.cuh"
+#include "mma_sync.cuh"
 
 namespace prec {
 
@@ -48,7 +49,7 @@ template <> struct Traits<E4M3> { static constexpr int KI = 32, AREG = 4, BREG =
 template <> struct Traits<E5M2> { static constexpr int KI = 32, AREG = 4, BREG = 2; };
 template <> struct Traits<S8>   { static constexpr int KI = 32, AREG = 4, BREG = 2; };
 
-// ---- packing of rounded values into mma operand registers (pack2: common.cuh) --------
+// ---- packing of four rounded 8-bit values into one mma operand register ---------------
 template <int FMT> __device__ __forceinline__ uint32_t pack4(const float* v);
 template <> __device__ __forceinline__ uint32_t pack4<E4M3>(const float* v) {
   uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(v[0], v[1]), __NV_SATFINITE, __NV_E4M3);
@@ -71,98 +72,45 @@ template <> __device__ __forceinline__ uint32_t pack4<S8>(const float* v) {
   return r;
 }
 
-// Operand registers from the KI/4 values x[j] = M[row][k0 + q + 4j] (two rows for A).
-// f16/bf16 slots (2q+e+8h) <- j = e + 2h; tf32 slot q+4j <- j; 8-bit slots 4q+i+16h <- j=i+4h.
+// Operand registers from the KI/4 = 8 values x[j] = M[row][k0 + q + 4j] (two rows for A) of
+// an 8-bit format (the register path serves only fp8/int8): slots 4q+i+16h <- j = i+4h.
 template <int FMT>
 __device__ __forceinline__ void make_a(uint32_t (&a)[4], const float* x0, const float* x1) {
-  if constexpr (FMT == F16 || FMT == BF16) {
-    a[0] = pack2<FMT>(x0[0], x0[1]);
-    a[1] = pack2<FMT>(x1[0], x1[1]);
-    a[2] = pack2<FMT>(x0[2], x0[3]);
-    a[3] = pack2<FMT>(x1[2], x1[3]);
-  } else if constexpr (FMT == TF32) {
-    a[0] = tf32_rne_bits(x0[0]);
-    a[1] = tf32_rne_bits(x1[0]);
-    a[2] = tf32_rne_bits(x0[1]);
-    a[3] = tf32_rne_bits(x1[1]);
-  } else {
-    a[0] = pack4<FMT>(x0);
-    a[1] = pack4<FMT>(x1);
-    a[2] = pack4<FMT>(x0 + 4);
-    a[3] = pack4<FMT>(x1 + 4);
-  }
+  static_assert(FMT == E4M3 || FMT == E5M2 || FMT == S8, "make_a: 8-bit formats only");
+  a[0] = pack4<FMT>(x0);
+  a[1] = pack4<FMT>(x1);
+  a[2] = pack4<FMT>(x0 + 4);
+  a[3] = pack4<FMT>(x1 + 4);
 }
 
 template <int FMT>
 __device__ __forceinline__ void make_b(uint32_t (&b)[2], const float* y) {
-  if constexpr (FMT == F16 || FMT == BF16) {
-    b[0] = pack2<FMT>(y[0], y[1]);
-    b[1] = pack2<FMT>(y[2], y[3]);
-  } else if constexpr (FMT == TF32) {
-    b[0] = tf32_rne_bits(y[0]);
-    b[1] = tf32_rne_bits(y[1]);
-  } else {
-    b[0] = pack4<FMT>(y);
-    b[1] = pack4<FMT>(y + 4);
-  }
+  static_assert(FMT == E4M3 || FMT == E5M2 || FMT == S8, "make_b: 8-bit formats only");
+  b[0] = pack4<FMT>(y);
+  b[1] = pack4<FMT>(y + 4);
 }
 
-// ---- the mma instructions ---------------------------------------------------------------
+// ---- the mma instructions (wrappers: mma_sync.cuh) ------------------------------------------
 template <int FMT, bool SAT>
 __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
                                     const float (&c)[4]) {
   if constexpr (FMT == F16) {
-    asm(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%10,%11,%12,%13};\n"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
-          "f"(c[1]), "f"(c[2]), "f"(c[3]));
+    mma_m16n8k16_f32_f16(d, a, b, c);
   } else if constexpr (FMT == BF16) {
-    asm(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%10,%11,%12,%13};\n"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
-          "f"(c[1]), "f"(c[2]), "f"(c[3]));
+    mma_m16n8k16_f32_bf16(d, a, b, c);
   } else if constexpr (FMT == TF32) {
-    asm(
-        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%10,%11,%12,%13};\n"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
-          "f"(c[1]), "f"(c[2]), "f"(c[3]));
+    mma_m16n8k8_f32_tf32(d, a, b, c);
   } else if constexpr (FMT == E4M3) {
-    asm(
-        "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%10,%11,%12,%13};\n"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
-          "f"(c[1]), "f"(c[2]), "f"(c[3]));
+    mma_m16n8k32_f32_e4m3(d, a, b, c);
   } else if constexpr (FMT == E5M2) {
-    asm(
-        "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%10,%11,%12,%13};\n"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
-          "f"(c[1]), "f"(c[2]), "f"(c[3]));
+    mma_m16n8k32_f32_e5m2(d, a, b, c);
   } else {  // S8: accumulators hold s32 bit patterns in float registers
-    const uint32_t* ci = reinterpret_cast<const uint32_t*>(c);
-    uint32_t* di = reinterpret_cast<uint32_t*>(d);
+    const uint32_t(&ci)[4] = reinterpret_cast<const uint32_t(&)[4]>(c);
+    uint32_t(&di)[4] = reinterpret_cast<uint32_t(&)[4]>(d);
     if constexpr (SAT) {
-      asm(
-          "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32 {%0,%1,%2,%3}, "
-          "{%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-          : "=r"(di[0]), "=r"(di[1]), "=r"(di[2]), "=r"(di[3])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(ci[0]),
-            "r"(ci[1]), "r"(ci[2]), "r"(ci[3]));
+      mma_m16n8k32_s32_s8_satfinite(di, a, b, ci);
     } else {
-      asm(
-          "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, "
-          "{%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-          : "=r"(di[0]), "=r"(di[1]), "=r"(di[2]), "=r"(di[3])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(ci[0]),
-            "r"(ci[1]), "r"(ci[2]), "r"(ci[3]));
+      mma_m16n8k32_s32_s8(di, a, b, ci);
     }
   }
 }

@@ -19,8 +19,12 @@
 //     row = g + 8*((i>>2)&1), col = 4t + (i&3) + 16*(i>=8).
 //   8-bit B, 2 regs of x4, element i in 0..7: k = 4t + (i&3) + 16*(i>=4), n = g.
 //
-// Compile with nvcc -arch=sm_90 -cubin (no -ftz: nothing here does CUDA-core float math).
+// The instructions themselves are the wrappers of precision/kernels/mma_sync.cuh, the ones the
+// GEMM kernels use (here ORDERED = true: asm volatile, accumulators as raw bits). Compile with nvcc -arch=sm_90 -cubin -I precision/kernels (no -ftz:
+// nothing here does CUDA-core float math).
 #include <stdint.h>
+
+#include "mma_sync.cuh"
 
 #define TILE_LOOP                                                                           \
     const int lane = threadIdx.x & 31;                                                      \
@@ -106,14 +110,8 @@ __device__ __forceinline__ void load_b8(const uint8_t* B, int k0, int g, int t4,
     }
 }
 
-// ---- the instructions ----------------------------------------------------------------------
-#define MMA_F32ACC(PTX)                                                              \
-    asm volatile(PTX " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"              \
-                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])                            \
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
-
 // One kernel per instruction. Generic 32-bit-accumulator body:
-#define PROBE_ACC32(NAME, TIN, KI, LOADA, LOADB, PTX)                                        \
+#define PROBE_ACC32(NAME, TIN, KI, LOADA, LOADB, MMA)                                        \
     extern "C" __global__ void NAME(const TIN* __restrict__ A, const TIN* __restrict__ B,    \
                                     const uint32_t* __restrict__ C, uint32_t* __restrict__ D, \
                                     long long T, int nchain) {                               \
@@ -126,26 +124,26 @@ __device__ __forceinline__ void load_b8(const uint8_t* B, int k0, int g, int t4,
             for (int s = 0; s < nchain; ++s) {                                               \
                 LOADA(At, K, s * KI, g, t4, a);                                              \
                 LOADB(Bt, s * KI, g, t4, b);                                                 \
-                MMA_F32ACC(PTX);                                                       \
+                MMA<true>(d, a, b, d);                                                   \
             }                                                                                \
             store_d32(D + tile * 128, g, t4, d);                                             \
         }                                                                                    \
     }
 
 PROBE_ACC32(probe_f16_f32, uint16_t, 16, load_a16, load_b16,
-            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
+            pk::mma_m16n8k16_f32_f16)
 PROBE_ACC32(probe_bf16_f32, uint16_t, 16, load_a16, load_b16,
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32")
+            pk::mma_m16n8k16_f32_bf16)
 PROBE_ACC32(probe_tf32_f32, uint32_t, 8, load_atf, load_btf,
-            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32")
+            pk::mma_m16n8k8_f32_tf32)
 PROBE_ACC32(probe_e4m3_f32, uint8_t, 32, load_a8, load_b8,
-            "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32")
+            pk::mma_m16n8k32_f32_e4m3)
 PROBE_ACC32(probe_e5m2_f32, uint8_t, 32, load_a8, load_b8,
-            "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32")
+            pk::mma_m16n8k32_f32_e5m2)
 PROBE_ACC32(probe_s8_s32, uint8_t, 32, load_a8, load_b8,
-            "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32")
+            pk::mma_m16n8k32_s32_s8)
 PROBE_ACC32(probe_s8_s32_satfinite, uint8_t, 32, load_a8, load_b8,
-            "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32")
+            pk::mma_m16n8k32_s32_s8_satfinite)
 
 // f16 accumulator: C and D are 2 registers of f16x2.
 extern "C" __global__ void probe_f16_f16(const uint16_t* __restrict__ A,
@@ -161,11 +159,7 @@ extern "C" __global__ void probe_f16_f16(const uint16_t* __restrict__ A,
         for (int s = 0; s < nchain; ++s) {
             load_a16(At, K, s * 16, g, t4, a);
             load_b16(Bt, s * 16, g, t4, b);
-            asm volatile(
-                "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, "
-                "{%6,%7}, {%0,%1};\n"
-                : "+r"(d[0]), "+r"(d[1])
-                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+            pk::mma_m16n8k16_f16_f16<true>(d, a, b, d);
         }
         store_d16(D + tile * 128, g, t4, d);
     }
