@@ -15,25 +15,25 @@
 namespace pk {
 
 // d = a * b + c with four 32-bit accumulator registers of type T held in constraint class R.
-#define PK_MMA_SYNC_ACC4(NAME, PTX, T, R)                                                      \
-  template <bool ORDERED = false>                                                              \
-  __device__ __forceinline__ void NAME(T(&d)[4], const uint32_t(&a)[4], const uint32_t(&b)[2], \
-                                       const T(&c)[4]) {                                       \
-    if constexpr (ORDERED) {                                                                   \
-      asm volatile(PTX " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"          \
-                   : "=" R(d[0]), "=" R(d[1]), "=" R(d[2]), "=" R(d[3])                        \
-                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),         \
-                     R(c[0]), R(c[1]), R(c[2]), R(c[3]));                                      \
-    } else {                                                                                   \
-      asm(PTX " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"                   \
-          : "=" R(d[0]), "=" R(d[1]), "=" R(d[2]), "=" R(d[3])                                 \
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), R(c[0]),         \
-            R(c[1]), R(c[2]), R(c[3]));                                                        \
-    }                                                                                          \
+#define PK_MMA_SYNC_ACC4(NAME, PTX, T, R)                                                        \
+  template <bool ORDERED = false>                                                                \
+  __device__ __forceinline__ void NAME(T(&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], \
+                                       const T(&c)[4]) {                                         \
+    if constexpr (ORDERED) {                                                                     \
+      asm volatile(PTX " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"            \
+                   : "=" R(d[0]), "=" R(d[1]), "=" R(d[2]), "=" R(d[3])                          \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), R(c[0]),  \
+                     R(c[1]), R(c[2]), R(c[3]));                                                 \
+    } else {                                                                                     \
+      asm(PTX " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"                     \
+          : "=" R(d[0]), "=" R(d[1]), "=" R(d[2]), "=" R(d[3])                                   \
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), R(c[0]), R(c[1]),  \
+            R(c[2]), R(c[3]));                                                                   \
+    }                                                                                            \
   }
 
 // fp32 accumulators: as float (the GEMMs) or as their bit patterns (the probes).
-#define PK_MMA_SYNC_F32(NAME, PTX)         \
+#define PK_MMA_SYNC_F32(NAME, PTX)        \
   PK_MMA_SYNC_ACC4(NAME, PTX, float, "f") \
   PK_MMA_SYNC_ACC4(NAME, PTX, uint32_t, "r")
 
@@ -43,8 +43,8 @@ PK_MMA_SYNC_F32(mma_m16n8k8_f32_tf32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32
 PK_MMA_SYNC_F32(mma_m16n8k32_f32_e4m3, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32")
 PK_MMA_SYNC_F32(mma_m16n8k32_f32_e5m2, "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32")
 // s32 accumulators (c, d: 4 x s32 bit patterns); satfinite clamps to [INT32_MIN, INT32_MAX].
-PK_MMA_SYNC_ACC4(mma_m16n8k32_s32_s8, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
-                 uint32_t, "r")
+PK_MMA_SYNC_ACC4(mma_m16n8k32_s32_s8, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", uint32_t,
+                 "r")
 PK_MMA_SYNC_ACC4(mma_m16n8k32_s32_s8_satfinite,
                  "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32", uint32_t, "r")
 

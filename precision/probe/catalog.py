@@ -166,20 +166,6 @@ for _i in _BASE:
         )
         INSTRUCTIONS[_c.name] = _c
 
-#: Data kinds, in the order of their uint8 index in a recording.
-KINDS: tuple[str, ...] = (
-    "small_int",
-    "normal",
-    "wide_exp",
-    "random_bits",
-    "cancellation",
-    "subnormal",
-    "special",
-    "tf32_lowbits",
-    "extreme",
-    "exp_floor",
-)
-
 
 def kinds_for(instr: Instruction) -> tuple[str, ...]:
     """The data kinds that make sense for ``instr``."""
