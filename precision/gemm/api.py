@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from precision.gemm.schedule import CORRECTIONS, METHODS, Schedule, get_schedule
+from precision.kernels.launch import launch_gemm
 
 BACKENDS: tuple[str, ...] = ("emulator", "cuda", "cublas", "numpy")
 #: Ozaki schemes I and II (precision.gemm.ozaki): not schedules of MMA steps, dispatched first.
@@ -62,7 +63,6 @@ def _check_matrices(A: Any, B: Any) -> None:
 def cuda_gemm(A: Any, B: Any, schedule: Schedule, *, arch: str = "sm90") -> Any:
     """Run ``schedule``'s CUDA kernel on device (CuPy) or host arrays; returns a CuPy array."""
     from precision.gpu import require_gpu
-    from precision.kernels.launch import launch_gemm
 
     cp = require_gpu(f"backend='cuda' (kernel {schedule.kernel})")
     s = schedule.split.lo_scale_log2 if schedule.split else 0

@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         split_smem_bytes,
         split_tensor_maps,
     )
+    from precision.kernels.specs import kernel_spec
     from precision.telemetry import summarize, time_gpu_sampled
 
     n = args.n
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                 split = schedules[name].split
                 s = split.lo_scale_log2 if split else 0
                 fn = module.get_function(name)
-                fmt = name.rsplit("_", 1)[1]
+                fmt = kernel_spec(name).fmt
                 bits = "32" if fmt == "tf32" else "16"
                 smem = split_smem_bytes(fmt, knobs.get("SLOTS" + bits, WG_SPLIT_SLOTS[fmt]))
                 fn.max_dynamic_shared_size_bytes = smem
