@@ -4,9 +4,9 @@
     python -m precision.kernels.generated --check    # exit 1 naming each stale file
 
 ``--check`` (run by ``.ci/run``) compares each committed file byte for byte with its
-generator's output and writes nothing. Today the one generated source is ``wgmma_ops.cuh``
-(from :mod:`precision.kernels.gen_wgmma_ops`); a new generator is one more entry in
-:data:`GENERATED`.
+generator's output and writes nothing. The generated sources: ``kernels/wgmma_ops.cuh`` (from
+:mod:`precision.kernels.gen_wgmma_ops`) and ``probe/cuda/mma_probes.cu`` (from
+:mod:`precision.probe.gen_kernels`); a new generator is one more entry in :data:`GENERATED`.
 """
 
 from __future__ import annotations
@@ -20,9 +20,23 @@ from precision.kernels import gen_wgmma_ops
 
 KERNEL_DIR = Path(__file__).resolve().parent
 
+
+
+def _probe_kernels() -> str:
+    # Imported here: the probe package builds on precision.kernels, not the other way round.
+    from precision.probe.gen_kernels import file_source
+    from precision.probe.generic import probe_kernels
+
+    return file_source(probe_kernels())
+
+
 #: generated file -> (generator module, function returning the file's text)
 GENERATED: dict[Path, tuple[str, Callable[[], str]]] = {
     KERNEL_DIR / "wgmma_ops.cuh": ("precision.kernels.gen_wgmma_ops", gen_wgmma_ops.generate),
+    KERNEL_DIR.parent / "probe" / "cuda" / "mma_probes.cu": (
+        "precision.probe.gen_kernels",
+        _probe_kernels,
+    ),
 }
 
 
