@@ -324,6 +324,9 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
 #ifndef WG_SPLIT_PRODUCER_REGS16
 #define WG_SPLIT_PRODUCER_REGS16 24  // 232 for the consumers (t across k-stages: TBLOCK16)
 #endif
+#ifndef WG_SPLIT_CLAMP_TOP
+#define WG_SPLIT_CLAMP_TOP 1  // bf16/tf32 split: finite x above the format's max -> +-max, not Inf
+#endif
 #ifndef WG_SPLIT_PRODUCER_REGS32
 #define WG_SPLIT_PRODUCER_REGS32 24  // 32: the consumers spill (t lives across two k-stages)
 #endif
@@ -408,16 +411,43 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* tmap, int 
 // The split of fp32 values: hi = fmt(x), rounded once (cvt.rn) and widened back exactly to
 // form the residual, lo = fmt(fp32_rn(fp32_rn(x - hi) * lo_scale)).
 // f16/bf16: two values, hi and lo packed (first value in the low half).
+//
+// Top binade (bf16, tf32: fp32's exponent range): a finite x above the format's largest finite
+// value rounds up to Inf, and x - Inf would make the row NaN. clamp_top replaces such an Inf by
+// +-max_normal (the emulator's gemm.operands._clamp_top); real infinities and every other
+// value are unchanged, so all other inputs split bit for bit as before. f16 is not clamped:
+// fp32 values beyond its range have no f16 approximation at all.
+__device__ __forceinline__ uint32_t clamp_top_tf32(uint32_t r, float x) {
+  const bool finite_x = (__float_as_uint(x) & 0x7fffffffu) < 0x7f800000u;
+  return (WG_SPLIT_CLAMP_TOP && finite_x && (r & 0x7fffffffu) == 0x7f800000u)
+             ? (r & 0x80000000u) | 0x7f7fe000u
+             : r;
+}
+__device__ __forceinline__ uint32_t clamp_top_bf16x2(uint32_t r, float x0, float x1) {
+  if (!WG_SPLIT_CLAMP_TOP) return r;
+  const bool f0 = (__float_as_uint(x0) & 0x7fffffffu) < 0x7f800000u;
+  const bool f1 = (__float_as_uint(x1) & 0x7fffffffu) < 0x7f800000u;
+  if (f0 && (r & 0x7fffu) == 0x7f80u) r = (r & 0xffff8000u) | 0x7f7fu;
+  if (f1 && (r & 0x7fff0000u) == 0x7f800000u) r = (r & 0x8000ffffu) | 0x7f7f0000u;
+  return r;
+}
+
 template <int FMT>
 __device__ __forceinline__ void split2(float x0, float x1, float lo_scale, uint32_t& hi,
                                        uint32_t& lo) {
   hi = pack2<FMT>(x0, x1);
+  if constexpr (FMT == BF16) hi = clamp_top_bf16x2(hi, x0, x1);
   const float2 h = unpack2<FMT>(hi);
-  lo = pack2<FMT>(__fmul_rn(__fsub_rn(x0, h.x), lo_scale), __fmul_rn(__fsub_rn(x1, h.y), lo_scale));
+  const float r0 = __fmul_rn(__fsub_rn(x0, h.x), lo_scale);
+  const float r1 = __fmul_rn(__fsub_rn(x1, h.y), lo_scale);
+  lo = pack2<FMT>(r0, r1);
+  if constexpr (FMT == BF16) lo = clamp_top_bf16x2(lo, r0, r1);
 }
 // tf32: one value, hi and lo as fp32 bit patterns with the low 13 bits clear.
+// tf32: lo = x - hi is at most one ulp of the top binade, far below the range limit, so only
+// hi can overflow.
 __device__ __forceinline__ void split1_tf32(float x, float lo_scale, uint32_t& hi, uint32_t& lo) {
-  hi = tf32_cvt_rn_bits(x);
+  hi = clamp_top_tf32(tf32_cvt_rn_bits(x), x);
   lo = tf32_cvt_rn_bits(__fmul_rn(__fsub_rn(x, __uint_as_float(hi)), lo_scale));
 }
 

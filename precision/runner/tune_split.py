@@ -37,6 +37,7 @@ KNOBS = (
     "PRODUCER_REGS16",
     "PRODUCER_REGS32",
     "RASTER_GROUP",
+    "CLAMP_TOP",
 )
 DEFAULT_KERNELS = ("wg_ootomo_f16", "wg_ootomo_tf32")
 
