@@ -9,6 +9,11 @@ Backends:
 - ``"cublas"``: vendor baselines through :func:`precision.vendor.cublas.cublas_gemm`:
   plain fp32 (SGEMM), plain tf32, plain fp16 / bf16 (fp32 output), corrected fp16 (three
   cuBLAS GEMMs, Ootomo scaling).
+- ``"numpy"``: CPU baselines, numpy's own matmul (:mod:`precision.vendor.numpy_blas`): plain
+  fp32 (the BLAS SGEMM) and plain fp64 (DGEMM, float64 output).
+
+CPU fp32 reference: ``method="plain", fmt="fp32", backend="emulator"`` is the fp32 FMA-chain
+SGEMM in increasing k, computed exactly (:mod:`precision.gemm.sgemm`).
 """
 
 from __future__ import annotations
@@ -18,10 +23,20 @@ from typing import Any
 import numpy as np
 
 from precision.gemm.schedule import CORRECTIONS, METHODS, Schedule, get_schedule
+from precision.kernels.launch import launch_gemm
 
-BACKENDS: tuple[str, ...] = ("emulator", "cuda", "cublas")
+BACKENDS: tuple[str, ...] = ("emulator", "cuda", "cublas", "numpy")
 #: Ozaki schemes I and II (precision.gemm.ozaki): not schedules of MMA steps, dispatched first.
 OZAKI_METHODS: tuple[str, ...] = ("ozaki1", "ozaki2")
+
+#: The CPU fp32/fp64 baselines as (method, format, backend): the exact fp32 FMA chain on the
+#: emulator (:mod:`precision.gemm.sgemm`) and numpy's float32/float64 matmul. No other method
+#: runs on fp32/fp64, and the numpy backend runs nothing else (arch is ignored by all three).
+CPU_BASELINES: tuple[tuple[str, str, str], ...] = (
+    ("plain", "fp32", "emulator"),
+    ("plain", "fp32", "numpy"),
+    ("plain", "fp64", "numpy"),
+)
 
 #: (method, format, correction) -> cublas_gemm mode.
 CUBLAS_MODES: dict[tuple[str, str, str | None], str] = {
@@ -48,7 +63,6 @@ def _check_matrices(A: Any, B: Any) -> None:
 def cuda_gemm(A: Any, B: Any, schedule: Schedule, *, arch: str = "sm90") -> Any:
     """Run ``schedule``'s CUDA kernel on device (CuPy) or host arrays; returns a CuPy array."""
     from precision.gpu import require_gpu
-    from precision.kernels.launch import launch_gemm
 
     cp = require_gpu(f"backend='cuda' (kernel {schedule.kernel})")
     s = schedule.split.lo_scale_log2 if schedule.split else 0
@@ -102,8 +116,11 @@ def gemm(
     tf32: ``schedule.OOTOMO_BLOCK_K``) in fp32 RN, corrections inside, scaled by 2^s;
     ``"markidis"``: unscaled, all inside the tensor core), or
     ``"satf"`` (plain with the floating-point satf clamp after every MMA; int8 uses the s32
-    ``.satfinite``). ``fmt``: fp16, bf16, tf32, e4m3, e5m2, int8 (aliases accepted); fp32
-    only with ``backend="cublas"`` (SGEMM). Returns a float32 numpy array (M x N).
+    ``.satfinite``). ``fmt``: fp16, bf16, tf32, e4m3, e5m2, int8 (aliases accepted). fp32
+    (``method="plain"`` only): ``backend="emulator"`` is the fp32 FMA chain in increasing k,
+    bit exact (:func:`precision.gemm.sgemm.fma_chain_sgemm`), ``"cublas"`` cuBLAS SGEMM,
+    ``"numpy"`` numpy's float32 matmul. fp64 only with ``backend="numpy"`` (plain).
+    Returns a float32 numpy array (M x N); float64 for fp64.
 
     ``method="ozaki1"`` / ``"ozaki2"`` (Ozaki schemes I and II, :mod:`precision.gemm.ozaki`):
     float64/float32 inputs, ``fmt="int8"`` (scheme I also ``"fp16"``), the result rounded once
@@ -122,6 +139,15 @@ def gemm(
     if method == "corrected" and correction not in CORRECTIONS:
         raise ValueError(f"correction={correction!r}: expected one of {CORRECTIONS}")
     _check_matrices(A, B)
+    cpu_fp = _cpu_float_baseline(method, fmt, backend)
+    if cpu_fp == "numpy":
+        from precision.vendor.numpy_blas import numpy_gemm
+
+        return numpy_gemm(_to_host(A), _to_host(B), fmt)
+    if cpu_fp == "fma_chain":
+        from precision.gemm.sgemm import fma_chain_sgemm
+
+        return fma_chain_sgemm(_to_host_f32(A), _to_host_f32(B))
     if backend == "cublas":
         from precision.gpu import require_gpu
         from precision.vendor.cublas import cublas_gemm
@@ -145,10 +171,37 @@ def gemm(
     return run_schedule(A, B, schedule, arch=arch)
 
 
-def _to_host_f32(X: Any) -> np.ndarray:
+def _to_host(X: Any) -> np.ndarray:
     if hasattr(X, "get") and not isinstance(X, np.ndarray):  # a CuPy array
         X = X.get()
-    return np.ascontiguousarray(X, dtype=np.float32)
+    return np.asarray(X)
+
+
+def _to_host_f32(X: Any) -> np.ndarray:
+    return np.ascontiguousarray(_to_host(X), dtype=np.float32)
+
+
+def _cpu_float_baseline(method: str, fmt: Any, backend: str) -> str | None:
+    """``"numpy"`` or ``"fma_chain"`` for the CPU fp32/fp64 baselines, None otherwise; a
+    ValueError for combinations that have none."""
+    if backend not in ("numpy", "emulator"):
+        return None
+    from precision.formats import get_format
+
+    name = get_format(fmt).name
+    if backend == "numpy":
+        if name not in ("fp32", "fp64"):
+            raise ValueError(f"backend='numpy' has baselines for fmt fp32, fp64, got {fmt!r}")
+    elif name == "fp64":
+        raise ValueError(f"fmt={fmt!r}: the fp64 baseline runs on backend='numpy' only")
+    elif name != "fp32":
+        return None
+    if method != "plain":
+        raise ValueError(
+            f"fmt={fmt!r} on backend={backend!r}: method='plain' only (an fp32/fp64 GEMM has "
+            f"no tensor-core split or satf), got method={method!r}"
+        )
+    return backend if backend == "numpy" else "fma_chain"
 
 
 def available_backends() -> dict[str, str | None]:
@@ -182,4 +235,5 @@ def available_backends() -> dict[str, str | None]:
             out["cublas"] = f"precision.vendor.cublas does not import: {exc}"
     else:
         out["cublas"] = gpu
+    out["numpy"] = None
     return out

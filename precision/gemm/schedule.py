@@ -15,9 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: Kernel tile sizes (must match BM, BN, BK in gemm_mma.cu). The host zero-pads M, N and K to
-#: multiples of these; padding K adds all-zero products, and the emulator pads identically.
-TILE_M, TILE_N, TILE_K = 128, 128, 32
+from precision.kernels import specs
+from precision.kernels.specs import kernel_spec
+
+#: Tile sizes of the mma.sync kernels (gemm_mma.cu; :data:`precision.kernels.specs.MMA_TILE`).
+#: The host zero-pads M, N and K to multiples of a kernel's tile; padding K adds all-zero
+#: products, and the emulator pads identically.
+TILE_M, TILE_N, TILE_K = specs.MMA_TILE
 
 METHODS: tuple[str, ...] = ("plain", "corrected", "satf")
 CORRECTIONS: tuple[str, ...] = ("ootomo", "markidis")
@@ -142,7 +146,7 @@ class Schedule:
     ftz: bool = False
     fma_contraction: bool = False
     #: CUDA source of ``kernel`` (``gemm_wgmma.cu``: wgmma, sm_90a; ``gemm_mma.cu``: mma.sync).
-    source: str = "gemm_mma.cu"
+    source: str = specs.MMA_SOURCE
 
     def describe(self) -> str:
         """Human-readable one-screen summary (used in docs and the bench CSV)."""
@@ -180,13 +184,14 @@ def _fmt_op(op: Op) -> str:
 
 
 def k_permutation(fmt: str) -> tuple[int, ...]:
-    """Slot -> physical k map inside one instruction (see gemm_mma.cu, ``make_a``)."""
-    k = INSTRUCTION_K[fmt]
-    if k == 16:  # slot 2q + e + 8h holds k = q + 4e + 8h
-        return tuple((s % 8) // 2 + 4 * (s % 2) + 8 * (s // 8) for s in range(16))
-    if k == 8:  # slot q + 4j holds k = q + 4j: the PTX layout itself
-        return tuple(range(8))
-    # k == 32: slot 16h + 4q + i holds k = 16h + q + 4i
+    """Slot -> physical k map inside one m16n8k32 instruction of the mma.sync kernels on an
+    8-bit format (gemm_mma.cu, ``make_a``): slot 16h + 4q + i holds k = 16h + q + 4i. The
+    f16/bf16/tf32 GEMMs run on wgmma with k in natural order, so only k = 32 occurs."""
+    if INSTRUCTION_K[fmt] != 32:
+        raise ValueError(
+            f"fmt={fmt!r}: k_permutation is defined for the 8-bit mma.sync kernels "
+            f"(e4m3, e5m2, int8); the wgmma kernels use k in natural order"
+        )
     return tuple(16 * (s // 16) + (s % 16) // 4 + 4 * (s % 4) for s in range(32))
 
 
@@ -207,25 +212,22 @@ WGMMA_FORMATS: tuple[str, ...] = ("fp16", "bf16", "tf32")
 #: Ootomo k-block of the wgmma kernels per format, in k: t = hi*hi is chained inside the tensor
 #: core over this many k (8 instructions of f16/bf16, 4 of tf32) before its fp32
 #: round-to-nearest add. Four CTA k-stages of the split kernels for f16/bf16, two for tf32
-#: (gemm_wgmma.cu's WG_SPLIT_TBLOCK16 / WG_SPLIT_TBLOCK32 k-stages per k-block mirror this).
-OOTOMO_BLOCK_K: dict[str, int] = {"fp16": 128, "bf16": 128, "tf32": 32}
+#: (:func:`precision.kernels.specs.ootomo_block_k`, from gemm_wgmma.cu's WG_SPLIT_TBLOCK*).
+OOTOMO_BLOCK_K: dict[str, int] = {f: specs.ootomo_block_k(_kernel_suffix(f)) for f in WGMMA_FORMATS}
 
 
 def split_stage_k(fmt: str) -> int:
     """k of one k-stage of the split (corrected) wgmma kernels on ``fmt``: operand rows of 64
-    bytes, 32 k for fp16/bf16 and 16 for tf32 (gemm_wgmma.cu SplitCfg::KS)."""
-    return 64 // (4 if canonical_format(fmt) == "tf32" else 2)
+    bytes, 32 k for fp16/bf16 and 16 for tf32 (:func:`precision.kernels.specs.split_stage_k`)."""
+    return specs.split_stage_k(_kernel_suffix(canonical_format(fmt)))
 
 
 def wgmma_tile(method: str, fmt: str) -> tuple[int, int, int]:
-    """(BM, BN, BK) of the wgmma kernel for ``method`` on ``fmt`` (see gemm_wgmma.cu): plain
+    """(BM, BN, BK) of the wgmma kernel for ``method`` on ``fmt``, from its kernel spec: plain
     and satf 128 x 256 with k-stages of 128 bytes per row; split kernels (Ootomo and Markidis)
-    128 x 128 with k-stages of 64 bytes per row, K padded to whole Ootomo k-blocks
-    (``OOTOMO_BLOCK_K``: 128 for fp16/bf16, 32 for tf32)."""
-    f = canonical_format(fmt)
-    if method in ("plain", "satf"):
-        return (128, 256, 128 // (4 if f == "tf32" else 2))
-    return (128, 128, OOTOMO_BLOCK_K[f])
+    128 x 128 with K padded to whole Ootomo k-blocks (``OOTOMO_BLOCK_K``)."""
+    mode = method if method in ("plain", "satf") else "ootomo"
+    return kernel_spec(f"wg_{mode}_{_kernel_suffix(canonical_format(fmt))}").gemm_tile
 
 
 def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") -> Schedule:
@@ -244,7 +246,7 @@ def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") ->
             k_block=ki,
             k_perm=tuple(range(ki)),
             tile=wgmma_tile(method, f),
-            source="gemm_wgmma.cu",
+            source=specs.WGMMA_SOURCE,
         )
         prefix = "wg"
     else:

@@ -14,7 +14,7 @@ enum Fmt { F16 = 0, BF16 = 1, TF32 = 2, E4M3 = 3, E5M2 = 4, S8 = 5 };
 __device__ __forceinline__ uint32_t tf32_rne_bits(float x) {
   uint32_t u = __float_as_uint(x);
   if ((u & 0x7f800000u) == 0x7f800000u) return u;  // Inf / NaN unchanged
-  u += 0x0fffu + ((u >> 13) & 1u);                    // round to nearest even at bit 13
+  u += 0x0fffu + ((u >> 13) & 1u);                 // round to nearest even at bit 13
   return u & 0xffffe000u;
 }
 
@@ -32,7 +32,8 @@ __device__ __forceinline__ uint32_t tf32_cvt_rn_bits(float x) {
 }
 
 // Two fp32 values rounded (cvt.rn) and packed, the first in the low 16 bits.
-template <int FMT> __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+template <int FMT>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   static_assert(FMT == F16 || FMT == BF16, "pack2: f16 or bf16");
   if constexpr (FMT == F16) {
     __half2 h = __floats2half2_rn(lo, hi);
@@ -44,10 +45,13 @@ template <int FMT> __device__ __forceinline__ uint32_t pack2(float lo, float hi)
 }
 
 // The two values of a pack2 word, widened exactly to fp32 (first = low 16 bits).
-template <int FMT> __device__ __forceinline__ float2 unpack2(uint32_t u) {
+template <int FMT>
+__device__ __forceinline__ float2 unpack2(uint32_t u) {
   static_assert(FMT == F16 || FMT == BF16, "unpack2: f16 or bf16");
-  if constexpr (FMT == F16) return __half22float2(*reinterpret_cast<__half2*>(&u));
-  else return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&u));
+  if constexpr (FMT == F16)
+    return __half22float2(*reinterpret_cast<__half2*>(&u));
+  else
+    return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&u));
 }
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -58,7 +62,8 @@ __device__ __forceinline__ void cp_async16(uint32_t s, const void* g) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(g));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 

@@ -26,6 +26,7 @@
 #include <cuda_fp8.h>
 
 #include "common.cuh"
+#include "mma_sync.cuh"
 
 namespace prec {
 
@@ -40,27 +41,29 @@ constexpr int LDA = BK + 4;               // floats; 36 = 4 mod 32 -> conflict-f
 constexpr int LDB = BN + 8;               // floats; 136 = 8 mod 32 -> conflict-free B reads
 constexpr int SMEM_A = BM * LDA, SMEM_B = BK * LDB;
 
-template <int FMT> struct Traits;
-template <> struct Traits<F16>  { static constexpr int KI = 16, AREG = 4, BREG = 2; };
-template <> struct Traits<BF16> { static constexpr int KI = 16, AREG = 4, BREG = 2; };
-template <> struct Traits<TF32> { static constexpr int KI = 8,  AREG = 4, BREG = 2; };
-template <> struct Traits<E4M3> { static constexpr int KI = 32, AREG = 4, BREG = 2; };
-template <> struct Traits<E5M2> { static constexpr int KI = 32, AREG = 4, BREG = 2; };
-template <> struct Traits<S8>   { static constexpr int KI = 32, AREG = 4, BREG = 2; };
+// k of one mma.sync instruction: m16n8k16 (f16, bf16), m16n8k8 (tf32), m16n8k32 (8-bit).
+template <int FMT>
+struct Traits {
+  static constexpr int KI = FMT == TF32 ? 8 : (FMT == F16 || FMT == BF16) ? 16 : 32;
+};
 
-// ---- packing of rounded values into mma operand registers (pack2: common.cuh) --------
-template <int FMT> __device__ __forceinline__ uint32_t pack4(const float* v);
-template <> __device__ __forceinline__ uint32_t pack4<E4M3>(const float* v) {
+// ---- packing of four rounded 8-bit values into one mma operand register ---------------
+template <int FMT>
+__device__ __forceinline__ uint32_t pack4(const float* v);
+template <>
+__device__ __forceinline__ uint32_t pack4<E4M3>(const float* v) {
   uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(v[0], v[1]), __NV_SATFINITE, __NV_E4M3);
   uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(v[2], v[3]), __NV_SATFINITE, __NV_E4M3);
   return (lo & 0xffffu) | (hi << 16);
 }
-template <> __device__ __forceinline__ uint32_t pack4<E5M2>(const float* v) {
+template <>
+__device__ __forceinline__ uint32_t pack4<E5M2>(const float* v) {
   uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(v[0], v[1]), __NV_SATFINITE, __NV_E5M2);
   uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(v[2], v[3]), __NV_SATFINITE, __NV_E5M2);
   return (lo & 0xffffu) | (hi << 16);
 }
-template <> __device__ __forceinline__ uint32_t pack4<S8>(const float* v) {
+template <>
+__device__ __forceinline__ uint32_t pack4<S8>(const float* v) {
   uint32_t r = 0;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -71,98 +74,45 @@ template <> __device__ __forceinline__ uint32_t pack4<S8>(const float* v) {
   return r;
 }
 
-// Operand registers from the KI/4 values x[j] = M[row][k0 + q + 4j] (two rows for A).
-// f16/bf16 slots (2q+e+8h) <- j = e + 2h; tf32 slot q+4j <- j; 8-bit slots 4q+i+16h <- j=i+4h.
+// Operand registers from the KI/4 = 8 values x[j] = M[row][k0 + q + 4j] (two rows for A) of
+// an 8-bit format (the register path serves only fp8/int8): slots 4q+i+16h <- j = i+4h.
 template <int FMT>
 __device__ __forceinline__ void make_a(uint32_t (&a)[4], const float* x0, const float* x1) {
-  if constexpr (FMT == F16 || FMT == BF16) {
-    a[0] = pack2<FMT>(x0[0], x0[1]);
-    a[1] = pack2<FMT>(x1[0], x1[1]);
-    a[2] = pack2<FMT>(x0[2], x0[3]);
-    a[3] = pack2<FMT>(x1[2], x1[3]);
-  } else if constexpr (FMT == TF32) {
-    a[0] = tf32_rne_bits(x0[0]);
-    a[1] = tf32_rne_bits(x1[0]);
-    a[2] = tf32_rne_bits(x0[1]);
-    a[3] = tf32_rne_bits(x1[1]);
-  } else {
-    a[0] = pack4<FMT>(x0);
-    a[1] = pack4<FMT>(x1);
-    a[2] = pack4<FMT>(x0 + 4);
-    a[3] = pack4<FMT>(x1 + 4);
-  }
+  static_assert(FMT == E4M3 || FMT == E5M2 || FMT == S8, "make_a: 8-bit formats only");
+  a[0] = pack4<FMT>(x0);
+  a[1] = pack4<FMT>(x1);
+  a[2] = pack4<FMT>(x0 + 4);
+  a[3] = pack4<FMT>(x1 + 4);
 }
 
 template <int FMT>
 __device__ __forceinline__ void make_b(uint32_t (&b)[2], const float* y) {
-  if constexpr (FMT == F16 || FMT == BF16) {
-    b[0] = pack2<FMT>(y[0], y[1]);
-    b[1] = pack2<FMT>(y[2], y[3]);
-  } else if constexpr (FMT == TF32) {
-    b[0] = tf32_rne_bits(y[0]);
-    b[1] = tf32_rne_bits(y[1]);
-  } else {
-    b[0] = pack4<FMT>(y);
-    b[1] = pack4<FMT>(y + 4);
-  }
+  static_assert(FMT == E4M3 || FMT == E5M2 || FMT == S8, "make_b: 8-bit formats only");
+  b[0] = pack4<FMT>(y);
+  b[1] = pack4<FMT>(y + 4);
 }
 
-// ---- the mma instructions ---------------------------------------------------------------
+// ---- the mma instructions (wrappers: mma_sync.cuh) ------------------------------------------
 template <int FMT, bool SAT>
 __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
                                     const float (&c)[4]) {
   if constexpr (FMT == F16) {
-    asm(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%10,%11,%12,%13};\n"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
-          "f"(c[1]), "f"(c[2]), "f"(c[3]));
+    mma_m16n8k16_f32_f16(d, a, b, c);
   } else if constexpr (FMT == BF16) {
-    asm(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%10,%11,%12,%13};\n"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
-          "f"(c[1]), "f"(c[2]), "f"(c[3]));
+    mma_m16n8k16_f32_bf16(d, a, b, c);
   } else if constexpr (FMT == TF32) {
-    asm(
-        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%10,%11,%12,%13};\n"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
-          "f"(c[1]), "f"(c[2]), "f"(c[3]));
+    mma_m16n8k8_f32_tf32(d, a, b, c);
   } else if constexpr (FMT == E4M3) {
-    asm(
-        "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%10,%11,%12,%13};\n"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
-          "f"(c[1]), "f"(c[2]), "f"(c[3]));
+    mma_m16n8k32_f32_e4m3(d, a, b, c);
   } else if constexpr (FMT == E5M2) {
-    asm(
-        "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%10,%11,%12,%13};\n"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
-          "f"(c[1]), "f"(c[2]), "f"(c[3]));
+    mma_m16n8k32_f32_e5m2(d, a, b, c);
   } else {  // S8: accumulators hold s32 bit patterns in float registers
-    const uint32_t* ci = reinterpret_cast<const uint32_t*>(c);
-    uint32_t* di = reinterpret_cast<uint32_t*>(d);
+    const uint32_t (&ci)[4] = reinterpret_cast<const uint32_t (&)[4]>(c);
+    uint32_t (&di)[4] = reinterpret_cast<uint32_t (&)[4]>(d);
     if constexpr (SAT) {
-      asm(
-          "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32 {%0,%1,%2,%3}, "
-          "{%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-          : "=r"(di[0]), "=r"(di[1]), "=r"(di[2]), "=r"(di[3])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(ci[0]),
-            "r"(ci[1]), "r"(ci[2]), "r"(ci[3]));
+      mma_m16n8k32_s32_s8_satfinite(di, a, b, ci);
     } else {
-      asm(
-          "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, "
-          "{%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-          : "=r"(di[0]), "=r"(di[1]), "=r"(di[2]), "=r"(di[3])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(ci[0]),
-            "r"(ci[1]), "r"(ci[2]), "r"(ci[3]));
+      mma_m16n8k32_s32_s8(di, a, b, ci);
     }
   }
 }
@@ -245,24 +195,26 @@ __device__ __forceinline__ void finish(float (&acc)[MT][NT][4], float* __restric
 // (double-buffered operand tiles, one barrier per k-tile). 16-bit: 108.5 KiB (two CTAs per
 // SM); tf32: one CTA per SM. launch.py's smem_bytes mirrors this.
 constexpr int CVT_STAGES = 2;
-constexpr int CLDA = BK + 4;    // fp32 staging: A [BM][36], B [BK][132] (conflict-free float4)
+constexpr int CLDA = BK + 4;  // fp32 staging: A [BM][36], B [BK][132] (conflict-free float4)
 constexpr int CLDB = BN + 4;
 constexpr int CSTAGE = BM * CLDA + BK * CLDB;  // floats per staging stage
-constexpr int H_LDA = BK + 8;   // 16-bit operand tiles: A [BM][40], B [BK][136] (halves)
+constexpr int H_LDA = BK + 8;  // 16-bit operand tiles: A [BM][40], B [BK][136] (halves)
 constexpr int H_LDB = BN + 8;
 constexpr int H_A = BM * H_LDA, H_B = BK * H_LDB;  // halves
-constexpr int T_LD = BK + 4;    // tf32 operand tiles: A [BM][36], B^T [BN][36] (words)
-constexpr int T_A = BM * T_LD, T_B = BN * T_LD;    // words
+constexpr int T_LD = BK + 4;  // tf32 operand tiles: A [BM][36], B^T [BN][36] (words)
+constexpr int T_A = BM * T_LD, T_B = BN * T_LD;  // words
 
 __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
   uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
 }
 __device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], const void* p) {
   uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
 }
 
 // hi (and lo) of four fp32 values, exactly as the register path computes them.
@@ -288,7 +240,8 @@ __device__ __forceinline__ void convert_stage(const float* st, uint32_t* oh, int
   const float* sA = st;
   const float* sB = st + BM * CLDA;
   if constexpr (FMT == TF32) {
-    uint32_t* hA = oh; uint32_t* hB = oh + T_A;
+    uint32_t* hA = oh;
+    uint32_t* hB = oh + T_A;
 #pragma unroll
     for (int i = 0; i < (BM * BK / 4) / NTH; ++i) {
       int c = tid + i * NTH;
@@ -309,7 +262,8 @@ __device__ __forceinline__ void convert_stage(const float* st, uint32_t* oh, int
       for (int e = 0; e < 4; ++e) hB[(n + e) * T_LD + k] = h[e];
     }
   } else {
-    uint16_t* hA = reinterpret_cast<uint16_t*>(oh); uint16_t* hB = hA + H_A;
+    uint16_t* hA = reinterpret_cast<uint16_t*>(oh);
+    uint16_t* hB = hA + H_A;
     // A: 8 consecutive k = 8h + r (r = q + 4e) go to columns 8h + 2q + e (Schedule.k_perm),
     // i.e. the u32 at column 8h + 2q packs (k = 8h + q, k = 8h + q + 4): the old register path.
 #pragma unroll
@@ -353,7 +307,10 @@ __device__ __forceinline__ void load_frags(const uint32_t* o, int wm, int wn, in
       uint32_t r[4];
       ldsm_x4(r, oB + (wn + jp * 16 + (lane & 7) + (lane >> 4) * 8) * T_LD + kk +
                      ((lane >> 3) & 1) * 4);
-      b[2 * jp][0] = r[0]; b[2 * jp][1] = r[1]; b[2 * jp + 1][0] = r[2]; b[2 * jp + 1][1] = r[3];
+      b[2 * jp][0] = r[0];
+      b[2 * jp][1] = r[1];
+      b[2 * jp + 1][0] = r[2];
+      b[2 * jp + 1][1] = r[3];
     }
   } else {
     const uint16_t* oA = reinterpret_cast<const uint16_t*>(o);
@@ -366,7 +323,10 @@ __device__ __forceinline__ void load_frags(const uint32_t* o, int wm, int wn, in
       uint32_t r[4];
       ldsm_x4_t(r, oB + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * H_LDB + wn + jp * 16 +
                        (lane >> 4) * 8);
-      b[2 * jp][0] = r[0]; b[2 * jp][1] = r[1]; b[2 * jp + 1][0] = r[2]; b[2 * jp + 1][1] = r[3];
+      b[2 * jp][0] = r[0];
+      b[2 * jp][1] = r[1];
+      b[2 * jp + 1][0] = r[2];
+      b[2 * jp + 1][1] = r[3];
     }
   }
 }
@@ -496,7 +456,10 @@ __device__ __forceinline__ void gemm_body(const float* __restrict__ A, const flo
         const float* p0 = a_s + (wm + i * 16 + g) * LDA + kk + q;
         const float* p1 = p0 + 8 * LDA;
 #pragma unroll
-        for (int j = 0; j < NV; ++j) { x0[j] = p0[4 * j]; x1[j] = p1[4 * j]; }
+        for (int j = 0; j < NV; ++j) {
+          x0[j] = p0[4 * j];
+          x1[j] = p1[4 * j];
+        }
         make_a<FMT>(a[i], x0, x1);
       }
 #pragma unroll
@@ -535,11 +498,11 @@ __device__ __forceinline__ void gemm_dispatch(const float* __restrict__ A,
 
 }  // namespace prec
 
-#define PREC_GEMM_KERNEL(NAME, FMT, MODE, MINB)                                               \
-  extern "C" __global__ void __launch_bounds__(prec::NTHREADS, MINB)                          \
-      NAME(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ D,  \
-           int M, int N, int K, int* flag) {                                                  \
-    prec::gemm_dispatch<FMT, MODE>(A, B, D, M, N, K, flag);                                   \
+#define PREC_GEMM_KERNEL(NAME, FMT, MODE, MINB)                                                    \
+  extern "C" __global__ void __launch_bounds__(prec::NTHREADS, MINB)                               \
+      NAME(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ D, int M, \
+           int N, int K, int* flag) {                                                              \
+    prec::gemm_dispatch<FMT, MODE>(A, B, D, M, N, K, flag);                                        \
   }
 
 PREC_GEMM_KERNEL(gemm_plain_e4m3, prec::E4M3, prec::PLAIN, 1)

@@ -36,7 +36,8 @@ using namespace pk;
 
 enum Mode { PLAIN = 0, SATF = 1, OOTOMO = 2, MARKIDIS = 3 };
 
-template <int FMT> struct Elem {
+template <int FMT>
+struct Elem {
   static constexpr int BYTES = FMT == TF32 ? 4 : 2;  // storage bytes per operand element
   static constexpr int KI = FMT == TF32 ? 8 : 16;    // k of one instruction
 };
@@ -55,16 +56,20 @@ constexpr int RASTER_GROUP = WG_RASTER_GROUP;  // CTA tiles walk 8 M-tiles at a 
 
 // ---- rounding (tf32_rne_bits, tf32_cvt_rn_bits, pack2, unpack2: common.cuh) --------------
 // Storage bits of one rounded element (16-bit formats in the low half).
-template <int FMT> __device__ __forceinline__ uint32_t storage_bits(float x) {
-  if constexpr (FMT == F16) return __half_as_ushort(__float2half_rn(x));
-  else if constexpr (FMT == BF16) return __bfloat16_as_ushort(__float2bfloat16_rn(x));
-  else return tf32_rne_bits(x);
+template <int FMT>
+__device__ __forceinline__ uint32_t storage_bits(float x) {
+  if constexpr (FMT == F16)
+    return __half_as_ushort(__float2half_rn(x));
+  else if constexpr (FMT == BF16)
+    return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+  else
+    return tf32_rne_bits(x);
 }
 
 // ---- PTX helpers ----------------------------------------------------------------------------
 __device__ __forceinline__ void st_shared_v4(uint32_t s, uint4 v) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(s), "r"(v.x), "r"(v.y),
-               "r"(v.z), "r"(v.w)
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(s), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
                : "memory");
 }
 // Generic-proxy shared-memory writes (st.shared, cp.async) -> visible to wgmma (async proxy).
@@ -77,24 +82,28 @@ __device__ __forceinline__ void wgmma_fence() {
 __device__ __forceinline__ void wgmma_commit() {
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
-template <int N> __device__ __forceinline__ void wgmma_wait() {
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 // f(std::integral_constant<int, P>) for P = 0 .. N-1, unrolled at compile time.
-template <int N, int P = 0, class F> __device__ __forceinline__ void for_parts(F&& f) {
+template <int N, int P = 0, class F>
+__device__ __forceinline__ void for_parts(F&& f) {
   if constexpr (P < N) {
     f(std::integral_constant<int, P>{});
     for_parts<N, P + 1>(f);
   }
 }
 // Keeps the compiler from moving accumulator reads/writes across wgmma issue/wait points.
-template <int N> __device__ __forceinline__ void fence_regs(float (&d)[N]) {
+template <int N>
+__device__ __forceinline__ void fence_regs(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 // The same for register-A fragments (N instructions of four 32-bit words): kept in place
 // while a wgmma may still read them.
-template <int N> __device__ __forceinline__ void fence_regs(uint32_t (&a)[N][4]) {
+template <int N>
+__device__ __forceinline__ void fence_regs(uint32_t (&a)[N][4]) {
 #pragma unroll
   for (int i = 0; i < N; ++i)
 #pragma unroll
@@ -109,11 +118,15 @@ __device__ __forceinline__ uint64_t make_desc(uint32_t saddr, uint32_t sbo, uint
 }
 // K-major tiles with rows of ROW bytes (128 or 64) in the matching swizzle: the 16-byte chunk
 // kc of row r sits at chunk kc ^ f(r) of that row; 8-row atoms of 8*ROW bytes.
-template <int ROW> __device__ __forceinline__ uint32_t swz(int r, int kc) {
-  if constexpr (ROW == 128) return r * 128 + ((kc ^ (r & 7)) << 4);
-  else return r * 64 + ((kc ^ ((r >> 1) & 3)) << 4);
+template <int ROW>
+__device__ __forceinline__ uint32_t swz(int r, int kc) {
+  if constexpr (ROW == 128)
+    return r * 128 + ((kc ^ (r & 7)) << 4);
+  else
+    return r * 64 + ((kc ^ ((r >> 1) & 3)) << 4);
 }
-template <int ROW> __device__ __forceinline__ uint64_t tile_desc(uint32_t s) {
+template <int ROW>
+__device__ __forceinline__ uint64_t tile_desc(uint32_t s) {
   return make_desc(s, 8 * ROW, ROW == 128 ? 1 : 2);
 }
 
@@ -132,8 +145,8 @@ __device__ __forceinline__ void tile_coords(int mt, int nt, int& tm, int& tn) {
 // D[row0 + .., col0 + ..] from a warpgroup's m64nN accumulators (PTX fragment layout:
 // d[4j + r] -> row 16w + g + 8(r/2), column 8j + 2q + (r%2)).
 template <int NACC>
-__device__ __forceinline__ void store_tile(const float (&v)[NACC], float* __restrict__ D,
-                                           int ldd, int row0, int col0) {
+__device__ __forceinline__ void store_tile(const float (&v)[NACC], float* __restrict__ D, int ldd,
+                                           int row0, int col0) {
   const int t = threadIdx.x & 127, w = t >> 5, lane = t & 31, g = lane >> 2, q = lane & 3;
   float* p0 = D + size_t(row0 + 16 * w + g) * ldd + col0 + 2 * q;
   float* p1 = p0 + size_t(8) * ldd;
@@ -154,15 +167,16 @@ __device__ __forceinline__ void round_rows(const float* __restrict__ X, int rows
        i += size_t(gridDim.x) * blockDim.x) {
     const int r = int(i / cols_p), c = int(i % cols_p);
     const float x = (r < rows && c < cols) ? X[size_t(r) * cols + c] : 0.0f;
-    if constexpr (FMT == TF32) static_cast<uint32_t*>(Y)[i] = storage_bits<FMT>(x);
-    else static_cast<uint16_t*>(Y)[i] = uint16_t(storage_bits<FMT>(x));
+    if constexpr (FMT == TF32)
+      static_cast<uint32_t*>(Y)[i] = storage_bits<FMT>(x);
+    else
+      static_cast<uint16_t*>(Y)[i] = uint16_t(storage_bits<FMT>(x));
   }
 }
 // Y (cols_p x rows_p) = fmt(X)^T with zero padding: 32 x 32 tiles through shared memory.
 template <int FMT>
-__device__ __forceinline__ void round_transpose(const float* __restrict__ X, int rows,
-                                                int cols, void* __restrict__ Y, int rows_p,
-                                                int cols_p) {
+__device__ __forceinline__ void round_transpose(const float* __restrict__ X, int rows, int cols,
+                                                void* __restrict__ Y, int rows_p, int cols_p) {
   __shared__ uint32_t t[32][33];
   const int r0 = blockIdx.y * 32, c0 = blockIdx.x * 32;
   for (int i = threadIdx.y; i < 32; i += blockDim.y) {
@@ -175,8 +189,10 @@ __device__ __forceinline__ void round_transpose(const float* __restrict__ X, int
     const int c = c0 + i, r = r0 + threadIdx.x;  // output row c, column r
     if (c < cols_p && r < rows_p) {
       const size_t o = size_t(c) * rows_p + r;
-      if constexpr (FMT == TF32) static_cast<uint32_t*>(Y)[o] = t[threadIdx.x][i];
-      else static_cast<uint16_t*>(Y)[o] = uint16_t(t[threadIdx.x][i]);
+      if constexpr (FMT == TF32)
+        static_cast<uint32_t*>(Y)[o] = t[threadIdx.x][i];
+      else
+        static_cast<uint16_t*>(Y)[o] = uint16_t(t[threadIdx.x][i]);
     }
   }
 }
@@ -184,9 +200,8 @@ __device__ __forceinline__ void round_transpose(const float* __restrict__ X, int
 // ---- plain / satf: cp.async pipeline of pre-rounded K-major tiles ---------------------------
 template <int FMT, int MODE>
 __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
-                                           const uint8_t* __restrict__ Bt,
-                                           float* __restrict__ D, int Mp, int Np, int Kp,
-                                           int* flag) {
+                                           const uint8_t* __restrict__ Bt, float* __restrict__ D,
+                                           int Mp, int Np, int Kp, int* flag) {
   constexpr int EB = Elem<FMT>::BYTES, KI = Elem<FMT>::KI, BN = PLAIN_BN, ROW = PLAIN_ROW;
   constexpr int BK = ROW / EB, S = PLAIN_STAGES, A_TILE = BM * ROW, STAGE = (BM + BN) * ROW;
   constexpr int CPR = ROW / 16;  // 16-byte chunks per row
@@ -227,7 +242,7 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
     wgmma_wait<1>();     // this warpgroup's MMAs of stage kt-2 are done
     cp_async_wait<1>();  // this thread's copies of stage kt have landed
     fence_proxy_async();
-    __syncthreads();     // stage kt complete for all; stage kt-2's buffer free everywhere
+    __syncthreads();  // stage kt complete for all; stage kt-2's buffer free everywhere
     if (kt + 2 < nk) load(kt + 2);
     cp_async_commit();
     const uint32_t sa = base + (kt % S) * STAGE + wgi * 64 * ROW;
@@ -309,10 +324,14 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
 #ifndef WG_SPLIT_PRODUCER_REGS16
 #define WG_SPLIT_PRODUCER_REGS16 24  // 232 for the consumers (t across k-stages: TBLOCK16)
 #endif
+#ifndef WG_SPLIT_CLAMP_TOP
+#define WG_SPLIT_CLAMP_TOP 1  // bf16/tf32 split: finite x above the format's max -> +-max, not Inf
+#endif
 #ifndef WG_SPLIT_PRODUCER_REGS32
 #define WG_SPLIT_PRODUCER_REGS32 24  // 32: the consumers spill (t lives across two k-stages)
 #endif
-template <int FMT> struct SplitCfg {
+template <int FMT>
+struct SplitCfg {
   static constexpr int KS = SPLIT_ROW / Elem<FMT>::BYTES;  // k per stage: 32 (16-bit), 16 (tf32)
   static constexpr int NI = KS / Elem<FMT>::KI;            // wgmma instructions per stage: 2
   static constexpr int S = FMT == TF32 ? WG_SPLIT_SLOTS32 : WG_SPLIT_SLOTS16;  // ring slots
@@ -326,9 +345,9 @@ template <int FMT> struct SplitCfg {
   static constexpr int CONSUMER_REGS = 256 - PRODUCER_REGS;
   static constexpr int UNROLL_B = FMT == TF32 ? WG_SPLIT_UNROLL_B32 : WG_SPLIT_UNROLL_B16;
   static constexpr int A_BOX_K = FMT == TF32 ? 16 : 8;  // columns per TMA box of A (launch.py)
-  static constexpr int TILE = 128 * SPLIT_ROW;           // bytes of B_hi, B_lo
-  static constexpr int ST_A = 2 * TILE, ST_B = ST_A + BM * KS * 4;  // offsets in a slot
-  static constexpr int SLOT = ST_B + KS * SPLIT_BN * 4;             // bytes per slot
+  static constexpr int TILE = 128 * SPLIT_ROW;          // bytes of B_hi, B_lo
+  static constexpr int ST_A = 2 * TILE, ST_B = ST_A + BM * KS * 4;        // offsets in a slot
+  static constexpr int SLOT = ST_B + KS * SPLIT_BN * 4;                   // bytes per slot
   static constexpr uint32_t STAGE_BYTES = (BM * KS + KS * SPLIT_BN) * 4;  // fp32 per k-stage
   static_assert(S >= 3 && S <= 7, "ring slots: 3 .. 7");
   static_assert(P >= 1 && P <= S - 2, "prefetch distance: 1 .. S - 2");
@@ -336,10 +355,12 @@ template <int FMT> struct SplitCfg {
 };
 constexpr int PRODUCERS = 256, SPLIT_THREADS = PRODUCERS + 256;
 
-template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
-template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 __device__ __forceinline__ void bar_sync(int id, int count) {
@@ -353,13 +374,12 @@ __device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
 __device__ __forceinline__ void mbar_init_fence() {  // inits -> visible to all proxies
-  asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;\n" :::
-               "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;\n" ::
+                   : "memory");
 }
 // One arrival that also announces `bytes` of bulk-copy data for the barrier's current phase.
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
-               "r"(bytes)
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
                : "memory");
 }
 // One arrival (release: the thread's earlier shared-memory writes are visible to the waiters).
@@ -391,17 +411,43 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* tmap, int 
 // The split of fp32 values: hi = fmt(x), rounded once (cvt.rn) and widened back exactly to
 // form the residual, lo = fmt(fp32_rn(fp32_rn(x - hi) * lo_scale)).
 // f16/bf16: two values, hi and lo packed (first value in the low half).
+//
+// Top binade (bf16, tf32: fp32's exponent range): a finite x above the format's largest finite
+// value rounds up to Inf, and x - Inf would make the row NaN. clamp_top replaces such an Inf by
+// +-max_normal (the emulator's gemm.operands._clamp_top); real infinities and every other
+// value are unchanged, so all other inputs split bit for bit as before. f16 is not clamped:
+// fp32 values beyond its range have no f16 approximation at all.
+__device__ __forceinline__ uint32_t clamp_top_tf32(uint32_t r, float x) {
+  const bool finite_x = (__float_as_uint(x) & 0x7fffffffu) < 0x7f800000u;
+  return (WG_SPLIT_CLAMP_TOP && finite_x && (r & 0x7fffffffu) == 0x7f800000u)
+             ? (r & 0x80000000u) | 0x7f7fe000u
+             : r;
+}
+__device__ __forceinline__ uint32_t clamp_top_bf16x2(uint32_t r, float x0, float x1) {
+  if (!WG_SPLIT_CLAMP_TOP) return r;
+  const bool f0 = (__float_as_uint(x0) & 0x7fffffffu) < 0x7f800000u;
+  const bool f1 = (__float_as_uint(x1) & 0x7fffffffu) < 0x7f800000u;
+  if (f0 && (r & 0x7fffu) == 0x7f80u) r = (r & 0xffff8000u) | 0x7f7fu;
+  if (f1 && (r & 0x7fff0000u) == 0x7f800000u) r = (r & 0x8000ffffu) | 0x7f7f0000u;
+  return r;
+}
+
 template <int FMT>
 __device__ __forceinline__ void split2(float x0, float x1, float lo_scale, uint32_t& hi,
                                        uint32_t& lo) {
   hi = pack2<FMT>(x0, x1);
+  if constexpr (FMT == BF16) hi = clamp_top_bf16x2(hi, x0, x1);
   const float2 h = unpack2<FMT>(hi);
-  lo = pack2<FMT>(__fmul_rn(__fsub_rn(x0, h.x), lo_scale),
-                  __fmul_rn(__fsub_rn(x1, h.y), lo_scale));
+  const float r0 = __fmul_rn(__fsub_rn(x0, h.x), lo_scale);
+  const float r1 = __fmul_rn(__fsub_rn(x1, h.y), lo_scale);
+  lo = pack2<FMT>(r0, r1);
+  if constexpr (FMT == BF16) lo = clamp_top_bf16x2(lo, r0, r1);
 }
 // tf32: one value, hi and lo as fp32 bit patterns with the low 13 bits clear.
+// tf32: lo = x - hi is at most one ulp of the top binade, far below the range limit, so only
+// hi can overflow.
 __device__ __forceinline__ void split1_tf32(float x, float lo_scale, uint32_t& hi, uint32_t& lo) {
-  hi = tf32_cvt_rn_bits(x);
+  hi = clamp_top_tf32(tf32_cvt_rn_bits(x), x);
   lo = tf32_cvt_rn_bits(__fmul_rn(__fsub_rn(x, __uint_as_float(hi)), lo_scale));
 }
 
@@ -411,8 +457,10 @@ __device__ __forceinline__ void split_chunk(const float* v, float lo_scale, uint
   uint32_t h[4], l[4];
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
-    if constexpr (FMT == TF32) split1_tf32(v[e], lo_scale, h[e], l[e]);
-    else split2<FMT>(v[2 * e], v[2 * e + 1], lo_scale, h[e], l[e]);
+    if constexpr (FMT == TF32)
+      split1_tf32(v[e], lo_scale, h[e], l[e]);
+    else
+      split2<FMT>(v[2 * e], v[2 * e + 1], lo_scale, h[e], l[e]);
   }
   hi = make_uint4(h[0], h[1], h[2], h[3]);
   lo = make_uint4(l[0], l[1], l[2], l[3]);
@@ -425,9 +473,8 @@ __device__ __forceinline__ void split_chunk(const float* v, float lo_scale, uint
 // instruction): f16/bf16 {(row, 2q:2q+1), (row+8, 2q:2q+1), (row, 2q+8:2q+9), (row+8,
 // 2q+8:2q+9)}, tf32 {(row, q), (row+8, q), (row, q+4), (row+8, q+4)}.
 template <int FMT, int NI>
-__device__ __forceinline__ void split_a_fragments(const uint8_t* a, int row, int q,
-                                                  float lo_scale, uint32_t (&hi)[NI][4],
-                                                  uint32_t (&lo)[NI][4]) {
+__device__ __forceinline__ void split_a_fragments(const uint8_t* a, int row, int q, float lo_scale,
+                                                  uint32_t (&hi)[NI][4], uint32_t (&lo)[NI][4]) {
   if constexpr (FMT == TF32) {
     const uint8_t* p = a + row * 64 + 4 * q;
     const int sw = (row >> 1) & 3;  // the 64-byte swizzle of rows row and row + 8
@@ -445,17 +492,17 @@ __device__ __forceinline__ void split_a_fragments(const uint8_t* a, int row, int
     for (int i = 0; i < NI; ++i)
 #pragma unroll
       for (int j = 0; j < 4; ++j) {  // j: (row or row+8) x (k or k+8), k = 16 i + 2q
-        const float2 x = *reinterpret_cast<const float2*>(p + (j & 1) * 8 * 32 +
-                                                          (2 * i + (j >> 1)) * BM * 32);
+        const float2 x =
+            *reinterpret_cast<const float2*>(p + (j & 1) * 8 * 32 + (2 * i + (j >> 1)) * BM * 32);
         split2<FMT>(x.x, x.y, lo_scale, hi[i][j], lo[i][j]);
       }
   }
 }
 
 template <int FMT, int MODE>
-__device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
-                                           float* __restrict__ D, int Mp, int Np, int Kp,
-                                           float lo_scale, float out_scale) {
+__device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps, float* __restrict__ D,
+                                           int Mp, int Np, int Kp, float lo_scale,
+                                           float out_scale) {
   using Cfg = SplitCfg<FMT>;
   constexpr int BN = SPLIT_BN, ROW = SPLIT_ROW, KS = Cfg::KS, NI = Cfg::NI;
   constexpr int S = Cfg::S, P = Cfg::P, E = 16 / Elem<FMT>::BYTES;  // E: elements per chunk
@@ -491,8 +538,8 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
       mbar_arrive_expect_tx(bar, Cfg::STAGE_BYTES);
 #pragma unroll
       for (int b = 0; b < KS / Cfg::A_BOX_K; ++b)
-        tma_load_2d(slot + Cfg::ST_A + b * BM * Cfg::A_BOX_K * 4, tmaps,
-                    kt * KS + b * Cfg::A_BOX_K, tm * BM, bar);
+        tma_load_2d(slot + Cfg::ST_A + b * BM * Cfg::A_BOX_K * 4, tmaps, kt * KS + b * Cfg::A_BOX_K,
+                    tm * BM, bar);
       tma_load_2d(slot + Cfg::ST_B, tmaps + 128, tn * BN, kt * KS, bar);
     };
     if (tid == 0)
@@ -530,7 +577,7 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
   const int a_row = 64 * wgi + 16 * ((t >> 5) & 3) + (lane >> 2), a_q = lane & 3;
   float acc[BN / 2];
   float corr[MODE == OOTOMO ? BN / 2 : 1];
-  uint32_t a_hi[NI][4], a_lo[NI][4];  // A fragments of the stage being multiplied
+  uint32_t a_hi[NI][4], a_lo[NI][4];       // A fragments of the stage being multiplied
   float tmp[MODE == OOTOMO ? BN / 2 : 1];  // t of the current Ootomo k-block
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
@@ -551,15 +598,17 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
     mbar_wait(full + 8 * (kt % S), (kt / S) & 1);
     mbar_wait(loaded + 8 * (kt % S), (kt / S) & 1);  // (complete: makes A's staging visible)
     const uint32_t b_hi = base + (kt % S) * SLOT, b_lo = b_hi + TILE;
-    split_a_fragments<FMT, NI>(smem_base + (kt % S) * SLOT + Cfg::ST_A, a_row, a_q, lo_scale,
-                               a_hi, a_lo);
+    split_a_fragments<FMT, NI>(smem_base + (kt % S) * SLOT + Cfg::ST_A, a_row, a_q, lo_scale, a_hi,
+                               a_lo);
     fence_regs(acc);
     if constexpr (MODE == OOTOMO) fence_regs(corr);
     wgmma_fence();
     if constexpr (MODE == OOTOMO) {
       // t = A_hi B_hi chained over the T_STAGES stages of a k-block, starting from scale-d = 0
-      if constexpr (part == 0) MmaRS<FMT, BN>::run_fresh(tmp, a_hi[0], tile_desc<ROW>(b_hi));
-      else MmaRS<FMT, BN>::run(tmp, a_hi[0], tile_desc<ROW>(b_hi), 1);
+      if constexpr (part == 0)
+        MmaRS<FMT, BN>::run_fresh(tmp, a_hi[0], tile_desc<ROW>(b_hi));
+      else
+        MmaRS<FMT, BN>::run(tmp, a_hi[0], tile_desc<ROW>(b_hi), 1);
 #pragma unroll
       for (int i = 1; i < NI; ++i)
         MmaRS<FMT, BN>::run(tmp, a_hi[i], tile_desc<ROW>(b_hi + 32 * i), 1);
@@ -605,31 +654,30 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps,
 }  // namespace wg
 
 // ---- entry points ---------------------------------------------------------------------------
-#define WG_ROUND_KERNELS(SUFFIX, FMT)                                                          \
-  extern "C" __global__ void wg_round_rows_##SUFFIX(const float* __restrict__ X, int rows,    \
-                                                    int cols, void* __restrict__ Y,           \
-                                                    int rows_p, int cols_p) {                 \
-    wg::round_rows<FMT>(X, rows, cols, Y, rows_p, cols_p);                                    \
-  }                                                                                           \
-  extern "C" __global__ void wg_round_transpose_##SUFFIX(const float* __restrict__ X,         \
-                                                         int rows, int cols,                  \
-                                                         void* __restrict__ Y, int rows_p,    \
-                                                         int cols_p) {                        \
-    wg::round_transpose<FMT>(X, rows, cols, Y, rows_p, cols_p);                               \
+#define WG_ROUND_KERNELS(SUFFIX, FMT)                                                           \
+  extern "C" __global__ void wg_round_rows_##SUFFIX(const float* __restrict__ X, int rows,      \
+                                                    int cols, void* __restrict__ Y, int rows_p, \
+                                                    int cols_p) {                               \
+    wg::round_rows<FMT>(X, rows, cols, Y, rows_p, cols_p);                                      \
+  }                                                                                             \
+  extern "C" __global__ void wg_round_transpose_##SUFFIX(const float* __restrict__ X, int rows, \
+                                                         int cols, void* __restrict__ Y,        \
+                                                         int rows_p, int cols_p) {              \
+    wg::round_transpose<FMT>(X, rows, cols, Y, rows_p, cols_p);                                 \
   }
 
-#define WG_PLAIN_KERNEL(NAME, FMT, MODE)                                                       \
-  extern "C" __global__ void __launch_bounds__(wg::NTHREADS, 1)                               \
-      NAME(const uint8_t* __restrict__ A, const uint8_t* __restrict__ Bt,                      \
-           float* __restrict__ D, int Mp, int Np, int Kp, int* flag) {                        \
-    wg::plain_body<FMT, MODE>(A, Bt, D, Mp, Np, Kp, flag);                                    \
+#define WG_PLAIN_KERNEL(NAME, FMT, MODE)                                                         \
+  extern "C" __global__ void __launch_bounds__(wg::NTHREADS, 1)                                  \
+      NAME(const uint8_t* __restrict__ A, const uint8_t* __restrict__ Bt, float* __restrict__ D, \
+           int Mp, int Np, int Kp, int* flag) {                                                  \
+    wg::plain_body<FMT, MODE>(A, Bt, D, Mp, Np, Kp, flag);                                       \
   }
 
-#define WG_SPLIT_KERNEL(NAME, FMT, MODE)                                                       \
-  extern "C" __global__ void __launch_bounds__(wg::SPLIT_THREADS, 1)                          \
-      NAME(const uint8_t* __restrict__ tmaps, float* __restrict__ D, int Mp, int Np, int Kp,  \
-           float lo_scale, float out_scale) {                                                 \
-    wg::split_body<FMT, MODE>(tmaps, D, Mp, Np, Kp, lo_scale, out_scale);                     \
+#define WG_SPLIT_KERNEL(NAME, FMT, MODE)                                                     \
+  extern "C" __global__ void __launch_bounds__(wg::SPLIT_THREADS, 1)                         \
+      NAME(const uint8_t* __restrict__ tmaps, float* __restrict__ D, int Mp, int Np, int Kp, \
+           float lo_scale, float out_scale) {                                                \
+    wg::split_body<FMT, MODE>(tmaps, D, Mp, Np, Kp, lo_scale, out_scale);                    \
   }
 
 WG_ROUND_KERNELS(f16, wg::F16)

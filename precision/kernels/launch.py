@@ -11,35 +11,31 @@ from typing import Any
 
 import numpy as np
 
-from precision.formats import get_format
-from precision.gemm.schedule import split_stage_k
-from precision.gemm.schedule import wgmma_tile as schedule_wgmma_tile
 from precision.kernels.build import build_cubin
+from precision.kernels.specs import (
+    WG_A_BOX,
+    WG_SPLIT_SLOTS,
+    WG_SPLIT_THREADS,
+    WGMMA_SOURCE,
+    kernel_spec,
+    split_smem_bytes,
+    split_stage_k,
+)
 
-GEMM_SOURCE = "gemm_mma.cu"
-#: Tile sizes and pipeline depth compiled into gemm_mma.cu (BM, BN, BK, STAGES, threads).
-BM, BN, BK, STAGES, NTHREADS = 128, 128, 32, 3, 256
-_LDA, _LDB = BK + 4, BN + 8
-#: Dynamic shared memory of the fp8/int8 kernels (register conversion path, STAGES fp32 stages).
-SMEM_BYTES = STAGES * (BM * _LDA + BK * _LDB) * 4
-#: f16/bf16/tf32 satf kernels (converted-tile path, see gemm_mma.cu ``gemm_body_cvt``):
-#: CVT_STAGES fp32 staging stages of A [BM][BK+4] and B [BK][BN+4], plus two buffers of operand
-#: tiles: 16-bit A [BM][BK+8] + B [BK][BN+8], or tf32 A [BM][BK+4] + B^T [BN][BK+4]. Must match
-#: CVT_STAGES / CSTAGE / H_* / T_* there.
-CVT_STAGES = 2
-_CSTAGE_BYTES = (BM * (BK + 4) + BK * (BN + 4)) * 4
-_PART_BYTES = {
-    ptx: (BM * (BK + pad) + rows_b * (cols_b + pad)) * get_format(ptx).container_bits // 8
-    for ptx, pad, rows_b, cols_b in (("f16", 8, BK, BN), ("bf16", 8, BK, BN), ("tf32", 4, BN, BK))
-}
+__all__ = [
+    "WG_SPLIT_SLOTS",
+    "WG_SPLIT_THREADS",
+    "get_kernel",
+    "launch_gemm",
+    "smem_bytes",
+    "split_smem_bytes",
+    "split_tensor_maps",
+]
 
 
 def smem_bytes(name: str) -> int:
-    """Dynamic shared memory (bytes) that kernel ``name`` is launched with."""
-    fmt = name.rsplit("_", 1)[1]
-    if fmt not in _PART_BYTES:
-        return SMEM_BYTES
-    return CVT_STAGES * _CSTAGE_BYTES + 2 * _PART_BYTES[fmt]
+    """Dynamic shared memory (bytes) that kernel ``name`` is launched with (its spec's)."""
+    return kernel_spec(name).smem_bytes
 
 
 @functools.cache
@@ -54,12 +50,10 @@ def _module(source: str, arch: str) -> Any:
 def get_kernel(name: str, arch: str = "sm_90") -> Any:
     """The ``cupy.RawKernel`` entry point ``name``: ``wg_*`` from the wgmma cubin (built for
     ``sm_90a``), others from the mma.sync cubin for ``arch``."""
-    if name.startswith("wg_"):
-        kern = _module(WGMMA_SOURCE, "sm_90a").get_function(name)
-        smem = wgmma_smem_bytes(name)
-    else:
-        kern = _module(GEMM_SOURCE, arch).get_function(name)
-        smem = smem_bytes(name)
+    spec = kernel_spec(name)
+    kern = _module(spec.source, spec.arch if spec.source == WGMMA_SOURCE else arch)
+    kern = kern.get_function(name)
+    smem = spec.smem_bytes
     if smem == 0:
         return kern
     try:  # a RawKernel (CuPy >= 8) exposes the attribute; a bare Function needs the driver
@@ -106,7 +100,8 @@ def launch_gemm(
     cp = require_gpu("the CUDA GEMM kernels")
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
         raise ValueError(f"A (M x K) and B (K x N) must agree: got {A.shape} and {B.shape}")
-    if name.startswith("wg_"):
+    spec = kernel_spec(name)
+    if spec.source == WGMMA_SOURCE:
         return _launch_wgmma(
             cp,
             name,
@@ -119,6 +114,7 @@ def launch_gemm(
         )
     M, K = A.shape
     N = B.shape[1]
+    BM, BN, BK = spec.gemm_tile
     Mp, Np, Kp = (-(-M // BM) * BM, -(-N // BN) * BN, -(-K // BK) * BK)
     Ap, Bp = _padded(cp, A, Mp, Kp), _padded(cp, B, Kp, Np)
     D = cp.empty((Mp, Np), dtype=cp.float32)
@@ -126,7 +122,10 @@ def launch_gemm(
     args = (Ap, Bp, D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp), flag)
     for kname in (name,) if strict_name is None else (name, strict_name):
         get_kernel(kname, arch)(
-            (Np // BN, Mp // BM, 1), (NTHREADS, 1, 1), args, shared_mem=smem_bytes(kname)
+            (Np // BN, Mp // BM, 1),
+            (kernel_spec(kname).threads, 1, 1),
+            args,
+            shared_mem=smem_bytes(kname),
         )
     if (Mp, Np) != (M, N):
         D = cp.ascontiguousarray(D[:M, :N])
@@ -134,62 +133,6 @@ def launch_gemm(
 
 
 # ---- wgmma kernels (gemm_wgmma.cu) ----------------------------------------------------------
-WGMMA_SOURCE = "gemm_wgmma.cu"
-#: Format suffixes of the wgmma kernels.
-_WG_FORMATS = ("f16", "bf16", "tf32")
-#: plain/satf: 128 x 256 CTA tiles, k-stages of 128 bytes per row, 4 cp.async stages, 256
-#: threads. split (ootomo/markidis): 128 x 128, k-stages of 64 bytes per row, 512 threads (two
-#: producer and two consumer warpgroups) and a ring of slots per format, each one k-stage: fp32
-#: staging of A and B plus the B_hi and B_lo operand tiles (SplitCfg in gemm_wgmma.cu). Tiles
-#: come from precision.gemm.schedule.wgmma_tile; all must match gemm_wgmma.cu. +1 KiB for the
-#: 1024-byte alignment of the operand tiles.
-_WG_PLAIN_ROW, _WG_PLAIN_STAGES, _WG_PLAIN_THREADS = 128, 4, 256
-_WG_SPLIT_ROW = 64
-WG_SPLIT_THREADS = 512
-#: ring slots per format (gemm_wgmma.cu's WG_SPLIT_SLOTS16 / WG_SPLIT_SLOTS32 defaults)
-WG_SPLIT_SLOTS = {"f16": 4, "bf16": 4, "tf32": 6}
-
-
-def _wg_parts(name: str) -> tuple[str, str]:
-    mode, fmt = name[len("wg_") :].rsplit("_", 1)
-    if fmt not in _WG_FORMATS or mode not in ("plain", "satf", "ootomo", "markidis"):
-        raise ValueError(f"unknown wgmma GEMM kernel {name!r}")
-    return mode, fmt
-
-
-def wgmma_tile(name: str) -> tuple[int, int, int]:
-    """(BM, BN, BK) of wgmma kernel ``name`` (the tile its schedule declares); the host
-    zero-pads M, N, K to these."""
-    mode, fmt = _wg_parts(name)
-    return schedule_wgmma_tile(mode if mode in ("plain", "satf") else "corrected", fmt)
-
-
-def wgmma_smem_bytes(name: str) -> int:
-    """Dynamic shared memory of ``name`` (0 for the rounding kernels, which use static)."""
-    if name.startswith(("wg_round_rows_", "wg_round_transpose_")):
-        return 0
-    mode, fmt = _wg_parts(name)
-    if mode in ("plain", "satf"):
-        bm, bn, _ = wgmma_tile(name)
-        return _WG_PLAIN_STAGES * (bm + bn) * _WG_PLAIN_ROW + 1024
-    return split_smem_bytes(fmt, WG_SPLIT_SLOTS[fmt])
-
-
-def split_smem_bytes(fmt: str, slots: int) -> int:
-    """Dynamic shared memory of a split kernel on ``fmt`` ("f16", "bf16", "tf32") with a ring
-    of ``slots`` slots, two 8-byte mbarriers per slot and 1 KiB for the 1024-byte alignment. A
-    slot: the B_hi and B_lo tiles (``bn`` rows of 64 bytes each) and the fp32 staging tiles of
-    A (``bm`` x ``ks``) and B (``ks`` x ``bn``), ``ks`` = :func:`split_stage_k`."""
-    bm, bn, _ = wgmma_tile(f"wg_ootomo_{fmt}")
-    ks = split_stage_k(fmt)
-    slot = 2 * bn * _WG_SPLIT_ROW + (bm * ks + ks * bn) * 4
-    return slots * (slot + 16) + 1024
-
-
-#: columns of A per TMA box and the box's shared-memory swizzle span (gemm_wgmma.cu SplitCfg
-#: A_BOX_K and the A staging layout): f16/bf16 8 columns (32-byte rows), tf32 16 (64-byte
-#: rows, 64-byte swizzle)
-_A_BOX = {"f16": (8, 0), "bf16": (8, 0), "tf32": (16, 64)}
 
 
 @functools.lru_cache(maxsize=64)
@@ -198,8 +141,8 @@ def _split_tensor_maps(fmt: str, a_ptr: int, b_ptr: int, mp: int, np_: int, kp: 
     from precision.kernels.tma import fp32_matrix_map
 
     cp = require_gpu("the CUDA GEMM kernels")
-    bm, bn, _ = wgmma_tile(f"wg_ootomo_{fmt}")
-    box_k, swizzle = _A_BOX[fmt]
+    bm, bn, _ = kernel_spec(f"wg_ootomo_{fmt}").gemm_tile
+    box_k, swizzle = WG_A_BOX[fmt]
     maps = fp32_matrix_map(a_ptr, mp, kp, bm, box_k, swizzle) + fp32_matrix_map(
         b_ptr, kp, np_, split_stage_k(fmt), bn
     )
@@ -251,22 +194,23 @@ def _launch_wgmma(
     arch: str,
     strict_name: str | None,
 ) -> Any:
-    mode, fmt = _wg_parts(name)
+    spec = kernel_spec(name)
+    mode, fmt = spec.mode, spec.fmt
     M, K = A.shape
     N = B.shape[1]
-    bm, bn, bk = wgmma_tile(name)
+    bm, bn, bk = spec.gemm_tile
     Mp, Np, Kp = (-(-M // bm) * bm, -(-N // bn) * bn, -(-K // bk) * bk)
     D = cp.empty((Mp, Np), dtype=cp.float32)
     grid = ((Mp // bm) * (Np // bn), 1, 1)
     kern = get_kernel(name)
-    smem = wgmma_smem_bytes(name)
+    smem = spec.smem_bytes
     if mode in ("plain", "satf"):
         Ar = _round_operand(cp, fmt, A, Mp, Kp, transpose=False)
         Bt = _round_operand(cp, fmt, B, Kp, Np, transpose=True)
         flag = cp.zeros(1, dtype=cp.int32)
         kern(
             grid,
-            (_WG_PLAIN_THREADS, 1, 1),
+            (spec.threads, 1, 1),
             (Ar, Bt, D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp), flag),
             shared_mem=smem,
         )
@@ -277,7 +221,7 @@ def _launch_wgmma(
         Ap, Bp = _padded(cp, A, Mp, Kp), _padded(cp, B, Kp, Np)
         kern(
             grid,
-            (WG_SPLIT_THREADS, 1, 1),
+            (spec.threads, 1, 1),
             (
                 split_tensor_maps(fmt, Ap, Bp),
                 D,

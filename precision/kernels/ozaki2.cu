@@ -25,8 +25,8 @@ __constant__ unsigned int c_Ml[OZ_MAX_LIMBS];
 
 namespace {
 
-__device__ __forceinline__ double sym_fmod(double y, double m, double c27, double inv_m,
-                                           double hi, double lo) {
+__device__ __forceinline__ double sym_fmod(double y, double m, double c27, double inv_m, double hi,
+                                           double lo) {
   // y integer-valued, |y| <= 2^53: y = yh*2^27 + yl exactly; t = yh*(2^27 mod m) + yl exact.
   double yh = floor(y * 0x1p-27);
   double t = yh * c27 + (y - yh * 0x1p27);
@@ -35,7 +35,6 @@ __device__ __forceinline__ double sym_fmod(double y, double m, double c27, doubl
   if (r < lo) r += m;
   return r;
 }
-
 
 template <int NL>
 __device__ __forceinline__ void normalize(long long (&a)[NL]) {
@@ -311,12 +310,11 @@ __device__ void reconstruct(const int* __restrict__ C, int M, int nb, int nbp, i
   }
 }
 
-#define OZ_RECON(NL, NAME, OUT)                                                                \
-  extern "C" __global__ void NAME(const int* __restrict__ C, int M, int nb, int nbp, int L,    \
-                                  const long long* __restrict__ sa,                            \
-                                  const long long* __restrict__ sb, int c0, int N, int p,      \
-                                  int emin_sub, OUT* __restrict__ D) {                         \
-    reconstruct<NL, OUT>(C, M, nb, nbp, L, sa, sb, c0, N, p, emin_sub, D);                     \
+#define OZ_RECON(NL, NAME, OUT)                                                                    \
+  extern "C" __global__ void NAME(                                                                 \
+      const int* __restrict__ C, int M, int nb, int nbp, int L, const long long* __restrict__ sa,  \
+      const long long* __restrict__ sb, int c0, int N, int p, int emin_sub, OUT* __restrict__ D) { \
+    reconstruct<NL, OUT>(C, M, nb, nbp, L, sa, sb, c0, N, p, emin_sub, D);                         \
   }
 
 OZ_RECON(2, oz2_reconstruct_nl2_f64, double)

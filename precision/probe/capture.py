@@ -29,6 +29,10 @@ from precision.probe.catalog import PROBES, Probe, get_probe
 from precision.probe.inputs import exact_dot, generate, tile_counts, values
 
 KERNEL_SOURCE = Path(__file__).resolve().parent / "cuda" / "mma_sync_probe.cu"
+#: Directory of ``mma_sync.cuh``, the mma.sync wrappers that the probe shares with the GEMMs.
+INCLUDE_DIR = Path(__file__).resolve().parents[1] / "kernels"
+#: The header the probe includes (part of the probe's source identity).
+KERNEL_HEADERS = (INCLUDE_DIR / "mma_sync.cuh",)
 MANIFEST = "manifest.json"
 ARCH = "sm_90"
 #: Default tiles per single instruction (x128 outputs = 101,888 dot products).
@@ -36,8 +40,16 @@ DEFAULT_TILES = 796
 
 
 def kernel_sha256() -> str:
-    """sha256 (hex) of the probe kernel source file."""
+    """sha256 (hex) of the probe kernel source file (its header: :func:`header_sha256`)."""
     return hashlib.sha256(KERNEL_SOURCE.read_bytes()).hexdigest()
+
+
+def header_sha256() -> str:
+    """sha256 (hex) of the headers the probe kernel includes (``mma_sync.cuh``), in order."""
+    h = hashlib.sha256()
+    for header in KERNEL_HEADERS:
+        h.update(header.read_bytes())
+    return h.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,7 +273,8 @@ def results_json(results: list[VerifyResult]) -> dict:
 
 
 def build_probe(workdir: str | Path) -> Path:
-    """Compile probe.cu with ``nvcc -arch=sm_90 -cubin`` into ``workdir``; the cubin's path.
+    """Compile mma_sync_probe.cu with ``nvcc -arch=sm_90 -cubin -I precision/kernels`` (for
+    ``mma_sync.cuh``) into ``workdir``; the cubin's path.
 
     nvcc rather than NVRTC: CuPy's NVRTC path forces ``-ftz=true``.
     """
@@ -269,7 +282,7 @@ def build_probe(workdir: str | Path) -> Path:
 
     out = Path(workdir) / "probe.cubin"
     run_nvcc(
-        [f"-arch={ARCH}", "-cubin", "-o", str(out), str(KERNEL_SOURCE)],
+        [f"-arch={ARCH}", "-cubin", f"-I{INCLUDE_DIR}", "-o", str(out), str(KERNEL_SOURCE)],
         what="precision capture building probe/cuda/mma_sync_probe.cu",
     )
     return out
@@ -378,9 +391,10 @@ def capture(
         "created_utc": prov["created_utc"],
         "provenance": prov,
         "nvcc": _tool_version("nvcc"),
-        "nvcc_flags": f"-arch={ARCH} -cubin",
+        "nvcc_flags": f"-arch={ARCH} -cubin -I precision/kernels",
         "kernel_source": "precision/probe/cuda/mma_sync_probe.cu",
         "kernel_source_sha256": kernel_sha256(),
+        "kernel_header_sha256": header_sha256(),
         "seed": seed,
         "tiles_per_instruction": tiles,
         "instructions": {},

@@ -115,20 +115,6 @@ for _p in _BASE:
         _c = replace(_p, name=f"{_p.name}_x{CHAIN}", nchain=CHAIN)
         PROBES[_c.name] = _c
 
-#: Data kinds, in the order of their uint8 index in a recording.
-KINDS: tuple[str, ...] = (
-    "small_int",
-    "normal",
-    "wide_exp",
-    "random_bits",
-    "cancellation",
-    "subnormal",
-    "special",
-    "tf32_lowbits",
-    "extreme",
-    "exp_floor",
-)
-
 
 def kinds_for(instr: Probe) -> tuple[str, ...]:
     """The data kinds that make sense for ``instr``."""

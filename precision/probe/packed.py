@@ -109,12 +109,18 @@ def _float_values(fmt: str, kind: str, shape: tuple[int, ...], rng: np.random.Ge
     f = formats.get_format(fmt)
     if kind == "small_int":
         return rng.integers(-3, 4, size=shape).astype(np.float64)
+    # fp64 significands are drawn with 24 random bits (products then have <= 48 bits, and the
+    # FMA chain still rounds wherever exponents differ): recordings stay compressible, and
+    # random_bits still covers full 53-bit significands.
+    sig_bits = min(f.precision, 24)
     if kind in ("normal", "special", "cancellation"):
-        return rng.choice([-1.0, 1.0], size=shape) * rng.uniform(0.5, 2.0, size=shape)
+        sig = 1.0 + rng.integers(0, 1 << (sig_bits - 1), size=shape) / 2.0 ** (sig_bits - 1)
+        return rng.choice([-1.0, 1.0], size=shape) * sig * rng.choice([0.5, 1.0], size=shape)
     if kind == "wide_exp":
         lo = f.emin - f.precision + 1
         e = rng.integers(lo, f.emax + 1, size=shape)
-        return rng.choice([-1.0, 1.0], size=shape) * np.ldexp(rng.uniform(1, 2, size=shape), e)
+        sig = 1.0 + rng.integers(0, 1 << (sig_bits - 1), size=shape) / 2.0 ** (sig_bits - 1)
+        return rng.choice([-1.0, 1.0], size=shape) * np.ldexp(sig, e)
     raise ValueError(kind)
 
 
@@ -249,16 +255,63 @@ def run(module: Any, probe: GenericProbe, inp: Inputs, nchain: int = 1) -> np.nd
 
 
 def save(path: Path, probe: GenericProbe, inp: Inputs, d: np.ndarray) -> None:
+    """Write a recording; sub-byte operands (s4/u4/b1) are bit-packed along their last axis
+    (``a_bits``/``b_bits`` give the element width, :func:`load` unpacks)."""
     np.savez_compressed(
         path,
-        a=inp.a,
-        b=inp.b,
+        a=_pack_sub_byte(inp.a, probe.a),
+        b=_pack_sub_byte(inp.b, probe.b),
+        a_bits=np.int64(_PTX_TYPES[probe.a][2]),
+        b_bits=np.int64(_PTX_TYPES[probe.b][2]),
         c=inp.c,
         d=d,
         kind=inp.kind,
         kinds=np.array(inp.kinds),
         ptx=np.array(probe.ptx),
     )
+
+
+def _pack_sub_byte(x: np.ndarray, ptx_type: str) -> np.ndarray:
+    bits = _PTX_TYPES[ptx_type][2]
+    if bits >= 8:
+        return x
+    per = 8 // bits
+    y = x.reshape(*x.shape[:-1], x.shape[-1] // per, per).astype(np.uint8)
+    shifts = (np.arange(per) * bits).astype(np.uint8)
+    return np.bitwise_or.reduce(y << shifts, axis=-1).astype(np.uint8)
+
+
+def _unpack_sub_byte(x: np.ndarray, bits: int) -> np.ndarray:
+    if bits >= 8:
+        return x
+    per = 8 // bits
+    shifts = (np.arange(per) * bits).astype(np.uint8)
+    y = (x[..., None] >> shifts) & np.uint8((1 << bits) - 1)
+    return y.reshape(*x.shape[:-1], x.shape[-1] * per)
+
+
+@dataclass
+class Recording:
+    """A loaded fragment-packed probe recording (bits unpacked to one element per entry)."""
+
+    ptx: str
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    d: np.ndarray
+    kind: np.ndarray
+    kinds: tuple[str, ...]
+
+
+def load(path: str | Path) -> Recording:
+    """Read a recording written by :func:`save`."""
+    with np.load(path) as z:
+        a = _unpack_sub_byte(z["a"], int(z["a_bits"]))
+        # B is [T, K, N]: sub-byte elements were packed along N; unpack there too.
+        b = _unpack_sub_byte(z["b"], int(z["b_bits"]))
+        return Recording(
+            str(z["ptx"]), a, b, z["c"], z["d"], z["kind"], tuple(str(k) for k in z["kinds"])
+        )
 
 
 # ------------------------------------------------------------------------------ recording

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from precision.runner.catalog import Catalog, load_catalog
+from precision.runner.figures import PlotSpec, parse_plot
 
 REFERENCES = ("exact", "fp64")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -29,6 +30,7 @@ TOP_KEYS = (
     "sweep",
     "distribution",
     "timing",
+    "plot",
 )
 SWEEP_KEYS = (
     "size",
@@ -92,6 +94,7 @@ class ExperimentConfig:
     timing: Timing = Timing()
     compare_backend: str | None = None
     description: str = ""
+    plot: PlotSpec = PlotSpec()
 
 
 class _Checker:
@@ -312,6 +315,7 @@ def parse_config(
         timing=timing,
         compare_backend=compare,
         description=description,
+        plot=parse_plot(raw.get("plot", {}), ck.fail),
     )
 
 

@@ -1,23 +1,89 @@
-"""Figures of a results table: error vs size and TFLOP/s vs size (seaborn, headless Agg).
+"""Figures of a results table: error (or TFLOP/s) against size, ready for a paper.
 
-Lines show the median over repeats (no bootstrap band: errors span decades and the repeat
-count is small); every repeat is also drawn as a faint point so the spread stays visible.
+One figure per metric (``err_fro``, ``err_max``, ``err_median``, ``tflops``), one panel per
+value of ``col`` × ``row`` (:class:`~precision.runner.figures.PlotSpec`), colour = ``hue``, line
+style and marker = ``style``. Each line is the median over repeats (errors span decades and
+the repeat count is small, so no bootstrap band); every repeat is also drawn as a faint dot.
+
+What keeps the figures honest and readable:
+
+- Lines that coincide stay distinguishable: every style value has its own marker and dash
+  pattern, and the series are spread horizontally by a small dodge (at most ``dodge`` of the
+  smallest gap between neighbouring x values, on the log axis); the x ticks mark the true
+  sizes.
+- CPU fp32/fp64 baselines (format fp32 or fp64: the emulated fp32 FMA chain, numpy's matmul,
+  cuBLAS SGEMM) are drawn in black and grey with their own legend entries, and error figures
+  carry the fp32 unit roundoff u = 2^-24 as a dotted horizontal line.
+- TFLOP/s panels are split by device: GPU backends, numpy's BLAS on the CPU, and the emulator
+  (a CPU replay of the tensor core, whose TFLOP/s is labelled as not a GPU speed).
+- Log axes are labelled at whole decades (limits rounded out to decades); the x axis is
+  labelled at the swept sizes (thinned, or as powers of two, when there are many).
+- Points with no finite positive value (error rows, unavailable backends, NaN or Inf, error 0
+  on a log axis) are listed under the figure.
 """
 
 from __future__ import annotations
 
+import math
+import re
+import textwrap
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
-# A paper column is about 3.3 in wide: two panels side by side, legend below, at fonts that
-# stay >= ~6 pt when the figure is scaled to the column.
-PANEL_IN = 1.9
-ERROR_LABELS = {
-    "err_fro": "rel. error (Frobenius)",
+from precision.runner.figures import PlotSpec
+
+METRIC_LABELS = {
+    "err_fro": "relative error (Frobenius)",
+    "err_max": "max. relative elementwise error",
     "err_median": "median relative elementwise error",
-    "err_max": "max relative elementwise error",
+    "tflops": "TFLOP/s (2mnk / median time)",
 }
+ERROR_METRICS = ("err_fro", "err_max", "err_median")
+#: fp32's unit roundoff: the relative error bound of one round-to-nearest into fp32.
+FP32_UNIT_ROUNDOFF = 2.0**-24
+#: Formats whose rows are baselines (not tensor-core methods): drawn in black and grey.
+BASELINE_FORMATS = ("fp32", "fp64")
+BASELINE_NAMES = {
+    ("emulator", "fp32"): "fp32 FMA chain (emulated SGEMM)",
+    ("numpy", "fp32"): "fp32 numpy matmul (BLAS SGEMM)",
+    ("cublas", "fp32"): "fp32 cuBLAS SGEMM",
+    ("numpy", "fp64"): "fp64 numpy matmul (BLAS DGEMM)",
+}
+#: Device class of each backend in TFLOP/s figures (panels never mix classes).
+DEVICES = {
+    "cuda": "GPU",
+    "cublas": "GPU",
+    "numpy": "CPU: numpy BLAS",
+    "emulator": "CPU emulator (not a GPU speed)",
+}
+X_LABELS = {
+    "size": "size m = n = k",
+    "k": "k (inner dimension)",
+    "m": "m (rows of A and C)",
+    "n": "n (columns of B and C)",
+}
+MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "h", "p", "d")
+DASHES: tuple[Any, ...] = (
+    "-",
+    (0, (4, 1.5)),
+    (0, (1, 1.2)),
+    (0, (5, 1.5, 1, 1.5)),
+    (0, (2.5, 1.2)),
+    (0, (6, 1.5, 1, 1.5, 1, 1.5)),
+)
+BASELINE_STYLES = (  # colour, dash, marker
+    ("black", "-", "*"),
+    ("0.45", (0, (4, 1.5)), "x"),
+    ("black", (0, (1, 1.2)), "+"),
+    ("0.45", (0, (5, 1.5, 1, 1.5)), "1"),
+)
+PANEL_W, PANEL_H = 2.5, 2.4  # inches per panel when no size is given
+MAX_NOTE_LINES = 6
 
 
 def _setup():
@@ -28,93 +94,452 @@ def _setup():
     import seaborn as sns
 
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.85)
+    plt.rcParams.update({"pgf.rcfonts": False, "svg.fonttype": "none"})
     return plt, sns
 
 
-def _legend_label(table: pd.DataFrame) -> pd.Series:
-    label = table["variant"].astype(str)
-    if table["backend"].nunique() > 1:
-        label = label + " [" + table["backend"].astype(str) + "]"
-    if table["arch"].nunique() > 1:
-        label = label + " " + table["arch"].astype(str)
-    return label
+def _column(table: pd.DataFrame, name: str, fallback: str) -> pd.Series:
+    return table[name] if name in table else table[fallback]
 
 
-def _size_axis(table: pd.DataFrame) -> tuple[str, str]:
-    square = (table["m"] == table["k"]).all() and (table["n"] == table["k"]).all()
-    return "k", ("size m = n = k" if square else "k (inner dimension)")
+def _dimension(table: pd.DataFrame, dim: str) -> pd.Series:
+    """The values of plot dimension ``dim`` (see figures.DIMENSIONS) as strings."""
+    if dim == "none":
+        return pd.Series("", index=table.index)
+    if dim == "method":
+        return _column(table, "variant", "method").astype(str)
+    if dim == "distribution":
+        return _column(table, "dist_label", "distribution").astype(str)
+    if dim == "shape":
+        return table["m"].astype(str) + "×" + table["n"].astype(str) + "×" + table["k"].astype(str)
+    return table[dim].astype(str)
 
 
-def _plot(table: pd.DataFrame, y: str, ylabel: str, out: Path, title: str) -> list[Path]:
-    plt, sns = _setup()
-    x, xlabel = _size_axis(table)
-    data = table.assign(method=_legend_label(table))
-    panels = sorted(data["dist_label"].unique())
-    col_wrap = min(2, len(panels))
-    g = sns.relplot(
-        data=data,
-        x=x,
-        y=y,
-        hue="method",
-        style="format",
-        col="dist_label",
-        col_order=panels,
-        col_wrap=col_wrap,
-        kind="line",
-        estimator="median",
-        errorbar=None,
-        markers=True,
-        dashes=True,
-        height=PANEL_IN,
-        aspect=1.0,
-        facet_kws={"sharey": False},
-    )
-    for ax in g.axes.flat:
-        dist = ax.get_title().split(" = ", 1)[-1]
-        sub = data[data["dist_label"] == dist]
-        ax.scatter(sub[x], sub[y], s=4, color="0.5", alpha=0.4, zorder=0, linewidths=0)
-    g.set(xscale="log", yscale="log")
-    g.set_axis_labels(xlabel, ylabel)
-    g.set_titles("{col_name}")
-    xs = sorted(data[x].unique())
-    for ax in g.axes.flat:
-        ax.set_xticks(xs, [str(v) for v in xs], minor=False)
-        ax.minorticks_off()
-        if len(xs) > 4:  # keep crowded size labels legible at paper-column width
-            ax.tick_params(axis="x", labelrotation=45, labelsize="small")
-    sns.move_legend(
-        g,
-        "upper center",
-        bbox_to_anchor=(0.5, 0.0),
-        ncol=2,
-        frameon=False,
-        fontsize="small",
-        title_fontsize="small",
-    )
-    g.figure.suptitle(title, y=1.03, fontsize="medium")
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for ext in ("png", "pdf"):
-        path = out / f"{y}.{ext}"
-        g.figure.savefig(path, dpi=200, bbox_inches="tight")
-        paths.append(path)
-    plt.close(g.figure)
-    return paths
+def _dim_title(dim: str, value: str) -> str:
+    return f"{dim} = {value}" if dim in ("m", "n", "k") else value
 
 
-def plot_results(table: pd.DataFrame, out_dir: Path, title: str = "") -> list[Path]:
-    """Write the accuracy and (when timings exist) speed figures; return the files written."""
-    ok = table[table["status"] == "ok"] if "status" in table else table
-    if ok.empty:
+def _natural_key(value: str) -> tuple:
+    """Sort key that orders embedded integers numerically ("m = 64" before "m = 128")."""
+    parts = re.split(r"(\d+)", value)
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+
+
+def _ordered(values: Iterable[str]) -> list[str]:
+    return sorted(set(values), key=_natural_key)
+
+
+def choose_x(table: pd.DataFrame, x: str) -> tuple[str, list[str], str]:
+    """The x column (``size``, ``m``, ``n`` or ``k``), the other shape dimensions that vary at
+    a fixed x (they become part of the panels) and the axis label."""
+    square = bool(((table["m"] == table["k"]) & (table["n"] == table["k"])).all())
+    if x == "auto":
+        if square:
+            return "size", [], X_LABELS["size"]
+        varying = [d for d in ("k", "n", "m") if table[d].nunique() > 1]
+        x = varying[0] if varying else "k"
+    if x == "size":
+        if not square:
+            raise ValueError(
+                "x = 'size' needs square shapes (m = n = k in every row); use x = 'm', 'n' or 'k'"
+            )
+        return "size", [], X_LABELS["size"]
+    others = [d for d in ("m", "n", "k") if d != x]
+    rest = [d for d in others if table.groupby(x)[d].nunique().max() > 1]
+    linked = [d for d in others if (table[d] == table[x]).all()]
+    label = " = ".join(d for d in "mnk" if d in linked or d == x) if linked else X_LABELS[x]
+    return x, rest, label
+
+
+@dataclass
+class _Frame:
+    """A results table with the plot's columns: _x, _hue, _style, _col, _row, _series..."""
+
+    data: pd.DataFrame
+    x: str
+    x_label: str
+    rest: list[str]
+    series: list[tuple[str, str]]  # (kind, key) in drawing order; kind "method" or "baseline"
+
+
+def prepare(table: pd.DataFrame, spec: PlotSpec, metric: str) -> _Frame:
+    """The rows of ``table`` with the figure's columns for ``metric`` (panels, series, x)."""
+    x, rest, x_label = choose_x(table, spec.x)
+    d = pd.DataFrame(index=table.index)
+    d["_x"] = table["k" if x == "size" else x].astype(float)
+    d["_hue"] = _dimension(table, spec.hue)
+    d["_style"] = _dimension(table, spec.style)
+    d["_col"] = _dimension(table, spec.col).map(lambda v: _dim_title(spec.col, v))
+    row = _dimension(table, spec.row).map(lambda v: _dim_title(spec.row, v))
+    for dim in rest:
+        row = row.str.cat(table[dim].astype(str).map(lambda v, dim=dim: f"{dim} = {v}"), sep=", ")
+    if metric == "tflops":
+        row = row.str.cat(table["backend"].map(lambda b: DEVICES.get(b, b)), sep=", ")
+    d["_row"] = row.str.strip(", ")
+    d["_device"] = table["backend"].map(lambda b: DEVICES.get(b, b)) if metric == "tflops" else ""
+    fmt = table["format"].astype(str)
+    backend = table["backend"].astype(str)
+    d["_baseline"] = fmt.isin(BASELINE_FORMATS)
+    names = [BASELINE_NAMES.get((b, f), f"{f} {b}") for b, f in zip(backend, fmt, strict=True)]
+    d["_series"] = np.where(d["_baseline"], names, d["_hue"] + "\x00" + d["_style"])
+    d["_ok"] = (table["status"] == "ok") if "status" in table else True
+    d["_status"] = table["status"].astype(str) if "status" in table else "ok"
+    d["_value"] = pd.to_numeric(table[metric], errors="coerce").astype(float)
+    d["_valid"] = d["_ok"] & np.isfinite(d["_value"]) & (d["_value"] > 0)
+    hue_order = _ordered(d.loc[~d["_baseline"], "_hue"])
+    style_order = _ordered(d.loc[~d["_baseline"], "_style"])
+    methods = [
+        ("method", f"{h}\x00{s}")
+        for s in style_order
+        for h in hue_order
+        if ((d["_hue"] == h) & (d["_style"] == s) & ~d["_baseline"]).any()
+    ]
+    baselines = [("baseline", b) for b in _ordered(d.loc[d["_baseline"], "_series"])]
+    return _Frame(d, x, x_label, rest, methods + baselines)
+
+
+def _decade_limits(values: np.ndarray) -> tuple[float, float]:
+    lo = 10.0 ** math.floor(math.log10(float(values.min())))
+    hi = 10.0 ** math.ceil(math.log10(float(values.max())))
+    return (lo, hi * 10 if hi <= lo else hi)
+
+
+def _x_ticks(xs: list[float]) -> tuple[list[float], list[str], list[float]]:
+    """Major ticks with labels, and unlabelled minor ticks, for the swept x values: at most
+    six labels, at least a seventh of the axis's (log) span apart; powers of two as 2^p when
+    some must be left out."""
+    logs = np.log2(xs)
+    span = float(logs[-1] - logs[0]) or 1.0
+    major = [xs[0]]
+    for v, lv in zip(xs[1:], logs[1:], strict=True):
+        if lv - math.log2(major[-1]) >= span / 7 - 1e-9:
+            major.append(v)
+    while len(major) > 6:
+        major = major[::2]
+    ints = [int(v) for v in major]
+    pow2 = all(v > 0 and v & (v - 1) == 0 for v in (int(x) for x in xs))
+    if pow2 and len(major) < len(xs):
+        labels = [f"$2^{{{int(math.log2(v))}}}$" for v in ints]
+    else:
+        labels = [f"{v:d}" if v < 100000 else f"{v:.0e}" for v in ints]
+    return major, labels, [v for v in xs if v not in major]
+
+
+def _missing_notes(frame: _Frame, metric: str) -> list[str]:
+    d = frame.data
+    if d.empty:
         return []
-    paths = []
-    errors = ok[ok["err_fro"].notna() & (ok["err_fro"] > 0)]
-    if not errors.empty:
-        paths += _plot(errors, "err_fro", ERROR_LABELS["err_fro"], out_dir, title)
-    timed = ok[ok["tflops"].notna() & (ok["tflops"] > 0)]
-    if not timed.empty:
-        label = "TFLOP/s (2mnk / median time)"
-        if set(timed["backend"]) == {"emulator"}:
-            label = "emulator TFLOP/s (CPU)"  # not a GPU speed; say so on the figure
-        paths += _plot(timed, "tflops", label, out_dir, title)
+    xname = "size" if frame.x == "size" else frame.x
+    grouped = d.groupby(["_series", "_row", "_col", "_x"], sort=True)
+    lines: dict[tuple[str, str], list[str]] = {}
+    for (series, row, col, x), g in grouped:
+        valid = int(g["_valid"].sum())
+        if valid == len(g):
+            continue
+        bad = g[~g["_valid"]]
+        reasons = []
+        for status, value in zip(bad["_status"], bad["_value"], strict=True):
+            if status != "ok":
+                reasons.append(status)
+            elif np.isnan(value):
+                reasons.append("NaN" if metric != "tflops" else "not timed")
+            elif np.isinf(value):
+                reasons.append("Inf")
+            elif value == 0:
+                reasons.append("0 (exact)" if metric in ERROR_METRICS else "0")
+            else:
+                reasons.append("negative")
+        why = "/".join(dict.fromkeys(reasons))
+        if valid:
+            why = f"{len(bad)} of {len(g)} repeats {why}"
+        label = str(series).replace("\x00", " ").strip()
+        panel = ", ".join(str(p) for p in (row, col) if p)
+        key = (f"{label} [{panel}]" if panel else label, why)
+        lines.setdefault(key, []).append(str(int(float(str(x)))))
+    out = [f"{who}: {why} at {xname} = {', '.join(xs)}" for (who, why), xs in lines.items()]
+    if len(out) > MAX_NOTE_LINES:
+        more = len(out) - (MAX_NOTE_LINES - 1)
+        out = out[: MAX_NOTE_LINES - 1] + [f"... and {more} more (see the summary table)"]
+    return out
+
+
+def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
+    """The matplotlib Figure of ``metric`` (see the module docstring); the caller closes it."""
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FixedLocator, LogFormatterSciNotation, LogLocator, NullFormatter
+
+    plt, sns = _setup()
+    d = frame.data
+    rows = _ordered(d["_row"])
+    cols = _ordered(d["_col"])
+    nrows, ncols = len(rows), len(cols)
+    notes = _missing_notes(frame, metric)
+    hue_vals = _ordered(d.loc[~d["_baseline"], "_hue"])
+    style_vals = _ordered(d.loc[~d["_baseline"], "_style"])
+    palette = dict(zip(hue_vals, sns.color_palette("colorblind", len(hue_vals)), strict=True))
+    marker = {s: MARKERS[i % len(MARKERS)] for i, s in enumerate(style_vals)}
+    dash = {s: DASHES[i % len(DASHES)] for i, s in enumerate(style_vals)}
+    base_names = [key for kind, key in frame.series if kind == "baseline"]
+    base_style = {b: BASELINE_STYLES[i % len(BASELINE_STYLES)] for i, b in enumerate(base_names)}
+
+    # Horizontal dodge (log10 units): the series spread over at most `dodge` of the smallest
+    # x gap, neighbours at most a fifth of that apart.
+    xs = sorted(d["_x"].unique())
+    gap = float(np.diff(np.log10(xs)).min()) if len(xs) > 1 else 0.3
+    n_series = len(frame.series)
+    budget = spec.dodge * gap
+    step = min(budget / (n_series - 1), budget / 5) if n_series > 1 else 0.0
+    spread = step * (n_series - 1)
+    offset = {key: step * i - spread / 2 for i, (_, key) in enumerate(frame.series)}
+
+    # Legend sections: (title, [(handle, label), ...]).
+    sections: list[tuple[str, list[tuple[Any, str]]]] = []
+    if spec.hue != "none" and hue_vals and any(k == "method" for k, _ in frame.series):
+        sections.append(
+            (spec.hue, [(Line2D([], [], color=palette[h], lw=1.6), h) for h in hue_vals])
+        )
+    if spec.style != "none" and style_vals and any(k == "method" for k, _ in frame.series):
+        color = "0.3" if spec.hue != "none" else palette.get("", "0.3")
+        sections.append(
+            (
+                spec.style,
+                [
+                    (Line2D([], [], color=color, ls=dash[s], marker=marker[s], ms=4, lw=1), s)
+                    for s in style_vals
+                ],
+            )
+        )
+    reference: list[tuple[Any, str]] = []
+    for b in base_names:
+        b_color, b_dash, b_marker = base_style[b]
+        handle = Line2D([], [], color=b_color, ls=b_dash, marker=b_marker, ms=5, lw=1.2)
+        reference.append((handle, b))
+    if metric in ERROR_METRICS:
+        ref_handle = Line2D([], [], color="0.35", ls=(0, (1, 2)), lw=0.9)
+        reference.append((ref_handle, "fp32 unit roundoff $u = 2^{-24}$"))
+    if reference:
+        sections.append(("baselines" if base_names else "reference", reference))
+
+    def build(layout: list[list[tuple[str, list[tuple[Any, str]]]]]) -> tuple[Any, Any]:
+        """The figure with the legend sections stacked into ``layout``'s columns."""
+        legend_rows = max((sum(len(items) + 1 for _, items in col) for col in layout), default=0)
+        legend_h = 0.16 * legend_rows + 0.1 if legend_rows else 0.0
+        note_lines = sum(1 + len(n) // 70 for n in notes)
+        note_h = 0.13 * (note_lines + 1) + 0.05 if notes else 0.0
+        title_h = 0.25 if title else 0.0
+        if spec.size is not None:
+            width, height = spec.size
+        else:
+            width = 0.55 + PANEL_W * ncols
+            height = PANEL_H * nrows + 0.35 + legend_h + note_h + title_h
+        fig = plt.figure(figsize=(width, height), dpi=spec.dpi, layout="constrained")
+        parts = [height - legend_h - note_h, legend_h, note_h]
+        keep = [h > 0 for h in parts]
+        subfigs = fig.subfigures(
+            sum(keep), 1, height_ratios=[h for h in parts if h > 0], squeeze=False
+        )
+        sub_iter = iter(subfigs[:, 0])
+        top = next(sub_iter)
+        legend_fig = next(sub_iter) if keep[1] else None
+        note_fig = next(sub_iter) if keep[2] else None
+        axes = top.subplots(nrows, ncols, squeeze=False)
+        if title:
+            top.suptitle(title, fontsize="medium")
+
+        present = [
+            [bool(((d["_row"] == row) & (d["_col"] == col)).any()) for col in cols] for row in rows
+        ]
+        first_col = [next((c for c in range(ncols) if present[r][c]), 0) for r in range(nrows)]
+        groups: dict[Any, list[Any]] = {}
+        for r, row in enumerate(rows):
+            for c, col in enumerate(cols):
+                ax = axes[r, c]
+                panel = d[(d["_row"] == row) & (d["_col"] == col)]
+                if panel.empty:
+                    ax.set_visible(False)
+                    continue
+                for kind, key in frame.series:
+                    sel = panel[(panel["_series"] == key) & panel["_valid"]]
+                    if sel.empty:
+                        continue
+                    if kind == "baseline":
+                        color, ls, mk = base_style[key]
+                        ms, lw, z = 6, 1.2, 3
+                    else:
+                        h, s = key.split("\x00")
+                        color = palette[h] if spec.hue != "none" else "C0"
+                        ls, mk = dash[s], marker[s]
+                        ms, lw, z = 4, 1.1, 2
+                    factor = 10.0 ** offset[key]
+                    med = sel.groupby("_x")["_value"].median().sort_index()
+                    ax.scatter(
+                        sel["_x"] * factor, sel["_value"], s=5, color=color, alpha=0.3,
+                        linewidths=0, zorder=1,
+                    )  # fmt: skip
+                    ax.plot(
+                        med.index * factor, med.values, color=color, ls=ls, marker=mk, ms=ms,
+                        lw=lw, mec="white" if mk not in "x+1" else color, mew=0.5, zorder=z,
+                    )  # fmt: skip
+                if metric in ERROR_METRICS:
+                    ax.axhline(FP32_UNIT_ROUNDOFF, color="0.35", ls=(0, (1, 2)), lw=0.9, zorder=0)
+                if col and (r == 0 or not present[r - 1][c]):
+                    ax.set_title(col, fontsize="small")
+                if row and (c == ncols - 1 or not any(present[r][c + 1 :])):
+                    ax.annotate(
+                        textwrap.fill(row, 30), xy=(1.03, 0.5), xycoords="axes fraction",
+                        rotation=270, ha="left", va="center", fontsize="small",
+                    )  # fmt: skip
+                share = panel["_device"].iloc[0] if spec.sharey else (r, c)
+                groups.setdefault(share, []).append((ax, panel))
+
+        for members in groups.values():
+            values = pd.concat([p.loc[p["_valid"], "_value"] for _, p in members])
+            if metric in ERROR_METRICS:
+                values = pd.concat([values, pd.Series([FP32_UNIT_ROUNDOFF])])
+            lo, hi = _decade_limits(values.to_numpy()) if len(values) else (1e-8, 1.0)
+            for ax, _ in members:
+                ax.set_yscale("log")
+                ax.set_ylim(lo, hi)
+                ax.yaxis.set_major_locator(LogLocator(base=10, numticks=7))
+                ax.yaxis.set_major_formatter(LogFormatterSciNotation(base=10))
+                subs = [2.0, 3, 4, 5, 6, 7, 8, 9]
+                ax.yaxis.set_minor_locator(LogLocator(base=10, subs=subs, numticks=50))
+                ax.yaxis.set_minor_formatter(NullFormatter())
+
+        major, labels, minor = _x_ticks(xs)
+        pad = 10.0 ** (spread / 2 + 0.08)
+        for r in range(nrows):
+            for c in range(ncols):
+                ax = axes[r, c]
+                if not ax.get_visible():
+                    continue
+                ax.set_xscale("log", base=2)
+                ax.set_xlim(xs[0] / pad, xs[-1] * pad)
+                ax.set_xticks(major, labels)
+                ax.xaxis.set_minor_locator(FixedLocator(minor))
+                ax.xaxis.set_minor_formatter(NullFormatter())
+                below = any(present[r2][c] for r2 in range(r + 1, nrows))
+                ax.set_xlabel("" if below else frame.x_label)
+                if below:
+                    ax.tick_params(labelbottom=False)
+                ax.set_ylabel(METRIC_LABELS[metric] if c == first_col[r] else "")
+                if spec.sharey and c > first_col[r]:
+                    ax.tick_params(labelleft=False)
+
+        legend = None
+        if legend_fig is not None and layout:
+            handles, labels_, bold = [], [], set()
+            for column in layout:
+                used = 0
+                for name, items in column:
+                    handles.append(Line2D([], [], ls="none"))
+                    labels_.append(name)
+                    bold.add(len(labels_) - 1)
+                    for handle, label in items:
+                        handles.append(handle)
+                        labels_.append(label)
+                    used += len(items) + 1
+                for _ in range(legend_rows - used):
+                    handles.append(Line2D([], [], ls="none"))
+                    labels_.append("")
+            legend = legend_fig.legend(
+                handles, labels_, loc="center", ncols=len(layout), frameon=False,
+                fontsize="small", handlelength=2.8, columnspacing=1.4, borderaxespad=0.0,
+            )  # fmt: skip
+            for i, text in enumerate(legend.get_texts()):
+                if i in bold:
+                    text.set_fontweight("bold")
+        if note_fig is not None:
+            chars = max(40, int(width * 72 / 3.4))  # x-small text: about 3.4 pt per character
+            wrapped = [textwrap.fill(n, chars, subsequent_indent="    ") for n in notes]
+            text = "Not shown (no finite positive value):\n" + "\n".join(wrapped)
+            note_fig.text(0.02, 0.5, text, ha="left", va="center", fontsize="x-small", color="0.2")
+
+        return fig, legend
+
+    # As many legend columns as fit the figure's width (sections stacked otherwise).
+    for n_cols in range(len(sections), 0, -1):
+        layout: list[list[tuple[str, list[tuple[Any, str]]]]] = [[] for _ in range(n_cols)]
+        for section in sections:  # each section to the shortest column so far
+            heights = [sum(len(items) + 1 for _, items in col) for col in layout]
+            layout[heights.index(min(heights))].append(section)
+        fig, legend = build(layout)
+        if legend is None or n_cols == 1:
+            return fig
+        fig.canvas.draw()
+        if legend.get_window_extent().width <= fig.bbox.width * 0.98:
+            return fig
+        plt.close(fig)
+    return build([])[0]
+
+
+def missing_tex(formats: Iterable[str]) -> str | None:
+    """Why ``formats`` cannot be written here (pgf needs matplotlib's TeX system), else None."""
+    if "pgf" not in formats:
+        return None
+    import shutil
+
+    import matplotlib
+
+    tex = matplotlib.rcParams["pgf.texsystem"]
+    if shutil.which(tex) is None:
+        return f"format 'pgf' needs {tex} on the PATH (matplotlib's pgf.texsystem)"
+    return None
+
+
+def check_formats(formats: Iterable[str]) -> None:
+    """Raise ValueError when one of ``formats`` cannot be written on this machine."""
+    reason = missing_tex(formats)
+    if reason:
+        raise ValueError(reason)
+
+
+def plot_results(
+    table: pd.DataFrame,
+    out_dir: Path,
+    title: str = "",
+    spec: PlotSpec | None = None,
+    *,
+    prefix: str = "",
+    notes: list[str] | None = None,
+) -> list[Path]:
+    """Write the figures of ``spec`` (default: error and, when timed, TFLOP/s) and the summary
+    tables into ``out_dir`` as ``<prefix><metric>.<format>`` and ``<prefix>summary.*``.
+
+    Returns the files written. A metric without a single drawable value is skipped; when it
+    was asked for explicitly, ``notes`` (if given) receives a line saying so.
+    """
+    from precision.runner.summary import write_summary
+
+    spec = spec or PlotSpec()
+    heading = spec.title if spec.title is not None else title
+    if table.empty:
+        return []
+    formats = spec.formats
+    reason = missing_tex(formats)
+    if reason:  # after a run: write the other formats rather than fail
+        formats = tuple(f for f in formats if f != "pgf")
+        if notes is not None:
+            notes.append(f"pgf skipped: {reason}")
+    paths: list[Path] = []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for metric in spec.metrics:
+        values = pd.to_numeric(table[metric], errors="coerce")
+        ok = table["status"] == "ok" if "status" in table else True
+        if not ((values > 0) & np.isfinite(values) & ok).any():
+            if spec.explicit_metrics and notes is not None:
+                notes.append(f"no {metric} figure: no row has a finite positive {metric}")
+            continue
+        frame = prepare(table, spec, metric)
+        files = [out_dir / f"{prefix}{metric}.{ext}" for ext in formats]
+        plt, _ = _setup()
+        fig = draw_figure(frame, metric, spec, heading)
+        try:
+            for path in files:
+                fig.savefig(path, dpi=spec.dpi)
+        finally:
+            plt.close(fig)
+        paths += files
+    if table["status"].eq("ok").any() if "status" in table else True:
+        paths += write_summary(table, out_dir, spec, prefix=prefix)
     return paths

@@ -201,5 +201,7 @@ def run_experiment(
         reasons = (bad["status"] + ": " + bad["error"].astype(str)).value_counts()
         summary.problems = {str(k): int(v) for k, v in reasons.items()}
         if plots:
-            summary.figures = plot_results(table, rd.figures_dir, title=config.name)
+            summary.figures = plot_results(
+                table, rd.figures_dir, title=config.name, spec=config.plot
+            )
     return summary

@@ -37,6 +37,7 @@ KNOBS = (
     "PRODUCER_REGS16",
     "PRODUCER_REGS32",
     "RASTER_GROUP",
+    "CLAMP_TOP",
 )
 DEFAULT_KERNELS = ("wg_ootomo_f16", "wg_ootomo_tf32")
 
@@ -85,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         split_smem_bytes,
         split_tensor_maps,
     )
+    from precision.kernels.specs import kernel_spec
     from precision.telemetry import summarize, time_gpu_sampled
 
     n = args.n
@@ -118,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                 split = schedules[name].split
                 s = split.lo_scale_log2 if split else 0
                 fn = module.get_function(name)
-                fmt = name.rsplit("_", 1)[1]
+                fmt = kernel_spec(name).fmt
                 bits = "32" if fmt == "tf32" else "16"
                 smem = split_smem_bytes(fmt, knobs.get("SLOTS" + bits, WG_SPLIT_SLOTS[fmt]))
                 fn.max_dynamic_shared_size_bytes = smem

@@ -258,8 +258,8 @@ def test_gpu_engine_decode_codes_match_its_cuda_source():
     cases = {
         int(code or 4): (int(width), int(shift or 0), int(e), int(m))
         for code, width, shift, e, m in re.findall(
-            r"(?:case (\d)|default): b = \(\(const uint(\d+)_t\*\)src\)\[i\](?: >> (\d+))?; "
-            r"ebits = (\d+); mbits = (\d+);",
+            r"(?:case (\d)|default):\s*b = \(\(const uint(\d+)_t\*\)src\)\[i\](?: >> (\d+))?;"
+            r"\s*ebits = (\d+);\s*mbits = (\d+);",
             src,
         )
     }
@@ -267,7 +267,8 @@ def test_gpu_engine_decode_codes_match_its_cuda_source():
     for name, code in ge._DECODE_CODE.items():
         f = F.FORMATS[name]
         if f.is_integer:
-            assert f"if (fmt == {code})" in src and "(const int8_t*)src" in src and f.bits == 8
+            int_read = rf"if \(fmt == {code}\)\s*\{{\s*sig\[i\] = \(int\)\(\(const int8_t\*\)src\)"
+            assert re.search(int_read, src) and f.bits == 8
             continue
         assert cases[code] == (f.container_bits, f.pad_bits, f.exponent_bits, f.mantissa_bits)
     for dt, name in [
@@ -281,7 +282,9 @@ def test_gpu_engine_decode_codes_match_its_cuda_source():
         assert ge._operand_format(np.dtype(dt)) is F.FORMATS[name]
     assert ge._operand_format(np.dtype(np.float64)) is None
     assert ge._operand_format(np.dtype(np.uint8)) is None
-    nan = re.search(r"nan_bits\(int wide\) \{ return wide \? (0x[0-9A-F]+)u : (0x[0-9A-F]+)u;", src)
+    nan = re.search(
+        r"nan_bits\(int wide\)\s*\{\s*return wide \? (0x[0-9A-F]+)u : (0x[0-9A-F]+)u;", src
+    )
     assert nan is not None
     assert int(nan.group(1), 16) == F.FORMATS["fp32"].gpu_canonical_nan_bits
     assert int(nan.group(2), 16) == F.FORMATS["fp16"].gpu_canonical_nan_bits

@@ -8,8 +8,11 @@ import pytest
 from precision.gemm import all_schedules, get_schedule
 from precision.gemm.schedule import INSTRUCTION_K, LO_SCALE_LOG2, Add, Mma, k_permutation
 
+#: formats of the mma.sync GEMM kernels (the wgmma ones keep k in natural order)
+MMA_SYNC_FORMATS = ["e4m3", "e5m2", "int8"]
 
-@pytest.mark.parametrize("fmt", sorted(INSTRUCTION_K))
+
+@pytest.mark.parametrize("fmt", MMA_SYNC_FORMATS)
 def test_k_permutation_is_a_permutation(fmt):
     perm = k_permutation(fmt)
     assert sorted(perm) == list(range(INSTRUCTION_K[fmt]))
@@ -17,16 +20,12 @@ def test_k_permutation_is_a_permutation(fmt):
 
 def _ptx_a_slots(fmt: str, q: int) -> list[int]:
     """k-slots of the A fragment held by a lane with lane % 4 == q, row groupID, in register
-    order (PTX ISA fragment layouts for m16n8k16 .f16/.bf16, m16n8k8 .tf32, m16n8k32 8-bit)."""
-    k = INSTRUCTION_K[fmt]
-    if k == 16:  # a0,a1: k = 2q, 2q+1; a4,a5: k = 2q+8, 2q+9
-        return [2 * q, 2 * q + 1, 2 * q + 8, 2 * q + 9]
-    if k == 8:  # a0: k = q; a2: k = q + 4
-        return [q, q + 4]
+    order (PTX ISA fragment layout of m16n8k32 for 8-bit inputs)."""
+    assert INSTRUCTION_K[fmt] == 32
     return [4 * q + i for i in range(4)] + [16 + 4 * q + i for i in range(4)]
 
 
-@pytest.mark.parametrize("fmt", sorted(INSTRUCTION_K))
+@pytest.mark.parametrize("fmt", MMA_SYNC_FORMATS)
 def test_k_permutation_matches_kernel_loads(fmt):
     # The kernel's lane q loads physical k = q + 4j (j = 0, 1, ...) and packs them in register
     # order into the slots of its PTX fragment; the schedule must say exactly that.
@@ -34,6 +33,12 @@ def test_k_permutation_matches_kernel_loads(fmt):
     for q in range(4):
         slots = _ptx_a_slots(fmt, q)
         assert [perm[s] for s in slots] == [q + 4 * j for j in range(len(slots))]
+
+
+@pytest.mark.parametrize("fmt", ["fp16", "bf16", "tf32"])
+def test_k_permutation_refuses_the_wgmma_formats(fmt):
+    with pytest.raises(ValueError, match="natural order"):
+        k_permutation(fmt)
 
 
 def test_every_kernel_name_is_unique_and_in_the_source():

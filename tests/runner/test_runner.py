@@ -235,7 +235,8 @@ def test_compare_backend_records_identical_bits(tmp_path, monkeypatch):
 def test_figures_are_written(tmp_path):
     summary, _ = run(tmp_path, plots=True)
     names = sorted(p.name for p in summary.figures)
-    assert names == ["err_fro.pdf", "err_fro.png", "tflops.pdf", "tflops.png"]
+    figures = ["err_fro.pdf", "err_fro.png", "tflops.pdf", "tflops.png"]
+    assert names == sorted(figures + ["summary.csv", "summary.md", "summary.tex"])
     for path in summary.figures:
         assert path.stat().st_size > 1000
 

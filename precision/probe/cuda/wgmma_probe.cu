@@ -1,4 +1,6 @@
-// wgmma probe kernels: one warpgroup (128 threads) per 64x8 output tile executes one
+// wgmma probe kernels, which record what wgmma.mma_async computes (built and run by
+// precision/probe/wgmma.py record; recordings in tests/data/sm90_wgmma). One warpgroup
+// (128 threads) per 64x8 output tile executes one
 // wgmma.mma_async m64n8k* instruction with A and B in shared memory (matrix descriptors,
 // no swizzle), C preloaded into the accumulator registers and scale-d = 1.
 // Operands travel as raw bits, so the host sees exactly what the tensor core was given and
@@ -23,58 +25,57 @@
 #include <stdint.h>
 
 __device__ __forceinline__ uint64_t make_desc(const void* smem_ptr, uint32_t lbo, uint32_t sbo) {
-    const uint32_t addr = (uint32_t)__cvta_generic_to_shared(smem_ptr);
-    uint64_t d = 0;
-    d |= (uint64_t)((addr & 0x3FFFF) >> 4);
-    d |= (uint64_t)((lbo & 0x3FFFF) >> 4) << 16;
-    d |= (uint64_t)((sbo & 0x3FFFF) >> 4) << 32;
-    // base offset 0 (bits 49-51), swizzle mode 0 = none (bits 62-63)
-    return d;
+  const uint32_t addr = (uint32_t)__cvta_generic_to_shared(smem_ptr);
+  uint64_t d = 0;
+  d |= (uint64_t)((addr & 0x3FFFF) >> 4);
+  d |= (uint64_t)((lbo & 0x3FFFF) >> 4) << 16;
+  d |= (uint64_t)((sbo & 0x3FFFF) >> 4) << 32;
+  // base offset 0 (bits 49-51), swizzle mode 0 = none (bits 62-63)
+  return d;
 }
 
-#define WGMMA_F16STYLE(PTX)                                                                  \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n" PTX                             \
-                 " {%0,%1,%2,%3}, %4, %5, p, 1, 1, 0, 0;\n}\n"                               \
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                            \
-                 : "l"(da), "l"(db), "r"(1))
-#define WGMMA_NOTRANS(PTX)                                                                   \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n" PTX                             \
-                 " {%0,%1,%2,%3}, %4, %5, p, 1, 1;\n}\n"                                     \
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                            \
-                 : "l"(da), "l"(db), "r"(1))
+#define WGMMA_F16STYLE(PTX)                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n" PTX  \
+               " {%0,%1,%2,%3}, %4, %5, p, 1, 1, 0, 0;\n}\n"    \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) \
+               : "l"(da), "l"(db), "r"(1))
+#define WGMMA_NOTRANS(PTX)                                      \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n" PTX  \
+               " {%0,%1,%2,%3}, %4, %5, p, 1, 1;\n}\n"          \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) \
+               : "l"(da), "l"(db), "r"(1))
 
-#define PROBE(NAME, MMA)                                                                     \
-    extern "C" __global__ void __launch_bounds__(128)                                        \
-        NAME(const uint4* __restrict__ A, const uint4* __restrict__ Bt,                      \
-             const uint32_t* __restrict__ C, uint32_t* __restrict__ D, long long T, int lbo, \
-             int sbo) {                                                                      \
-        __shared__ __align__(128) uint4 sa[128];                                             \
-        __shared__ __align__(128) uint4 sb[16];                                              \
-        const int tid = threadIdx.x;                                                         \
-        const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;           \
-        for (long long tile = blockIdx.x; tile < T; tile += gridDim.x) {                     \
-            {   /* piece tid: row = tid/2, chunk kc = tid%2 */                               \
-                const int row = tid >> 1, kc = tid & 1;                                      \
-                sa[((row >> 3) * 2 + kc) * 8 + (row & 7)] = A[tile * 128 + tid];             \
-                if (tid < 16) sb[kc * 8 + (row & 7)] = Bt[tile * 16 + tid];                  \
-            }                                                                                \
-            float d[4];                                                                      \
-            _Pragma("unroll") for (int i = 0; i < 4; ++i) d[i] = __uint_as_float(            \
-                C[tile * 512 + (16 * warp + g + 8 * (i >> 1)) * 8 + 2 * t4 + (i & 1)]);      \
-            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");                   \
-            __syncthreads();                                                                 \
-            const uint64_t da = make_desc(sa, lbo, sbo), db = make_desc(sb, lbo, sbo);      \
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");                        \
-            MMA;                                                                             \
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");                 \
-            asm volatile("wgmma.wait_group.sync.aligned 0;\n"                                \
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])::"memory");        \
-            _Pragma("unroll") for (int i = 0; i < 4; ++i)                                    \
-                D[tile * 512 + (16 * warp + g + 8 * (i >> 1)) * 8 + 2 * t4 + (i & 1)] =      \
-                __float_as_uint(d[i]);                                                       \
-            __syncthreads();                                                                 \
-        }                                                                                    \
-    }
+#define PROBE(NAME, MMA)                                                                          \
+  extern "C" __global__ void __launch_bounds__(128) NAME(                                         \
+      const uint4* __restrict__ A, const uint4* __restrict__ Bt, const uint32_t* __restrict__ C,  \
+      uint32_t* __restrict__ D, long long T, int lbo, int sbo) {                                  \
+    __shared__ __align__(128) uint4 sa[128];                                                      \
+    __shared__ __align__(128) uint4 sb[16];                                                       \
+    const int tid = threadIdx.x;                                                                  \
+    const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;                     \
+    for (long long tile = blockIdx.x; tile < T; tile += gridDim.x) {                              \
+      { /* piece tid: row = tid/2, chunk kc = tid%2 */                                            \
+        const int row = tid >> 1, kc = tid & 1;                                                   \
+        sa[((row >> 3) * 2 + kc) * 8 + (row & 7)] = A[tile * 128 + tid];                          \
+        if (tid < 16) sb[kc * 8 + (row & 7)] = Bt[tile * 16 + tid];                               \
+      }                                                                                           \
+      float d[4];                                                                                 \
+      _Pragma("unroll") for (int i = 0; i < 4; ++i) d[i] =                                        \
+          __uint_as_float(C[tile * 512 + (16 * warp + g + 8 * (i >> 1)) * 8 + 2 * t4 + (i & 1)]); \
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");                              \
+      __syncthreads();                                                                            \
+      const uint64_t da = make_desc(sa, lbo, sbo), db = make_desc(sb, lbo, sbo);                  \
+      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");                                   \
+      MMA;                                                                                        \
+      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");                            \
+      asm volatile("wgmma.wait_group.sync.aligned 0;\n"                                           \
+                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])::"memory");                   \
+      _Pragma("unroll") for (int i = 0; i < 4; ++i)                                               \
+          D[tile * 512 + (16 * warp + g + 8 * (i >> 1)) * 8 + 2 * t4 + (i & 1)] =                 \
+              __float_as_uint(d[i]);                                                              \
+      __syncthreads();                                                                            \
+    }                                                                                             \
+  }
 
 PROBE(wgmma_f16_f32, WGMMA_F16STYLE("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16"))
 PROBE(wgmma_bf16_f32, WGMMA_F16STYLE("wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16"))

@@ -1,4 +1,9 @@
-"""``precision plot RESULTS_DIR``: redraw the figures of a results directory."""
+"""``precision plot RESULTS_DIR``: redraw the figures and summary tables of a results directory.
+
+What the figures show comes from, in increasing priority: the defaults of
+:class:`~precision.runner.figures.PlotSpec`, the ``[plot]`` table of ``RESULTS_DIR/config.toml``
+and the command-line options; all three are validated by the same code.
+"""
 
 from __future__ import annotations
 
@@ -8,25 +13,95 @@ from pathlib import Path
 
 import pandas as pd
 
-from precision.runner.plotting import plot_results
+from precision.runner.figures import DIMENSIONS, FILE_FORMATS, METRICS, X_AXES, parse_plot
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``plot`` sub-command."""
     p = subparsers.add_parser(
         "plot",
-        help="draw the figures of a results directory",
+        help="draw the figures and summary tables of a results directory",
         description="Read RESULTS_DIR/results.parquet (combining the stored points first if "
-        "a run was interrupted) and write error-vs-size (and TFLOP/s-vs-size) figures as PNG "
-        "and PDF under RESULTS_DIR/figures/.",
+        "a run was interrupted) and write one figure per metric (error or TFLOP/s against "
+        "size) and the summary tables (median over repeats: summary.csv, .md, .tex) under "
+        "RESULTS_DIR/figures/ (or --out). Options override the [plot] table of "
+        "RESULTS_DIR/config.toml.",
     )
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="e.g. results/quickstart")
+    dims = ", ".join(DIMENSIONS)
+    p.add_argument(
+        "--metric",
+        action="append",
+        type=_csv,
+        help=f"y axis; repeat or comma-separate for several figures ({', '.join(METRICS)}; "
+        "default err_fro and, when timed, tflops)",
+    )
+    p.add_argument("--x", help=f"x axis ({', '.join(X_AXES)}; default auto)")
+    p.add_argument("--hue", help=f"what the colour shows ({dims}; default method)")
+    p.add_argument("--style", help="what line style and marker show (default format)")
+    p.add_argument("--col", help="what the panel columns show (default distribution)")
+    p.add_argument("--row", help="what the panel rows show (default none)")
+    p.add_argument(
+        "--sharey",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="one y range for all panels (TFLOP/s: per device); default --sharey",
+    )
+    p.add_argument(
+        "--size",
+        nargs=2,
+        type=float,
+        metavar=("W", "H"),
+        help="figure width and height in inches, legend included",
+    )
+    p.add_argument(
+        "--format",
+        action="append",
+        type=_csv,
+        help=f"file formats; repeat or comma-separate ({', '.join(FILE_FORMATS)}; "
+        "default png,pdf; pgf needs a TeX installation)",
+    )
+    p.add_argument("--dodge", type=float, help="horizontal spread of the series, 0..1 (0.5)")
+    p.add_argument("--dpi", type=int, help="PNG resolution (default 200)")
+    p.add_argument("--title", help='figure title (default: the experiment name; "" for none)')
+    p.add_argument("--out", metavar="DIR", help="write here instead of RESULTS_DIR/figures")
+    p.add_argument(
+        "--prefix", default="", help="file name prefix, e.g. quickstart_ -> quickstart_err_fro.png"
+    )
     p.set_defaults(func=main)
 
 
-def main(args: argparse.Namespace) -> int:
-    """Plot; return the exit code."""
-    root = Path(args.results_dir)
+def _options(args: argparse.Namespace) -> dict:
+    """The plot keys given on the command line, as a ``[plot]`` table."""
+    table: dict = {}
+    if args.metric:
+        table["metric"] = [m for group in args.metric for m in group]
+    if args.format:
+        table["format"] = [f for group in args.format for f in group]
+    if args.size:
+        table["size"] = list(args.size)
+    for key in ("x", "hue", "style", "col", "row", "sharey", "dodge", "dpi", "title"):
+        value = getattr(args, key)
+        if value is not None:
+            table[key] = value
+    return table
+
+
+class _OptionError(ValueError):
+    pass
+
+
+def _fail_option(where: str, message: str):
+    raise _OptionError(f"{where}: {message}")
+
+
+def _load_table(root: Path) -> pd.DataFrame | None:
+    """The results table of ``root``, combining stored points first after an interrupted run;
+    None (with a message) when there is none."""
     table_path = root / "results.parquet"
     if not table_path.exists() and (root / "config.toml").exists() and (root / "points").is_dir():
         # An interrupted run: combine the points it stored first.
@@ -37,13 +112,52 @@ def main(args: argparse.Namespace) -> int:
         combine_results(load_config(root / "config.toml"), ResultsDir(root.parent, root.name))
     if not table_path.exists():
         print(f"error: {table_path} does not exist (run the config first)", file=sys.stderr)
+        return None
+    return pd.read_parquet(table_path)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Plot; return the exit code."""
+    from precision.runner.config import ConfigError
+    from precision.runner.figures import plot_table_of
+    from precision.runner.plotting import check_formats, plot_results
+
+    root = Path(args.results_dir)
+    try:
+        config_path = root / "config.toml"
+        table = plot_table_of(config_path) if config_path.exists() else {}
+        parse_plot(table, _fail_config(config_path))  # the config's own table must be valid
+        table.update(_options(args))
+        spec = parse_plot(table, _fail_option, where=lambda key: f"--{key}")
+        check_formats(spec.formats)
+    except (ConfigError, _OptionError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
-    table = pd.read_parquet(table_path)
-    title = str(table["name"].iloc[0]) if "name" in table and len(table) else root.name
-    paths = plot_results(table, root / "figures", title=title)
+    results = _load_table(root)
+    if results is None:
+        return 2
+    title = str(results["name"].iloc[0]) if "name" in results and len(results) else root.name
+    out = Path(args.out) if args.out else root / "figures"
+    notes: list[str] = []
+    try:
+        paths = plot_results(results, out, title=title, spec=spec, prefix=args.prefix, notes=notes)
+    except ValueError as exc:  # e.g. --x size on non-square shapes
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     if not paths:
-        print(f"error: {table_path} has no successful rows to plot", file=sys.stderr)
+        print(f"error: {root / 'results.parquet'} has no successful rows to plot", file=sys.stderr)
         return 1
     for path in paths:
-        print(f"figure: {path}")
+        print(f"{'table' if path.stem.endswith('summary') else 'figure'}: {path}")
     return 0
+
+
+def _fail_config(path: Path):
+    from precision.runner.config import ConfigError
+
+    def fail(where: str, message: str):
+        raise ConfigError(f"config error in {path}: {where}: {message}")
+
+    return fail

@@ -1,0 +1,202 @@
+"""Summary tables of a results table: the median over repeats of every point, as CSV, and one
+pivot table per plotted metric (series × x) as Markdown and LaTeX, next to the figures.
+
+``<prefix>summary.csv``: one row per point (its identity columns, ``repeats``, ``ok`` = the
+number of repeats with status ok, ``status``) with the median over repeats of ``err_fro``,
+``err_max``, ``err_median`` and, when the figures include ``tflops``, of ``tflops`` and
+``time_s`` (so a summary of errors only is the same on every rerun). A median is NaN when any
+repeat has no value (an error row, a NaN error), so a point is never summarised from part of
+its repeats.
+
+``<prefix>summary.md`` / ``<prefix>summary.tex``: per metric of the figures, the same medians
+with the figure's panels and series as rows and the x values (sizes) as columns, three
+significant digits; "n/a" where the median is missing. The LaTeX tables use ``booktabs``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from precision.runner.figures import PlotSpec
+
+ID_COLUMNS = (
+    "dist_label",
+    "m",
+    "n",
+    "k",
+    "variant",
+    "method",
+    "correction",
+    "format",
+    "backend",
+    "arch",
+)
+ERROR_COLUMNS = ("err_fro", "err_max", "err_median")
+TIMING_COLUMNS = ("tflops", "time_s")
+MISSING = "n/a"
+
+
+def _median_all(values: pd.Series) -> float:
+    """Median of every value (NaN if any is NaN or there are none)."""
+    arr = values.to_numpy(dtype=float)
+    return float(np.median(arr)) if arr.size and not np.isnan(arr).any() else float("nan")
+
+
+def summarize(table: pd.DataFrame, timing: bool = True) -> pd.DataFrame:
+    """One row per point: identity columns, repeat counts, status and median errors (and,
+    with ``timing``, median TFLOP/s and time)."""
+    ids = [c for c in ID_COLUMNS if c in table]
+    ok = table["status"] == "ok" if "status" in table else pd.Series(True, index=table.index)
+    keys = [table[c].astype(str) if c == "correction" else table[c] for c in ids]
+    grouped = ok.groupby(keys, sort=True, dropna=False)
+    out = pd.DataFrame({"repeats": grouped.size(), "ok": grouped.sum().astype(int)})
+    statuses = table["status"] if "status" in table else pd.Series("ok", index=table.index)
+    out["status"] = statuses.groupby(keys, sort=True, dropna=False).agg(
+        lambda s: "ok" if (s == "ok").all() else ", ".join(
+            f"{v} ({n} of {len(s)})" for v, n in s.value_counts().items()
+        )
+    )  # fmt: skip
+    for column in ERROR_COLUMNS + (TIMING_COLUMNS if timing else ()):
+        if column in table:
+            values = pd.to_numeric(table[column], errors="coerce").where(ok)
+            out[column] = values.groupby(keys, sort=True, dropna=False).agg(_median_all)
+    out = out.reset_index()
+    if "correction" in out:
+        out["correction"] = out["correction"].replace({"None": "", "nan": ""})
+    return out
+
+
+def pivot(table: pd.DataFrame, spec: PlotSpec, metric: str) -> pd.DataFrame:
+    """Medians of ``metric`` with the figure's panels and series as rows, x values as columns
+    (the same series, order and panels as the figure)."""
+    from precision.runner.plotting import prepare
+
+    frame = prepare(table, spec, metric)
+    d = frame.data
+    value = d["_value"].where(d["_ok"])
+    parts = d["_series"].str.partition("\x00")
+    order = {key: i for i, (_, key) in enumerate(frame.series)}
+    row_parts = [spec.row] if spec.row != "none" else []
+    row_parts += frame.rest
+    if metric == "tflops":
+        row_parts.append("device")
+    keys: list[pd.Series] = []
+    if spec.col != "none":
+        keys.append(d["_col"].rename(spec.col))
+    if row_parts:
+        keys.append(d["_row"].rename(" / ".join(row_parts)))
+    keys.append(d["_series"].map(order).rename("_rank"))
+    hue_name = spec.hue if spec.hue != "none" else "series"
+    keys.append(parts[0].rename(hue_name))
+    if spec.style != "none":
+        style = parts[2].where(~d["_baseline"], table["format"].astype(str))
+        keys.append(style.rename(spec.style if spec.style != hue_name else "style"))
+    medians = value.groupby([*keys, d["_x"].rename("_x")], sort=True).agg(_median_all)
+    out = medians.unstack("_x").droplevel("_rank")
+    out.columns = pd.Index([f"{x:g}" for x in out.columns])
+    return out
+
+
+def _fmt(value: float) -> str:
+    """Three significant digits: plain in [0.01, 10000), else as 2.06e-07."""
+    if not np.isfinite(value):
+        return MISSING
+    return f"{value:.3g}" if value == 0 or 1e-2 <= abs(value) < 1e4 else f"{value:.2e}"
+
+
+def _latex_number(value: float) -> str:
+    if not np.isfinite(value):
+        return MISSING
+    mantissa, _, exponent = f"{value:.2e}".partition("e")
+    exp = int(exponent)
+    if -2 <= exp <= 3:
+        return f"{value:.3g}"
+    return f"${mantissa}\\times10^{{{exp}}}$"
+
+
+def _latex_escape(text: str) -> str:
+    out = str(text)
+    for char, repl in (
+        ("\\", r"\textbackslash{}"),
+        ("&", r"\&"),
+        ("%", r"\%"),
+        ("#", r"\#"),
+        ("_", r"\_"),
+        ("{", r"\{"),
+        ("}", r"\}"),
+        ("~", r"\textasciitilde{}"),
+        ("^", r"\textasciicircum{}"),
+        ("$", r"\$"),
+        ("×", r"$\times$"),
+    ):
+        out = out.replace(char, repl)
+    return out
+
+
+def to_markdown(frame: pd.DataFrame, first_header: str = "") -> str:
+    """A GitHub-flavoured Markdown table of a pivot (index columns left, numbers right)."""
+    index = frame.index.to_frame(index=False).astype(str)
+    header = list(index.columns) + [f"{first_header}{c}" if i == 0 else c
+                                    for i, c in enumerate(frame.columns)]  # fmt: skip
+    align = [":--"] * index.shape[1] + ["--:"] * frame.shape[1]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    for i in range(len(frame)):
+        cells = list(index.iloc[i]) + [_fmt(v) for v in frame.iloc[i].to_numpy(float)]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def to_latex(frame: pd.DataFrame, caption: str, x_name: str) -> str:
+    """A booktabs LaTeX table of a pivot."""
+    index = frame.index.to_frame(index=False).astype(str)
+    ni, nv = index.shape[1], frame.shape[1]
+    lines = [
+        r"\begin{table}",
+        r"  \centering",
+        f"  \\caption{{{_latex_escape(caption)}}}",
+        f"  \\begin{{tabular}}{{{'l' * ni}{'r' * nv}}}",
+        r"    \toprule",
+        f"    {' & ' * (ni - 1)} & \\multicolumn{{{nv}}}{{c}}{{{_latex_escape(x_name)}}} \\\\",
+        f"    \\cmidrule(l){{{ni + 1}-{ni + nv}}}",
+        "    "
+        + " & ".join([_latex_escape(c) for c in index.columns] + list(frame.columns))
+        + r" \\",
+        r"    \midrule",
+    ]
+    for i in range(len(frame)):
+        cells = [_latex_escape(c) for c in index.iloc[i]]
+        cells += [_latex_number(v) for v in frame.iloc[i].to_numpy(float)]
+        lines.append("    " + " & ".join(cells) + r" \\")
+    lines += [r"    \bottomrule", r"  \end{tabular}", r"\end{table}"]
+    return "\n".join(lines)
+
+
+def write_summary(
+    table: pd.DataFrame, out_dir: Path, spec: PlotSpec, *, prefix: str = ""
+) -> list[Path]:
+    """Write ``<prefix>summary.csv``, ``.md`` and ``.tex`` into ``out_dir``; return the paths."""
+    from precision.runner.plotting import METRIC_LABELS, choose_x
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv_path = out_dir / f"{prefix}summary.csv"
+    summarize(table, timing="tflops" in spec.metrics).to_csv(csv_path, index=False)
+    _, _, x_label = choose_x(table, spec.x)
+    repeats = int(table.groupby("point_id").size().max()) if "point_id" in table else 1
+    md = [f"# Summary: median over {repeats} repeat(s) per point\n"]
+    tex = [r"% Summary tables (median over repeats); needs \usepackage{booktabs}", ""]
+    for metric in spec.metrics:
+        values = pd.to_numeric(table[metric], errors="coerce")
+        if not np.isfinite(values).any():
+            continue
+        frame = pivot(table, spec, metric)
+        label = f"{metric}: {METRIC_LABELS[metric]}, median over repeats, by {x_label}"
+        md += [f"## {label}\n", to_markdown(frame), ""]
+        tex += [to_latex(frame, label, x_label), ""]
+    md_path = out_dir / f"{prefix}summary.md"
+    tex_path = out_dir / f"{prefix}summary.tex"
+    md_path.write_text("\n".join(md), encoding="utf-8")
+    tex_path.write_text("\n".join(tex), encoding="utf-8")
+    return [csv_path, md_path, tex_path]
