@@ -247,7 +247,7 @@ def build(workdir: str | Path, sm: int = 90) -> tuple[Path | None, dict[str, str
 
 
 def sass_opcodes(cubin: Path) -> dict[str, dict[str, int]] | None:
-    """Per kernel, counts of tensor-core opcodes (HMMA/IMMA/DMMA/BMMA with their shape suffix)
+    """Per kernel, counts of tensor-core opcodes (HMMA/IMMA/DMMA/BMMA, HGMMA/QGMMA/IGMMA...)
     and conversion opcodes in the SASS (``cuobjdump -sass``); None without cuobjdump."""
     import re
     import shutil
@@ -260,7 +260,7 @@ def sass_opcodes(cubin: Path) -> dict[str, dict[str, int]] | None:
         return None
     out: dict[str, dict[str, int]] = {}
     current = None
-    pat = re.compile(r"\b((?:[HIDBQ]MMA|F2FP|F2F|I2F|HADD2|HFMA2)[\w.]*)")
+    pat = re.compile(r"\b((?:[HIDBQ]G?MMA|F2FP|F2F|I2F|HADD2|HFMA2)[\w.]*)")
     for line in proc.stdout.splitlines():
         fn = re.search(r"Function : (\w+)", line)
         if fn:
@@ -439,7 +439,13 @@ def _pct(t: tuple[int, int]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """``record OUT_DIR [--min-outputs N]`` (GPU) or ``compare DIR`` (CPU)."""
+    global MIN_OUTPUTS
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--min-outputs" in argv:
+        i = argv.index("--min-outputs")
+        MIN_OUTPUTS = int(argv[i + 1])
+        del argv[i : i + 2]
     if len(argv) != 2 or argv[0] not in ("record", "compare"):
         print(__doc__)
         return 2

@@ -322,6 +322,32 @@ def _sm90_wmma() -> list[Instruction]:
     ]
 
 
+def _sm90_wgmma_extra() -> list[Instruction]:
+    """wgmma.mma_async with an f16 accumulator, and s8 (issue 15), as hypotheses to record.
+
+    f16 inputs, f16 accumulator: as ``mma.sync`` m16n8k16 f16 (block 16, F = 25, e_zero -21,
+    RNE to fp16). fp8 inputs, f16 accumulator: the recorded fp32 QGMMA block (32 products,
+    F = 13) rounded to nearest-even fp16 with the f16 zero anchor -21 -- a guess that the
+    recording (precision/probe/wgmma.py ``--extra``) decides. s8: exact, wrapping modulo 2^32.
+    """
+    ev = "not recorded yet; hypothesis ({}); probe: precision/probe/wgmma.py --extra"
+
+    def make(k, a, b, acc, block, fb, ez, rnd, why) -> Instruction:
+        shape = (64, 8, k)
+        ptx = _wgmma_ptx(shape, a, b, acc)
+        return Instruction(
+            ptx, "wgmma", shape, a, b, acc, block, fb, ez, rnd, "chain", ev.format(why)
+        )
+
+    ins = [make(16, "fp16", "fp16", "fp16", 16, 25, -21, "rne", "as mma.sync f16 -> f16")]
+    for a, b in _fp8_pairs():
+        ins.append(
+            make(32, a, b, "fp16", 32, 13, -21, "rne", "the fp32 QGMMA block, then RNE to fp16")
+        )
+    ins.append(make(32, "int8", "int8", "int32", 32, 0, 0, "wrap", "exact integer, wrap"))
+    return ins
+
+
 ARCHS: dict[str, ArchModel] = {
     "sm90": ArchModel(
         "sm90",
@@ -343,6 +369,7 @@ ARCHS: dict[str, ArchModel] = {
             _int8_instruction(_SM90_MMA_EVIDENCE[("int8", "int8", "int32")]),
             *_sm90_wgmma(),
             *_sm90_wmma(),
+            *_sm90_wgmma_extra(),
         ),
     ),
     "sm100": ArchModel(
