@@ -214,7 +214,8 @@ def _compile(src_text: str, path: Path, sm: int) -> str | None:
     if proc.returncode == 0:
         return None
     errors = [ln for ln in proc.stderr.splitlines() if "error" in ln]
-    return (errors[0] if errors else proc.stderr.strip())[:500]
+    first = (errors[0] if errors else proc.stderr.strip()).replace(str(src.parent) + "/", "")
+    return first[:500]
 
 
 def build(workdir: str | Path, sm: int = 90) -> tuple[Path | None, dict[str, str]]:
@@ -280,7 +281,7 @@ def run(module: Any, p: WmmaProbe, inp: packed.Inputs) -> np.ndarray:
     a, b = device_operands(p, inp)
     t = inp.a.shape[0]
     da, db, dc = (cp.asarray(np.ascontiguousarray(x)) for x in (a, b, inp.c))
-    dd = cp.full(inp.c.shape, np.iinfo(inp.c.dtype).max, dtype=inp.c.dtype)  # all ones
+    dd = cp.asarray(np.full(inp.c.shape, np.iinfo(inp.c.dtype).max, dtype=inp.c.dtype))  # ~0
     fn = module.get_function(p.kernel)
     fn((min((t + 3) // 4, 4096),), (128,), (da, db, dc, dd, np.int64(t)))
     cp.cuda.runtime.deviceSynchronize()
