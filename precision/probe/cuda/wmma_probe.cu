@@ -29,11 +29,11 @@ using namespace nvcuda;
 
 template <int R>
 struct BLayout {
-    using type = wmma::col_major;
+  using type = wmma::col_major;
 };
 template <>
 struct BLayout<1> {
-    using type = wmma::row_major;
+  using type = wmma::row_major;
 };
 
 // M, N, K: tile shape. Prec: WMMA element type of A and B. Store: the pointer type one loads
@@ -46,37 +46,37 @@ template <int M, int N, int K, typename Prec, typename Store, int EPS, int BROW,
 __device__ __forceinline__ void tiles(const Store* __restrict__ A, const Store* __restrict__ B,
                                       const Acc* __restrict__ C, Acc* __restrict__ D, long long T,
                                       Op op) {
-    const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-    const long long nwarps = (static_cast<long long>(gridDim.x) * blockDim.x) >> 5;
-    for (long long t = warp; t < T; t += nwarps) {
-        wmma::fragment<wmma::matrix_a, M, N, K, Prec, wmma::row_major> fa;
-        wmma::fragment<wmma::matrix_b, M, N, K, Prec, typename BLayout<BROW>::type> fb;
-        wmma::fragment<wmma::accumulator, M, N, K, Acc> acc;
-        wmma::load_matrix_sync(fa, A + t * (M * K / EPS), K);
-        wmma::load_matrix_sync(fb, B + t * (K * N / EPS), BROW ? N : K);
-        wmma::load_matrix_sync(acc, C + t * (M * N), N, wmma::mem_row_major);
-        op(acc, fa, fb);
-        wmma::store_matrix_sync(D + t * (M * N), acc, N, wmma::mem_row_major);
-    }
+  const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const long long nwarps = (static_cast<long long>(gridDim.x) * blockDim.x) >> 5;
+  for (long long t = warp; t < T; t += nwarps) {
+    wmma::fragment<wmma::matrix_a, M, N, K, Prec, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, M, N, K, Prec, typename BLayout<BROW>::type> fb;
+    wmma::fragment<wmma::accumulator, M, N, K, Acc> acc;
+    wmma::load_matrix_sync(fa, A + t * (M * K / EPS), K);
+    wmma::load_matrix_sync(fb, B + t * (K * N / EPS), BROW ? N : K);
+    wmma::load_matrix_sync(acc, C + t * (M * N), N, wmma::mem_row_major);
+    op(acc, fa, fb);
+    wmma::store_matrix_sync(D + t * (M * N), acc, N, wmma::mem_row_major);
+  }
 }
 }  // namespace probe
 
 // The operation of a kernel line: MMA (mma_sync), XOR / AND (bmma_sync with .popc).
 #define OP_MMA nvcuda::wmma::mma_sync(d, a, b, d)
-#define OP_XOR                                                                             \
-    nvcuda::wmma::bmma_sync(d, a, b, d, nvcuda::wmma::experimental::bmmaBitOpXOR,          \
-                            nvcuda::wmma::experimental::bmmaAccumulateOpPOPC)
-#define OP_AND                                                                             \
-    nvcuda::wmma::bmma_sync(d, a, b, d, nvcuda::wmma::experimental::bmmaBitOpAND,          \
-                            nvcuda::wmma::experimental::bmmaAccumulateOpPOPC)
+#define OP_XOR                                                                  \
+  nvcuda::wmma::bmma_sync(d, a, b, d, nvcuda::wmma::experimental::bmmaBitOpXOR, \
+                          nvcuda::wmma::experimental::bmmaAccumulateOpPOPC)
+#define OP_AND                                                                  \
+  nvcuda::wmma::bmma_sync(d, a, b, d, nvcuda::wmma::experimental::bmmaBitOpAND, \
+                          nvcuda::wmma::experimental::bmmaAccumulateOpPOPC)
 
-#define WMMA_KERNEL(NAME, M, N, K, PREC, STORE, EPS, BROW, ACC, OP)                            \
-    extern "C" __global__ void __launch_bounds__(128)                                          \
-        NAME(const STORE* __restrict__ A, const STORE* __restrict__ B,                         \
-             const ACC* __restrict__ C, ACC* __restrict__ D, long long T) {                    \
-        probe::tiles<M, N, K, PREC, STORE, EPS, BROW, ACC>(                                    \
-            A, B, C, D, T, [](auto& d, const auto& a, const auto& b) { OP_##OP; });            \
-    }
+#define WMMA_KERNEL(NAME, M, N, K, PREC, STORE, EPS, BROW, ACC, OP)                             \
+  extern "C" __global__ void __launch_bounds__(128)                                             \
+      NAME(const STORE* __restrict__ A, const STORE* __restrict__ B, const ACC* __restrict__ C, \
+           ACC* __restrict__ D, long long T) {                                                  \
+    probe::tiles<M, N, K, PREC, STORE, EPS, BROW, ACC>(                                         \
+        A, B, C, D, T, [](auto& d, const auto& a, const auto& b) { OP_##OP; });                 \
+  }
 
 #define F16 half
 #define BF16 __nv_bfloat16
