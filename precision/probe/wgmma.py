@@ -13,22 +13,32 @@ with ``op="mma"`` (the sm90 mma.sync model), against the recorded mma.sync outpu
 mma.sync; fp8 one block of 32 products, F = 13, e_zero = -133, output RZ to e8m13).
 
     python3 -m precision.probe.wgmma record OUT_DIR     # on an sm_90 GPU
+    python3 -m precision.probe.wgmma record OUT_DIR --extra   # extras (see EXTRA) on sm_90
     python -m precision.probe.wgmma compare tests/data/sm90_wgmma
+
+Extras (``--extra``, :data:`EXTRA`): f16 accumulators (.f16.f16.f16, .f16.e4m3.e4m3,
+.f16.e5m2.e5m2), mixed fp8 with f32 accumulate (.f32.e4m3.e5m2, .f32.e5m2.e4m3) and 8-bit
+integers (.s32.s8.s8, .s32.u8.u8), >= 100,000 outputs each, compared by ``compare`` against
+``precision.mma(op="wgmma")``, ``op="mma"`` and (f16 -> f16, s8) the hardware mma.sync run on
+the same inputs; integers against exact arithmetic.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from precision.probe.catalog import get_probe
+from precision.formats import get_format
+from precision.probe.catalog import Probe, get_probe
 from precision.probe.inputs import generate
 from precision.tensorcore.arch import ArchModel, Instruction, get_arch
 
@@ -103,7 +113,8 @@ def _run_wgmma(module, kernel: str, a64, bt, c64, lbo: int, sbo: int) -> np.ndar
 
     T = a64.shape[0]
     da, db, dc = (cp.asarray(np.ascontiguousarray(x)) for x in (a64, bt, c64))
-    dd = cp.full(dc.shape, 0xDEADBEEF, dtype=cp.uint32)
+    fill = 0xDEADBEEF if dc.dtype == cp.uint32 else 0xDEAD  # f16 accumulators: uint16
+    dd = cp.full(dc.shape, fill, dtype=dc.dtype)
     fn = module.get_function(kernel)
     fn((min(T, 1024),), (128,), (da, db, dc, dd, np.int64(T), np.int32(lbo), np.int32(sbo)))
     cp.cuda.Device().synchronize()
@@ -306,8 +317,10 @@ def match(x: np.ndarray, y: np.ndarray, kind: np.ndarray, kinds) -> dict:
 def compare(path: str | Path) -> dict:
     """Match rates for every recording under ``path``."""
     res = {}
-    for f in sorted(Path(path).glob("wgmma_*.npz")):
-        name = f.stem[len("wgmma_") :]
+    for name in WGMMA:
+        f = Path(path) / f"wgmma_{name}.npz"
+        if not f.exists():
+            continue
         r = load(f)
         a, b, c, d = r["a"], r["b"], r["c"], r["d"]
         row = {
@@ -323,19 +336,235 @@ def compare(path: str | Path) -> dict:
     return res
 
 
+# ------------------------------------------------------------------------------ extras
+# f16 accumulators, mixed fp8 and 8-bit integers (issue 15), recorded with ``record --extra``.
+
+
+@dataclass(frozen=True)
+class Extra:
+    """One extra wgmma kernel of wgmma_probe.cu (``PROBE_REGS``), m64n8k<k>.
+
+    ``a``/``b``/``acc``: canonical formats (A and B are 32-byte rows: 16 fp16 or 32 one-byte
+    elements). ``mma_sync``: the :mod:`precision.probe.catalog` probe run on the same inputs
+    (hardware mma.sync next to wgmma), if one exists. ``unsigned``: u8 (the int8 bits are read
+    as unsigned; inputs are the s8 generator's bit patterns).
+    """
+
+    kernel: str
+    a: str
+    b: str
+    acc: str
+    k: int
+    mma_sync: str | None = None
+    unsigned: bool = False
+
+    @property
+    def integer(self) -> bool:
+        return self.acc == "int32"
+
+
+EXTRA: dict[str, Extra] = {
+    "f16_f16": Extra("wgmma_f16_f16", "fp16", "fp16", "fp16", 16, "f16_f16"),
+    "e4m3_f16": Extra("wgmma_e4m3_f16", "e4m3", "e4m3", "fp16", 32),
+    "e5m2_f16": Extra("wgmma_e5m2_f16", "e5m2", "e5m2", "fp16", 32),
+    "e4m3e5m2_f32": Extra("wgmma_e4m3e5m2_f32", "e4m3", "e5m2", "fp32", 32),
+    "e5m2e4m3_f32": Extra("wgmma_e5m2e4m3_f32", "e5m2", "e4m3", "fp32", 32),
+    "s8_s32": Extra("wgmma_s8_s32", "int8", "int8", "int32", 32, "s8_s32"),
+    "u8_s32": Extra("wgmma_u8_s32", "int8", "int8", "int32", 32, unsigned=True),
+}
+#: Extras: 5x the tiles of COUNTS (815 16x8 tiles, 104,320 outputs); integers: 820 tiles.
+EXTRA_SCALE = 5
+INT_COUNTS = {"small_int": 40, "random_bits": 300, "cancellation": 160, "extreme": 320}
+
+
+def _extra_probe(name: str, fmt: str, acc: str) -> Probe:
+    ins = get_arch("sm90").instruction(fmt, acc, op="mma")
+    return Probe(f"wgmma_{name}", f"wgmma_{name}", ins)
+
+
+def extra_inputs(name: str, seed: int = SEED):
+    """Seeded 16x8-tile inputs (a, b, c bits, kind index, kinds) for extra recording ``name``.
+
+    Mixed fp8: a and c from the generator of a's format, b from that of b's format (so the
+    ``cancellation`` kind does not cancel there; every other kind keeps its meaning).
+    """
+    ex = EXTRA[name]
+    counts = dict(INT_COUNTS) if ex.integer else {k: v * EXTRA_SCALE for k, v in COUNTS.items()}
+    a, b, c, kind, kinds = generate(_extra_probe(name, ex.a, ex.acc), counts, seed)
+    if ex.b != ex.a:
+        _, b, _, _, _ = generate(_extra_probe(name, ex.b, ex.acc), counts, seed + 1)
+    return a, b, c, kind, kinds
+
+
+def _encode(fmt: str, v: np.ndarray) -> np.ndarray:
+    st = np.dtype(get_format(fmt).storage)
+    return v.astype(st).view(f"u{st.itemsize}")
+
+
+def _decode(fmt: str, bits: np.ndarray, unsigned: bool = False) -> np.ndarray:
+    st = np.dtype(get_format(fmt).storage)
+    if unsigned:
+        return bits.view(f"u{st.itemsize}").astype(np.int64)
+    v = bits.view(st)
+    return v.astype(np.int64) if st.kind == "i" else v.astype(np.float64)
+
+
+def _small_int_check_extra(module, ex: Extra, lbo: int, sbo: int, rng) -> tuple[int, int]:
+    """Mismatches of exact small-integer A·B+C on full 64x8 tiles (all 64 rows distinct)."""
+    T, K = 16, ex.k
+    lo = 0 if ex.unsigned else -3
+    av = rng.integers(lo, 4, size=(T, 64, K)).astype(np.float64)
+    bv = rng.integers(lo, 4, size=(T, K, 8)).astype(np.float64)
+    cv = rng.integers(-64, 65, size=(T, 64, 8)).astype(np.float64)
+    a, b, c = _encode(ex.a, av), _encode(ex.b, bv), _encode(ex.acc, cv)
+    a64 = np.ascontiguousarray(a).view(np.uint8).reshape(T, 64, 32)
+    bt = np.ascontiguousarray(b.transpose(0, 2, 1)).view(np.uint8).reshape(T, 8, 32)
+    d = _decode(ex.acc, _run_wgmma(module, ex.kernel, a64, bt, c, lbo, sbo))
+    return int(np.count_nonzero(d != av @ bv + cv)), int(d.size)
+
+
+def record_extra(out_dir: str | Path, names: list[str] | None = None, log=print) -> dict:
+    """Record the :data:`EXTRA` kernels (``wgmma_<name>.npz`` + ``manifest.json``) on sm_90."""
+    import cupy as cp
+
+    from precision.probe.capture import build_probe, run_probe
+    from precision.probe.wmma import sass_opcodes
+    from precision.provenance import collect
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest: dict = {
+        "description": "wgmma.mma_async extras (f16 accumulate, mixed fp8, s8/u8) on raw-bit "
+        "inputs; see precision/probe/wgmma.py (EXTRA)",
+        "kernel_source": "precision/probe/cuda/wgmma_probe.cu",
+        "kernel_source_sha256": hashlib.sha256(SOURCE.read_bytes()).hexdigest(),
+        "nvcc_flags": "-arch=sm_90a -cubin",
+        "seed": SEED,
+        "tiles_per_kind": {
+            "float": {k: v * EXTRA_SCALE for k, v in COUNTS.items()},
+            "int": INT_COUNTS,
+        },
+        "instructions": {},
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        wcubin = _nvcc(SOURCE, "sm_90a", Path(tmp) / "wgmma.cubin")
+        wmod = cp.RawModule(path=str(wcubin))
+        pmod = cp.RawModule(path=str(build_probe(tmp)))
+        sass = sass_opcodes(wcubin)
+        manifest["sass_opcodes"] = {k: v for k, v in (sass or {}).items() if "wgmma" in k}
+        rng = np.random.default_rng(5)
+        for name in names or list(EXTRA):
+            ex = EXTRA[name]
+            chosen, tried = None, {}
+            for lbo, sbo in ((128, 256), (256, 128)):
+                bad, n = _small_int_check_extra(wmod, ex, lbo, sbo, rng)
+                tried[f"lbo={lbo},sbo={sbo}"] = f"{bad}/{n} mismatches"
+                if bad == 0:
+                    chosen = (lbo, sbo)
+                    break
+            log(f"{name}: layout check {tried}")
+            if chosen is None:
+                manifest["instructions"][name] = {"layout_check": tried, "recorded": False}
+                continue
+            a, b, c, kind, kinds = extra_inputs(name)
+            a64, bt, c64 = pack(a, b, c)
+            d64 = _run_wgmma(wmod, ex.kernel, a64, bt, c64, *chosen)
+            d4 = d64.reshape(-1, 4, 16, 8)
+            warp_disagree = int(np.count_nonzero(d4 != d4[:, :1]))
+            d = np.ascontiguousarray(d4[:, 0])
+            arrays = {"a": a, "b": b, "c": c, "d": d, "kind": kind, "kinds": np.array(kinds)}
+            entry = {
+                "file": f"wgmma_{name}.npz",
+                "kernel": ex.kernel,
+                "wgmma_ptx": _wgmma_ptx_of(ex),
+                "layout_check": tried,
+                "descriptor_lbo_sbo_bytes": list(chosen),
+                "outputs": int(d.size),
+                "warp_copies_disagree": warp_disagree,
+                "recorded": True,
+            }
+            if ex.mma_sync:
+                d_mma = run_probe(pmod, get_probe(ex.mma_sync), a, b, c)
+                arrays["d_mma"] = d_mma
+                entry["mma_sync_ptx"] = get_probe(ex.mma_sync).ptx
+                entry["wgmma_equals_mma_sync_hw"] = f"{int(np.count_nonzero(d == d_mma))}/{d.size}"
+            np.savez_compressed(out_dir / f"wgmma_{name}.npz", **arrays)
+            log(f"{name}: {d.size} outputs, warp copies disagree {warp_disagree}")
+            manifest["instructions"][name] = entry
+    prov = collect(SEED)
+    for key in ("gpu", "driver", "cuda", "cupy", "created_utc"):
+        manifest[key] = prov.get(key)
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def _wgmma_ptx_of(ex: Extra) -> str:
+    p = f"wgmma.mma_async.sync.aligned.m64n8k{ex.k}"
+
+    def t(name: str) -> str:  # PTX type of a canonical format (int8 data of u8 probes: u8)
+        ptx = get_format("uint8" if name == "int8" and ex.unsigned else name).ptx
+        assert ptx is not None
+        return ptx
+
+    return f"{p}.{t(ex.acc)}.{t(ex.a)}.{t(ex.b)}"
+
+
+def extra_models(name: str, a, b, c) -> dict[str, np.ndarray]:
+    """Model outputs (raw bits of c's container) for extra recording ``name``.
+
+    Floats: ``precision.mma`` with ``op="wgmma"`` (the sm90 wgmma data) and ``op="mma"`` (the
+    mma.sync numerics); integers: exact ``c + a·b`` wrapped modulo 2^32.
+    """
+    from precision.tensorcore import integer, mma
+
+    ex = EXTRA[name]
+    if ex.integer:
+        av, bv = _decode(ex.a, a, ex.unsigned), _decode(ex.b, b, ex.unsigned)
+        cv = _decode("int32", c)
+        d = integer.int_mma_chain(av, bv, cv, k_step=ex.k, satfinite=False)
+        return {"exact": (d & 0xFFFFFFFF).astype(np.uint32)}
+    st = {f: np.dtype(get_format(f).storage) for f in (ex.a, ex.b, ex.acc)}
+    av, bv, cv = a.view(st[ex.a]), b.view(st[ex.b]), c.view(st[ex.acc])
+    return {
+        f"precision.mma(op={op!r})": np.asarray(mma(av, bv, cv, arch="sm90", op=op)).view(c.dtype)
+        for op in ("wgmma", "mma")
+    }
+
+
+def compare_extra(path: str | Path) -> dict:
+    """{name: {model: match}} for every extra recording under ``path`` (hardware mma.sync too)."""
+    res = {}
+    for name in EXTRA:
+        f = Path(path) / f"wgmma_{name}.npz"
+        if not f.exists():
+            continue
+        r = load(f)
+        row = {
+            what: match(r["d"], d, r["kind"], r["kinds"])
+            for what, d in extra_models(name, r["a"], r["b"], r["c"]).items()
+        }
+        if "d_mma" in r:
+            row["mma.sync (hardware)"] = match(r["d"], r["d_mma"], r["kind"], r["kinds"])
+        res[name] = row
+    return res
+
+
 def _pct(t):
     return f"{t[0]}/{t[1]} ({100.0 * t[0] / max(t[1], 1):.3f}%)"
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    extra = "--extra" in argv
+    argv = [a for a in argv if a != "--extra"]
     if len(argv) != 2 or argv[0] not in ("record", "compare"):
         print(__doc__)
         return 2
     if argv[0] == "record":
-        record(argv[1])
+        record_extra(argv[1]) if extra else record(argv[1])
         return 0
-    for name, row in compare(argv[1]).items():
+    rows = {**compare(argv[1]), **compare_extra(argv[1])}
+    for name, row in rows.items():
         print(f"## {name}")
         for what, m in row.items():
             print(f"  {what}: {_pct(m['all'])}")

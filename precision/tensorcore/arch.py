@@ -280,6 +280,74 @@ def _sm90_wgmma() -> list[Instruction]:
     return ins
 
 
+def _sm90_wmma() -> list[Instruction]:
+    """The WMMA API (``nvcuda::wmma``) on sm_90, as expected from its SASS lowering.
+
+    f16/bf16 m16n16k16 (also m32n8k16, m8n32k16: same numerics, only k matters) lower to
+    HMMA.16816 like ``mma.sync`` m16n8k16: one fused block of 16 products, F = 25, e_zero
+    -133 (fp32) / -21 (fp16). tf32 m16n16k8 lowers to HMMA.1684 (two chained blocks of 4
+    products, where ``mma.sync`` m16n8k8 fuses 8). s8 m16n16k16: exact, wrapping modulo 2^32.
+    Not recorded yet: precision/probe/wmma.py records them (tests/data/sm90_wmma).
+    """
+    ev = (
+        "not recorded yet; expected from the SASS lowering ({}) and the literature "
+        "(/work/shared/reference/tensorcore_arithmetic.md); probe: precision/probe/wmma.py"
+    )
+    f16 = ev.format("HMMA.16816, as mma.sync m16n8k16")
+
+    def make(ptx, k, a, acc, block, ez, rnd, e) -> Instruction:
+        shape = (16, 16, k)
+        return Instruction(ptx, "wmma", shape, a, a, acc, block, 25, ez, rnd, "chain", e)
+
+    p = "wmma.mma.sync.aligned.row.col.m16n16k"
+    return [
+        make(f"{p}16.f32.f32", 16, "fp16", "fp32", 16, -133, "rz", f16),
+        make(f"{p}16.f16.f16", 16, "fp16", "fp16", 16, -21, "rne", f16),
+        make(f"{p}16.f32.bf16.bf16.f32", 16, "bf16", "fp32", 16, -133, "rz", f16),
+        make(f"{p}8.f32.tf32.tf32.f32", 8, "tf32", "fp32", 4, -133, "rz", ev.format("HMMA.1684")),
+        Instruction(
+            f"{p}16.s32.s8.s8.s32",
+            "wmma",
+            (16, 16, 16),
+            "int8",
+            "int8",
+            "int32",
+            16,
+            0,
+            0,
+            "wrap",
+            "chain",
+            ev.format("IMMA, exact integer"),
+        ),
+    ]
+
+
+def _sm90_wgmma_extra() -> list[Instruction]:
+    """wgmma.mma_async with an f16 accumulator, and s8 (issue 15), as hypotheses to record.
+
+    f16 inputs, f16 accumulator: as ``mma.sync`` m16n8k16 f16 (block 16, F = 25, e_zero -21,
+    RNE to fp16). fp8 inputs, f16 accumulator: the recorded fp32 QGMMA block (32 products,
+    F = 13) rounded to nearest-even fp16 with the f16 zero anchor -21 -- a guess that the
+    recording (precision/probe/wgmma.py ``--extra``) decides. s8: exact, wrapping modulo 2^32.
+    """
+    ev = "not recorded yet; hypothesis ({}); probe: precision/probe/wgmma.py --extra"
+
+    def make(k, a, b, acc, block, fb, ez, rnd, why) -> Instruction:
+        shape = (64, 8, k)
+        ptx = _wgmma_ptx(shape, a, b, acc)
+        return Instruction(
+            ptx, "wgmma", shape, a, b, acc, block, fb, ez, rnd, "chain", ev.format(why)
+        )
+
+    ins = [make(16, "fp16", "fp16", "fp16", 16, 25, -21, "rne", "as mma.sync f16 -> f16")]
+    for a, b in _fp8_pairs():
+        ins.append(
+            make(32, a, b, "fp16", 32, 13, -21, "rne", "the fp32 QGMMA block, then RNE to fp16")
+        )
+    ins.append(make(32, "int8", "int8", "int32", 32, 0, 0, "wrap", "exact integer, wrap"))
+    return ins
+
+
 ARCHS: dict[str, ArchModel] = {
     "sm90": ArchModel(
         "sm90",
@@ -300,6 +368,8 @@ ARCHS: dict[str, ArchModel] = {
             ),
             _int8_instruction(_SM90_MMA_EVIDENCE[("int8", "int8", "int32")]),
             *_sm90_wgmma(),
+            *_sm90_wmma(),
+            *_sm90_wgmma_extra(),
         ),
     ),
     "sm100": ArchModel(

@@ -1,0 +1,467 @@
+"""Record and compare the CUDA WMMA API (``nvcuda::wmma``) on sm_90, every type and shape.
+
+Device side (:func:`record`): builds ``probe/cuda/wmma_probe.cu`` with ``nvcc -arch=sm_<cc>
+-cubin`` (each kernel alone as well when the whole file is refused, so a refusal is recorded as
+ptxas's error text), runs every accepted kernel on seeded inputs (the data kinds of
+:mod:`precision.probe.packed`: small_int, normal, wide_exp, random_bits, cancellation, special
+for floats; small_int, random_bits, extreme for integers) with >= 100,000 outputs per kernel,
+and writes ``<name>.npz`` + ``manifest.json`` (GPU, driver, CUDA, nvcc, kernel sha256, seed,
+ptxas verdicts, SASS opcode counts per kernel: which of HMMA.16816 / HMMA.1684 / IMMA / DMMA /
+BMMA each WMMA lowers to).
+
+A recording ``<name>.npz`` holds raw bits in logical layout, whatever the memory layout the
+kernel used: ``a [T,M,K]``, ``b [T,K,N]``, ``c, d [T,M,N]`` (unsigned containers; tf32 in a
+uint32 f32 container; s4/u4/b1 one element per uint8), ``kind [T]`` (uint8 index into
+``kinds``), ``kinds`` and ``ptx``.
+
+CPU side (:func:`compare`): per recording and per data kind, the bitwise match rate of ``d``
+against every model that applies:
+
+- f16/bf16/tf32: ``precision.mma(..., arch="sm90", op="wmma")`` (the sm90 WMMA instruction
+  data) and ``op="mma"`` (the recorded ``mma.sync`` numerics: shows whether the WMMA lowers to
+  them; tf32 differs: WMMA m16n16k8 -> HMMA.1684, blocks of 4, mma.sync m16n8k8 blocks of 8);
+- s8: ``precision.mma(op="wmma")``; s8/u8/s4/u4 and b1 (xor/and popc): exact integer
+  arithmetic (:mod:`precision.tensorcore.integer`, wrap modulo 2^32);
+- f64: the three DMMA candidates of :mod:`precision.tensorcore.dmma` (FMA chain, one rounding,
+  pairwise).
+
+    python -m precision.probe.wmma record OUT_DIR      # on an sm_90 GPU (about 30 s)
+    python -m precision.probe.wmma compare DIR         # CPU
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+from precision import formats
+from precision.probe import packed
+
+SOURCE = Path(__file__).resolve().parent / "cuda" / "wmma_probe.cu"
+#: The line of wmma_probe.cu after which every line is one ``WMMA_KERNEL(...)``.
+KERNEL_MARKER = "// ---- kernels"
+SEED = 23
+#: Outputs wanted per recorded kernel (tiles are rounded up to reach it).
+MIN_OUTPUTS = 100_000
+
+#: PTX type -> canonical :mod:`precision.formats` name of the floating-point types.
+_FLOAT_FMT = {t: formats.get_format(t).name for t in ("f16", "bf16", "tf32", "f32", "f64")}
+#: PTX type -> element bits (``Format.element_bits``: tf32 32, s4 4, b1 1).
+_BITS = {
+    t: formats.get_format(t).element_bits
+    for t in ("f16", "bf16", "tf32", "f64", "s8", "u8", "s4", "u4", "b1", "f32", "s32")
+}
+
+
+@dataclass(frozen=True)
+class WmmaProbe:
+    """One WMMA kernel of wmma_probe.cu: ``wmma_<a>_<acc>_m<M>n<N>k<K>[_brow|_xor|_and]``.
+
+    ``a`` is the PTX type of A and B, ``acc`` of C and D; ``b_row``: B loaded row-major (else
+    column-major); ``bitop``: ``"xor.popc"`` / ``"and.popc"`` for b1 (``bmma_sync``).
+    """
+
+    a: str
+    acc: str
+    shape: tuple[int, int, int]
+    b_row: bool = False
+    bitop: str = ""
+
+    @property
+    def kernel(self) -> str:
+        m, n, k = self.shape
+        tail = "_brow" if self.b_row else (f"_{self.bitop.split('.')[0]}" if self.bitop else "")
+        return f"wmma_{self.a}_{self.acc}_m{m}n{n}k{k}{tail}"
+
+    @property
+    def name(self) -> str:
+        return self.kernel[len("wmma_") :]
+
+    # the attributes precision.probe.packed.generate reads
+    @property
+    def b(self) -> str:
+        return self.a
+
+    @property
+    def c(self) -> str:
+        return self.acc
+
+    @property
+    def d(self) -> str:
+        return self.acc
+
+    @property
+    def ptx(self) -> str:
+        """The ``wmma.mma`` PTX the kernel compiles to (as nvcc 13 emits it)."""
+        m, n, k = self.shape
+        lay = "row.row" if self.b_row else "row.col"
+        if self.a == "f16":
+            tail = f"{self.acc}.{self.acc}"
+        elif self.a == "f64":
+            tail = "f64.f64.f64.f64.rn"
+        else:
+            tail = f"{self.acc}.{self.a}.{self.a}.{self.acc}"
+        op = f".{self.bitop}" if self.bitop else ""
+        return f"wmma.mma{op}.sync.aligned.{lay}.m{m}n{n}k{k}.{tail}"
+
+    @property
+    def tiles(self) -> int:
+        m, n, _ = self.shape
+        return math.ceil(MIN_OUTPUTS / (m * n) / 100) * 100
+
+    @property
+    def elems_per_byte(self) -> int:
+        return {"s4": 2, "u4": 2, "b1": 8}.get(self.a, 1)
+
+
+_F16_SHAPES = ((16, 16, 16), (32, 8, 16), (8, 32, 16))
+
+#: Every WMMA element type and shape of the CUDA C++ Programming Guide's WMMA table that
+#: sm_90 compiles (sub-byte types are the "experimental" ones), in wmma_probe.cu's order.
+PROBES: tuple[WmmaProbe, ...] = (
+    *(WmmaProbe("f16", "f32", s) for s in _F16_SHAPES),
+    WmmaProbe("f16", "f32", (16, 16, 16), b_row=True),
+    *(WmmaProbe("f16", "f16", s) for s in _F16_SHAPES),
+    *(WmmaProbe("bf16", "f32", s) for s in _F16_SHAPES),
+    WmmaProbe("tf32", "f32", (16, 16, 8)),
+    WmmaProbe("f64", "f64", (8, 8, 4)),
+    *(WmmaProbe("s8", "s32", s) for s in _F16_SHAPES),
+    *(WmmaProbe("u8", "s32", s) for s in _F16_SHAPES),
+    WmmaProbe("s4", "s32", (8, 8, 32)),
+    WmmaProbe("u4", "s32", (8, 8, 32)),
+    WmmaProbe("b1", "s32", (8, 8, 128), bitop="xor.popc"),
+    WmmaProbe("b1", "s32", (8, 8, 128), bitop="and.popc"),
+)
+
+
+def get_probe(name: str) -> WmmaProbe:
+    """The probe whose :attr:`WmmaProbe.name` (or kernel name) is ``name``."""
+    for p in PROBES:
+        if name in (p.name, p.kernel):
+            return p
+    raise KeyError(f"no WMMA probe {name!r}; known: {', '.join(p.name for p in PROBES)}")
+
+
+def kernel_lines(source: Path = SOURCE) -> tuple[str, dict[str, str]]:
+    """(the source up to and including the marker line, {kernel name: its WMMA_KERNEL line})."""
+    text = source.read_text()
+    head, sep, tail = text.partition(KERNEL_MARKER)
+    if not sep:
+        raise ValueError(f"{source}: marker line {KERNEL_MARKER!r} not found")
+    first, _, rest = tail.partition("\n")
+    lines = {}
+    for ln in rest.splitlines():
+        if ln.startswith("WMMA_KERNEL("):
+            lines[ln[len("WMMA_KERNEL(") :].split(",")[0].strip()] = ln
+    return head + sep + first + "\n", lines
+
+
+def inputs(p: WmmaProbe, seed: int = SEED) -> packed.Inputs:
+    """Seeded inputs (logical layout, raw bits) for ``p``: :attr:`WmmaProbe.tiles` tiles."""
+    return packed.generate(cast(Any, p), p.tiles, seed)
+
+
+def _pack_k(x: np.ndarray, per_byte: int) -> np.ndarray:
+    """Pack sub-byte elements (one per uint8) along the last axis: element i*per_byte + j in
+    bits [j*w, (j+1)*w) of byte i, w = 8 / per_byte."""
+    if per_byte == 1:
+        return np.ascontiguousarray(x)
+    if per_byte == 8:
+        return np.packbits(x.astype(np.uint8) & 1, axis=-1, bitorder="little")
+    lo = x[..., 0::2].astype(np.uint8) & 0xF
+    hi = x[..., 1::2].astype(np.uint8) & 0xF
+    return np.ascontiguousarray(lo | (hi << 4))
+
+
+def device_operands(p: WmmaProbe, inp: packed.Inputs) -> tuple[np.ndarray, np.ndarray]:
+    """A ``[T,M,K]`` and B in the kernel's memory layout (``[T,N,K]`` col-major or ``[T,K,N]``
+    row-major), sub-byte types packed along K."""
+    a = _pack_k(inp.a, p.elems_per_byte)
+    bt = inp.b if p.b_row else np.ascontiguousarray(inp.b.transpose(0, 2, 1))
+    b = _pack_k(bt, p.elems_per_byte) if not p.b_row else np.ascontiguousarray(bt)
+    return a, b
+
+
+# ------------------------------------------------------------------------------ device side
+
+
+def _nvcc_version() -> str | None:
+    try:
+        out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return None
+    return out.strip().splitlines()[-1] if out.strip() else None
+
+
+def _compile(src_text: str, path: Path, sm: int) -> str | None:
+    """Compile ``src_text`` to ``path`` (.cubin); None if accepted, else the first error line."""
+    src = path.with_suffix(".cu")
+    src.write_text(src_text)
+    proc = subprocess.run(
+        ["nvcc", f"-arch=sm_{sm}", "-cubin", "-o", str(path), str(src)],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode == 0:
+        return None
+    errors = [ln for ln in proc.stderr.splitlines() if "error" in ln]
+    first = (errors[0] if errors else proc.stderr.strip()).replace(str(src.parent) + "/", "")
+    return first[:500]
+
+
+def build(workdir: str | Path, sm: int = 90) -> tuple[Path | None, dict[str, str]]:
+    """Build wmma_probe.cu for ``sm_<sm>``: (cubin of the accepted kernels, verdict per kernel).
+
+    The whole file is tried first; if ptxas refuses it, every kernel is built alone (in
+    parallel) and only the accepted ones go into the cubin. A verdict is ``"accepted"`` or the
+    compiler's first error line.
+    """
+    work = Path(workdir)
+    head, lines = kernel_lines()
+    cubin = work / "wmma_probe.cubin"
+    err = _compile(head + "\n".join(lines.values()) + "\n", cubin, sm)
+    if err is None:
+        return cubin, dict.fromkeys(lines, "accepted")
+
+    def one(name: str) -> tuple[str, str]:
+        e = _compile(head + lines[name] + "\n", work / f"{name}.cubin", sm)
+        return name, "accepted" if e is None else e
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        verdicts = dict(pool.map(one, lines))
+    ok = [lines[n] for n, v in verdicts.items() if v == "accepted"]
+    if not ok:
+        return None, verdicts
+    err = _compile(head + "\n".join(ok) + "\n", cubin, sm)
+    if err is not None:
+        raise RuntimeError(f"wmma_probe.cu: the accepted kernels fail together: {err}")
+    return cubin, verdicts
+
+
+def sass_opcodes(cubin: Path) -> dict[str, dict[str, int]] | None:
+    """Per kernel, counts of tensor-core opcodes (HMMA/IMMA/DMMA/BMMA, HGMMA/QGMMA/IGMMA...)
+    and conversion opcodes in the SASS (``cuobjdump -sass``); None without cuobjdump."""
+    import re
+    import shutil
+
+    exe = shutil.which("cuobjdump")
+    if exe is None:
+        return None
+    proc = subprocess.run([exe, "-sass", str(cubin)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    out: dict[str, dict[str, int]] = {}
+    current = None
+    pat = re.compile(r"\b((?:[HIDBQ]G?MMA|F2FP|F2F|I2F|HADD2|HFMA2)[\w.]*)")
+    for line in proc.stdout.splitlines():
+        fn = re.search(r"Function : (\w+)", line)
+        if fn:
+            current = out.setdefault(fn.group(1), {})
+            continue
+        if current is not None and "/*" in line:
+            m = pat.search(line)
+            if m:
+                current[m.group(1)] = current.get(m.group(1), 0) + 1
+    return out
+
+
+def run(module: Any, p: WmmaProbe, inp: packed.Inputs) -> np.ndarray:
+    """Run ``p``'s kernel (4 warps per block, one tile per warp) and return D's bits."""
+    import cupy as cp
+
+    a, b = device_operands(p, inp)
+    t = inp.a.shape[0]
+    da, db, dc = (cp.asarray(np.ascontiguousarray(x)) for x in (a, b, inp.c))
+    dd = cp.asarray(np.full(inp.c.shape, np.iinfo(inp.c.dtype).max, dtype=inp.c.dtype))  # ~0
+    fn = module.get_function(p.kernel)
+    fn((min((t + 3) // 4, 4096),), (128,), (da, db, dc, dd, np.int64(t)))
+    cp.cuda.runtime.deviceSynchronize()
+    return cp.asnumpy(dd)
+
+
+def record(out_dir: str | Path, *, seed: int = SEED, log: Callable[[str], Any] = print) -> dict:
+    """Record every WMMA kernel the attached GPU's ptxas accepts into ``out_dir``."""
+    import cupy as cp
+
+    from precision.provenance import collect
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    sm = int(cp.cuda.Device().compute_capability)
+    recorded = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin, verdicts = build(tmp, sm)
+        sass = sass_opcodes(cubin) if cubin else None
+        module = cp.RawModule(path=str(cubin)) if cubin else None
+        for p in PROBES:
+            if verdicts.get(p.kernel) != "accepted" or module is None:
+                log(f"  {p.name}: not run ({verdicts.get(p.kernel, 'no kernel line')})")
+                continue
+            inp = inputs(p, seed)
+            d = run(module, p, inp)
+            np.savez_compressed(
+                out / f"{p.name}.npz",
+                a=inp.a,
+                b=inp.b,
+                c=inp.c,
+                d=d,
+                kind=inp.kind,
+                kinds=np.array(inp.kinds),
+                ptx=np.array(p.ptx),
+            )
+            ops = (sass or {}).get(p.kernel)
+            recorded[p.name] = {
+                "kernel": p.kernel,
+                "ptx": p.ptx,
+                "b_layout": "row" if p.b_row else "col",
+                "tiles": int(d.shape[0]),
+                "outputs": int(d.size),
+                "sass_mma": ops,
+            }
+            log(f"  {p.name}: {d.size} outputs, SASS {ops}")
+    prov = collect(seed=seed)
+    manifest = {
+        "description": "WMMA API probe recordings (one mma_sync per tile, raw bits); see "
+        "precision/probe/wmma.py",
+        "gpu": prov.get("gpu"),
+        "driver": prov.get("driver"),
+        "cuda": prov.get("cuda"),
+        "compute_capability": sm,
+        "created_utc": prov.get("created_utc"),
+        "provenance": prov,
+        "nvcc": _nvcc_version(),
+        "nvcc_flags": f"-arch=sm_{sm} -cubin",
+        "kernel_source": "precision/probe/cuda/wmma_probe.cu",
+        "kernel_source_sha256": hashlib.sha256(SOURCE.read_bytes()).hexdigest(),
+        "seed": seed,
+        "ptxas_verdicts": verdicts,
+        "sass_opcodes": sass,
+        "instructions": recorded,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n")
+    return manifest
+
+
+# ------------------------------------------------------------------------------ CPU side
+
+
+def load(path: str | Path) -> dict:
+    """A recording as a dict of arrays (``kinds`` as a tuple of str)."""
+    with np.load(path, allow_pickle=False) as z:
+        rec = {k: z[k] for k in z.files}
+    rec["kinds"] = tuple(str(k) for k in rec["kinds"])
+    return rec
+
+
+def _float_view(ptx_type: str, bits: np.ndarray) -> np.ndarray:
+    return bits.view(formats.get_format(_FLOAT_FMT[ptx_type]).storage)
+
+
+def _s32_bits(x: np.ndarray) -> np.ndarray:
+    return (np.asarray(x, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32)
+
+
+def models(p: WmmaProbe, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> dict[str, np.ndarray]:
+    """Every model's D bits for raw-bit inputs ``a, b, c`` of probe ``p`` (see the module doc)."""
+    from precision.tensorcore import integer, mma
+
+    k = p.shape[2]
+    if p.a in ("f16", "bf16", "tf32"):
+        fmt = _FLOAT_FMT[p.a]
+        av, bv, cv = _float_view(p.a, a), _float_view(p.a, b), _float_view(p.acc, c)
+        return {
+            f"mma(op={op!r})": np.asarray(mma(av, bv, cv, arch="sm90", op=op, fmt=fmt)).view(
+                c.dtype
+            )
+            for op in ("wmma", "mma")
+        }
+    if p.a == "f64":
+        from precision.tensorcore import dmma
+
+        av, bv, cv = (x.view(np.float64) for x in (a, b, c))
+        with np.errstate(all="ignore"):
+            return {
+                "dmma.fma_chain": dmma.fma_chain(av, bv, cv).view(np.uint64),
+                "dmma.dot_rn": dmma.dot_rn(av, bv, cv).view(np.uint64),
+                "dmma.dot_pairwise": dmma.dot_pairwise(av, bv, cv).view(np.uint64),
+            }
+    cv = packed.int_values("s32", c)
+    if p.a == "b1":
+        op = cast(Any, p.bitop)
+        return {"exact b1": _s32_bits(integer.b1_mma_chain(a, b, cv, k_step=k, op=op))}
+    av, bv = packed.int_values(p.a, a), packed.int_values(p.a, b)
+    out = {"exact": _s32_bits(integer.int_mma_chain(av, bv, cv, k_step=k, satfinite=False))}
+    if p.a == "s8":
+        d = mma(av.astype(np.int8), bv.astype(np.int8), cv.astype(np.int32), op="wmma")
+        out["mma(op='wmma')"] = np.asarray(d).view(np.uint32)
+    return out
+
+
+def _same(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return np.asarray(x == y)
+
+
+def match(x: np.ndarray, y: np.ndarray, kind: np.ndarray, kinds) -> dict[str, tuple[int, int]]:
+    """{'all': (equal, total), kind: (equal, total), ...} of bitwise equality."""
+    eq = _same(x, y).reshape(x.shape[0], -1)
+    out = {"all": (int(eq.sum()), int(eq.size))}
+    for i, kd in enumerate(kinds):
+        m = kind == i
+        out[str(kd)] = (int(eq[m].sum()), int(eq[m].size))
+    return out
+
+
+def compare(path: str | Path) -> dict[str, dict[str, dict[str, tuple[int, int]]]]:
+    """{recording: {model: match}} for every ``<probe>.npz`` under ``path``."""
+    res = {}
+    for p in PROBES:
+        f = Path(path) / f"{p.name}.npz"
+        if not f.exists():
+            continue
+        r = load(f)
+        res[p.name] = {
+            what: match(r["d"], d, r["kind"], r["kinds"])
+            for what, d in models(p, r["a"], r["b"], r["c"]).items()
+        }
+    return res
+
+
+def _pct(t: tuple[int, int]) -> str:
+    return f"{t[0]}/{t[1]} ({100.0 * t[0] / max(t[1], 1):.3f}%)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``record OUT_DIR [--min-outputs N]`` (GPU) or ``compare DIR`` (CPU)."""
+    global MIN_OUTPUTS
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--min-outputs" in argv:
+        i = argv.index("--min-outputs")
+        MIN_OUTPUTS = int(argv[i + 1])
+        del argv[i : i + 2]
+    if len(argv) != 2 or argv[0] not in ("record", "compare"):
+        print(__doc__)
+        return 2
+    if argv[0] == "record":
+        record(argv[1])
+        return 0
+    for name, row in compare(argv[1]).items():
+        print(f"## {name}")
+        for what, m in row.items():
+            bad = [f"{k} {_pct(v)}" for k, v in m.items() if k != "all" and v[0] != v[1]]
+            print(f"  {what}: {_pct(m['all'])}" + (f"   ({'; '.join(bad)})" if bad else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

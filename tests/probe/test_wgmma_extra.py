@@ -1,0 +1,86 @@
+"""wgmma extras (f16 accumulate, mixed fp8, s8/u8): inputs, instruction data, compare plumbing,
+and, once recorded on an H200 (``record --extra``), the recordings in tests/data/sm90_wgmma_extra.
+
+The plumbing test writes a throw-away recording whose ``d`` comes from a model (tmp_path only):
+it checks reading, replaying and counting, nothing about the hardware.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precision.probe import wgmma as wp
+from precision.tensorcore import get_arch
+
+DATA = Path(__file__).parents[1] / "data" / "sm90_wgmma_extra"
+
+
+def test_extra_kernels_exist_in_the_cuda_source():
+    src = wp.SOURCE.read_text()
+    for name, ex in wp.EXTRA.items():
+        assert f"PROBE_REGS({ex.kernel}," in src, name
+        assert wp._wgmma_ptx_of(ex) in src, name
+
+
+def test_extra_inputs_have_100k_outputs_and_operand_formats():
+    for name, ex in wp.EXTRA.items():
+        a, b, c, kind, kinds = wp.extra_inputs(name)
+        assert c.size >= 100_000, name
+        assert a.shape[1:] == (16, ex.k) and b.shape[1:] == (ex.k, 8), name
+        assert c.dtype == (np.uint16 if ex.acc == "fp16" else np.uint32), name
+        assert kind.max() == len(kinds) - 1, name
+
+
+def test_sm90_wgmma_extra_instruction_data():
+    sm90 = get_arch("sm90")
+    f16 = sm90.instruction("fp16", "fp16", op="wgmma")
+    assert (f16.block, f16.frac_bits, f16.e_zero, f16.out_rounding) == (16, 25, -21, "rne")
+    fp8 = sm90.instruction("e4m3", "fp16", b_fmt="e5m2", op="wgmma")
+    assert (fp8.block, fp8.frac_bits, fp8.shape) == (32, 13, (64, 8, 32))
+    s8 = sm90.instruction("int8", "int32", op="wgmma")
+    assert s8.out_rounding == "wrap" and s8.ptx.endswith(".s32.s8.s8")
+
+
+@pytest.mark.parametrize("name", ["e4m3_f16", "e5m2e4m3_f32", "u8_s32"])
+def test_compare_extra_plumbing_on_a_throwaway_recording(tmp_path, name):
+    a, b, c, kind, kinds = wp.extra_inputs(name)
+    a, b, c, kind = a[::8], b[::8], c[::8], kind[::8]
+    ms = wp.extra_models(name, a, b, c)
+    first = next(iter(ms))
+    np.savez_compressed(
+        tmp_path / f"wgmma_{name}.npz", a=a, b=b, c=c, d=ms[first], kind=kind, kinds=np.array(kinds)
+    )
+    res = wp.compare_extra(tmp_path)
+    assert list(res) == [name]
+    assert res[name][first]["all"] == (c.size, c.size)
+    assert sum(v[1] for k, v in res[name][first].items() if k != "all") == c.size
+
+
+# ------------------------------------------------------------------- recorded hardware outputs
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    have = [n for n in wp.EXTRA if (DATA / f"wgmma_{n}.npz").exists()]
+    if not have:
+        pytest.skip("no wgmma extra recording yet (record --extra)")
+    return wp.compare_extra(DATA)
+
+
+@pytest.mark.parametrize("name", ["s8_s32", "u8_s32"])
+def test_recorded_integer_wgmma_is_exact(recorded, name):
+    if name not in recorded:
+        pytest.skip(f"{name} not recorded")
+    eq, n = recorded[name]["exact"]["all"]
+    assert n >= 100_000 and eq == n
+
+
+def test_recorded_extras_passed_the_layout_check(recorded):
+    man = json.loads((DATA / "manifest.json").read_text())
+    for name in recorded:
+        entry = man["instructions"][name]
+        assert entry["recorded"] and entry["warp_copies_disagree"] == 0, name
