@@ -18,8 +18,12 @@ from typing import Any
 
 import numpy as np
 
-#: Formats with a numpy baseline, mapped to the dtype numpy multiplies in.
-NUMPY_DTYPES: dict[str, type[np.floating]] = {"fp32": np.float32, "fp64": np.float64}
+from precision.formats import get_format
+
+#: Formats with a numpy baseline, mapped to the dtype numpy multiplies in (their storage).
+NUMPY_DTYPES: dict[str, type[np.floating]] = {
+    n: get_format(n).storage.type for n in ("fp32", "fp64")
+}
 
 
 def numpy_gemm(A: Any, B: Any, fmt: str = "fp32") -> np.ndarray:
