@@ -141,9 +141,13 @@ def pack(tiles: np.ndarray, frag: Fragment) -> np.ndarray:
     shifts = (np.arange(frag.per_reg, dtype=np.uint64) * np.uint64(frag.elem_bits)) % np.uint64(64)
     regs = np.bitwise_or.reduce(per << shifts, axis=-1)  # [..., 32, regs] as uint64
     if frag.reg_bits == 32:
-        return regs.astype(np.uint32)
-    words = np.stack([regs & np.uint64(0xFFFFFFFF), regs >> np.uint64(32)], axis=-1)
-    return words.reshape(*lead, frag.words).astype(np.uint32)
+        words = regs
+    else:
+        words = np.stack([regs & np.uint64(0xFFFFFFFF), regs >> np.uint64(32)], axis=-1)
+    # C order, always: the reduction can return other strides (with one register per lane
+    # even a Fortran-contiguous array, which CuPy copies to the device as it is), and the
+    # kernels index the words as [..., lane, word].
+    return np.ascontiguousarray(words.reshape(*lead, frag.words), dtype=np.uint32)
 
 
 def unpack(words: np.ndarray, frag: Fragment, dtype: np.dtype | type = np.uint32) -> np.ndarray:

@@ -43,6 +43,9 @@ def test_each_element_held_once_and_roundtrip(shape, in_bits, acc_bits):
         tiles = rng.integers(0, hi, size=(3, frag.rows, frag.cols), dtype=np.uint64)
         words = pack(tiles, frag)
         assert words.shape == (3, 32, frag.words) and words.dtype == np.uint32
+        # kernels index the words in C order (a Fortran-ordered one-register array once
+        # reached the GPU transposed)
+        assert words.flags.c_contiguous
         assert np.array_equal(unpack(words, frag, np.uint64), tiles)
 
 
