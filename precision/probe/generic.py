@@ -1,9 +1,11 @@
 """The ``mma.sync`` instructions probed with fragment-packed kernels (issue 15's families).
 
-Every entry names its PTX instruction, shape, the bit widths of A/B and C/D elements and the
-oldest architecture whose ``ptxas`` accepts it (PTX ISA, "Warp-level matrix instructions").
-:func:`probe_kernels` turns them into :class:`~precision.probe.gen_kernels.ProbeKernel`\\ s with
-the layouts of :mod:`precision.tensorcore.fragments`.
+Each probe refers to an :class:`~precision.tensorcore.arch.Instruction` of the sm90 model (the
+PTX string, shape and formats come from there, typed once) and adds what only the probe needs:
+the oldest architecture whose ``ptxas`` accepts the instruction (PTX ISA, "Warp-level matrix
+instructions"; checked by :func:`ptxas_verdict`) and whether the ``.satfinite`` variant is
+run. :func:`probe_kernels` turns them into :class:`~precision.probe.gen_kernels.ProbeKernel`\\ s
+with the layouts of :mod:`precision.tensorcore.fragments`.
 """
 
 from __future__ import annotations
@@ -12,41 +14,46 @@ from dataclasses import dataclass
 
 from precision.formats import get_format
 from precision.probe.gen_kernels import ProbeKernel
+from precision.tensorcore.arch import ARCHS, Instruction, _mma_ptx
 from precision.tensorcore.fragments import mma_fragments
-
-#: PTX type name -> element bits (``Format.element_bits``: tf32 32, s4 4, b1 1).
-_BITS = {
-    t: get_format(t).element_bits
-    for t in (
-        "f64",
-        "f32",
-        "tf32",
-        "f16",
-        "bf16",
-        "e4m3",
-        "e5m2",
-        "s8",
-        "u8",
-        "s4",
-        "u4",
-        "b1",
-        "s32",
-    )
-}
 
 
 @dataclass(frozen=True)
 class GenericProbe:
-    """One probed instruction: ``mma.sync.aligned.<shape>.row.col[.satfinite].d.a.b.c``."""
+    """One probed instruction: ``mma.sync.aligned.<shape>.row.col[.satfinite].d.a.b.c[.op]``.
 
-    shape: tuple[int, int, int]
-    d: str
-    a: str
-    b: str
-    c: str
+    ``a``, ``b``, ``c``, ``d`` are the operands' PTX type names (from the instruction's
+    formats); ``name`` is the recording's file name, built from the PTX string.
+    """
+
+    instruction: Instruction
     min_sm: int
     satfinite: bool = False
-    bitop: str = ""  # b1 only: "xor.popc" or "and.popc"
+    c_fmt: str | None = None  # C's format where it differs from D's (only refused candidates)
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.instruction.shape
+
+    @property
+    def a(self) -> str:
+        return get_format(self.instruction.a_fmt).ptx
+
+    @property
+    def b(self) -> str:
+        return get_format(self.instruction.b_fmt).ptx
+
+    @property
+    def d(self) -> str:
+        return get_format(self.instruction.acc_fmt).ptx
+
+    @property
+    def c(self) -> str:
+        return get_format(self.c_fmt).ptx if self.c_fmt else self.d
+
+    @property
+    def bitop(self) -> str:
+        return self.instruction.bitop
 
     @property
     def name(self) -> str:
@@ -60,69 +67,71 @@ class GenericProbe:
 
     @property
     def ptx(self) -> str:
-        m, n, k = self.shape
-        sat = ".satfinite" if self.satfinite else ""
-        op = f".{self.bitop}" if self.bitop else ""
-        return f"mma.sync.aligned.m{m}n{n}k{k}.row.col{sat}.{self.d}.{self.a}.{self.b}.{self.c}{op}"
+        if self.c_fmt:  # a candidate outside the instruction data: C and D of other types
+            i = self.instruction
+            ptx = _mma_ptx(i.shape, i.a_fmt, i.b_fmt, i.acc_fmt)
+            return ptx.rsplit(".", 1)[0] + f".{self.c}"
+        return self.instruction.satfinite_ptx if self.satfinite else self.instruction.ptx
 
 
-def _f(shape, d, a, b, c, sm, **kw) -> GenericProbe:  # noqa: ANN001 (table helper)
-    return GenericProbe(shape, d, a, b, c, sm, **kw)
+def _pick(shape, a, b, acc, min_sm, *, satfinite=False, bitop=None) -> GenericProbe:  # noqa: ANN001
+    ins = ARCHS["sm90"].instruction(a, acc, b_fmt=b, op="mma", shape=shape, bitop=bitop)
+    return GenericProbe(ins, min_sm, satfinite)
 
 
-#: The probed set. Families already recorded with the hand-written probes (tests/data/sm90:
-#: m16n8k16 f16/bf16, m16n8k8 tf32, m16n8k32 e4m3/e5m2/s8) are repeated only where this
-#: kernel path must first reproduce an old recording (m16n8k16 f16 -> f32).
+#: The probed set: every sm90 ``mma.sync`` instruction beyond the families recorded with the
+#: hand-written probes (tests/data/sm90), plus m16n8k16 f16 -> f32 again as a check that this
+#: kernel path reproduces the numerics recorded there.
 PROBES: tuple[GenericProbe, ...] = (
-    # 16-bit floats
-    _f((16, 8, 16), "f32", "f16", "f16", "f32", 80),
-    _f((16, 8, 8), "f32", "f16", "f16", "f32", 75),
-    _f((16, 8, 8), "f16", "f16", "f16", "f16", 75),
-    _f((16, 8, 8), "f32", "bf16", "bf16", "f32", 80),
-    _f((16, 8, 4), "f32", "tf32", "tf32", "f32", 80),
+    # 16-bit floats and tf32, other shapes
+    _pick((16, 8, 16), "f16", "f16", "f32", 80),
+    _pick((16, 8, 8), "f16", "f16", "f32", 75),
+    _pick((16, 8, 8), "f16", "f16", "f16", 75),
+    _pick((16, 8, 8), "bf16", "bf16", "f32", 80),
+    _pick((16, 8, 4), "tf32", "tf32", "f32", 80),
     # fp8 (mixed too), f32 and f16 accumulate
-    _f((16, 8, 32), "f32", "e4m3", "e5m2", "f32", 89),
-    _f((16, 8, 32), "f32", "e5m2", "e4m3", "f32", 89),
-    _f((16, 8, 32), "f16", "e4m3", "e4m3", "f16", 89),
-    _f((16, 8, 32), "f16", "e5m2", "e5m2", "f16", 89),
-    _f((16, 8, 32), "f16", "e4m3", "e5m2", "f16", 89),
-    _f((16, 8, 16), "f32", "e4m3", "e4m3", "f32", 89),
+    _pick((16, 8, 32), "e4m3", "e5m2", "f32", 89),
+    _pick((16, 8, 32), "e5m2", "e4m3", "f32", 89),
+    _pick((16, 8, 32), "e4m3", "e4m3", "f16", 89),
+    _pick((16, 8, 32), "e5m2", "e5m2", "f16", 89),
+    _pick((16, 8, 32), "e4m3", "e5m2", "f16", 89),
+    _pick((16, 8, 16), "e4m3", "e4m3", "f32", 89),
     # f64 (DMMA)
-    _f((8, 8, 4), "f64", "f64", "f64", "f64", 80),
-    _f((16, 8, 4), "f64", "f64", "f64", "f64", 90),
-    _f((16, 8, 8), "f64", "f64", "f64", "f64", 90),
-    _f((16, 8, 16), "f64", "f64", "f64", "f64", 90),
+    _pick((8, 8, 4), "f64", "f64", "f64", 80),
+    _pick((16, 8, 4), "f64", "f64", "f64", 90),
+    _pick((16, 8, 8), "f64", "f64", "f64", 90),
+    _pick((16, 8, 16), "f64", "f64", "f64", 90),
     # 8-bit integers, mixed signedness
-    _f((16, 8, 32), "s32", "u8", "u8", "s32", 80),
-    _f((16, 8, 32), "s32", "s8", "u8", "s32", 80),
-    _f((16, 8, 32), "s32", "u8", "s8", "s32", 80, satfinite=True),
-    _f((16, 8, 16), "s32", "s8", "s8", "s32", 80),
-    _f((8, 8, 16), "s32", "s8", "u8", "s32", 75),
+    _pick((16, 8, 32), "u8", "u8", "s32", 80),
+    _pick((16, 8, 32), "s8", "u8", "s32", 80),
+    _pick((16, 8, 32), "u8", "s8", "s32", 80, satfinite=True),
+    _pick((16, 8, 16), "s8", "s8", "s32", 80),
+    _pick((8, 8, 16), "s8", "u8", "s32", 75),
     # 4-bit integers
-    _f((16, 8, 64), "s32", "s4", "s4", "s32", 80),
-    _f((16, 8, 64), "s32", "u4", "s4", "s32", 80, satfinite=True),
-    _f((8, 8, 32), "s32", "u4", "u4", "s32", 75),
+    _pick((16, 8, 64), "s4", "s4", "s32", 80),
+    _pick((16, 8, 64), "u4", "s4", "s32", 80, satfinite=True),
+    _pick((8, 8, 32), "u4", "u4", "s32", 75),
     # single bit
-    _f((16, 8, 256), "s32", "b1", "b1", "s32", 80, bitop="xor.popc"),
-    _f((16, 8, 256), "s32", "b1", "b1", "s32", 80, bitop="and.popc"),
-    _f((8, 8, 128), "s32", "b1", "b1", "s32", 75, bitop="xor.popc"),
+    _pick((16, 8, 256), "b1", "b1", "s32", 80, bitop="xor.popc"),
+    _pick((16, 8, 256), "b1", "b1", "s32", 80, bitop="and.popc"),
+    _pick((8, 8, 128), "b1", "b1", "s32", 75, bitop="xor.popc"),
 )
-
 
 #: Candidates every ptxas refuses (kept so that ``precision capture`` records the refusal):
 #: m16n8k16 with C and D of different types ("dtype must be '.f16' when .ctype is '.f16'").
 REFUSED: tuple[GenericProbe, ...] = (
-    _f((16, 8, 16), "f32", "f16", "f16", "f16", 80),
-    _f((16, 8, 16), "f16", "f16", "f16", "f32", 80),
+    GenericProbe(PROBES[0].instruction, 80, c_fmt="fp16"),
+    GenericProbe(_pick((16, 8, 16), "f16", "f16", "f16", 80).instruction, 80, c_fmt="fp32"),
 )
 
 
 def probe_kernel(p: GenericProbe) -> ProbeKernel:
     """The :class:`ProbeKernel` of one probed instruction."""
-    if _BITS[p.a] != _BITS[p.b]:
+    bits = {t: get_format(t).element_bits for t in (p.a, p.b, p.c, p.d)}
+    if bits[p.a] != bits[p.b]:
         raise ValueError(f"{p.name}: A and B of different widths are not supported")
-    a, b, c = mma_fragments(p.shape, _BITS[p.a], _BITS[p.c])
-    _, _, d = mma_fragments(p.shape, _BITS[p.a], _BITS[p.d])
+    a, b, c = mma_fragments(p.shape, bits[p.a], bits[p.c])
+    _, _, d = mma_fragments(p.shape, bits[p.a], bits[p.d])
     return ProbeKernel(f"probe_{p.name}", p.ptx, a, b, c, d, p.min_sm)
 
 

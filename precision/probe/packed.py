@@ -386,6 +386,72 @@ def record(out_dir: str | Path, *, seed: int = 1, tiles: int = 800, log=print) -
     return manifest
 
 
+# ------------------------------------------------------------------------------ replay
+
+
+def _operand(ptx_type: str, bits: np.ndarray) -> np.ndarray:
+    """Bits of one operand as the array :func:`precision.mma` takes (storage dtype)."""
+    f = formats.get_format(ptx_type)
+    if f.is_integer:
+        return int_values(ptx_type, bits).astype(f.storage)
+    if f.name == "tf32":
+        return bits.astype(np.uint32).view(np.float32)
+    return bits.astype(f.bits_dtype).view(f.storage)
+
+
+def emulate(probe: GenericProbe, rec: Recording) -> np.ndarray:
+    """D's bits for a recording's inputs, from :func:`precision.mma` (sm90 model of the
+    probe's instruction), in the recording's container dtype."""
+    from precision.tensorcore import mma
+
+    ins = probe.instruction
+    a, b, c = _operand(probe.a, rec.a), _operand(probe.b, rec.b), _operand(probe.c, rec.c)
+    d = mma(
+        a,
+        b,
+        c,
+        arch="sm90",
+        fmt=ins.a_fmt,
+        b_fmt=ins.b_fmt,
+        op="mma",
+        shape=ins.shape,
+        bitop=ins.bitop or None,
+        satf=probe.satfinite,
+    )
+    return np.ascontiguousarray(d).view(container(probe.d))
+
+
+def matches(probe: GenericProbe, rec: Recording, got: np.ndarray) -> np.ndarray:
+    """Per output: the emulator's bits equal the recorded ones. f64 NaN outputs count as
+    matching when both are NaN: DMMA's NaN payload rule is not modelled (docs/coverage.md)."""
+    same = got == rec.d
+    if probe.d == "f64":
+        nan = lambda u: (u & np.uint64(0x7FFFFFFFFFFFFFFF)) > np.uint64(0x7FF0000000000000)  # noqa: E731
+        same |= nan(got) & nan(rec.d)
+    return same
+
+
+def verify(directory: str | Path) -> dict[str, dict[str, tuple[int, int]]]:
+    """{recording: {kind: (outputs, matches)}} for every probe recording in ``directory``."""
+    from precision.probe.generic import PROBES
+
+    out = {}
+    for p in PROBES:
+        path = Path(directory) / f"{p.name}.npz"
+        if not path.exists():
+            continue
+        rec = load(path)
+        if rec.ptx != p.ptx:
+            raise ValueError(f"{path}: records {rec.ptx!r}, expected {p.ptx!r}")
+        ok = matches(p, rec, emulate(p, rec))
+        per = ok.reshape(ok.shape[0], -1)
+        out[p.name] = {
+            kind: (int(per[rec.kind == i].size), int(per[rec.kind == i].sum()))
+            for i, kind in enumerate(rec.kinds)
+        }
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -395,9 +461,20 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("out")
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--tiles", type=int, default=800)
+    v = sub.add_parser("verify", help="replay recordings through the emulator (CPU)")
+    v.add_argument("dir")
     args = ap.parse_args(argv)
-    record(args.out, seed=args.seed, tiles=args.tiles)
-    return 0
+    if args.cmd == "record":
+        record(args.out, seed=args.seed, tiles=args.tiles)
+        return 0
+    table = verify(args.dir)
+    bad = 0
+    print(f"{'instruction':<40} {'kind':<14} {'outputs':>8} {'match':>8} {'%':>8}")
+    for name, kinds in table.items():
+        for kind, (n, m) in kinds.items():
+            bad += n - m
+            print(f"{name:<40} {kind:<14} {n:>8} {m:>8} {100.0 * m / max(n, 1):>8.3f}")
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -43,17 +43,12 @@ FAMILIES: tuple[str, ...] = ("mma", "wgmma", "wmma")
 
 _LITERATURE = "from the literature (Khattak & Mikaitis 2025; MMA-Sim 2025); not verified here"
 _FP8 = ("e4m3", "e5m2")
+
+
 # PTX type suffix of each canonical format.
-_PTX_TYPE = {
-    "fp32": "f32",
-    "fp16": "f16",
-    "bf16": "bf16",
-    "tf32": "tf32",
-    "e4m3": "e4m3",
-    "e5m2": "e5m2",
-    "int8": "s8",
-    "int32": "s32",
-}
+def _ptx_type(fmt: str) -> str:
+    """The PTX type suffix of a canonical format (fp16 -> f16, int8 -> s8, uint1 -> b1)."""
+    return get_format(fmt).ptx
 
 
 @dataclass(frozen=True)
@@ -72,6 +67,7 @@ class Instruction:
     out_rounding: str
     schedule: str = "chain"
     evidence: str = _LITERATURE
+    bitop: str = ""  # single-bit (uint1) inputs: "xor.popc" or "and.popc"
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -120,14 +116,30 @@ class ArchModel:
     verified: str
     instructions: dict[tuple[str, str, str, str], Instruction] = field(repr=False)
     default_op: str = "mma"
+    #: Further instructions of a key in :attr:`instructions` (other shapes, the other b1
+    #: operation), reached with ``shape=`` / ``bitop=``.
+    alternates: tuple[Instruction, ...] = field(default=(), repr=False)
+
+    def all_instructions(self) -> list[Instruction]:
+        """Every instruction of this generation: the defaults, then the alternates."""
+        return [*self.instructions.values(), *self.alternates]
 
     def instruction(
-        self, a_fmt: Any, acc_fmt: Any, *, b_fmt: Any = None, op: str | None = None
+        self,
+        a_fmt: Any,
+        acc_fmt: Any,
+        *,
+        b_fmt: Any = None,
+        op: str | None = None,
+        shape: tuple[int, int, int] | None = None,
+        bitop: str | None = None,
     ) -> Instruction:
         """The instruction for these formats (any alias) and family ``op``.
 
-        ``b_fmt`` defaults to ``a_fmt``; ``op`` to :attr:`default_op`. Raises ``TypeError``
-        listing what exists when the arch has no such instruction.
+        ``b_fmt`` defaults to ``a_fmt``; ``op`` to :attr:`default_op`; ``shape`` (m, n, k) and
+        ``bitop`` (single-bit inputs) select among the instructions of one format key (the
+        default when not given). Raises ``TypeError`` listing what exists when the arch has no
+        such instruction.
         """
         op = self.default_op if op is None else op
         if op not in FAMILIES:
@@ -135,6 +147,23 @@ class ArchModel:
         fa = get_format(a_fmt).name
         fb = fa if b_fmt is None else get_format(b_fmt).name
         fc = get_format(acc_fmt).name
+        if shape is not None or bitop is not None:
+            for ins in self.all_instructions():
+                if (
+                    ins.key == (op, fa, fb, fc)
+                    and (shape is None or tuple(shape) == ins.shape)
+                    and (bitop is None or bitop == ins.bitop)
+                ):
+                    return ins
+            have = sorted(
+                f"m{i.shape[0]}n{i.shape[1]}k{i.shape[2]}{' ' + i.bitop if i.bitop else ''}"
+                for i in self.all_instructions()
+                if i.key == (op, fa, fb, fc)
+            )
+            raise TypeError(
+                f"arch {self.name!r} has no {op} instruction for {fa} x {fb} -> {fc} with "
+                f"shape={shape} bitop={bitop}; available: {', '.join(have) or 'none'}"
+            )
         try:
             return self.instructions[(op, fa, fb, fc)]
         except KeyError:
@@ -151,20 +180,20 @@ class ArchModel:
 
 def _mma_ptx(shape: tuple[int, int, int], a: str, b: str, acc: str) -> str:
     m, n, k = shape
-    d, pa, pb = _PTX_TYPE[acc], _PTX_TYPE[a], _PTX_TYPE[b]
+    d, pa, pb = _ptx_type(acc), _ptx_type(a), _ptx_type(b)
     return f"mma.sync.aligned.m{m}n{n}k{k}.row.col.{d}.{pa}.{pb}.{d}"
 
 
 def _wgmma_ptx(shape: tuple[int, int, int], a: str, b: str, acc: str) -> str:
     m, n, k = shape
     return (
-        f"wgmma.mma_async.sync.aligned.m{m}n{n}k{k}.{_PTX_TYPE[acc]}.{_PTX_TYPE[a]}.{_PTX_TYPE[b]}"
+        f"wgmma.mma_async.sync.aligned.m{m}n{n}k{k}.{_ptx_type(acc)}.{_ptx_type(a)}.{_ptx_type(b)}"
     )
 
 
 def _wmma_ptx(shape: tuple[int, int, int], acc: str) -> str:
     m, n, k = shape
-    d = _PTX_TYPE[acc]
+    d = _ptx_type(acc)
     return f"wmma.mma.sync.aligned.row.col.m{m}n{n}k{k}.{d}.{d}"
 
 
@@ -263,8 +292,8 @@ def _sm90_wgmma() -> list[Instruction]:
             rec.format(name)
             if name
             else (
-                "not recorded; assumed as the recorded same-format fp8 wgmma, each operand decoded "
-                "in its own format"
+                "H200 wgmma recording tests/data/sm90_wgmma_extra/wgmma_"
+                f"{a}{b}_f32.npz: 100 % bit for bit, each operand decoded in its own format"
             )
         )
         ptx = _wgmma_ptx(shape, a, b, "fp32")
@@ -287,12 +316,11 @@ def _sm90_wmma() -> list[Instruction]:
     HMMA.16816 like ``mma.sync`` m16n8k16: one fused block of 16 products, F = 25, e_zero
     -133 (fp32) / -21 (fp16). tf32 m16n16k8 lowers to HMMA.1684 (two chained blocks of 4
     products, where ``mma.sync`` m16n8k8 fuses 8). s8 m16n16k16: exact, wrapping modulo 2^32.
-    Not recorded yet: precision/probe/wmma.py records them (tests/data/sm90_wmma).
+    Recorded on the H200 (precision/probe/wmma.py, tests/data/sm90_wmma, 51,200 outputs per
+    type and shape): every output matches, bit for bit; tf32 WMMA differs from mma.sync m16n8k8
+    on 7.6 % of outputs, as its blocks of 4 predict.
     """
-    ev = (
-        "not recorded yet; expected from the SASS lowering ({}) and the literature "
-        "(/work/shared/reference/tensorcore_arithmetic.md); probe: precision/probe/wmma.py"
-    )
+    ev = "H200 WMMA recording tests/data/sm90_wmma (SASS {}): 100 % bit for bit"
     f16 = ev.format("HMMA.16816, as mma.sync m16n8k16")
 
     def make(ptx, k, a, acc, block, ez, rnd, e) -> Instruction:
@@ -327,17 +355,18 @@ def _sm90_wgmma_extra() -> list[Instruction]:
 
     f16 inputs, f16 accumulator: as ``mma.sync`` m16n8k16 f16 (block 16, F = 25, e_zero -21,
     RNE to fp16). fp8 inputs, f16 accumulator: the recorded fp32 QGMMA block (32 products,
-    F = 13) rounded to nearest-even fp16 with the f16 zero anchor -21 -- a guess that the
-    recording (precision/probe/wgmma.py ``--extra``) decides. s8: exact, wrapping modulo 2^32.
+    F = 13) rounded to nearest-even fp16 with the f16 zero anchor -21. s8: exact, wrapping
+    modulo 2^32. Recorded on the H200 (precision/probe/wgmma.py ``--extra``,
+    tests/data/sm90_wgmma_extra, 104,320 outputs each): f16 -> f16, e4m3/e5m2 -> f16 and s8
+    match every output bit for bit; mixed fp8 pairs into f16 are not recorded.
     """
-    ev = "not recorded yet; hypothesis ({}); probe: precision/probe/wgmma.py --extra"
+    ev = "H200 wgmma recording tests/data/sm90_wgmma_extra ({}): 100 % bit for bit"
 
     def make(k, a, b, acc, block, fb, ez, rnd, why) -> Instruction:
         shape = (64, 8, k)
         ptx = _wgmma_ptx(shape, a, b, acc)
-        return Instruction(
-            ptx, "wgmma", shape, a, b, acc, block, fb, ez, rnd, "chain", ev.format(why)
-        )
+        e = ev.format(why) if a == b else f"not recorded; assumed as {a} x {a} ({why})"
+        return Instruction(ptx, "wgmma", shape, a, b, acc, block, fb, ez, rnd, "chain", e)
 
     ins = [make(16, "fp16", "fp16", "fp16", 16, 25, -21, "rne", "as mma.sync f16 -> f16")]
     for a, b in _fp8_pairs():
@@ -346,6 +375,88 @@ def _sm90_wgmma_extra() -> list[Instruction]:
         )
     ins.append(make(32, "int8", "int8", "int32", 32, 0, 0, "wrap", "exact integer, wrap"))
     return ins
+
+
+_SM90_MMA2 = "tests/data/sm90_mma"
+
+
+def _sm90_mma_families() -> tuple[list[Instruction], list[Instruction]]:
+    """sm_90 ``mma.sync`` beyond the families of tests/data/sm90: (new defaults, alternates).
+
+    Recorded on the H200 with the fragment-packed probes (precision.probe.generic, recordings
+    in tests/data/sm90_mma/<name>.npz, named after the PTX string):
+
+    - other shapes of f16/bf16/tf32/fp8: m16n8k8 f16/bf16 (HMMA.1688, one block of 8),
+      m16n8k4 tf32 (HMMA.1684, a block of 4), m16n8k16 fp8;
+    - integers: u8/s8 in every signedness pairing (m16n8k32 default, m16n8k16, m8n8k16), s4/u4
+      (m16n8k64 default, m8n8k32), exact, wrapping modulo 2^32 or ``.satfinite``;
+    - single bit (b1): ``xor.popc`` (default) and ``and.popc``, m16n8k256 default, m8n8k128:
+      each instruction adds popcount(a_row OP b_col) exactly, wrapping;
+    - f64 (DMMA): m8n8k4 default, m16n8k4/k8/k16: a chain of IEEE binary64 FMAs in increasing
+      k, each rounded to nearest even (``schedule="fma_chain"``).
+    """
+
+    def rec(shape, a, b, acc, bitop="") -> str:
+        m, n, k = shape
+        parts = [f"m{m}n{n}k{k}", _ptx_type(acc), _ptx_type(a), _ptx_type(b), _ptx_type(acc)]
+        if bitop:
+            parts.append(bitop.replace(".", ""))
+        return f"H200 mma.sync recording {_SM90_MMA2}/{'_'.join(parts)}.npz"
+
+    def mma_(shape, a, b, acc, block, fb, ez, rnd, schedule="chain", bitop=""):
+        ptx = _mma_ptx(shape, a, b, acc) + (f".{bitop}" if bitop else "")
+        return Instruction(
+            ptx,
+            "mma",
+            shape,
+            a,
+            b,
+            acc,
+            block,
+            fb,
+            ez,
+            rnd,
+            schedule,
+            rec(shape, a, b, acc, bitop),
+            bitop,
+        )
+
+    ints = ("int8", "uint8")
+    nibbles = ("int4", "uint4")
+    defaults = [
+        *(
+            mma_((16, 8, 32), a, b, "int32", 32, 0, 0, "wrap")
+            for a in ints
+            for b in ints
+            if (a, b) != ("int8", "int8")
+        ),
+        *(mma_((16, 8, 64), a, b, "int32", 64, 0, 0, "wrap") for a in nibbles for b in nibbles),
+        mma_((16, 8, 256), "uint1", "uint1", "int32", 256, 0, 0, "wrap", bitop="xor.popc"),
+        mma_((8, 8, 4), "fp64", "fp64", "fp64", 1, 0, 0, "rn", "fma_chain"),
+    ]
+    alternates = [
+        mma_((16, 8, 8), "fp16", "fp16", "fp32", 8, 25, -133, "rz"),
+        mma_((16, 8, 8), "fp16", "fp16", "fp16", 8, 25, -21, "rne"),
+        mma_((16, 8, 8), "bf16", "bf16", "fp32", 8, 25, -133, "rz"),
+        mma_((16, 8, 4), "tf32", "tf32", "fp32", 4, 25, -133, "rz"),
+        *(
+            mma_((16, 8, 16), a, b, "fp32", 16, 25, -133, "rz", "fp8_via_f16")
+            for a, b in _fp8_pairs()
+        ),
+        *(mma_((16, 8, 16), a, b, "int32", 16, 0, 0, "wrap") for a in ints for b in ints),
+        *(mma_((8, 8, 16), a, b, "int32", 16, 0, 0, "wrap") for a in ints for b in ints),
+        *(mma_((8, 8, 32), a, b, "int32", 32, 0, 0, "wrap") for a in nibbles for b in nibbles),
+        mma_((16, 8, 256), "uint1", "uint1", "int32", 256, 0, 0, "wrap", bitop="and.popc"),
+        *(
+            mma_((8, 8, 128), "uint1", "uint1", "int32", 128, 0, 0, "wrap", bitop=op)
+            for op in ("xor.popc", "and.popc")
+        ),
+        *(
+            mma_(shape, "fp64", "fp64", "fp64", 1, 0, 0, "rn", "fma_chain")
+            for shape in ((16, 8, 4), (16, 8, 8), (16, 8, 16))
+        ),
+    ]
+    return defaults, alternates
 
 
 ARCHS: dict[str, ArchModel] = {
@@ -370,7 +481,9 @@ ARCHS: dict[str, ArchModel] = {
             *_sm90_wgmma(),
             *_sm90_wmma(),
             *_sm90_wgmma_extra(),
+            *_sm90_mma_families()[0],
         ),
+        alternates=tuple(_sm90_mma_families()[1]),
     ),
     "sm100": ArchModel(
         "sm100",

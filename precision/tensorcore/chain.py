@@ -17,12 +17,17 @@ from typing import Any
 import numpy as np
 
 from precision.formats import Format, get_format
-from precision.tensorcore import fdpa
+from precision.tensorcore import dmma, fdpa, integer
 from precision.tensorcore.arch import ArchModel, Instruction, get_arch
 
 # Formats a tensor core takes as inputs, and accumulator formats.
-_INPUTS = ("fp16", "bf16", "tf32", "e4m3", "e5m2", "int8")
-_ACCS = ("fp32", "fp16", "int32")
+_INPUTS = (
+    "fp16", "bf16", "tf32", "e4m3", "e5m2", "fp64", "int8", "uint8", "int4", "uint4", "uint1",
+)  # fmt: skip
+_ACCS = ("fp32", "fp16", "int32", "fp64")
+# Integer inputs stored in a container of another format's dtype: int4 in int8, uint4 and
+# uint1 in uint8. They are named with fmt= / b_fmt=.
+_NARROW = {"int4": "int8", "uint4": "uint8", "uint1": "uint8"}
 _FP8 = ("e4m3", "e5m2")
 # Elements of one block's product array per work item: big enough to amortise NumPy's per-call
 # overhead, small enough to stay in cache.
@@ -40,7 +45,10 @@ def mma(
     *,
     arch: str | ArchModel = "sm90",
     fmt: str | Format | None = None,
+    b_fmt: str | Format | None = None,
     op: str | None = None,
+    shape: tuple[int, int, int] | None = None,
+    bitop: str | None = None,
     satf: bool = False,
     device: str = "cpu",
 ) -> Any:
@@ -82,11 +90,13 @@ def mma(
     a = _as_array(a, "a", device, want)
     b = _as_array(b, "b", device, want)
     model = get_arch(arch)
-    a_fmt, b_fmt = _input_formats(a, b, want)
-    c_default = get_format("int32" if a_fmt == "int8" else "fp32")
+    want_b = want if b_fmt is None else get_format(b_fmt)
+    a_name, b_name = _input_formats(a, b, want, want_b)
+    a_is_int = get_format(a_name).is_integer
+    c_default = get_format("int32" if a_is_int else "fp64" if a_name == "fp64" else "fp32")
     c = _as_array(c, "c", device, c_default)
     acc_fmt = _acc_format(c)
-    ins = model.instruction(a_fmt, acc_fmt, b_fmt=b_fmt, op=op)
+    ins = model.instruction(a_name, acc_fmt, b_fmt=b_name, op=op, shape=shape, bitop=bitop)
     batch, (m, k_dim, n) = _check_shapes(a, b, c, ins)
     if m == 0 or n == 0 or 0 in batch:
         if device == "gpu":
@@ -100,7 +110,9 @@ def mma(
         return mma_gpu(a, b, c, instruction=ins, satf=satf)
 
     if ins.is_integer:
-        return _mma_int8(a, b, c, batch, ins, satf)
+        return _mma_integer(a, b, c, ins, satf)
+    if ins.schedule == "fma_chain":
+        return _mma_fp64(a, b, c, ins, satf)
     a3, ia = _flat_batch(a, batch)
     b3, ib = _flat_batch(b, batch)
     c3, ic = _flat_batch(c, batch)
@@ -139,18 +151,22 @@ def _as_array(x: Any, name: str, device: str, fmt: Format | None) -> Any:
     return x
 
 
-def _input_formats(a: Any, b: Any, fmt: Format | None) -> tuple[str, str]:
-    """Canonical format names of ``a`` and ``b`` (``fmt`` compared as a Format, any alias)."""
+def _input_formats(a: Any, b: Any, fmt: Format | None, b_fmt: Format | None) -> tuple[str, str]:
+    """Canonical format names of ``a`` and ``b`` (``fmt`` / ``b_fmt`` compared as Formats, any
+    alias; they also name narrow integers held in a wider dtype: int4 in int8, uint4 and
+    uint1 in uint8)."""
 
-    def one(x: Any, name: str) -> str:
+    def one(x: Any, name: str, want: Format | None) -> str:
         dtype = np.dtype(x.dtype)
         if dtype == np.float32:
-            if fmt is None or fmt.name != "tf32":
+            if want is None or want.name != "tf32":
                 raise TypeError(
                     f"{name} is float32: tensor cores take fp32 containers only as tf32; pass "
                     f"fmt='tf32' (or round to float16/bfloat16 first)"
                 )
             return "tf32"
+        if want is not None and want.name in _NARROW and dtype == want.storage:
+            return want.name
         try:
             got = get_format(dtype)
         except ValueError:
@@ -158,14 +174,17 @@ def _input_formats(a: Any, b: Any, fmt: Format | None) -> tuple[str, str]:
         if got is None or got.name not in _INPUTS:
             raise TypeError(
                 f"{name} has dtype {dtype}; expected float16, bfloat16, float8_e4m3fn, "
-                f"float8_e5m2, int8, or float32 with fmt='tf32'"
+                f"float8_e5m2, float64, int8, uint8 (int4/uint4/uint1 with fmt=), or float32 "
+                f"with fmt='tf32'"
             )
-        if fmt is not None and fmt != got:
-            raise TypeError(f"fmt={fmt.name!r} contradicts {name}.dtype {dtype} ({got.name})")
+        if want is not None and want != got:
+            raise TypeError(f"fmt={want.name!r} contradicts {name}.dtype {dtype} ({got.name})")
         return got.name
 
-    fa, fb = one(a, "a"), one(b, "b")
-    if fa != fb and not (fa in _FP8 and fb in _FP8):
+    fa, fb = one(a, "a", fmt), one(b, "b", b_fmt)
+    fp8 = fa in _FP8 and fb in _FP8
+    ints = get_format(fa).is_integer and get_format(fb).is_integer
+    if fa != fb and not (fp8 or ints):
         raise TypeError(f"a is {fa} but b is {fb}; both operands must have the same format")
     return fa, fb
 
@@ -217,22 +236,33 @@ def _flat_batch(x: np.ndarray, batch: tuple[int, ...]) -> tuple[np.ndarray, np.n
 # ----------------------------------------------------------------------------- integer path
 
 
-def _mma_int8(a, b, c, batch, ins: Instruction, satf: bool) -> np.ndarray:
-    """int8 → s32: each instruction adds an exact sum of k products; wrap or satfinite.
+def _mma_integer(a, b, c, ins: Instruction, satf: bool) -> np.ndarray:
+    """Integer inputs -> s32: each instruction adds an exact sum of k products (uint1: k bits of
+    a_row OP b_col, popcounted) and wraps modulo 2^32, or clamps with ``.satfinite``. The
+    exact cores are :mod:`precision.tensorcore.integer` (float64 BLAS, exact below 2^53)."""
+    av, bv = a.astype(np.int64), b.astype(np.int64)
+    cv = np.asarray(c).astype(np.int64)
+    if ins.bitop:
+        if satf:
+            raise ValueError(f"{ins.ptx}: single-bit mma has no .satfinite")
+        out = integer.b1_mma_chain(av & 1, bv & 1, cv, k_step=ins.k, op=ins.bitop)  # type: ignore[arg-type]
+    else:
+        for fmt, x, name in ((ins.a_fmt, av, "a"), (ins.b_fmt, bv, "b")):
+            f = get_format(fmt)
+            if x.size and (x.min() < f.min_value or x.max() > f.max_normal):
+                raise ValueError(
+                    f"{name} holds values outside {fmt}'s range [{f.min_value:g}, {f.max_normal:g}]"
+                )
+        out = integer.int_mma_chain(av, bv, cv, k_step=ins.k, satfinite=satf)
+    return out.astype(np.int32)
 
-    ``np.matmul`` broadcasts the batch axes itself (no copy of a broadcast operand)."""
-    af, bf = a.astype(np.float64), b.astype(np.float64)
-    acc = np.broadcast_to(c, batch + c.shape[-2:]).astype(np.int64)
-    lo, hi = -(2**31), 2**31 - 1
-    if not satf:
-        # Partial sums are below 2^53, so float64 BLAS products are exact; wrapping modulo 2^32
-        # commutes with the chain.
-        acc += np.matmul(af, bf).astype(np.int64)
-        return ((acc - lo) % 2**32 + lo).astype(np.int32)
-    for k0 in range(0, af.shape[-1], ins.k):
-        acc += np.matmul(af[..., k0 : k0 + ins.k], bf[..., k0 : k0 + ins.k, :]).astype(np.int64)
-        np.clip(acc, lo, hi, out=acc)
-    return acc.astype(np.int32)
+
+def _mma_fp64(a, b, c, ins: Instruction, satf: bool) -> np.ndarray:
+    """f64 (DMMA): a chain of IEEE binary64 FMAs in increasing k, each rounded to nearest
+    (:func:`precision.tensorcore.dmma.fma_chain`)."""
+    if satf:
+        raise ValueError(f"{ins.ptx}: satf is not defined for f64 mma")
+    return dmma.fma_chain(a, b, c, order="increasing")
 
 
 # ----------------------------------------------------------------------------- float path
