@@ -1,4 +1,4 @@
-"""``precision capture``: record raw-bit mma.sync vectors on the attached GPU."""
+"""``precision capture``: record every tensor-core probe family on the attached GPU."""
 
 from __future__ import annotations
 
@@ -9,45 +9,34 @@ import sys
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "capture",
-        help="record tensor-core (mma.sync) input/output bit patterns on the attached sm_90 GPU",
-        description="Build probe/cuda/mma_sync_probe.cu with nvcc -arch=sm_90 -cubin, run every "
-        "probe instruction on seeded inputs of every data kind, check the fragment layout "
-        "against exact small-integer arithmetic, and write one .npz per instruction plus "
-        "manifest.json.",
+        help="record tensor-core input/output bit patterns on the attached GPU (sm_75 on)",
+        description="Build the probe kernels for the attached GPU's architecture with nvcc and "
+        "record every instruction family it runs, each in its own sub-directory with a "
+        "manifest: mma/ (fragment-packed mma.sync, every family), wmma/ (the WMMA API), and on "
+        "sm_90 also mma_sync/ (the hand-written probes, chains of 4), wgmma/ and wgmma_extra/. "
+        "Instructions the assembler refuses are listed with its message.",
     )
     p.add_argument("--out", default=None, help="output directory (default results/capture-seed<N>)")
     p.add_argument("--seed", type=int, default=1, help="generator seed (default 1)")
-    p.add_argument(
-        "--tiles",
-        type=int,
-        default=None,
-        help="16x8 tiles per single instruction (default 796 = 101,888 outputs; "
-        "chained recordings get a fifth)",
-    )
-    p.add_argument(
-        "--only",
-        nargs="+",
-        metavar="NAME",
-        default=None,
-        help="record only these instructions (e.g. f16_f32 tf32_f32_x4)",
-    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from precision.probe.capture import DEFAULT_TILES, capture
+    from precision.gpu import unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is not None:
+        print(f"precision capture: needs an NVIDIA GPU ({reason})", file=sys.stderr)
+        return 2
+    from precision.probe.suite import capture_all
 
     out = args.out or f"results/capture-seed{args.seed}"
     try:
-        manifest = capture(
-            out, seed=args.seed, tiles=args.tiles or DEFAULT_TILES, names=args.only, log=print
-        )
+        done = capture_all(out, seed=args.seed, log=print)
     except (RuntimeError, ValueError) as exc:
         print(f"precision capture: {exc}", file=sys.stderr)
         return 2
-    n = sum(v["outputs"] for v in manifest["instructions"].values())
-    print(
-        f"wrote {len(manifest['instructions'])} recordings ({n} outputs) to {out} "
-        f"on {manifest['gpu']} (driver {manifest['driver']}, CUDA {manifest['cuda']})"
-    )
+    counts = {f: len(v) for f, v in done["families"].items()}
+    print(f"wrote {sum(counts.values())} recordings to {out} on sm_{done['compute_capability']}")
+    print("  " + ", ".join(f"{f}: {n}" for f, n in counts.items()))
     return 0

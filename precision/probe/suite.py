@@ -1,0 +1,210 @@
+"""Every probe family at once: record them on the attached GPU, verify a directory of them.
+
+``precision capture`` and ``precision verify`` use this module. A capture directory holds one
+sub-directory per family, each with its own ``manifest.json``:
+
+- ``mma_sync/``: the hand-written ``mma.sync`` probes (:mod:`precision.probe.capture`: m16n8k16
+  f16/bf16, m16n8k8 tf32, m16n8k32 fp8/s8, chains of 4), sm_90 only;
+- ``mma/``: the fragment-packed ``mma.sync`` probes of every other family
+  (:mod:`precision.probe.packed`), built for the attached architecture (sm_75 on);
+- ``wmma/``: the WMMA API, every type and shape (:mod:`precision.probe.wmma`);
+- ``wgmma/``, ``wgmma_extra/``: ``wgmma.mma_async`` (:mod:`precision.probe.wgmma`), sm_90 only.
+
+:func:`verify_dir` replays every recording found under a directory (a capture directory, one
+family's directory such as tests/data/sm90, or a single family file set) through the emulator
+and returns one :class:`Row` per instruction and data kind: the table whose every line must
+read 100 %. f64 outputs that are NaN count as matching when the emulator's is NaN too: the
+payload DMMA propagates is not modelled (docs/coverage.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FAMILIES = ("mma_sync", "mma", "wmma", "wgmma", "wgmma_extra")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the match table: outputs of one instruction and data kind."""
+
+    family: str
+    instruction: str
+    kind: str
+    outputs: int
+    matches: int
+    note: str = ""
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.matches / self.outputs if self.outputs else float("nan")
+
+
+def arch_of(compute_capability: int) -> str:
+    """The :data:`precision.tensorcore.ARCHS` model of a compute capability (sm_86 and sm_87
+    take sm80's, sm_120 sm100's); ``ValueError`` where none exists (sm_75)."""
+    from precision.tensorcore import ARCHS
+
+    cc = int(compute_capability)
+    name = {86: "sm80", 87: "sm80", 72: "sm70", 120: "sm100", 103: "sm100"}.get(cc, f"sm{cc}")
+    if name not in ARCHS:
+        raise ValueError(f"compute capability {cc / 10:.1f}: no model (known: {', '.join(ARCHS)})")
+    return name
+
+
+def capture_all(out_dir: str | Path, *, seed: int = 1, log: Callable[[str], Any] = print) -> dict:
+    """Record every probe family the attached GPU runs into ``out_dir``/<family>; a summary."""
+    import cupy as cp
+
+    from precision.probe import capture, packed, wgmma, wmma
+
+    out = Path(out_dir)
+    sm = int(cp.cuda.Device().compute_capability)
+    done: dict[str, Any] = {"compute_capability": sm, "families": {}}
+    log(f"== mma (fragment-packed probes) on sm_{sm}")
+    done["families"]["mma"] = packed.record(out / "mma", seed=seed, log=log)["instructions"]
+    log("== wmma")
+    done["families"]["wmma"] = wmma.record(out / "wmma", seed=seed, log=log)["instructions"]
+    if sm == 90:
+        log("== mma_sync (hand-written sm_90 probes)")
+        m = capture.capture(out / "mma_sync", seed=seed, tiles=capture.DEFAULT_TILES, log=log)
+        done["families"]["mma_sync"] = m["instructions"]
+        log("== wgmma")
+        done["families"]["wgmma"] = wgmma.record(out / "wgmma", log=log)["instructions"]
+        log("== wgmma extras")
+        done["families"]["wgmma_extra"] = wgmma.record_extra(out / "wgmma_extra", log=log)[
+            "instructions"
+        ]
+    else:
+        log(f"mma_sync, wgmma: sm_90 probes, not run on sm_{sm}")
+    return done
+
+
+def _rows_from_match(family: str, name: str, m: dict, note: str = "") -> list[Row]:
+    """Rows from a ``{kind: (eq, n), "all": ...}`` match dict (wmma / wgmma modules)."""
+    return [Row(family, name, k, n, eq, note) for k, (eq, n) in m.items() if k != "all"]
+
+
+def _verify_mma_sync(d: Path) -> list[Row]:
+    from precision.probe.capture import load_recording, recording_paths, verify_recording
+
+    rows = []
+    for p in recording_paths(d):
+        r = verify_recording(load_recording(p))
+        note = r.error or ""
+        rows += [Row("mma_sync", r.instr.name, k, n, m, note) for k, (n, m) in r.counts.items()]
+    return rows
+
+
+def _verify_mma(d: Path) -> list[Row]:
+    from precision.probe import packed
+
+    table = packed.verify(d)
+    return [
+        Row("mma", name, kind, n, m)
+        for name, kinds in table.items()
+        for kind, (n, m) in kinds.items()
+    ]
+
+
+def _verify_wmma(d: Path) -> list[Row]:
+    from precision.probe import wmma
+    from precision.tensorcore import dmma
+
+    rows = []
+    for name, models in wmma.compare(d).items():
+        p = wmma.get_probe(name)
+        if p.a in ("f16", "bf16", "tf32"):
+            rows += _rows_from_match("wmma", name, models["mma(op='wmma')"])
+        elif p.a == "b1":
+            rows += _rows_from_match("wmma", name, models["exact b1"])
+        elif p.a != "f64":
+            rows += _rows_from_match("wmma", name, models["exact"])
+        else:  # NaN outputs compared as NaN (payload not modelled)
+            with np.load(d / f"{name}.npz") as z:
+                a, b, c, dd = (z[k].view(np.float64) for k in "abcd")
+                kind, kinds = z["kind"], [str(k) for k in z["kinds"]]
+            got = dmma.fma_chain(a, b, c)
+            ok = (np.isnan(got) & np.isnan(dd)) | (got.view(np.uint64) == dd.view(np.uint64))
+            ok = ok.reshape(ok.shape[0], -1)
+            for i, k in enumerate(kinds):
+                sel = ok[kind == i]
+                rows.append(Row("wmma", name, k, int(sel.size), int(sel.sum()), "NaN as NaN"))
+    return rows
+
+
+def _verify_wgmma(d: Path, extra: bool) -> list[Row]:
+    from precision.probe import wgmma
+
+    rows = []
+    if extra:
+        for name, models in wgmma.compare_extra(d).items():
+            label = "exact" if wgmma.EXTRA[name].integer else "precision.mma(op='wgmma')"
+            rows += _rows_from_match("wgmma_extra", name, models[label])
+    else:
+        for name, models in wgmma.compare(d).items():
+            rows += _rows_from_match("wgmma", name, models["wgmma_vs_precision_mma_wgmma"])
+    return rows
+
+
+def _family_of(d: Path) -> str | None:
+    """Which family a directory of recordings holds, from its manifest."""
+    man = d / "manifest.json"
+    if not man.is_file():
+        return None
+    text = json.loads(man.read_text()).get("description", "")
+    if "fragment-packed" in text:
+        return "mma"
+    if "WMMA" in text:
+        return "wmma"
+    if "extras" in text:
+        return "wgmma_extra"
+    if "wgmma" in text:
+        return "wgmma"
+    if "mma.sync" in text:
+        return "mma_sync"
+    return None
+
+
+def verify_dir(path: str | Path) -> list[Row]:
+    """Match rows for every recording under ``path`` (see the module docstring)."""
+    root = Path(path)
+    if not root.exists():
+        raise FileNotFoundError(f"{root}: no such recording directory")
+    dirs = [root] + sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else [root]
+    rows: list[Row] = []
+    for d in dirs:
+        family = _family_of(d) if d.is_dir() else "mma_sync"
+        if family == "mma_sync":
+            rows += _verify_mma_sync(d)
+        elif family == "mma":
+            rows += _verify_mma(d)
+        elif family == "wmma":
+            rows += _verify_wmma(d)
+        elif family in ("wgmma", "wgmma_extra"):
+            rows += _verify_wgmma(d, extra=family == "wgmma_extra")
+    if not rows:
+        raise ValueError(f"{root}: no recordings found (expected manifest.json + .npz files)")
+    return rows
+
+
+def format_rows(rows: list[Row]) -> str:
+    """The match table as text, a total last."""
+    head = f"{'family':<12} {'instruction':<38} {'kind':<14} {'outputs':>9} {'match':>9} {'%':>8}"
+    lines = [head]
+    for r in rows:
+        note = f"  ({r.note})" if r.note else ""
+        lines.append(
+            f"{r.family:<12} {r.instruction:<38} {r.kind:<14} {r.outputs:>9} {r.matches:>9} "
+            f"{r.percent:>8.3f}{note}"
+        )
+    n = sum(r.outputs for r in rows)
+    m = sum(r.matches for r in rows)
+    lines.append(f"{'total':<66} {n:>9} {m:>9} {100.0 * m / max(n, 1):>8.3f}")
+    return "\n".join(lines)
