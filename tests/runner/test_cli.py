@@ -152,7 +152,7 @@ def test_killed_run_resumes_without_recomputing_and_matches_clean_run(cfg, tmp_p
     proc = _launch(cfg, sleep=0.1)
     _wait_for_points(proc, points_dir, 4)
     proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.communicate()  # waits and closes the pipes
     done = {p: p.stat().st_mtime_ns for p in points_dir.glob("*.parquet")}
     assert 4 <= len(done) < 16
     assert not (tmp_path / "results" / "cli" / "results.parquet").exists()
