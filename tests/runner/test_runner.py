@@ -231,7 +231,7 @@ def test_compare_backend_records_identical_bits(tmp_path, monkeypatch):
         precision.runner.execute, "_availability", lambda: dict.fromkeys(doubles.BACKENDS)
     )
     text = CONFIG.replace("seed = 3", 'seed = 3\ncompare_backend = "emulator"').replace(
-        'format = ["f16", "bf16"]', 'format = ["f16", "bf16"]\nbackend = ["cublas"]'
+        'format = ["f16", "bf16"]', 'format = ["f16", "bf16"]\nbackend = ["cuda"]'
     )
     _, table = run(tmp_path, text)
     assert (table["status"] == "ok").all()
