@@ -132,7 +132,7 @@ def _tile_shape(m: int, n: int, k: int, sa: int, sb: int, cd: int) -> tuple[int,
     c = min(n, max(1, elements // r))
     if c == n:
         r = min(m, max(1, elements // n))
-    kc = min(k, max(1, _MEMORY_BUDGET // 2 // (8 * ((sa + 8) * r + (sb + 8) * c))))
+    kc = max(1, min(k, _MEMORY_BUDGET // 2 // (8 * ((sa + 8) * r + (sb + 8) * c))))
     return r, c, kc
 
 

@@ -257,3 +257,12 @@ def test_integers_above_2_53_exact_or_refused():
     got = exact_matmul([[2**60, 2**53 + 2]], [[3], [-1]])
     assert got[0, 0] == float(3 * 2**60 - 2**53 - 2)
     assert exact_matmul([[-(2**63)]], [[1]])[0, 0] == -(2.0**63)
+
+
+def test_empty_inner_dimension_gives_c_rounded_once():
+    C = np.array([[1.5, -2.0, 3e300], [0.0, 2.0**-1074, -(2.0**-149) * 0.75]])
+    got = exact_matmul(np.zeros((2, 0)), np.zeros((0, 3)), C)
+    assert got.tobytes() == C.tobytes()
+    got32 = exact_matmul(np.zeros((2, 0)), np.zeros((0, 3)), C, rounding="fp32")
+    want = [[_round_fraction(Fraction(float(v)), 24, -126, 127) for v in row] for row in C]
+    assert got32.tolist() == np.array(want, np.float32).tolist()
