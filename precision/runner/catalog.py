@@ -31,6 +31,9 @@ SUPPORTED_CORRECTIONS: dict[tuple[str, str], tuple[str, ...]] = {
 #: The emulator runs a format on an arch whose tensor-core model has an instruction for it
 #: (precision.tensorcore.ARCHS); cuBLAS runs on the GPU at hand (``arch`` is not used).
 SUPPORTED_ARCHS: dict[str, tuple[str, ...]] = {"cuda": ("sm90",)}
+#: Formats computed without tensor-core instructions (an FMA-chain baseline), to which the
+#: emulator's arch-model check does not apply.
+NON_TENSOR_CORE_FORMATS: tuple[str, ...] = ("fp32", "fp64")
 
 
 def arch_formats(arch: str) -> tuple[str, ...] | None:
@@ -75,7 +78,7 @@ def combination_problem(
     archs = SUPPORTED_ARCHS.get(backend)
     if archs is not None and arch not in archs:
         return f"backend {backend!r} runs arch {', '.join(archs)} only, not {arch!r}"
-    if backend == "emulator":
+    if backend == "emulator" and fmt not in NON_TENSOR_CORE_FORMATS:
         have = arch_formats(arch)
         if have is not None and fmt not in have:
             return (
