@@ -21,6 +21,10 @@ rounded once to nearest-even in float64 or in fp32. How (Ozaki-style error-free 
    (the rounding position moves up for subnormal results) and overflow to ±Inf. This is the
    correctly rounded result: there is no intermediate rounding anywhere before it.
 
+Memory: the work is done in tiles of rows, columns and k, sized from the digit counts so
+that the working arrays stay within ``_MEMORY_BUDGET`` (256 MiB; measured peak beyond the
+inputs, their float64 copies and the output below 3x that, so under 1 GB at any size).
+
 Cost: ``Sa·Sb`` float64 GEMMs, where ``Sa``, ``Sb`` are the digit counts (2–3 each for fp32
 data of moderate dynamic range per row; more for rows spanning many binades). Exact zeros give
 +0. Non-finite inputs are rejected.
@@ -28,6 +32,7 @@ data of moderate dynamic range per row; more for rows spanning many binades). Ex
 
 from __future__ import annotations
 
+import math
 from types import ModuleType
 from typing import Any
 
@@ -37,7 +42,10 @@ from precision.formats import get_format
 
 #: Formats the result can be rounded to (parameters p, emin, emax come from the registry).
 _ROUNDINGS: tuple[str, ...] = ("fp64", "fp32")
-_ROW_CHUNK_ELEMENTS = 1 << 22  # output elements per chunk of rows (bounds limb memory)
+#: Bytes of working arrays planned per tile (limbs, digit matrices and their temporaries).
+#: The measured peak beyond inputs and output stays below 3x this (tests/formats), so under
+#: 1 GB at any size: larger products take more tiles, not more memory.
+_MEMORY_BUDGET = 256 << 20
 
 
 def exact_matmul(
@@ -48,7 +56,8 @@ def exact_matmul(
     Parameters
     ----------
     A, B : 2-D arrays ``M×K`` and ``K×N`` of finite values exactly representable in float64
-        (any float dtype up to float64 including ml_dtypes formats, or integers ≤ 2**53).
+        (any float dtype up to float64 including ml_dtypes formats, or integers whose float64
+        conversion is exact: all up to 2**53 in magnitude; others raise ``ValueError``).
         NumPy arrays, or CuPy arrays with ``device="gpu"``.
     C : optional ``M×N`` (or broadcastable) addend, same rules.
     rounding : ``"fp64"`` — the result is the float64 nearest the exact value;
@@ -85,7 +94,7 @@ def exact_matmul(
     if C is not None:
         c = _as_float64(xp, C, "C")
         try:
-            c = xp.ascontiguousarray(xp.broadcast_to(c, (m, n)))
+            c = xp.broadcast_to(c, (m, n))  # a view: tiles read their part
         except ValueError:
             raise ValueError(
                 f"C has shape {c.shape}; expected one broadcastable to {(m, n)}"
@@ -94,18 +103,44 @@ def exact_matmul(
     out = xp.empty((m, n), dtype=np.float64)
     if m and n:
         beta = max(1, (53 - max(k - 1, 0).bit_length()) // 2)
-        ea = _scale_exponents(xp, a, axis=1)
-        eb = _scale_exponents(xp, b, axis=0)
-        db = _digits(xp, b, eb[None, :], beta)
-        rows = max(1, _ROW_CHUNK_ELEMENTS // max(n, 1))
-        for r0 in range(0, m, rows):
-            rs = slice(r0, min(m, r0 + rows))
-            da = _digits(xp, a[rs], ea[rs, None], beta)
-            base = ea[rs, None] + eb[None, :]  # value = Σ_g S_g·2^(base − β(g+2))
-            out[rs] = _exact_chunk(
-                xp, da, db, None if c is None else c[rs], base, beta, p, emin, emax
-            )
+        ea, na = _row_digits(xp, a, beta)  # per row of A: scale exponent, digit count
+        eb, nb = _row_digits(xp, b.T, beta)  # per column of B
+        cd = 0 if c is None else -(-(53 + beta - 1) // beta) + 1  # limbs C can add
+        r, cols, kc = _tile_shape(m, n, k, int(na.max()), int(nb.max()), cd)
+        for r0 in range(0, m, r):
+            rs = slice(r0, min(m, r0 + r))
+            sa = int(na[rs].max())
+            for c0 in range(0, n, cols):
+                cs = slice(c0, min(n, c0 + cols))
+                sb = int(nb[cs].max())
+                g_max = sa + sb - 2
+                limbs: dict[int, Any] = {}
+                for k0 in range(0, k, kc):
+                    ks = slice(k0, min(k, k0 + kc))
+                    da = _digits(xp, a[rs, ks], ea[rs, None], beta, sa)
+                    db = [d.T for d in _digits(xp, b.T[cs, ks], eb[cs, None], beta, sb)]
+                    _add_products(xp, limbs, da, db, g_max)
+                    del da, db
+                base = ea[rs, None] + eb[None, cs]  # value = Σ_g S_g·2^(base − β(g+2))
+                out[rs, cs] = _finish(
+                    xp, limbs, None if c is None else c[rs, cs], base, beta, g_max, p, emin, emax
+                )
     return out.astype(np.float32) if out_fmt.name == "fp32" else out
+
+
+def _tile_shape(m: int, n: int, k: int, sa: int, sb: int, cd: int) -> tuple[int, int, int]:
+    """Rows, columns and k-extent of the tiles, so that one tile's arrays stay within
+    :data:`_MEMORY_BUDGET` bytes: the limbs (about 6 int64 arrays per limb and output element,
+    counting the normalisation's copies) and the digits of both operand blocks (``sa`` / ``sb``
+    float64 digit arrays plus about 8 temporaries per element)."""
+    limbs = sa + sb - 1 + cd + 4
+    elements = max(1, _MEMORY_BUDGET // 2 // (6 * 8 * limbs))
+    r = min(m, max(1, math.isqrt(elements)))
+    c = min(n, max(1, elements // r))
+    if c == n:
+        r = min(m, max(1, elements // n))
+    kc = max(1, min(k, _MEMORY_BUDGET // 2 // (8 * ((sa + 8) * r + (sb + 8) * c))))
+    return r, c, kc
 
 
 # --------------------------------------------------------------------------------- digits
@@ -122,20 +157,24 @@ def _as_float64(xp: ModuleType, x: Any, name: str) -> Any:
         raise TypeError(
             f"{name} has dtype {arr.dtype}; expected a real float (≤ 64 bits) or integer dtype"
         )
-    if kind in "iu" and arr.size and int(abs(arr.astype(np.float64)).max()) > 2**53:
-        raise ValueError(f"{name} has integers above 2**53, not exactly representable in float64")
     out = arr.astype(np.float64) if on_gpu else xp.asarray(arr.astype(np.float64))
+    if kind in "iu" and arr.size and arr.dtype.itemsize >= 8:
+        # int64/uint64 values above 2**53 convert exactly only if their low bits are zero;
+        # the check compares the conversion back, in integers (float64 2**63/2**64 excluded)
+        limit = 2.0**63 if kind == "i" else 2.0**64
+        src = arr if xp is np else xp.asarray(arr)
+        exact = (out < limit) & (out >= -limit)
+        exact &= xp.where(exact, out, 0).astype(arr.dtype) == src
+        if not bool(exact.all()):
+            bad = src[~exact][0]
+            raise ValueError(
+                f"{name} holds the integer {int(bad)}, which float64 cannot represent exactly "
+                "(integers are exact up to 2**53 in magnitude, and above only when their "
+                "low bits are zero); the result would not be exact, so it is refused"
+            )
     if not bool(xp.isfinite(out).all()):
         raise ValueError(f"{name} contains Inf or NaN; the exact reference needs finite inputs")
     return out
-
-
-def _scale_exponents(xp: ModuleType, x: Any, axis: int) -> Any:
-    """int64 ``e`` per row (axis=1) or column (axis=0) with ``|x| < 2**e`` (0 for all-zero)."""
-    if x.shape[axis] == 0:
-        return xp.zeros(x.shape[1 - axis], dtype=np.int64)
-    _, e = xp.frexp(xp.abs(x).max(axis=axis))
-    return e.astype(np.int64)
 
 
 def _significands(xp: ModuleType, x: Any) -> tuple[Any, Any]:
@@ -152,13 +191,35 @@ def _shift_digit(xp: ModuleType, mag: Any, sh: Any, mask: np.uint64) -> Any:
     return xp.where(sh >= 0, right, left) & mask
 
 
-def _digits(xp: ModuleType, x: Any, e: Any, beta: int) -> list[Any]:
-    """Signed float64 digit matrices ``D_s`` with ``x = Σ_s D_s·2**(e − β(s+1))`` exactly."""
+def _row_digits(xp: ModuleType, x: Any, beta: int) -> tuple[Any, Any]:
+    """Per row of ``x``: int64 ``e`` with ``|x[i,:]| < 2**e`` (0 for an all-zero row) and the
+    number of base-``2**β`` digits below ``2**e`` that hold every set bit of the row.
+
+    Reads ``x`` in blocks of bounded size (two passes), so its memory is bounded too."""
+    rows, cols = x.shape
+    block = max(1, _MEMORY_BUDGET // 128)
+    rb = min(rows, max(1, block // max(cols, 1)))
+    cb = min(cols, max(1, block // rb)) if cols else 1
+    amax = xp.zeros(rows, dtype=np.float64)
+    for r0 in range(0, rows, rb):
+        for c0 in range(0, cols, cb):
+            blk = x[r0 : r0 + rb, c0 : c0 + cb]
+            amax[r0 : r0 + rb] = xp.maximum(amax[r0 : r0 + rb], xp.abs(blk).max(axis=1))
+    e = xp.frexp(amax)[1].astype(np.int64)
+    span = xp.zeros(rows, dtype=np.int64)
+    for r0 in range(0, rows, rb):
+        er = e[r0 : r0 + rb, None]
+        for c0 in range(0, cols, cb):
+            mag, lsb = _significands(xp, x[r0 : r0 + rb, c0 : c0 + cb])
+            low = xp.where(mag != 0, lsb + _ctz53(xp, mag), er)  # exponent of the lowest bit
+            span[r0 : r0 + rb] = xp.maximum(span[r0 : r0 + rb], (er - low).max(axis=1))
+    return e, xp.maximum(1, -(-span // beta))
+
+
+def _digits(xp: ModuleType, x: Any, e: Any, beta: int, count: int) -> list[Any]:
+    """Signed float64 digit matrices ``D_s`` (``count`` of them, enough for every set bit, see
+    :func:`_row_digits`) with ``x = Σ_s D_s·2**(e − β(s+1))`` exactly."""
     mag, lsb = _significands(xp, x)
-    nz = mag != 0
-    low = xp.where(nz, lsb + _ctz53(xp, mag), e)  # exponent of the lowest set bit
-    span = int((e - low).max()) if x.size else 0
-    count = max(1, -(-span // beta))
     mask = np.uint64((1 << beta) - 1)
     sign = xp.where(x < 0, -1.0, 1.0)
     out = []
@@ -187,12 +248,8 @@ def _bitlen(xp: ModuleType, x: Any) -> Any:
 # --------------------------------------------------------------------------------- limbs
 
 
-def _exact_chunk(xp, da, db, c, base, beta, p, emin, emax):
-    """Exact ``Σ DA_s@DB_t (+ c)`` for a chunk of rows, rounded; see the module docstring."""
-    g_max = len(da) + len(db) - 2
-    # limbs[l] has weight 2^(base − β(g_max + 2) + β·l); l = g_max − g for the products.
-    unit = base - beta * (g_max + 2)
-    limbs: dict[int, Any] = {}
+def _add_products(xp, limbs: dict[int, Any], da: list, db: list, g_max: int) -> None:
+    """``limbs[g_max − (s+t)] += DA_s @ DB_t`` for every digit pair (int64, exact)."""
     shape = (da[0].shape[0], db[0].shape[1])
     for s, d_a in enumerate(da):
         for t, d_b in enumerate(db):
@@ -200,13 +257,23 @@ def _exact_chunk(xp, da, db, c, base, beta, p, emin, emax):
             if l not in limbs:
                 limbs[l] = xp.zeros(shape, dtype=np.int64)
             _add_product(xp, limbs[l], d_a, d_b)
+
+
+def _finish(xp, limbs, c, base, beta, g_max, p, emin, emax):
+    """Add ``c`` to the exact limb sums of a tile and round once; see the module docstring.
+
+    limbs[l] has weight 2^(base − β(g_max + 2) + β·l); l = g_max − g for the products."""
+    unit = base - beta * (g_max + 2)
+    shape = base.shape
     if c is not None:
         _add_c_digits(xp, limbs, c, unit, beta)
+    if not limbs:
+        limbs[0] = xp.zeros(shape, dtype=np.int64)
     lo = min(limbs)
     hi = max(limbs)
     stack = xp.zeros((hi - lo + 1,) + shape, dtype=np.int64)
-    for l, v in limbs.items():
-        stack[l - lo] = v
+    for l in list(limbs):
+        stack[l - lo] = limbs.pop(l)
     unit = unit + beta * lo
     # Sign of the exact value from a first normalisation, then the magnitude's limbs.
     _, top_carry = _normalise(xp, stack.copy(), beta)

@@ -21,7 +21,6 @@ from precision.kernels import gen_wgmma_ops
 KERNEL_DIR = Path(__file__).resolve().parent
 
 
-
 def _probe_kernels() -> str:
     # Imported here: the probe package builds on precision.kernels, not the other way round.
     from precision.probe.gen_kernels import file_source

@@ -9,6 +9,99 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: THE table of valid combinations: the formats each (method, backend) runs. A sweep point
+#: whose (method, backend) is absent, or whose format is not listed, is refused when the
+#: config is validated (before anything is written). Extend it where the library gains a
+#: method (e.g. an fp32 baseline on the emulator: add "fp32" to ("plain", "emulator")).
+SUPPORTED_FORMATS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("plain", "emulator"): ("tf32", "fp16", "bf16", "e4m3", "e5m2", "int8"),
+    ("satf", "emulator"): ("tf32", "fp16", "bf16", "e4m3", "e5m2", "int8"),
+    ("corrected", "emulator"): ("tf32", "fp16", "bf16"),  # hi/lo split (schedule.LO_SCALE_LOG2)
+    ("plain", "cuda"): ("tf32", "fp16", "bf16", "e4m3", "e5m2", "int8"),
+    ("satf", "cuda"): ("tf32", "fp16", "bf16", "e4m3", "e5m2", "int8"),
+    ("corrected", "cuda"): ("tf32", "fp16", "bf16"),
+    ("plain", "cublas"): ("fp32", "tf32", "fp16", "bf16"),  # gemm.api.CUBLAS_MODES
+    ("corrected", "cublas"): ("fp16",),
+}
+#: Corrections a (method, backend) supports, where not every one is.
+SUPPORTED_CORRECTIONS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("corrected", "cublas"): ("ootomo",),
+}
+#: Architectures a backend runs, where not every one is: our CUDA kernels are built for sm90.
+#: The emulator runs a format on an arch whose tensor-core model has an instruction for it
+#: (precision.tensorcore.ARCHS); cuBLAS runs on the GPU at hand (``arch`` is not used).
+SUPPORTED_ARCHS: dict[str, tuple[str, ...]] = {"cuda": ("sm90",)}
+#: Formats computed without tensor-core instructions (an FMA-chain baseline), to which the
+#: emulator's arch-model check does not apply.
+NON_TENSOR_CORE_FORMATS: tuple[str, ...] = ("fp32", "fp64")
+
+
+def arch_formats(arch: str) -> tuple[str, ...] | None:
+    """Input formats that ``arch``'s tensor-core model has an instruction for (None if the
+    arch is not modelled)."""
+    from precision.tensorcore import ARCHS
+
+    model = ARCHS.get(arch)
+    if model is None:
+        return None
+    return tuple(dict.fromkeys(in_fmt for in_fmt, _ in model.instructions))
+
+
+def combination_problem(
+    method: str, fmt: str, backend: str, arch: str, correction: str | None = None
+) -> str | None:
+    """None if the library runs this combination, else why not (one sentence for the user).
+
+    ``fmt`` is a canonical format name. Validity is read from :data:`SUPPORTED_FORMATS`,
+    :data:`SUPPORTED_CORRECTIONS`, :data:`SUPPORTED_ARCHS` and the arch models; a run never
+    reaches a combination this refuses.
+    """
+    formats = SUPPORTED_FORMATS.get((method, backend))
+    if formats is None:
+        pairs = sorted(b for m, b in SUPPORTED_FORMATS if m == method)
+        return (
+            f"method {method!r} does not run on backend {backend!r} (it runs on: "
+            + (", ".join(pairs) or "none")
+            + ")"
+        )
+    if fmt not in formats:
+        return (
+            f"method {method!r} on backend {backend!r} does not support format {fmt!r} "
+            f"(supported: {', '.join(formats)})"
+        )
+    corrections = SUPPORTED_CORRECTIONS.get((method, backend))
+    if correction is not None and corrections is not None and correction not in corrections:
+        return (
+            f"method {method!r} on backend {backend!r} does not support correction "
+            f"{correction!r} (supported: {', '.join(corrections)})"
+        )
+    archs = SUPPORTED_ARCHS.get(backend)
+    if archs is not None and arch not in archs:
+        return f"backend {backend!r} runs arch {', '.join(archs)} only, not {arch!r}"
+    if backend == "emulator" and fmt not in NON_TENSOR_CORE_FORMATS:
+        have = arch_formats(arch)
+        if have is not None and fmt not in have:
+            return (
+                f"arch {arch!r} has no tensor-core instruction for {fmt!r} inputs "
+                f"(it has: {', '.join(have)})"
+            )
+    return None
+
+
+def valid_combinations(catalog: Catalog) -> list[tuple[str, str, str, tuple[str, ...]]]:
+    """``(method, backend, format, archs)`` for every supported method/backend/format, with
+    the archs it runs on (canonical names, in catalog order)."""
+    out = []
+    for method in catalog.methods:
+        for backend in catalog.backends:
+            for fmt in catalog.formats:
+                archs = tuple(
+                    a for a in catalog.archs if combination_problem(method, fmt, backend, a) is None
+                )
+                if archs:
+                    out.append((method, backend, fmt, archs))
+    return out
+
 
 @dataclass(frozen=True)
 class Catalog:

@@ -8,13 +8,14 @@ expected, and suggests the nearest valid key or value. See ``docs/runner.md`` fo
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from precision.runner.catalog import Catalog, load_catalog
+from precision.runner.catalog import Catalog, combination_problem, load_catalog
 from precision.runner.figures import PlotSpec, parse_plot
 
 REFERENCES = ("exact", "fp64")
@@ -219,7 +220,7 @@ def _parse_sweep(ck: _Checker, raw: Any, where: str) -> Sweep:
                 f"(valid: {', '.join(cat.formats)})",
             )
         formats.append(canon)
-    return Sweep(
+    sweep = Sweep(
         shapes=_unique(shapes),
         distributions=names("distribution", cat.distributions, "distribution"),
         methods=names("method", cat.methods, "method"),
@@ -228,6 +229,20 @@ def _parse_sweep(ck: _Checker, raw: Any, where: str) -> Sweep:
         archs=names("arch", cat.archs, "arch", default=DEFAULT_ARCH),
         corrections=names("correction", cat.corrections, "correction", default=DEFAULT_CORRECTION),
     )
+    for method, fmt, backend, arch, corr in itertools.product(
+        sweep.methods, sweep.formats, sweep.backends, sweep.archs, sweep.corrections
+    ):
+        problem = combination_problem(
+            method, fmt, backend, arch, corr if method == "corrected" else None
+        )
+        if problem:
+            ck.fail(
+                where,
+                f"{problem}; this block sweeps the product of its lists, so split it into "
+                "[[sweep]] tables that hold valid combinations only (`precision list` shows "
+                "them)",
+            )
+    return sweep
 
 
 def _parse_dist_params(ck: _Checker, raw: Any) -> dict[str, dict[str, Any]]:
@@ -302,6 +317,15 @@ def parse_config(
     compare = raw.get("compare_backend")
     if compare is not None:
         compare = ck.choice(compare, ck.catalog.backends, "compare_backend", "backend")
+        for sw in sweeps:
+            for method, fmt, arch, corr in itertools.product(
+                sw.methods, sw.formats, sw.archs, sw.corrections
+            ):
+                problem = combination_problem(
+                    method, fmt, compare, arch, corr if method == "corrected" else None
+                )
+                if problem:
+                    ck.fail("compare_backend", f"{problem} (every point also runs there)")
 
     return ExperimentConfig(
         path=path,

@@ -3,7 +3,9 @@
 This module does the arithmetic of one point and nothing else (no files, no progress bars),
 so the same functions run in-process or on a Dask worker. A backend that cannot run here, or
 a GEMM call that raises, yields rows with ``status`` "unavailable" or "error" and the reason in
-``error``, never an exception (``KeyboardInterrupt`` still propagates).
+``error``, never an exception (``KeyboardInterrupt`` still propagates). A GEMM whose error
+metrics are NaN or Inf (its result holds NaN or Inf where the reference is finite) is
+computed but not "ok": its status is "nan", with the reason in ``error``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from precision.runner.sweep import Point, rng_for
 STATUS_OK = "ok"
 STATUS_UNAVAILABLE = "unavailable"
 STATUS_ERROR = "error"
+STATUS_NAN = "nan"
+#: Statuses of a computed point (a rerun does not recompute them).
+DONE_STATUSES = (STATUS_OK, STATUS_NAN)
 
 
 GemmFn = Callable[..., np.ndarray]
@@ -229,6 +234,17 @@ def compute_point(
             try:
                 A, B, ref = cache.get(point, repeat)
                 _measure(gemm, A, B, ref, point, row)
+                bad = [
+                    f"{key} = {row[key]}"
+                    for key in ("err_fro", "err_max", "err_median")
+                    if not np.isfinite(row[key])
+                ]
+                if bad:
+                    row.update(
+                        status=STATUS_NAN,
+                        error=f"{', '.join(bad)}: the result holds NaN or Inf "
+                        "(overflow or an invalid operation)",
+                    )
             except Exception as exc:  # recorded per point; the sweep goes on
                 row.update(status=STATUS_ERROR, error=f"{type(exc).__name__}: {exc}")
         row.update(_provenance())

@@ -1,42 +1,94 @@
-"""The on-disk layout of one experiment's results, and atomic writes into it.
+"""The on-disk layout of one experiment's results, and safe writes into it.
 
 ::
 
     results/<name>/
+        .lock                the lock file: one run at a time per directory (flock)
         config.toml          the config, copied verbatim (rerun it to reproduce the table)
+        config.<UTC>.toml    an earlier, different config of the same name (kept, never mixed)
         provenance.json      package version, git commit, host, GPU, ... of each run
         points/<slug>-<id>.parquet   one file per completed sweep point (resume unit)
+        points/rejected/     point files that failed their identity check (kept, not used)
         results.parquet, results.csv  every point of the current config, combined
         figures/*.png, *.pdf
 
 Every file is written to a temporary name in the same directory and renamed into place, so
-an interrupted run never leaves a half-written file under its final name.
+an interrupted run never leaves a half-written file under its final name; files get the
+permissions of the user's umask (like any file the user creates), not ``mkstemp``'s 0600.
+A run holds an exclusive ``flock`` on ``.lock`` from before it writes anything until it has
+written the combined table, so two runs never interleave in one directory; the holder
+removes leftover ``.*.tmp`` files of earlier, killed runs. A point file is used only if the
+``point_id`` of every row equals the id in its file name and the id of the point read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
 import json
 import os
+import socket
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pandas as pd
 
 from precision.runner.config import ExperimentConfig
-from precision.runner.execute import STATUS_OK
+from precision.runner.execute import DONE_STATUSES
 from precision.runner.sweep import Point
 
 
-def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write(tmp)`` on a temporary file next to ``path``, then rename it to ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+class StoreError(RuntimeError):
+    """A results directory cannot be used or written (locked, read-only, disk full, ...).
+
+    The message names the path and says what to do; files already stored are untouched.
+    """
+
+
+def _umask() -> int:
+    """The process umask (read without changing it where /proc allows)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _describe_os_error(exc: OSError, path: Path) -> str:
+    if exc.errno == errno.ENOSPC:
+        why = "the disk is full"
+    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        why = "it is not writable (read-only file system or permissions)"
+    else:
+        why = exc.strerror or str(exc)
+    return f"cannot write {path}: {why}; the files already stored there are kept unchanged"
+
+
+def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
+    """Call ``write(tmp)`` on a temporary file next to ``path``, then rename it to ``path``.
+
+    The file gets mode ``0o666 & ~umask``. An ``OSError`` (full disk, read-only directory)
+    becomes a :class:`StoreError` naming ``path``; the temporary file is removed and an
+    existing ``path`` is left as it was.
+    """
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise StoreError(_describe_os_error(exc, path)) from None
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())
         write(Path(tmp))
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise StoreError(_describe_os_error(exc, path)) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -61,6 +113,10 @@ class ResultsDir:
         return self.path / "points"
 
     @property
+    def rejected_dir(self) -> Path:
+        return self.points_dir / "rejected"
+
+    @property
     def figures_dir(self) -> Path:
         return self.path / "figures"
 
@@ -68,61 +124,192 @@ class ResultsDir:
     def table_path(self) -> Path:
         return self.path / "results.parquet"
 
+    @property
+    def lock_path(self) -> Path:
+        return self.path / ".lock"
+
+    # ------------------------------------------------------------------------------ lock
+
+    @contextlib.contextmanager
+    def lock(self, wait: float = 0.0) -> Iterator[list[str]]:
+        """Hold the directory's exclusive lock; yields the notes of the clean-up it did.
+
+        Waits up to ``wait`` seconds for another run to finish, then raises
+        :class:`StoreError` naming the holder (host and pid). The lock is an ``flock`` on
+        ``.lock``: the kernel releases it when the holder exits, even by SIGKILL, so a killed
+        run never leaves a stale lock. Leftover temporary files are removed on entry.
+        """
+        import fcntl
+
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+        except OSError as exc:
+            raise StoreError(_describe_os_error(exc, self.lock_path)) from None
+        try:
+            deadline = time.monotonic() + wait
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+                        raise StoreError(
+                            f"{self.path} is in use by another run ({holder or 'unknown'}); "
+                            "wait for it to finish, or use another name or --results-dir "
+                            "(--wait SECONDS waits for it)"
+                        ) from None
+                    time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"host {socket.gethostname()} pid {os.getpid()}\n".encode(), 0)
+            yield self.remove_temporaries()
+        finally:
+            os.close(fd)  # releases the flock
+
+    def remove_temporaries(self) -> list[str]:
+        """Delete ``.*.tmp`` files left by killed runs (call only while holding the lock)."""
+        notes: list[str] = []
+        for folder in (self.path, self.points_dir, self.figures_dir):
+            if folder.is_dir():
+                for tmp in folder.glob(".*.tmp"):
+                    with contextlib.suppress(OSError):
+                        tmp.unlink()
+                        notes.append(f"removed leftover temporary file {tmp}")
+        return notes
+
+    # ------------------------------------------------------------------------------ points
+
     def point_path(self, point: Point) -> Path:
         """The result file of ``point``."""
         return self.points_dir / f"{point.slug}-{point.id}.parquet"
 
     def write_point(self, point: Point, rows: pd.DataFrame) -> None:
         """Store ``point``'s rows atomically."""
+        ids = set(rows["point_id"]) if "point_id" in rows else set()
+        if ids != {point.id}:
+            raise ValueError(f"rows of point {point.id} carry point_id {sorted(ids)}")
         atomic_write(self.point_path(point), lambda tmp: rows.to_parquet(tmp, index=False))
 
+    def _check_point_file(self, path: Path, expected_id: str) -> tuple[pd.DataFrame | None, str]:
+        """(rows, "") if ``path`` holds rows of ``expected_id`` only, else (None, why)."""
+        try:
+            rows = pd.read_parquet(path)
+        except Exception as exc:  # a foreign, truncated or damaged file
+            return None, f"unreadable ({type(exc).__name__})"
+        if "point_id" not in rows:
+            return None, "has no point_id column"
+        ids = sorted(set(rows["point_id"].astype(str)))
+        if ids != [expected_id]:
+            return None, f"holds point_id {', '.join(ids) or 'none'}, not {expected_id}"
+        return rows, ""
+
     def read_point(self, point: Point) -> pd.DataFrame | None:
-        """``point``'s stored rows, or None if absent or unreadable."""
+        """``point``'s stored rows, or None if absent, unreadable or not ``point``'s own."""
         path = self.point_path(point)
         if not path.exists():
             return None
-        try:
-            return pd.read_parquet(path)
-        except Exception:  # a foreign or damaged file: treat as not done
-            return None
+        return self._check_point_file(path, point.id)[0]
+
+    def reject_foreign_points(self) -> list[str]:
+        """Move every point file whose rows are not those named by its file name (its
+        ``-<id>.parquet`` suffix) into ``points/rejected/``; returns one note per file.
+
+        Catches a file copied or renamed under another point's name, and truncated files.
+        Nothing is deleted: a rejected file keeps its name (with a time stamp) for inspection,
+        and its point is computed again. Call only while holding the lock.
+        """
+        notes: list[str] = []
+        if not self.points_dir.is_dir():
+            return notes
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        for path in sorted(self.points_dir.glob("*.parquet")):
+            expected = path.stem.rsplit("-", 1)[-1]
+            _, why = self._check_point_file(path, expected)
+            if why:
+                self.rejected_dir.mkdir(exist_ok=True)
+                dest = self.rejected_dir / f"{path.stem}.{stamp}.parquet"
+                try:
+                    os.replace(path, dest)
+                except OSError as exc:
+                    raise StoreError(_describe_os_error(exc, dest)) from None
+                notes.append(f"point file {path.name} {why}: moved to {dest} and recomputed")
+        return notes
 
     def is_done(self, point: Point) -> bool:
-        """True if ``point`` has a stored result with every repeat computed successfully.
+        """True if ``point`` has a stored result with every repeat computed.
 
-        Points stored as unavailable or failed are retried by the next run (for example on
-        a machine with a GPU).
+        Computed means status "ok" or "nan" (the method's result holds NaN/Inf, a finding,
+        not a failure). Points stored as unavailable or failed are retried by the next run
+        (for example on a machine with a GPU).
         """
         rows = self.read_point(point)
         return (
             rows is not None
             and len(rows) == point.repeats
-            and bool((rows["status"] == STATUS_OK).all())
+            and bool(rows["status"].isin(DONE_STATUSES).all())
         )
 
-    def save_config(self, config: ExperimentConfig) -> None:
-        """Copy the config file verbatim; keep a previous, different one under a dated name."""
-        dest = self.config_path
-        if dest.exists():
-            if dest.read_text(encoding="utf-8") == config.text:
-                return
-            stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-            os.replace(dest, dest.with_name(f"config.{stamp}.toml"))
-        atomic_write(dest, lambda tmp: tmp.write_text(config.text, encoding="utf-8"))
+    # ------------------------------------------------------------------------------ metadata
 
-    def save_provenance(self, info: dict) -> None:
-        """Write ``provenance.json``: this run's record, after those of earlier runs."""
-        runs = []
-        if self.provenance_path.exists():
+    def save_config(self, config: ExperimentConfig) -> str | None:
+        """Copy the config file verbatim; keep a previous, different one under a dated name.
+
+        Returns the dated name the previous config was kept under, or None if unchanged.
+        """
+        dest = self.config_path
+        kept = None
+        if dest.exists():
+            if dest.read_text(encoding="utf-8", errors="replace") == config.text:
+                return None
+            stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+            kept = dest.with_name(f"config.{stamp}.toml")
             try:
-                runs = json.loads(self.provenance_path.read_text())["runs"]
-            except (ValueError, KeyError, TypeError):
-                runs = []
+                os.replace(dest, kept)
+            except OSError as exc:
+                raise StoreError(_describe_os_error(exc, kept)) from None
+        atomic_write(dest, lambda tmp: tmp.write_text(config.text, encoding="utf-8"))
+        return kept.name if kept else None
+
+    def read_provenance(self) -> tuple[list[dict], str | None]:
+        """(earlier runs' records, None) or ([], why) if ``provenance.json`` is unreadable."""
+        if not self.provenance_path.exists():
+            return [], None
+        try:
+            runs = json.loads(self.provenance_path.read_text(encoding="utf-8"))["runs"]
+            if not isinstance(runs, list):
+                raise TypeError("'runs' is not a list")
+            return runs, None
+        except (ValueError, KeyError, TypeError, OSError) as exc:
+            return [], f"{type(exc).__name__}: {exc}"
+
+    def save_provenance(self, info: dict) -> list[str]:
+        """Write ``provenance.json``: this run's record, after those of earlier runs.
+
+        An unreadable (truncated, garbage) file is not overwritten: it is kept as
+        ``provenance.<UTC>.corrupt.json`` and a note saying so is returned.
+        """
+        runs, why = self.read_provenance()
+        notes: list[str] = []
+        if why is not None:
+            stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+            kept = self.path / f"provenance.{stamp}.corrupt.json"
+            try:
+                os.replace(self.provenance_path, kept)
+            except OSError as exc:
+                raise StoreError(_describe_os_error(exc, kept)) from None
+            notes.append(f"{self.provenance_path} was unreadable ({why}); kept as {kept.name}")
         doc = {"latest": info, "runs": [*runs, info]}
         text = json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n"
         atomic_write(self.provenance_path, lambda tmp: tmp.write_text(text))
+        return notes
+
+    # ------------------------------------------------------------------------------ table
 
     def combine(self, points: list[Point], labels: dict[str, str]) -> pd.DataFrame:
-        """Concatenate the stored rows of ``points`` (absent ones skipped) in sweep order."""
+        """Concatenate the stored rows of ``points`` (absent or foreign ones skipped) in sweep
+        order."""
         frames = []
         for point in points:
             rows = self.read_point(point)
@@ -139,8 +326,52 @@ class ResultsDir:
             self.table_path.with_suffix(".csv"), lambda tmp: table.to_csv(tmp, index=False)
         )
 
-    def read_table(self) -> pd.DataFrame:
-        """The combined results table (``FileNotFoundError`` naming the path if absent)."""
+    def table_is_stale(self) -> bool:
+        """True if ``results.parquet`` is absent, unreadable, or older than a point file."""
         if not self.table_path.exists():
-            raise FileNotFoundError(f"no results table at {self.table_path}")
-        return pd.read_parquet(self.table_path)
+            return True
+        try:
+            pd.read_parquet(self.table_path, columns=["name"])
+        except Exception:
+            return True
+        mtime = self.table_path.stat().st_mtime
+        return any(p.stat().st_mtime > mtime for p in self.points_dir.glob("*.parquet"))
+
+    def read_table(self) -> pd.DataFrame:
+        """The combined results table; :class:`StoreError` naming the path if absent or
+        unreadable (rebuild it from the point files with :func:`recombine`)."""
+        if not self.table_path.exists():
+            raise StoreError(f"no results table at {self.table_path}")
+        try:
+            return pd.read_parquet(self.table_path)
+        except Exception as exc:
+            raise StoreError(
+                f"{self.table_path} is unreadable ({type(exc).__name__}); "
+                "`precision plot` rebuilds it from the point files"
+            ) from None
+
+
+def recombine(path: Path | str, *, wait: float = 0.0) -> pd.DataFrame:
+    """The results table of the results directory ``path``, rebuilt from its point files when
+    ``results.parquet`` is missing, unreadable or older than one of them.
+
+    Reads ``path/config.toml`` to know which points belong to the table, takes the
+    directory's lock while it rewrites the table, and raises :class:`StoreError` with a
+    message for the user when there is neither a readable table nor config and points.
+    """
+    path = Path(path)
+    rd = ResultsDir(path.parent, path.name)
+    if rd.table_is_stale() and rd.config_path.exists() and rd.points_dir.is_dir():
+        from precision.runner.config import ConfigError, load_config
+        from precision.runner.runner import combine_results
+
+        try:
+            config = load_config(rd.config_path)
+        except ConfigError as exc:
+            raise StoreError(f"cannot recombine {path}: {exc}") from None
+        with rd.lock(wait=wait):
+            table = combine_results(config, rd)
+        if table.empty:
+            raise StoreError(f"{path} has no stored points yet (run the config first)")
+        return rd.read_table()
+    return rd.read_table()

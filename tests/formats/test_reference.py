@@ -198,3 +198,71 @@ def test_gpu_matches_cpu_bits():
         cpu = exact_matmul(A, B, C, rounding=rounding)
         gpu = exact_matmul(A, B, C, rounding=rounding, device="gpu").get()
         np.testing.assert_array_equal(cpu.view(np.uint8), gpu.view(np.uint8))
+
+
+def _wide(rng, shape, lo=-1000, hi=1000):
+    """Entries ±U[1,2)·2**e, e uniform in [lo, hi]: every row spans ~2000 binades."""
+    e = rng.integers(lo, hi + 1, shape)
+    return np.ldexp(rng.uniform(1, 2, shape) * rng.choice([-1.0, 1.0], shape), e)
+
+
+def test_tiled_over_rows_columns_and_k_stays_exact(monkeypatch):
+    """A budget so small that every tile is a few elements and k is cut into chunks: the
+    bits still equal exact rational arithmetic (wide range, C included, fp64 and fp32)."""
+    import precision.reference as ref
+
+    monkeypatch.setattr(ref, "_MEMORY_BUDGET", 1 << 16)
+    rng = np.random.default_rng(11)
+    A, B = _wide(rng, (5, 24), -200, 200), _wide(rng, (24, 6), -200, 200)
+    C = _wide(rng, (5, 6), -300, 200)
+    assert ref._tile_shape(5, 6, 24, 20, 20, 4)[2] < 24  # k really is chunked
+    _check_bits(A, B, C)
+    _check_bits(A, B)
+
+
+def test_memory_is_bounded_for_wide_range_inputs(monkeypatch):
+    """Peak traced memory beyond inputs and output stays within 3x the tile budget, which is
+    what keeps the default (256 MiB) under 1 GB at any size. Before tiling, this case (rows
+    spanning 2**±150, ~15 digits per operand) allocated every digit matrix of B at once."""
+    import tracemalloc
+
+    import precision.reference as ref
+
+    budget = 1 << 20
+    monkeypatch.setattr(ref, "_MEMORY_BUDGET", budget)
+    rng = np.random.default_rng(3)
+    n = 96
+    A, B = _wide(rng, (n, n), -150, 150), _wide(rng, (n, n), -150, 150)
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        out = exact_matmul(A, B)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    beyond = peak - A.nbytes - B.nbytes - out.nbytes  # float64 copies of A, B + output
+    assert beyond <= 3 * budget, f"{beyond / 2**20:.1f} MiB for a {budget / 2**20} MiB budget"
+    exact = _exact(A[:2], B[:, :3])
+    want = [[_round_fraction(v, 53, -1022, 1023) for v in row] for row in exact]
+    assert out[:2, :3].tolist() == want
+
+
+def test_integers_above_2_53_exact_or_refused():
+    with pytest.raises(ValueError, match=r"holds the integer 9007199254740993"):
+        exact_matmul([[2**53 + 1]], [[3]])
+    with pytest.raises(ValueError, match="cannot represent exactly"):
+        exact_matmul(np.array([[1]], np.uint64), np.array([[2**64 - 1]], np.uint64))
+    # exactly representable large integers are accepted and exact
+    got = exact_matmul([[2**60, 2**53 + 2]], [[3], [-1]])
+    assert got[0, 0] == float(3 * 2**60 - 2**53 - 2)
+    assert exact_matmul([[-(2**63)]], [[1]])[0, 0] == -(2.0**63)
+
+
+def test_empty_inner_dimension_gives_c_rounded_once():
+    C = np.array([[1.5, -2.0, 3e300], [0.0, 2.0**-1074, -(2.0**-149) * 0.75]])
+    got = exact_matmul(np.zeros((2, 0)), np.zeros((0, 3)), C)
+    assert got.tobytes() == C.tobytes()
+    got32 = exact_matmul(np.zeros((2, 0)), np.zeros((0, 3)), C, rounding="fp32")
+    want = [[_round_fraction(Fraction(float(v)), 24, -126, 127) for v in row] for row in C]
+    assert got32.tolist() == np.array(want, np.float32).tolist()

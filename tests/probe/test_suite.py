@@ -16,7 +16,9 @@ def test_verify_dir_reads_every_family_it_finds():
     rows = verify_dir(DATA / "sm90_wgmma_extra") + verify_dir(DATA / "sm90_wgmma")
     families = {r.family for r in rows}
     assert families == {"wgmma", "wgmma_extra"}
-    assert all(r.matches == r.outputs > 0 for r in rows), [r for r in rows if r.matches != r.outputs]
+    assert all(r.matches == r.outputs > 0 for r in rows), [
+        r for r in rows if r.matches != r.outputs
+    ]
     assert format_rows(rows).splitlines()[-1].split()[-1] == "100.000"
 
 

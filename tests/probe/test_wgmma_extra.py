@@ -86,7 +86,9 @@ def test_recorded_extras_passed_the_layout_check(recorded):
         assert entry["recorded"] and entry["warp_copies_disagree"] == 0, name
 
 
-@pytest.mark.parametrize("name", ["f16_f16", "e4m3_f16", "e5m2_f16", "e4m3e5m2_f32", "e5m2e4m3_f32"])
+@pytest.mark.parametrize(
+    "name", ["f16_f16", "e4m3_f16", "e5m2_f16", "e4m3e5m2_f32", "e5m2e4m3_f32"]
+)
 def test_recorded_float_wgmma_extra_matches_the_sm90_wgmma_data(recorded, name):
     """f16 -> f16 as mma.sync (blocks of 16, RNE fp16); fp8 -> f16 as the fp8 wgmma block (32
     products, F = 13) rounded once to nearest fp16; mixed fp8 -> f32 as same-format fp8 wgmma

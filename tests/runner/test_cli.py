@@ -108,6 +108,10 @@ def test_list_and_info(cfg, capsys):
     for word in ("plain", "corrected", "fp16", "exp_rand", "cancellation", "emulator"):
         assert word in out
     assert "unavailable: no GPU (test double)" in out
+    combos = out.split("valid combinations")[1]
+    assert "corrected  x emulator  tf32 [sm90, sm100, sm89, sm80], fp16, bf16" in combos
+    assert "plain      x cublas    fp32, tf32, fp16, bf16" in combos
+    assert "e4m3" not in combos.split("corrected  x emulator")[1].splitlines()[0]
     assert main(["info"]) == 0
     out = capsys.readouterr().out
     assert "version" in out and "numpy" in out and "git_commit" in out
@@ -152,7 +156,7 @@ def test_killed_run_resumes_without_recomputing_and_matches_clean_run(cfg, tmp_p
     proc = _launch(cfg, sleep=0.1)
     _wait_for_points(proc, points_dir, 4)
     proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.communicate()  # waits and closes the pipes
     done = {p: p.stat().st_mtime_ns for p in points_dir.glob("*.parquet")}
     assert 4 <= len(done) < 16
     assert not (tmp_path / "results" / "cli" / "results.parquet").exists()
@@ -171,3 +175,17 @@ def test_killed_run_resumes_without_recomputing_and_matches_clean_run(cfg, tmp_p
     b = pd.read_parquet(tmp_path / "clean" / "cli" / "results.parquet")
     cols = ["point_id", "repeat", "input_seed", "err_fro", "err_max", "err_median"]
     pd.testing.assert_frame_equal(a[cols], b[cols])
+
+
+def test_help_precision_names_every_entry_point():
+    import pydoc
+
+    import precision
+    from precision.runner.cli import COMMAND_MODULES
+
+    text = pydoc.render_doc(precision, renderer=pydoc.plaintext)
+    for name in ("precision.mma", "precision.gemm.gemm", "precision.reference.exact_matmul"):
+        assert name in text
+    for module in COMMAND_MODULES:
+        command = module.rsplit(".", 1)[1].replace("_", "-").replace("listing", "list")
+        assert f"precision {command}" in text, command

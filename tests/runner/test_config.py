@@ -179,3 +179,48 @@ def test_explicit_default_parameter_gives_the_same_inputs():
     with_phi = expand(parse(MINIMAL))
     without = expand(parse(MINIMAL.replace("[distribution.exp_rand]\nphi = 1.0\n", "")))
     assert [p.id for p in with_phi] == [p.id for p in without]
+
+
+INVALID_BLOCKS = [
+    ('method = ["corrected"]\nformat = ["e4m3"]', "does not support format 'e4m3'"),
+    ('method = ["corrected"]\nformat = ["int8"]', "does not support format 'int8'"),
+    ('method = ["plain"]\nformat = ["fp32"]', "backend 'emulator' does not support format 'fp32'"),
+    ('method = ["plain"]\nformat = ["e4m3"]\narch = ["sm70"]', "arch 'sm70' has no tensor-core"),
+    ('method = ["plain"]\nformat = ["fp16"]\nbackend = ["cuda"]\narch = ["sm80"]', "sm90 only"),
+    ('method = ["satf"]\nformat = ["fp16"]\nbackend = ["cublas"]', "does not run on backend"),
+    (
+        'method = ["corrected"]\nformat = ["fp16"]\nbackend = ["cublas"]\n'
+        'correction = ["markidis"]',
+        "does not support correction 'markidis'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("block", "expected"), INVALID_BLOCKS)
+def test_invalid_combinations_are_refused_at_validation(block, expected):
+    text = f'name = "x"\n[sweep]\nsize = [8]\ndistribution = ["uniform"]\n{block}\n'
+    with pytest.raises(ConfigError, match=expected) as info:
+        parse_config(text, "c.toml", fake_catalog())
+    assert "config error in c.toml: [sweep]:" in str(info.value)
+    assert "precision list" in str(info.value)
+
+
+def test_valid_combinations_split_into_sweep_tables_pass():
+    text = """\
+name = "x"
+[[sweep]]
+size = [8]
+distribution = ["uniform"]
+method = ["plain", "corrected"]
+format = ["fp16", "tf32"]
+[[sweep]]
+size = [8]
+distribution = ["uniform"]
+method = ["plain"]
+format = ["fp32"]
+backend = ["cublas"]
+"""
+    assert len(expand(parse_config(text, "c.toml", fake_catalog()))) == 5
+    bad = text.replace('name = "x"', 'name = "x"\ncompare_backend = "cublas"')
+    with pytest.raises(ConfigError, match="compare_backend: method 'corrected' on backend"):
+        parse_config(bad, "c.toml", fake_catalog())

@@ -211,9 +211,17 @@ def test_unavailable_backend_and_failing_point_are_rows_not_crashes(tmp_path):
     assert len(good) == len(table[table["backend"] == "emulator"]) - len(bad)
     assert summary.failed
     assert summary.status_counts["unavailable"] == len(cuda) // 2
+    # unavailable points are reported as such, not as computed
+    assert summary.unavailable == len(cuda) // 2 and summary.errors == len(bad) // 2
+    assert summary.computed == len(good) // 2
     # failed / unavailable points are retried by the next run; good ones are not
     summary, _ = run(tmp_path, text)
-    assert summary.computed == (len(cuda) + len(bad)) // 2
+    assert summary.skipped == len(good) // 2
+    assert (summary.computed, summary.unavailable, summary.errors) == (
+        0,
+        len(cuda) // 2,
+        len(bad) // 2,
+    )
 
 
 def test_compare_backend_records_identical_bits(tmp_path, monkeypatch):
@@ -223,7 +231,7 @@ def test_compare_backend_records_identical_bits(tmp_path, monkeypatch):
         precision.runner.execute, "_availability", lambda: dict.fromkeys(doubles.BACKENDS)
     )
     text = CONFIG.replace("seed = 3", 'seed = 3\ncompare_backend = "emulator"').replace(
-        'format = ["f16", "bf16"]', 'format = ["f16", "bf16"]\nbackend = ["cublas"]'
+        'format = ["f16", "bf16"]', 'format = ["f16", "bf16"]\nbackend = ["cuda"]'
     )
     _, table = run(tmp_path, text)
     assert (table["status"] == "ok").all()

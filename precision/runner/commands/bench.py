@@ -12,7 +12,10 @@ Rows (one per measurement) go to a CSV with provenance columns:
 - baseline columns: numpy float64 matmul (cpu) or cuBLAS FP16→FP32 gemmEx (gpu, CUDA events) of
   the same n in the same run.
 
-Times are the median (and min) of ``--repeats`` calls after one warm-up call.
+Times are the median (and min) of ``--repeats`` calls after one warm-up call. The CSV goes to
+a new ``results/bench/emulator_<host>_<YYYYmmdd-HHMMSS>.csv`` unless ``--out`` is given (a file
+tracked by git is refused). ``--quick`` is a first look in well under 30 s on 2 cores:
+n = 512 for fp16/bf16/tf32, the exact reference at n = 1024, one timed call each.
 """
 
 from __future__ import annotations
@@ -61,10 +64,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__.split("\n\n")[0],
     )
     p.add_argument("--device", nargs="+", choices=("cpu", "gpu"), default=["cpu"])
-    p.add_argument("--formats", nargs="+", choices=tuple(FORMATS), default=list(FORMATS))
-    p.add_argument("--cpu-n", type=int, default=1024, help="CPU emulator size n (n³ MACs)")
+    p.add_argument("--formats", nargs="+", choices=tuple(FORMATS), default=None)
+    p.add_argument("--cpu-n", type=int, default=None, help="CPU emulator size n (default 1024)")
     p.add_argument("--gpu-n", type=int, default=8192, help="GPU emulator size n")
-    p.add_argument("--exact-n", type=int, default=4096, help="exact reference size (0: skip)")
+    p.add_argument(
+        "--exact-n", type=int, default=None, help="exact reference size (default 4096; 0: skip)"
+    )
     p.add_argument(
         "--verify-n",
         type=int,
@@ -79,9 +84,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="formats of the bit check",
     )
     p.add_argument("--verify-stride", type=int, default=8, help="CPU rows checked: every k-th")
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=None, help="timed calls (default 3)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, default=Path("results/bench/emulator.csv"))
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a first look (well under 30 s on 2 cores): n=512, fp16/bf16/tf32, exact "
+        "reference at n=1024, one timed call; explicit options still win",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="CSV to write (default: a new results/bench/emulator_<host>_<date-time>.csv); "
+        "a file tracked by git is refused",
+    )
     p.add_argument("--append", action="store_true", help="append to --out instead of replacing")
     p.set_defaults(func=main)
 
@@ -147,8 +164,10 @@ def _emulator_rows(device: str, args, rng) -> list[dict]:
 
     n = args.cpu_n if device == "cpu" else args.gpu_n
     baseline = _cpu_baseline if device == "cpu" else _gpu_baseline
+    from tqdm.auto import tqdm
+
     rows = []
-    for fmt in args.formats:
+    for fmt in tqdm(args.formats, desc=f"{device} emulator n={n}", unit="format", leave=False):
         a, b, c = _inputs(fmt, n, n, n, rng)
         kw = {"fmt": FORMATS[fmt][2], "device": device}
         tracemalloc.start()
@@ -170,10 +189,9 @@ def _emulator_rows(device: str, args, rng) -> list[dict]:
                 peak_host_bytes=peak,
             )
         )
-        print(
+        tqdm.write(
             f"{device} emulator {fmt:7s} n={n}: {med:.3f} s, {n**3 / med:.3e} MAC/s "
-            f"(baseline {name} {base_s:.4f} s)",
-            flush=True,
+            f"(baseline {name} {base_s:.4f} s)"
         )
     return rows
 
@@ -251,17 +269,41 @@ def _verify_rows(args, rng) -> list[dict]:
     return rows
 
 
-def main(args: argparse.Namespace) -> int:
-    """Run the requested measurements and write the CSV; return 0 (1 if a bit check failed)."""
-    from precision.provenance import collect
+QUICK = {"formats": ["f16", "bf16", "tf32"], "cpu_n": 512, "exact_n": 1024, "repeats": 1}
+FULL = {"formats": list(FORMATS), "cpu_n": 1024, "exact_n": 4096, "repeats": 3}
 
+
+def main(args: argparse.Namespace) -> int:
+    """Run the requested measurements and write the CSV; return 0 (1 if a bit check failed,
+    2 if the output or a GPU is unusable)."""
+    import sys
+
+    from precision.provenance import collect
+    from precision.runner.bench_output import check_out, default_path
+
+    for key, value in (QUICK if args.quick else FULL).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if args.append and args.out is None:
+        print("error: --append needs --out (the default file is new each time)", file=sys.stderr)
+        return 2
+    args.out = args.out or default_path("emulator")
+    problem = check_out(args.out)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if "gpu" in args.device:
+        from precision.gpu import cupy_or_none
+
+        if cupy_or_none() is None:
+            print(
+                "error: precision bench --device gpu needs an NVIDIA GPU with CuPy", file=sys.stderr
+            )
+            return 2
     rng = np.random.default_rng(args.seed)
     rows: list[dict] = []
     for device in args.device:
         if device == "gpu":
-            from precision.gpu import require_gpu
-
-            require_gpu("precision bench --device gpu")
             if args.verify_n:
                 rows += _verify_rows(args, rng)
         rows += _emulator_rows(device, args, rng)

@@ -12,6 +12,10 @@ cap active, and energy per useful flop (pJ). A short run from a cool card is a b
 ``--sustained S`` adds, at the largest size, a steady-state figure: calls back to back for S
 seconds, median and telemetry over the second half (``*_sustained`` columns), which is what a
 power-capped card delivers on long work.
+
+The CSV goes to a new ``results/bench/gemm_<gpu-model>_<host>_<YYYYmmdd-HHMMSS>.csv`` (e.g.
+``gemm_nvidia-h200_node3_20260101-120000.csv``) unless ``--out`` is given; a file tracked by
+git is refused. Without a GPU the command stops with one line (exit 2).
 """
 
 from __future__ import annotations
@@ -95,78 +99,101 @@ def _sustained(fn, flops: float, seconds: float, repeats: int) -> dict[str, floa
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     import pandas as pd
+    from tqdm.auto import tqdm
 
     from precision.distributions import make_inputs
-    from precision.gpu import require_gpu
+    from precision.gpu import cupy_or_none, device_name, require_gpu
     from precision.metrics import error_metrics
     from precision.provenance import collect
+    from precision.runner.bench_output import check_out, default_path
     from precision.telemetry import summarize, time_gpu_sampled
 
     if args.sustained < 0:
-        raise SystemExit(f"--sustained {args.sustained}: expected seconds >= 0")
+        print(f"error: --sustained {args.sustained}: expected seconds >= 0", file=sys.stderr)
+        return 2
+    if cupy_or_none() is None:
+        try:
+            require_gpu("precision bench-gemm")
+        except RuntimeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+        return 2
     cp = require_gpu("precision bench-gemm")
+    out = Path(args.out) if args.out else default_path("gemm", device_name() or "gpu")
+    problem = check_out(out)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     prov = collect(seed=args.seed)
     rows = []
     dists = [("uniform", {})] + [("exp_rand", {"phi": phi}) for phi in args.phi]
-    for dist, params in dists:
-        sizes = args.sizes if dist == "uniform" else [n for n in args.sizes if n <= args.max_n_exp]
-        for n in sizes:
-            rng = np.random.default_rng(args.seed + n)
-            A, B = make_inputs(dist, n, n, n, rng, **params)
-            ref, ref_name = _reference(cp, A, B)
-            Ad, Bd = cp.asarray(A), cp.asarray(B)
-            for method, fmt, corr, backend in DEFAULT_CONFIGS:
-                if (
-                    args.only_corrected
-                    and dist != "uniform"
-                    and not (method == "corrected" or fmt == "fp32")
-                ):
-                    continue
-                fn = _runner(cp, method, fmt, corr, backend, Ad, Bd)
-                D = cp.asnumpy(fn()).astype(np.float64)
-                err = error_metrics(D, ref)
-                times, samples = time_gpu_sampled(fn, repeats=args.repeats, warmup=args.warmup)
-                t = statistics.median(times)
-                flops = 2.0 * n**3
-                row = {
-                    "method": method,
-                    "correction": corr or "",
-                    "format": fmt,
-                    "backend": backend,
-                    "kernel": _kernel_name(method, fmt, corr, backend),
-                    "n": n,
-                    "tflops": flops / t / 1e12,
-                    "err_fro": err["err_fro"],
-                    "err_max": err["err_max"],
-                    "err_median": err.get("err_median"),
-                    "distribution": dist,
-                    "phi": params.get("phi", np.nan),
-                    "time_s_median": t,
-                    "time_s_min": min(times),
-                    "repeats": len(times),
-                    "reference": ref_name,
-                    **summarize(samples, t, flops),
-                }
-                note = f"{row['power_w']:4.0f} W {row['sm_clock_mhz']:5.0f} MHz"
-                if args.sustained > 0 and n == max(args.sizes):
-                    row.update(_sustained(fn, flops, args.sustained, args.repeats))
-                    note += (
-                        f" | sustained {row['tflops_sustained']:7.1f} TFLOP/s "
-                        f"{row['power_w_sustained']:4.0f} W "
-                        f"{row['sm_clock_mhz_sustained']:5.0f} MHz"
-                    )
-                row.update({f"prov_{k}": v for k, v in prov.items()})
-                rows.append(row)
-                print(
-                    f"{dist:9s} phi={params.get('phi', '-')!s:4s} n={n:5d} {backend:6s} "
-                    f"{method:9s} {fmt:5s} {corr or '':8s} {row['tflops']:8.1f} TFLOP/s "
-                    f"err_fro={row['err_fro']:.3e} err_max={row['err_max']:.3e}  {note}",
-                    flush=True,
+    cases = [
+        (dist, params, n)
+        for dist, params in dists
+        for n in (
+            args.sizes if dist == "uniform" else [n for n in args.sizes if n <= args.max_n_exp]
+        )
+    ]
+    bar = tqdm(total=len(cases) * len(DEFAULT_CONFIGS), unit="gemm", desc="bench-gemm")
+    for dist, params, n in cases:
+        rng = np.random.default_rng(args.seed + n)
+        A, B = make_inputs(dist, n, n, n, rng, **params)
+        ref, ref_name = _reference(cp, A, B)
+        Ad, Bd = cp.asarray(A), cp.asarray(B)
+        for method, fmt, corr, backend in DEFAULT_CONFIGS:
+            if (
+                args.only_corrected
+                and dist != "uniform"
+                and not (method == "corrected" or fmt == "fp32")
+            ):
+                bar.update(1)
+                continue
+            fn = _runner(cp, method, fmt, corr, backend, Ad, Bd)
+            D = cp.asnumpy(fn()).astype(np.float64)
+            err = error_metrics(D, ref)
+            times, samples = time_gpu_sampled(fn, repeats=args.repeats, warmup=args.warmup)
+            t = statistics.median(times)
+            flops = 2.0 * n**3
+            row = {
+                "method": method,
+                "correction": corr or "",
+                "format": fmt,
+                "backend": backend,
+                "kernel": _kernel_name(method, fmt, corr, backend),
+                "n": n,
+                "tflops": flops / t / 1e12,
+                "err_fro": err["err_fro"],
+                "err_max": err["err_max"],
+                "err_median": err.get("err_median"),
+                "distribution": dist,
+                "phi": params.get("phi", np.nan),
+                "time_s_median": t,
+                "time_s_min": min(times),
+                "repeats": len(times),
+                "reference": ref_name,
+                **summarize(samples, t, flops),
+            }
+            note = f"{row['power_w']:4.0f} W {row['sm_clock_mhz']:5.0f} MHz"
+            if args.sustained > 0 and n == max(args.sizes):
+                row.update(_sustained(fn, flops, args.sustained, args.repeats))
+                note += (
+                    f" | sustained {row['tflops_sustained']:7.1f} TFLOP/s "
+                    f"{row['power_w_sustained']:4.0f} W "
+                    f"{row['sm_clock_mhz_sustained']:5.0f} MHz"
                 )
-            del Ad, Bd
-            cp.get_default_memory_pool().free_all_blocks()
-    out = Path(args.out)
+            row.update({f"prov_{k}": v for k, v in prov.items()})
+            rows.append(row)
+            bar.update(1)
+            tqdm.write(
+                f"{dist:9s} phi={params.get('phi', '-')!s:4s} n={n:5d} {backend:6s} "
+                f"{method:9s} {fmt:5s} {corr or '':8s} {row['tflops']:8.1f} TFLOP/s "
+                f"err_fro={row['err_fro']:.3e} err_max={row['err_max']:.3e}  {note}"
+            )
+        del Ad, Bd
+        cp.get_default_memory_pool().free_all_blocks()
+    bar.close()
     out.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(out, index=False)
     print(f"wrote {len(rows)} rows to {out} ({time.strftime('%Y-%m-%d %H:%M:%S')})")
@@ -204,5 +231,10 @@ def register(subparsers) -> None:
         "SECONDS and report the steady state (default 0: off)",
     )
     p.add_argument("--seed", type=int, default=20240601)
-    p.add_argument("--out", default="results/bench/gemm_h200.csv")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="CSV to write (default: a new results/bench/gemm_<gpu-model>_<host>_<date-time>"
+        ".csv); a file tracked by git is refused",
+    )
     p.set_defaults(func=run)

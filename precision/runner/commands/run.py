@@ -7,6 +7,7 @@ import sys
 
 from precision.runner.config import ConfigError, load_config
 from precision.runner.runner import EXECUTORS, RunnerError, run_experiment
+from precision.runner.store import StoreError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,6 +47,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="ROOT",
         help="root of the results directories (default: ./results)",
     )
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="if another run holds the results directory, wait up to SECONDS for it "
+        "(default 0: refuse at once)",
+    )
     p.add_argument("--no-plots", action="store_true", help="skip writing the figures")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=main)
@@ -67,12 +76,18 @@ def main(args: argparse.Namespace) -> int:
             scheduler=args.scheduler,
             progress=not args.quiet,
             plots=not args.no_plots,
+            lock_wait=args.wait,
         )
-    except (ConfigError, RunnerError) as exc:
+    except (ConfigError, RunnerError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    attempted = [f"{summary.computed} computed"]
+    if summary.unavailable:
+        attempted.append(f"{summary.unavailable} unavailable here (not computed)")
+    if summary.errors:
+        attempted.append(f"{summary.errors} failed")
     print(
-        f"{summary.total} points: {summary.computed} computed, {summary.skipped} already "
+        f"{summary.total} points: {', '.join(attempted)}, {summary.skipped} already "
         f"done; status {summary.status_counts}"
     )
     for reason, count in list(summary.problems.items())[:10]:

@@ -1,0 +1,315 @@
+"""The results store never lies: lock, point identity, killed workers, damaged files, resume
+warnings, permissions, NaN statuses (issue 16, "A results store that never lies")."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import doubles
+import numpy as np
+import pandas as pd
+import pytest
+
+from precision.runner.config import parse_config
+from precision.runner.runner import run_experiment
+from precision.runner.store import ResultsDir, StoreError, recombine
+from precision.runner.sweep import expand
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+CONFIG = """\
+name = "s"
+seed = 5
+repeats = 2
+reference = "fp64"
+[sweep]
+size = [8, 16]
+distribution = ["uniform"]
+method = ["plain", "corrected"]
+format = ["fp16"]
+"""
+
+
+@pytest.fixture(autouse=True)
+def _doubles(monkeypatch):
+    doubles.install(monkeypatch.setattr)
+
+
+def run(root: Path, text: str = CONFIG, **kwargs):
+    kwargs.setdefault("progress", False)
+    kwargs.setdefault("plots", False)
+    return run_experiment(parse_config(text, "cfg.toml"), root, **kwargs)
+
+
+def test_second_run_into_a_locked_directory_is_refused_and_writes_nothing(tmp_path):
+    rd = ResultsDir(tmp_path, "s")
+    with rd.lock():
+        with pytest.raises(StoreError, match=r"in use by another run \(host .* pid \d+\)"):
+            run(tmp_path, CONFIG.replace("size = [8, 16]", "size = [4]"))
+        assert not rd.config_path.exists() and not rd.points_dir.exists()
+    run(tmp_path)  # released: the next run proceeds
+    assert "size = [8, 16]" in rd.config_path.read_text()
+
+
+def test_second_run_waits_for_the_lock_when_asked(tmp_path):
+    rd = ResultsDir(tmp_path, "s")
+    held = threading.Event()
+
+    def hold():
+        with rd.lock():
+            held.set()
+            time.sleep(0.5)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    assert held.wait(timeout=10)
+    summary = run(tmp_path, lock_wait=30)
+    t.join()
+    assert summary.computed == 4
+
+
+def test_concurrent_runs_of_different_configs_never_mix(tmp_path):
+    """Two CLI processes, same name, different configs, started together: one refuses, the
+    directory holds one consistent config, table and provenance."""
+    cfg_a = tmp_path / "a.toml"
+    cfg_b = tmp_path / "b.toml"
+    cfg_a.write_text(CONFIG)
+    cfg_b.write_text(CONFIG.replace("size = [8, 16]", "size = [12]"))
+    env = {**os.environ, "PRECISION_TEST_GEMM_SLEEP": "0.2"}
+    procs = [_launch(c, tmp_path, env) for c in (cfg_a, cfg_b)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 2], outs
+    loser = outs[[p.returncode for p in procs].index(2)][1].decode()
+    assert "in use by another run" in loser
+    winner = (cfg_a, cfg_b)[[p.returncode for p in procs].index(0)]
+    rd = ResultsDir(tmp_path / "results", "s")
+    assert rd.config_path.read_text() == winner.read_text()
+    table = pd.read_parquet(rd.table_path)
+    assert set(table["point_id"]) == {p.id for p in expand(parse_config(winner.read_text()))}
+    prov = json.loads(rd.provenance_path.read_text())
+    assert len(prov["runs"]) == 1 and prov["latest"]["config_file"].endswith(winner.name)
+
+
+LAUNCHER = f"""\
+import sys
+sys.path.insert(0, {str(TESTS_DIR)!r})
+import doubles
+doubles.install(setattr)
+from precision.runner.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _launch(cfg: Path, cwd: Path, env: dict, *extra: str, pipes: bool = True) -> subprocess.Popen:
+    out = subprocess.PIPE if pipes else subprocess.DEVNULL
+    return subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, "run", str(cfg), "--quiet", "--no-plots", *extra],
+        cwd=cwd,
+        env=env,
+        stdout=out,
+        stderr=out,
+    )
+
+
+def test_point_file_copied_under_another_name_is_rejected_and_recomputed(tmp_path):
+    run(tmp_path)
+    rd = ResultsDir(tmp_path, "s")
+    points = expand(parse_config(CONFIG))
+    a, b = rd.point_path(points[0]), rd.point_path(points[1])
+    original_b = pd.read_parquet(b)
+    b.write_bytes(a.read_bytes())  # b's file now holds a's rows
+    summary = run(tmp_path)
+    assert summary.computed == 1 and summary.skipped == 3
+    assert any("moved to" in w and b.name in w for w in summary.warnings)
+    assert len(list(rd.rejected_dir.glob("*.parquet"))) == 1  # kept, not deleted
+    table = pd.read_parquet(rd.table_path)
+    assert sorted(table["point_id"].unique()) == sorted(p.id for p in points)
+    assert table.groupby("point_id").size().eq(2).all()
+    cols = ["point_id", "repeat", "err_fro"]
+    pd.testing.assert_frame_equal(pd.read_parquet(b)[cols], original_b[cols])
+    # read_point and combine never return another point's rows
+    b.write_bytes(a.read_bytes())
+    assert rd.read_point(points[1]) is None
+    assert len(rd.combine(points, {})) == 6
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.add(child)
+            todo.append(child)
+    return out
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigkill_of_a_parallel_run_leaves_no_worker_running(tmp_path):
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(CONFIG.replace("size = [8, 16]", "size = [8, 16, 24, 32]"))
+    env = {**os.environ, "PRECISION_TEST_GEMM_SLEEP": "1"}
+    # no pipes: orphaned workers would hold them open and block communicate()
+    proc = _launch(cfg, tmp_path, env, "--jobs", "2", pipes=False)
+    deadline = time.monotonic() + 60
+    workers: set[int] = set()
+    while time.monotonic() < deadline and len(workers) < 2:
+        workers = {p for p in _descendants(proc.pid) if _running(p)}
+        time.sleep(0.1)
+    assert len(workers) >= 2, proc.wait()
+    time.sleep(1.0)  # workers are inside a point
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(_running(p) for p in workers):
+        time.sleep(0.1)
+    alive = [p for p in workers if _running(p)]
+    for p in alive:  # do not leak them into the rest of the session
+        os.kill(p, signal.SIGKILL)
+    assert not alive, f"workers {alive} outlived the killed run"
+
+
+def test_garbage_provenance_is_kept_aside_and_rewritten(tmp_path):
+    run(tmp_path)
+    rd = ResultsDir(tmp_path, "s")
+    rd.provenance_path.write_text('{"runs": [ {"version": "0.1"')  # truncated
+    summary = run(tmp_path)
+    assert any("provenance.json was unreadable" in w for w in summary.warnings)
+    kept = list(rd.path.glob("provenance.*.corrupt.json"))
+    assert len(kept) == 1 and kept[0].read_text().startswith('{"runs": [')
+    assert len(json.loads(rd.provenance_path.read_text())["runs"]) == 1
+
+
+def test_garbage_or_stale_table_is_recombined_from_point_files(tmp_path):
+    run(tmp_path)
+    rd = ResultsDir(tmp_path, "s")
+    good = pd.read_parquet(rd.table_path)
+    rd.table_path.write_bytes(b"PAR1 garbage")
+    with pytest.raises(StoreError, match="unreadable"):
+        rd.read_table()
+    assert rd.table_is_stale()
+    table = recombine(rd.path)
+    cols = ["point_id", "repeat", "err_fro"]
+    pd.testing.assert_frame_equal(table[cols], good[cols])
+    assert not rd.table_is_stale()
+    # a point file newer than the table makes it stale
+    earlier = next(rd.points_dir.glob("*.parquet")).stat().st_mtime - 10
+    os.utime(rd.table_path, (earlier, earlier))
+    assert rd.table_is_stale()
+    recombine(rd.path)
+    assert not rd.table_is_stale()
+    with pytest.raises(StoreError, match="no results table"):
+        recombine(tmp_path / "absent")
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [(errno.ENOSPC, "the disk is full"), (errno.EROFS, "not writable")],
+)
+def test_full_or_read_only_disk_gives_one_message_and_loses_nothing(
+    tmp_path, monkeypatch, code, message
+):
+    run(tmp_path, CONFIG.replace("size = [8, 16]", "size = [8]"))
+    rd = ResultsDir(tmp_path, "s")
+    before = {p: p.read_bytes() for p in rd.path.rglob("*") if p.is_file()}
+    real_replace = os.replace
+
+    def failing_replace(src, dst):
+        if str(dst).endswith(".parquet"):
+            raise OSError(code, os.strerror(code))
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(StoreError, match=message) as info:
+        run(tmp_path)
+    assert "kept unchanged" in str(info.value)
+    monkeypatch.setattr(os, "replace", real_replace)
+    for path, data in before.items():  # stored points and the table are untouched
+        if path.suffix in (".parquet", ".csv"):
+            assert path.read_bytes() == data, path
+    assert not list(rd.path.rglob("*.tmp"))
+
+
+def test_leftover_temporary_files_are_removed(tmp_path):
+    run(tmp_path)
+    rd = ResultsDir(tmp_path, "s")
+    left = [rd.points_dir / ".x.parquet.abc.tmp", rd.path / ".results.parquet.def.tmp"]
+    for path in left:
+        path.write_bytes(b"half")
+    summary = run(tmp_path)
+    assert not any(p.exists() for p in left)
+    assert sum("leftover temporary" in w for w in summary.warnings) == 2
+
+
+def test_result_files_follow_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        run(tmp_path)
+    finally:
+        os.umask(old)
+    rd = ResultsDir(tmp_path, "s")
+    files = [rd.config_path, rd.provenance_path, rd.table_path, *rd.points_dir.glob("*")]
+    modes = {p.name: oct(p.stat().st_mode & 0o777) for p in files}
+    assert set(modes.values()) == {"0o644"}, modes
+
+
+def test_changed_config_and_code_warn_and_are_recorded(tmp_path):
+    run(tmp_path)
+    rd = ResultsDir(tmp_path, "s")
+    for path in rd.points_dir.glob("*.parquet"):  # as if computed by an older commit
+        pd.read_parquet(path).assign(git_commit="0123abc").to_parquet(path, index=False)
+    summary = run(tmp_path, CONFIG.replace("size = [8, 16]", "size = [8, 16, 4]"))
+    assert summary.computed == 2 and summary.skipped == 4
+    text = "\n".join(summary.warnings)
+    assert "the config differs" in text and "kept as config." in text
+    assert "4 by version" in text and "commit 0123abc" in text and "--force" in text
+    latest = json.loads(rd.provenance_path.read_text())["latest"]
+    assert latest["previous_config"].startswith("config.")
+    assert (rd.path / latest["previous_config"]).read_text() == CONFIG
+    old = [code for code in latest["reused_points_code"] if "0123abc" in code]
+    assert len(old) == 1 and latest["reused_points_code"][old[0]] == 4
+    # an unchanged rerun on the same code says nothing
+    assert run(tmp_path, CONFIG.replace("size = [8, 16]", "size = [8, 16, 4]"), force=True)
+    quiet = run(tmp_path, CONFIG.replace("size = [8, 16]", "size = [8, 16, 4]"))
+    assert quiet.warnings == [] and quiet.computed == 0
+
+
+def test_nan_errors_are_reported_as_nan_not_ok(tmp_path, monkeypatch):
+    def nan_gemm(A, B, **kwargs):
+        out = doubles.fake_gemm(A, B, **kwargs)
+        if kwargs.get("method") == "corrected":
+            out[0, 0] = np.nan
+        return out
+
+    monkeypatch.setattr("precision.runner.execute._default_gemm", lambda: nan_gemm)
+    summary = run(tmp_path)
+    table = pd.read_parquet(summary.results_dir / "results.parquet")
+    corrected = table[table["method"] == "corrected"]
+    assert (corrected["status"] == "nan").all()
+    assert corrected["error"].str.contains("err_fro = nan").all()
+    assert (table[table["method"] == "plain"]["status"] == "ok").all()
+    assert summary.status_counts == {"ok": 2, "nan": 2}
+    assert summary.computed == 4 and not summary.failed
+    assert run(tmp_path).skipped == 4  # computed points are not recomputed
