@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from precision.formats import get_format
 from precision.kernels.build import build_cubin
 from precision.kernels.specs import (
     WG_A_BOX,
@@ -38,20 +39,26 @@ def smem_bytes(name: str) -> int:
     return kernel_spec(name).smem_bytes
 
 
+#: nvcc flag of the corrected kernels' top-binade clamp (gemm_wgmma.cu WG_SPLIT_CLAMP_TOP).
+CLAMP_TOP_FLAG = "-DWG_SPLIT_CLAMP_TOP=1"
+
+
 @functools.cache
-def _module(source: str, arch: str) -> Any:
+def _module(source: str, arch: str, flags: tuple[str, ...] = ()) -> Any:
     from precision.gpu import require_gpu
 
     cp = require_gpu("the CUDA GEMM kernels")
-    return cp.RawModule(path=str(build_cubin(source, arch=arch)))
+    return cp.RawModule(path=str(build_cubin(source, arch=arch, extra_flags=flags)))
 
 
 @functools.cache
-def get_kernel(name: str, arch: str = "sm_90") -> Any:
+def get_kernel(name: str, arch: str = "sm_90", clamp_top: bool = False) -> Any:
     """The ``cupy.RawKernel`` entry point ``name``: ``wg_*`` from the wgmma cubin (built for
-    ``sm_90a``), others from the mma.sync cubin for ``arch``."""
+    ``sm_90a``), others from the mma.sync cubin for ``arch``. ``clamp_top``: the wgmma cubin
+    built with the split's top-binade clamp (see :func:`needs_clamp_top`)."""
     spec = kernel_spec(name)
-    kern = _module(spec.source, spec.arch if spec.source == WGMMA_SOURCE else arch)
+    flags = (CLAMP_TOP_FLAG,) if clamp_top else ()
+    kern = _module(spec.source, spec.arch if spec.source == WGMMA_SOURCE else arch, flags)
     kern = kern.get_function(name)
     smem = spec.smem_bytes
     if smem == 0:
@@ -218,6 +225,8 @@ def _launch_wgmma(
             # a non-finite result: recompute with the clamp after every MMA (gemm_mma.cu)
             return launch_gemm(f"gemm_satf_{fmt}", A, B, arch=arch, strict_name=strict_name)
     else:
+        if needs_clamp_top(cp, fmt, A, B):
+            kern = get_kernel(name, clamp_top=True)
         Ap, Bp = _padded(cp, A, Mp, Kp), _padded(cp, B, Kp, Np)
         kern(
             grid,
@@ -236,3 +245,32 @@ def _launch_wgmma(
     if (Mp, Np) != (M, N):
         D = cp.ascontiguousarray(D[:M, :N])
     return D
+
+
+@functools.cache
+def _any_above() -> Any:
+    from precision.gpu import require_gpu
+
+    cp = require_gpu("the CUDA GEMM kernels")
+    return cp.ReductionKernel(
+        "float32 x, float32 limit",
+        "bool y",
+        "fabsf(x) > limit",
+        "a || b",
+        "y = a",
+        "false",
+        "any_above",
+    )
+
+
+def needs_clamp_top(cp: Any, fmt: str, A: Any, B: Any) -> bool:
+    """Whether a corrected bf16/tf32 split needs the top-binade clamp: some |x| of A or B is
+    above the format's largest finite value (one fused pass over each; Inf counts too, which
+    only costs the slower kernel). The clamping and non-clamping kernels give identical bits
+    on every other input, so the choice never changes a result."""
+    f = get_format(fmt)
+    if f.name not in ("bf16", "tf32"):
+        return False
+    limit = cp.float32(f.max_normal)
+    kern = _any_above()
+    return bool(kern(A, limit).get()) or bool(kern(B, limit).get())

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from precision.gemm.api import CPU_BASELINES
+
 #: THE table of valid combinations: the formats each (method, backend) runs. A sweep point
 #: whose (method, backend) is absent, or whose format is not listed, is refused when the
 #: config is validated (before anything is written). Extend it where the library gains a
-#: method (e.g. an fp32 baseline on the emulator: add "fp32" to ("plain", "emulator")).
+#: method.
 SUPPORTED_FORMATS: dict[tuple[str, str], tuple[str, ...]] = {
     ("plain", "emulator"): ("tf32", "fp16", "bf16", "e4m3", "e5m2", "int8"),
     ("satf", "emulator"): ("tf32", "fp16", "bf16", "e4m3", "e5m2", "int8"),
@@ -23,6 +25,13 @@ SUPPORTED_FORMATS: dict[tuple[str, str], tuple[str, ...]] = {
     ("plain", "cublas"): ("fp32", "tf32", "fp16", "bf16"),  # gemm.api.CUBLAS_MODES
     ("corrected", "cublas"): ("fp16",),
 }
+# The CPU fp32/fp64 baselines (gemm.api.CPU_BASELINES): the exact fp32 FMA chain on the
+# emulator, numpy's float32/float64 matmul on the numpy backend.
+for _method, _fmt, _backend in CPU_BASELINES:
+    SUPPORTED_FORMATS[(_method, _backend)] = (
+        *SUPPORTED_FORMATS.get((_method, _backend), ()),
+        _fmt,
+    )
 #: Corrections a (method, backend) supports, where not every one is.
 SUPPORTED_CORRECTIONS: dict[tuple[str, str], tuple[str, ...]] = {
     ("corrected", "cublas"): ("ootomo",),
@@ -44,7 +53,7 @@ def arch_formats(arch: str) -> tuple[str, ...] | None:
     model = ARCHS.get(arch)
     if model is None:
         return None
-    return tuple(dict.fromkeys(in_fmt for in_fmt, _ in model.instructions))
+    return tuple(dict.fromkeys(ins.a_fmt for ins in model.instructions.values()))
 
 
 def combination_problem(

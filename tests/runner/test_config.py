@@ -184,7 +184,9 @@ def test_explicit_default_parameter_gives_the_same_inputs():
 INVALID_BLOCKS = [
     ('method = ["corrected"]\nformat = ["e4m3"]', "does not support format 'e4m3'"),
     ('method = ["corrected"]\nformat = ["int8"]', "does not support format 'int8'"),
-    ('method = ["plain"]\nformat = ["fp32"]', "backend 'emulator' does not support format 'fp32'"),
+    # fp32 on the emulator is the plain FMA-chain baseline only
+    ('method = ["satf"]\nformat = ["fp32"]', "backend 'emulator' does not support format 'fp32'"),
+    ('method = ["plain"]\nformat = ["fp64"]', "backend 'emulator' does not support format 'fp64'"),
     ('method = ["plain"]\nformat = ["e4m3"]\narch = ["sm70"]', "arch 'sm70' has no tensor-core"),
     ('method = ["plain"]\nformat = ["fp16"]\nbackend = ["cuda"]\narch = ["sm80"]', "sm90 only"),
     ('method = ["satf"]\nformat = ["fp16"]\nbackend = ["cublas"]', "does not run on backend"),
