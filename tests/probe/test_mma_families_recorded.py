@@ -1,0 +1,38 @@
+"""Every mma.sync family beyond tests/data/sm90, against its H200 recording (tests/data/sm90_mma).
+
+Recorded with the fragment-packed probes (precision.probe.packed, 51,200 outputs per
+instruction over six float or three integer data kinds); replayed here through
+``precision.mma(..., shape=, bitop=, b_fmt=)``: every output must match bit for bit (f64 NaN
+outputs as NaN: the payload DMMA propagates is not modelled).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from precision.probe import packed
+from precision.probe.generic import PROBES
+
+DATA = Path(__file__).parents[1] / "data" / "sm90_mma"
+
+
+def test_manifest_covers_every_probe_on_an_h200():
+    man = json.loads((DATA / "manifest.json").read_text())
+    assert man["gpu"] == "NVIDIA H200" and man["compute_capability"] == 90
+    assert set(man["instructions"]) == {p.name for p in PROBES}
+    refused = {k for k, v in man["ptxas_verdicts"].items() if v != "accepted"}
+    assert refused == {"m16n8k16_f32_f16_f16_f16", "m16n8k16_f16_f16_f16_f32"}
+
+
+@pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.name)
+def test_recording_matches_the_sm90_model(probe):
+    rec = packed.load(DATA / f"{probe.name}.npz")
+    assert rec.ptx == probe.ptx
+    ok = packed.matches(probe, rec, packed.emulate(probe, rec))
+    assert ok.size >= 50_000
+    per = ok.reshape(ok.shape[0], -1)
+    bad = {k: int((~per[rec.kind == i]).sum()) for i, k in enumerate(rec.kinds)}
+    assert not any(bad.values()), bad
