@@ -191,11 +191,14 @@ __device__ uint32_t rn_add(uint32_t x, uint32_t y, int wide) {
 
 // ---------------------------------------------------------------------------------- decode
 
-// fmt: 0 fp16, 1 bf16, 2 tf32 (fp32 container), 3 e4m3 (fn), 4 e5m2, 5 int8.
+// fmt: 0 fp16, 1 bf16, 2 tf32 (fp32 container), 3 e4m3 (fn), 4 e5m2, 5 int8, 6 e4m3 read as
+// f16 (Hopper's fp8 lowering: a subnormal e4m3 is a normal f16 and anchors at its own exponent).
 extern "C" __global__ void decode_operand(const void* __restrict__ src, int fmt, long long n,
                                           int pre, int* __restrict__ sig, int* __restrict__ ex) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
+  const bool f16_view = fmt == 6;
+  if (f16_view) fmt = 3;
   if (fmt == 5) {
     sig[i] = (int)((const int8_t*)src)[i];
     ex[i] = 0;
@@ -251,10 +254,16 @@ extern "C" __global__ void decode_operand(const void* __restrict__ src, int fmt,
     ex[i] = ZERO_EXP;
     return;
   }
+  int e = ef ? ef - bias : 1 - bias;
+  if (f16_view && !ef) {  // normalise: put the leading bit of the subnormal at position mbits
+    const int sh = mbits - (31 - __clz(s));
+    s <<= sh;
+    e -= sh;
+  }
   s <<= (10 - mbits);
   s <<= pre;
   sig[i] = neg ? -s : s;
-  ex[i] = ef ? ef - bias : 1 - bias;
+  ex[i] = e;
 }
 
 // ---------------------------------------------------------------------------------- chain

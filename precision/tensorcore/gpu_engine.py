@@ -38,6 +38,8 @@ _THREADS = 256
 #: gpu_engine.cu; field widths there equal the registry's, see tests/formats/test_registry.py).
 #: Raw bits travel in the format's container dtype, ``Format.bits_dtype``.
 _DECODE_CODE: dict[str, int] = {"fp16": 0, "bf16": 1, "tf32": 2, "e4m3": 3, "e5m2": 4, "int8": 5}
+#: decode_operand's code for e4m3 under the fp8 -> f16 lowering (subnormals anchor as f16s).
+_E4M3_AS_F16 = 6
 #: Accumulator formats of the kernels (``c`` and ``d`` travel as ``Format.bits_dtype``).
 _ACC_FORMATS: tuple[str, ...] = ("fp32", "fp16", "int32")
 #: ``round_exact``'s output mode per (accumulator format, ``Instruction.out_rounding``), as in
@@ -140,6 +142,10 @@ def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = Fa
     b_bits, b_code = _bits(cp, b, "b")
     is_int = ins.is_integer
     pre = max(ins.frac_bits - 20, 0) if not is_int else 0
+    if ins.schedule == "fp8_via_f16":  # e4m3 read as f16: its subnormals are normal f16s
+        a_code, b_code = (
+            _E4M3_AS_F16 if c == _DECODE_CODE["e4m3"] else c for c in (a_code, b_code)
+        )
     a_sig, a_exp = _decode(cp, a_bits, a_code, pre)
     b_sig, b_exp = _decode(cp, b_bits, b_code, 0)
     special = not is_int and bool((a_exp >= _SPECIAL_CODE).any() or (b_exp >= _SPECIAL_CODE).any())

@@ -125,6 +125,11 @@ def test_gpu_equals_cpu_mixed_fp8(da, db, acc):
     b = (rng.standard_normal((96, 24)) * 2.0 ** rng.integers(-20, 4, (96, 24))).astype(db)
     c = (rng.standard_normal((40, 24)) * 2.0**-10).astype(acc)
     _same_bits(mma(a, b, c), mma(a, b, c, device="gpu"))
+    # subnormal e4m3 factors of the block maximum (they anchor as the f16 values they become)
+    if da is ml_dtypes.float8_e4m3fn:
+        sub = rng.choice([2.0**-7, 2.0**-8, 2.0**-9, -(2.0**-8)], (40, 96)).astype(da)
+        big = (rng.standard_normal((96, 24)) * 2.0 ** rng.integers(-12, 15, (96, 24))).astype(db)
+        _same_bits(mma(sub, big, c), mma(sub, big, c, device="gpu"))
     # the hand-computed case of tests/tensorcore/test_mma_api.py: 2^-8 + 2^-25
     if da is ml_dtypes.float8_e4m3fn and acc is np.float32:
         a1, b1 = np.zeros((1, 32), da), np.zeros((32, 1), db)
