@@ -25,6 +25,7 @@ import hashlib
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -68,7 +69,7 @@ def kernel_inputs(A: np.ndarray, B: np.ndarray, s: Schedule) -> tuple[np.ndarray
 
 
 def _sha(x: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(x).view(np.uint8)).hexdigest()
+    return hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest()
 
 
 def sample_rows(n: int) -> np.ndarray:
@@ -89,7 +90,7 @@ def record(path: str, sizes_full: list[int], sizes_hashed: list[int]) -> int:
     """Run every kernel on every case on the GPU and write ``path`` (npz). Returns #records."""
     from precision.gemm.api import cuda_gemm
 
-    data: dict[str, np.ndarray] = {}
+    data: dict[str, Any] = {}
     count = 0
     for full, sizes in ((True, sizes_full), (False, sizes_hashed)):
         for n, label in _cases(sizes, special=full):

@@ -14,6 +14,7 @@ Operand names in steps: ``A``/``B`` (inputs rounded to the format), ``A_hi``/``A
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from precision.kernels import specs
 from precision.kernels.specs import kernel_spec
@@ -241,7 +242,7 @@ def get_schedule(method: str, fmt: object, correction: str | None = "ootomo") ->
     kfmt = _kernel_suffix(f)
     ki = INSTRUCTION_K[f]
     if f in WGMMA_FORMATS:  # wgmma: operands K-major in shared memory, k in natural order
-        common = dict(
+        common: dict[str, Any] = dict(
             fmt=f,
             k_block=ki,
             k_perm=tuple(range(ki)),

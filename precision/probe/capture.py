@@ -151,7 +151,9 @@ def emulate(rec: Recording, mma: Callable | None = None) -> np.ndarray:
     """D bits that ``precision.mma`` (or ``mma``) gives for the recording's inputs."""
     instr = rec.instr
     if mma is None:
-        from precision.tensorcore import mma
+        from precision.tensorcore import mma as emulator
+
+        mma = emulator
     a = rec.a.view(instr.a_fmt.storage)
     b = rec.b.view(instr.a_fmt.storage)
     c = rec.c.view(instr.c_fmt.storage)

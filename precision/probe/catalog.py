@@ -120,7 +120,7 @@ def kinds_for(instr: Probe) -> tuple[str, ...]:
     """The data kinds that make sense for ``instr``."""
     if not instr.floating:
         return ("small_int", "random_bits", "cancellation", "extreme")
-    kinds = (
+    kinds: tuple[str, ...] = (
         "small_int",
         "normal",
         "wide_exp",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from precision.formats import get_format
 from precision.probe.gen_kernels import ProbeKernel
-from precision.tensorcore.arch import ARCHS, Instruction, _mma_ptx
+from precision.tensorcore.arch import ARCHS, Instruction, _mma_ptx, _ptx_type
 from precision.tensorcore.fragments import mma_fragments
 
 
@@ -37,19 +37,19 @@ class GenericProbe:
 
     @property
     def a(self) -> str:
-        return get_format(self.instruction.a_fmt).ptx
+        return _ptx_type(self.instruction.a_fmt)
 
     @property
     def b(self) -> str:
-        return get_format(self.instruction.b_fmt).ptx
+        return _ptx_type(self.instruction.b_fmt)
 
     @property
     def d(self) -> str:
-        return get_format(self.instruction.acc_fmt).ptx
+        return _ptx_type(self.instruction.acc_fmt)
 
     @property
     def c(self) -> str:
-        return get_format(self.c_fmt).ptx if self.c_fmt else self.d
+        return _ptx_type(self.c_fmt) if self.c_fmt else self.d
 
     @property
     def bitop(self) -> str:

@@ -467,7 +467,7 @@ def gen_exp_floor(instr: Probe, T: int, rng: np.random.Generator) -> Bits:
         p1_a, p1_b, unit = 2.0**-11, 2.0**-14, 2.0**-24  # p1 = 2^-25 = u/2
         p2_a, p2_b = 2.0 ** -(9 + i), 2.0 ** -(24 - 2 * j)  # p2 = 2^-19 .. 2^-48
         p1_scale = np.where(mode == 1, 1.5, 1.0)
-        p2_sign = np.where(mode == 0, 1.0, -1.0)
+        p2_sign: np.ndarray | float = np.where(mode == 0, 1.0, -1.0)
     else:
         p1_a, p1_b, unit = 2.0**-75, 2.0**-74, 2.0**-149  # p1 = 2^-149
         p2_a, p2_b = 2.0 ** -(60 + i), 2.0 ** -(88 + 2 * j)  # p2 = 2^-148 .. 2^-177
@@ -570,5 +570,5 @@ def generate(instr: Probe, counts: dict[str, int], seed: int):
         rng = np.random.default_rng(key)
         a, b, c = GENERATORS[kind](instr, counts[kind], rng)
         parts.append((a, b, c, np.full(counts[kind], idx, np.uint8)))
-    a, b, c, kind = (np.concatenate(x) for x in zip(*parts, strict=True))
-    return a, b, c, kind, kinds
+    a, b, c, kind_index = (np.concatenate(x) for x in zip(*parts, strict=True))
+    return a, b, c, kind_index, kinds

@@ -188,7 +188,9 @@ def record(out_dir: str | Path, names: list[str] | None = None, log=print) -> di
                 manifest["instructions"][name] = {"layout_check": tried, "recorded": False}
                 continue
             a, b, c, kind, kinds = inputs(name)
-            d64 = _run_wgmma(wmod, kernel, *pack(a, b, c), *chosen)
+            a64, bt, c64 = pack(a, b, c)
+            lbo, sbo = chosen
+            d64 = _run_wgmma(wmod, kernel, a64, bt, c64, lbo, sbo)
             d4 = d64.reshape(-1, 4, 16, 8)
             warp_disagree = int(np.count_nonzero(d4 != d4[:, :1]))
             d = np.ascontiguousarray(d4[:, 0])

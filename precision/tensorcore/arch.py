@@ -48,7 +48,10 @@ _FP8 = ("e4m3", "e5m2")
 # PTX type suffix of each canonical format.
 def _ptx_type(fmt: str) -> str:
     """The PTX type suffix of a canonical format (fp16 -> f16, int8 -> s8, uint1 -> b1)."""
-    return get_format(fmt).ptx
+    ptx = get_format(fmt).ptx
+    if ptx is None:
+        raise ValueError(f"format {fmt!r} has no PTX type")
+    return ptx
 
 
 @dataclass(frozen=True)
@@ -155,14 +158,14 @@ class ArchModel:
                     and (bitop is None or bitop == ins.bitop)
                 ):
                     return ins
-            have = sorted(
+            shapes = sorted(
                 f"m{i.shape[0]}n{i.shape[1]}k{i.shape[2]}{' ' + i.bitop if i.bitop else ''}"
                 for i in self.all_instructions()
                 if i.key == (op, fa, fb, fc)
             )
             raise TypeError(
                 f"arch {self.name!r} has no {op} instruction for {fa} x {fb} -> {fc} with "
-                f"shape={shape} bitop={bitop}; available: {', '.join(have) or 'none'}"
+                f"shape={shape} bitop={bitop}; available: {', '.join(shapes) or 'none'}"
             )
         try:
             return self.instructions[(op, fa, fb, fc)]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import os
 import time
 import tracemalloc
@@ -169,9 +170,9 @@ def _emulator_rows(device: str, args, rng) -> list[dict]:
     rows = []
     for fmt in tqdm(args.formats, desc=f"{device} emulator n={n}", unit="format", leave=False):
         a, b, c = _inputs(fmt, n, n, n, rng)
-        kw = {"fmt": FORMATS[fmt][2], "device": device}
+        call = functools.partial(mma, a, b, c, fmt=FORMATS[fmt][2], device=device)
         tracemalloc.start()
-        med, mn = _timed(lambda a=a, b=b, c=c, kw=kw: mma(a, b, c, **kw), args.repeats)
+        med, mn = _timed(call, args.repeats)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         name, base_s = baseline(n, args.repeats, rng)

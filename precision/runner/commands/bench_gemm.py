@@ -128,7 +128,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     prov = collect(seed=args.seed)
     rows = []
-    dists = [("uniform", {})] + [("exp_rand", {"phi": phi}) for phi in args.phi]
+    dists: list[tuple[str, dict[str, float]]] = [("uniform", {})] + [
+        ("exp_rand", {"phi": phi}) for phi in args.phi
+    ]
     cases = [
         (dist, params, n)
         for dist, params in dists
