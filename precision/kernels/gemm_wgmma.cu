@@ -327,7 +327,8 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
 #ifndef WG_SPLIT_CLAMP_TOP
 // 1: bf16/tf32 split clamps a finite x above the format's max to +-max instead of Inf. It costs
 // 14 % (tf32) / 37 % (bf16) of the corrected kernels' speed on an H200 (tune_split, n = 8192),
-// so launch.py builds the clamping variant and uses it only when an input needs it.
+// so launch.py runs the non-clamping build and recomputes with the clamping one only when the
+// first run flags a non-finite output (both give identical bits wherever nothing overflows).
 #define WG_SPLIT_CLAMP_TOP 0
 #endif
 #ifndef WG_SPLIT_PRODUCER_REGS32
@@ -504,8 +505,8 @@ __device__ __forceinline__ void split_a_fragments(const uint8_t* a, int row, int
 
 template <int FMT, int MODE>
 __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps, float* __restrict__ D,
-                                           int Mp, int Np, int Kp, float lo_scale,
-                                           float out_scale) {
+                                           int Mp, int Np, int Kp, float lo_scale, float out_scale,
+                                           int* __restrict__ nonfinite) {
   using Cfg = SplitCfg<FMT>;
   constexpr int BN = SPLIT_BN, ROW = SPLIT_ROW, KS = Cfg::KS, NI = Cfg::NI;
   constexpr int S = Cfg::S, P = Cfg::P, E = 16 / Elem<FMT>::BYTES;  // E: elements per chunk
@@ -652,6 +653,12 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps, fl
   int tm, tn;  // (computed here, not kept in registers through the k-loop)
   tile_coords(Mp / BM, Np / BN, tm, tn);
   store_tile(acc, D, Np, tm * BM + wgi * 64, tn * BN);
+  // Any non-finite output: launch.py then recomputes with the top-binade clamp where that can
+  // matter (bf16/tf32; an input that rounded up to Inf makes its whole row or column non-finite).
+  bool bad = false;
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) bad |= !isfinite(acc[i]);
+  if (bad) *nonfinite = 1;
 }
 
 }  // namespace wg
@@ -679,8 +686,8 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps, fl
 #define WG_SPLIT_KERNEL(NAME, FMT, MODE)                                                     \
   extern "C" __global__ void __launch_bounds__(wg::SPLIT_THREADS, 1)                         \
       NAME(const uint8_t* __restrict__ tmaps, float* __restrict__ D, int Mp, int Np, int Kp, \
-           float lo_scale, float out_scale) {                                                \
-    wg::split_body<FMT, MODE>(tmaps, D, Mp, Np, Kp, lo_scale, out_scale);                    \
+           float lo_scale, float out_scale, int* __restrict__ nonfinite) {                   \
+    wg::split_body<FMT, MODE>(tmaps, D, Mp, Np, Kp, lo_scale, out_scale, nonfinite);         \
   }
 
 WG_ROUND_KERNELS(f16, wg::F16)

@@ -225,23 +225,23 @@ def _launch_wgmma(
             # a non-finite result: recompute with the clamp after every MMA (gemm_mma.cu)
             return launch_gemm(f"gemm_satf_{fmt}", A, B, arch=arch, strict_name=strict_name)
     else:
-        if needs_clamp_top(cp, fmt, A, B):
-            kern = get_kernel(name, clamp_top=True)
         Ap, Bp = _padded(cp, A, Mp, Kp), _padded(cp, B, Kp, Np)
-        kern(
-            grid,
-            (spec.threads, 1, 1),
-            (
-                split_tensor_maps(fmt, Ap, Bp),
-                D,
-                cp.int32(Mp),
-                cp.int32(Np),
-                cp.int32(Kp),
-                cp.float32(lo_scale),
-                cp.float32(out_scale),
-            ),
-            shared_mem=smem,
+        nonfinite = cp.zeros(1, dtype=cp.int32)
+        args = (
+            split_tensor_maps(fmt, Ap, Bp),
+            D,
+            cp.int32(Mp),
+            cp.int32(Np),
+            cp.int32(Kp),
+            cp.float32(lo_scale),
+            cp.float32(out_scale),
+            nonfinite,
         )
+        kern(grid, (spec.threads, 1, 1), args, shared_mem=smem)
+        # Top binade (bf16/tf32): a finite input that rounds up to Inf leaves non-finite outputs;
+        # only then is the clamping build run (same bits wherever nothing overflowed).
+        if fmt in ("bf16", "tf32") and int(nonfinite.get()[0]) and needs_clamp_top(cp, fmt, A, B):
+            get_kernel(name, clamp_top=True)(grid, (spec.threads, 1, 1), args, shared_mem=smem)
     if (Mp, Np) != (M, N):
         D = cp.ascontiguousarray(D[:M, :N])
     return D
@@ -273,9 +273,10 @@ def _any_above() -> Any:
 
 def needs_clamp_top(cp: Any, fmt: str, A: Any, B: Any) -> bool:
     """Whether a corrected bf16/tf32 split needs the top-binade clamp: some |x| of A or B is
-    above the format's largest finite value (one fused pass over each; Inf counts too, which
-    only costs the slower kernel). The clamping and non-clamping kernels give identical bits
-    on every other input, so the choice never changes a result."""
+    above the format's largest finite value (one pass over each; Inf counts too, which only
+    costs the slower kernel). Asked only after a run flagged non-finite outputs. The clamping
+    and non-clamping kernels give identical bits on every other input, so the choice never
+    changes a result."""
     f = get_format(fmt)
     if f.name not in ("bf16", "tf32"):
         return False

@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                     cp.int32(n),
                     cp.float32(2.0**s),
                     cp.float32(2.0**-s),
+                    cp.zeros(1, dtype=cp.int32),  # the non-finite output flag
                 )
                 launch = functools.partial(
                     fn, ((n // 128) ** 2,), (WG_SPLIT_THREADS,), launch_args, shared_mem=smem
