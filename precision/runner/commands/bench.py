@@ -42,7 +42,14 @@ CASES: dict[str, tuple[str, str]] = {
     "e5m2": ("e5m2", "fp32"),
     "f16acc": ("fp16", "fp16"),
     "int8": ("int8", "int32"),
+    # CPU engine only (the exact integer cores and the binary64 FMA chain):
+    "u8": ("uint8", "int32"),
+    "s4": ("int4", "int32"),
+    "b1": ("uint1", "int32"),
+    "f64": ("fp64", "fp64"),
 }
+#: Cases the GPU engine does not run (skipped with --device gpu).
+CPU_ONLY: tuple[str, ...] = ("u8", "s4", "b1", "f64")
 
 
 def _case(operand: str, acc: str) -> tuple[type, type, str | None]:
@@ -106,9 +113,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _inputs(fmt: str, m: int, k: int, n: int, rng: np.random.Generator):
     in_dt, acc_dt, _ = FORMATS[fmt]
-    if in_dt is np.int8:
-        a = rng.integers(-128, 128, (m, k)).astype(np.int8)
-        b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    f = get_format(CASES[fmt][0])
+    a: np.ndarray
+    b: np.ndarray
+    if f.is_integer:  # the whole range of the format, in its storage dtype
+        lo, hi = int(f.min_value), int(f.max_normal)
+        a = rng.integers(lo, hi + 1, (m, k)).astype(in_dt)
+        b = rng.integers(lo, hi + 1, (k, n)).astype(in_dt)
     else:
         a = rng.uniform(-1, 1, (m, k)).astype(np.float32).astype(in_dt)
         b = rng.uniform(-1, 1, (k, n)).astype(np.float32).astype(in_dt)
@@ -168,7 +179,8 @@ def _emulator_rows(device: str, args, rng) -> list[dict]:
     from tqdm.auto import tqdm
 
     rows = []
-    for fmt in tqdm(args.formats, desc=f"{device} emulator n={n}", unit="format", leave=False):
+    formats = [f for f in args.formats if device == "cpu" or f not in CPU_ONLY]
+    for fmt in tqdm(formats, desc=f"{device} emulator n={n}", unit="format", leave=False):
         a, b, c = _inputs(fmt, n, n, n, rng)
         call = functools.partial(mma, a, b, c, fmt=FORMATS[fmt][2], device=device)
         tracemalloc.start()
