@@ -299,7 +299,8 @@ def _tool_version(tool: str) -> str | None:
 
 
 def sass_mma_opcodes(cubin: Path) -> dict[str, dict[str, int]] | None:
-    """Per kernel, counts of tensor-core and conversion opcodes in the SASS (cuobjdump)."""
+    """Per kernel, counts of tensor-core opcodes (HMMA/IMMA/DMMA/BMMA, HGMMA/QGMMA/IGMMA...)
+    and conversion opcodes in the SASS (``cuobjdump -sass``); None without cuobjdump."""
     exe = shutil.which("cuobjdump")
     if exe is None:
         return None
@@ -308,7 +309,7 @@ def sass_mma_opcodes(cubin: Path) -> dict[str, dict[str, int]] | None:
         return None
     out: dict[str, dict[str, int]] = {}
     current = None
-    pat = re.compile(r"\b((?:[HIQ]MMA|F2FP|HADD2|FADD|F2F|I2F|HFMA2|PRMT)[\w.]*)")
+    pat = re.compile(r"\b((?:[HIDBQ]G?MMA|F2FP|HADD2|FADD|F2F|I2F|HFMA2|PRMT)[\w.]*)")
     for line in proc.stdout.splitlines():
         fn = re.search(r"Function : (\w+)", line)
         if fn:

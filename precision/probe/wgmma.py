@@ -429,8 +429,7 @@ def record_extra(out_dir: str | Path, names: list[str] | None = None, log=print)
     """Record the :data:`EXTRA` kernels (``wgmma_<name>.npz`` + ``manifest.json``) on sm_90."""
     import cupy as cp
 
-    from precision.probe.capture import build_probe, run_probe
-    from precision.probe.wmma import sass_opcodes
+    from precision.probe.capture import build_probe, run_probe, sass_mma_opcodes
     from precision.provenance import collect
 
     out_dir = Path(out_dir)
@@ -452,7 +451,7 @@ def record_extra(out_dir: str | Path, names: list[str] | None = None, log=print)
         wcubin = _nvcc(SOURCE, "sm_90a", Path(tmp) / "wgmma.cubin")
         wmod = cp.RawModule(path=str(wcubin))
         pmod = cp.RawModule(path=str(build_probe(tmp)))
-        sass = sass_opcodes(wcubin)
+        sass = sass_mma_opcodes(wcubin)
         manifest["sass_opcodes"] = {k: v for k, v in (sass or {}).items() if "wgmma" in k}
         rng = np.random.default_rng(5)
         for name in names or list(EXTRA):

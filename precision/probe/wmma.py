@@ -47,6 +47,7 @@ import numpy as np
 
 from precision import formats
 from precision.probe import packed
+from precision.probe.capture import sass_mma_opcodes
 
 SOURCE = Path(__file__).resolve().parent / "cuda" / "wmma_probe.cu"
 #: The line of wmma_probe.cu after which every line is one ``WMMA_KERNEL(...)``.
@@ -249,33 +250,6 @@ def build(workdir: str | Path, sm: int = 90) -> tuple[Path | None, dict[str, str
     return cubin, verdicts
 
 
-def sass_opcodes(cubin: Path) -> dict[str, dict[str, int]] | None:
-    """Per kernel, counts of tensor-core opcodes (HMMA/IMMA/DMMA/BMMA, HGMMA/QGMMA/IGMMA...)
-    and conversion opcodes in the SASS (``cuobjdump -sass``); None without cuobjdump."""
-    import re
-    import shutil
-
-    exe = shutil.which("cuobjdump")
-    if exe is None:
-        return None
-    proc = subprocess.run([exe, "-sass", str(cubin)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        return None
-    out: dict[str, dict[str, int]] = {}
-    current = None
-    pat = re.compile(r"\b((?:[HIDBQ]G?MMA|F2FP|F2F|I2F|HADD2|HFMA2)[\w.]*)")
-    for line in proc.stdout.splitlines():
-        fn = re.search(r"Function : (\w+)", line)
-        if fn:
-            current = out.setdefault(fn.group(1), {})
-            continue
-        if current is not None and "/*" in line:
-            m = pat.search(line)
-            if m:
-                current[m.group(1)] = current.get(m.group(1), 0) + 1
-    return out
-
-
 def run(module: Any, p: WmmaProbe, inp: packed.Inputs) -> np.ndarray:
     """Run ``p``'s kernel (4 warps per block, one tile per warp) and return D's bits."""
     import cupy as cp
@@ -302,7 +276,7 @@ def record(out_dir: str | Path, *, seed: int = SEED, log: Callable[[str], Any] =
     recorded = {}
     with tempfile.TemporaryDirectory() as tmp:
         cubin, verdicts = build(tmp, sm)
-        sass = sass_opcodes(cubin) if cubin else None
+        sass = sass_mma_opcodes(cubin) if cubin else None
         module = cp.RawModule(path=str(cubin)) if cubin else None
         for p in PROBES:
             if verdicts.get(p.kernel) != "accepted" or module is None:
