@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from precision.formats import get_format
+
 # Anchor exponent of a zero operand: far below any real anchor, so that the sum of two of them
 # (or of one and a real exponent) stays below every e_zero floor, and within int16.
 ZERO_ANCHOR = np.int16(-16000)
@@ -136,7 +138,12 @@ def block(
 
 
 # The NaN NVIDIA GPUs produce (tensor cores, FADD/FMUL on CUDA cores), per storage dtype.
-CANONICAL_NAN_BITS = {np.dtype(np.float32): 0x7FFFFFFF, np.dtype(np.float16): 0x7FFF}
+#: The NaN the tensor cores write, per accumulator storage dtype (the format registry's
+#: ``gpu_canonical_nan_bits``, recorded on the H200: fp32 0x7FFFFFFF, fp16 0x7FFF).
+CANONICAL_NAN_BITS: dict[np.dtype, int] = {
+    get_format(name).storage: int(get_format(name).gpu_canonical_nan_bits or 0)
+    for name in ("fp32", "fp16")
+}
 
 
 def canonicalize_nan(x: np.ndarray) -> np.ndarray:
