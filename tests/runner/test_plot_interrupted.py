@@ -29,3 +29,23 @@ def test_plot_combines_points_of_an_interrupted_run(tmp_path, monkeypatch):
     assert main(["plot", str(out)]) == 0
     assert (out / "results.parquet").exists()
     assert (out / "figures" / "err_fro.png").exists()
+
+
+def test_plot_rebuilds_an_unreadable_or_stale_table(tmp_path, monkeypatch):
+    import os
+
+    import pandas as pd
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cfg.toml").write_text(CONFIG)
+    assert main(["run", "cfg.toml", "--quiet", "--no-plots"]) == 0
+    out = tmp_path / "results" / "interrupted"
+    good = pd.read_parquet(out / "results.parquet")
+    (out / "results.parquet").write_bytes(b"not a parquet file")  # truncated / garbage
+    assert main(["plot", str(out)]) == 0
+    assert pd.read_parquet(out / "results.parquet").equals(good)
+    # a table older than its points (e.g. a point recomputed after it was written)
+    old = (out / "results.parquet").stat().st_mtime - 60
+    os.utime(out / "results.parquet", (old, old))
+    assert main(["plot", str(out)]) == 0
+    assert (out / "results.parquet").stat().st_mtime > old

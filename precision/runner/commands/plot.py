@@ -100,20 +100,19 @@ def _fail_option(where: str, message: str):
 
 
 def _load_table(root: Path) -> pd.DataFrame | None:
-    """The results table of ``root``, combining stored points first after an interrupted run;
-    None (with a message) when there is none."""
-    table_path = root / "results.parquet"
-    if not table_path.exists() and (root / "config.toml").exists() and (root / "points").is_dir():
-        # An interrupted run: combine the points it stored first.
-        from precision.runner.config import load_config
-        from precision.runner.runner import combine_results
-        from precision.runner.store import ResultsDir
+    """The results table of ``root``, rebuilt from the stored points when it is missing,
+    unreadable or older than one of them (an interrupted or resumed run); None (with a
+    message) when there is none."""
+    from precision.runner.store import StoreError, recombine
 
-        combine_results(load_config(root / "config.toml"), ResultsDir(root.parent, root.name))
-    if not table_path.exists():
-        print(f"error: {table_path} does not exist (run the config first)", file=sys.stderr)
+    if not root.is_dir():
+        print(f"error: {root} does not exist (run the config first)", file=sys.stderr)
         return None
-    return pd.read_parquet(table_path)
+    try:
+        return recombine(root)
+    except StoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
 
 
 def main(args: argparse.Namespace) -> int:
