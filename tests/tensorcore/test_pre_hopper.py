@@ -183,20 +183,13 @@ def test_every_listed_family_is_modelled():
         for shape in ((16, 16, 16), (32, 8, 16), (8, 32, 16)):
             has("sm70", "wmma", "fp16", acc, shape)
         has("sm75", "mma", "fp16", acc, (16, 8, 8))
-    ints = ("int8", "uint8")
-    nibbles = ("int4", "uint4")
-    for a in ints:
-        for b in ints:
-            has("sm75", "mma", a, "int32", (8, 8, 16), b=b)
-            for arch in ("sm80", "sm89"):
-                for shape in ((16, 8, 32), (16, 8, 16), (8, 8, 16)):
-                    has(arch, "mma", a, "int32", shape, b=b)
-    for a in nibbles:
-        for b in nibbles:
-            has("sm75", "mma", a, "int32", (8, 8, 32), b=b)
-            for arch in ("sm80", "sm89"):
-                for shape in ((16, 8, 64), (16, 8, 32), (8, 8, 32)):
-                    has(arch, "mma", a, "int32", shape, b=b)
+    for fmts, k in ((("int8", "uint8"), 16), (("int4", "uint4"), 32)):
+        for a in fmts:
+            for b in fmts:
+                has("sm75", "mma", a, "int32", (8, 8, k), b=b)
+                for arch in ("sm80", "sm89"):
+                    for shape in ((16, 8, 2 * k), (16, 8, k), (8, 8, k)):
+                        has(arch, "mma", a, "int32", shape, b=b)
     has("sm75", "mma", "uint1", "int32", (8, 8, 128), bitop="xor.popc")
     for arch in ("sm80", "sm89"):
         for op in ("xor.popc", "and.popc"):
