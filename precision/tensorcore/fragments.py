@@ -34,9 +34,9 @@ quad, 1 for the upper), u = lane & 3, and the four products stacked (A ``[32, 4]
                             col = (i & 4) + (lane & 2) + (i & 1).
 
 Quad pair q computes D[8q:8q+8, :] = A[8q:8q+8, :] · B[:, 8q:8q+8] + C[8q:8q+8, :]. This
-layout is transcribed from the PTX ISA and has not been run on hardware: only a V100 (sm_70;
-sm_75 executes m8n8k4 too, nvcc 13 builds neither) can check it, with the small-integer-style
-probes that check the other layouts.
+layout is transcribed from the PTX ISA and has not been run on hardware. A V100 (sm_70, which
+nvcc 13 no longer targets) or a T4 (sm_75, which executes m8n8k4 with the same PTX layout)
+can check it, with the small-integer-style probes that check the other layouts.
 """
 
 from __future__ import annotations
