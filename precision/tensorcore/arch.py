@@ -78,7 +78,7 @@ class Instruction:
     evidence: str = _LITERATURE
     bitop: str = ""  # single-bit (uint1) inputs: "xor.popc" or "and.popc"
     #: Format of the ``c`` operand where it differs from ``d``'s (``acc_fmt``): Volta's
-    #: ``mma.sync.m8n8k4`` takes every f16/f32 c/d combination. Empty: c has ``acc_fmt``.
+    #: ``mma.sync.m8n8k4`` takes an f16 c with an f32 d. Empty: c has ``acc_fmt``.
     c_fmt: str = ""
 
     def __post_init__(self) -> None:
@@ -609,6 +609,9 @@ def _pre_hopper_float(g: _Gen) -> tuple[list[Instruction], list[Instruction]]:
     if g.name in ("sm70", "sm75"):
         # mma.sync m8n8k4 (HMMA.884, one block of 4 per quad pair); sm75 runs it with Volta's
         # numerics (MMA-Sim v2.1.1 [C]). c is read in its own format, d rounded as its own.
+        # ptxas 13 refuses f32 c with f16 d for every target it knows (sm_75 on): ".dtype
+        # must be '.f32' when .ctype is '.f32' for 'mma' instruction with shape '.m8n8k4'", so
+        # that pairing is not modelled; f16 c with f32 d is accepted.
         v = _GENS["sm70"]
         why = (
             "the HMMA.884 block of the published V100 WMMA file, not recorded as mma.sync"
@@ -616,7 +619,7 @@ def _pre_hopper_float(g: _Gen) -> tuple[list[Instruction], list[Instruction]]:
             else "Turing runs m8n8k4 with Volta's settings"
         )
         for d in accs:
-            for c in accs:
+            for c in accs if d == "fp32" else ("fp16",):
                 ez = v.e_zero16 if d == "fp16" else v.e_zero32
                 rnd = "rne" if d == "fp16" else "rz"
                 why_ = f"{volta}; {why}" + (
@@ -764,7 +767,8 @@ ARCHS: dict[str, ArchModel] = {
     "sm70": _pre_hopper_model(
         "sm70",
         "Volta (V100): HMMA.884 = fused blocks of 4 f16 products, F = 23; WMMA 16x16x16 "
-        "chains four of them; mma.sync m8n8k4 is one block, with every f16/f32 c/d pairing.",
+        "chains four of them; mma.sync m8n8k4 is one block (c/d f16/f16, f32/f32, f16 c with "
+        "f32 d).",
         default_op="wmma",
     ),
 }

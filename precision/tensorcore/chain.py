@@ -76,7 +76,7 @@ def mma(
         ``"wmma"``) or ``"wgmma"`` (sm90 ``wgmma.mma_async``: fp8 as one 32-product block,
         F = 13, e8m13 output).
     d_fmt : format of the result where it differs from ``c``'s (Volta/Turing ``mma.sync``
-        m8n8k4 takes f16 c with f32 d and f32 c with f16 d): ``c`` is read in its own format,
+        m8n8k4 takes an f16 c with an f32 d): ``c`` is read in its own format,
         d is rounded as ``d_fmt`` (its storage dtype is the result's). One instruction only
         (K equal to its k), CPU only.
     satf : saturate after every instruction. int8: the hardware's ``.satfinite`` clamp to

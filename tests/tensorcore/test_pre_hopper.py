@@ -14,7 +14,10 @@ No hardware outputs exist here for most of these instructions (see docs/coverage
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import zlib
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -24,6 +27,7 @@ from precision import mma
 from precision.formats import get_format
 from precision.tensorcore import ARCHS, fdpa
 from precision.tensorcore.arch import Instruction
+from precision.tensorcore.fragments import mma_fragments, quadpair_fragments
 
 OLD = ("sm70", "sm75", "sm80", "sm89")
 INSTRUCTIONS = [(arch, ins) for arch in OLD for ins in ARCHS[arch].all_instructions()]
@@ -177,9 +181,10 @@ def test_every_listed_family_is_modelled():
     def has(arch, op, a, acc, shape, b=None, bitop=None, c=None):
         ARCHS[arch].instruction(a, acc, b_fmt=b, op=op, shape=shape, bitop=bitop, c_fmt=c)
 
+    for acc, c in (("fp32", "fp32"), ("fp16", "fp16"), ("fp32", "fp16")):
+        for arch in ("sm70", "sm75"):
+            has(arch, "mma", "fp16", acc, (8, 8, 4), c=c)
     for acc in ("fp32", "fp16"):
-        for c in ("fp32", "fp16"):
-            has("sm70", "mma", "fp16", acc, (8, 8, 4), c=c)
         for shape in ((16, 16, 16), (32, 8, 16), (8, 32, 16)):
             has("sm70", "wmma", "fp16", acc, shape)
         has("sm75", "mma", "fp16", acc, (16, 8, 8))
@@ -208,6 +213,8 @@ def test_every_listed_family_is_modelled():
             for acc in ("fp32", "fp16"):
                 for shape in ((16, 8, 32), (16, 8, 16)):
                     has("sm89", "mma", a, acc, shape, b=b)
+    with pytest.raises(TypeError, match="fp32 -> fp16"):  # ptxas refuses f32 c, f16 d
+        ARCHS["sm70"].instruction("fp16", "fp16", op="mma", shape=(8, 8, 4), c_fmt="fp32")
     with pytest.raises(TypeError, match="sm75"):
         ARCHS["sm75"].instruction("uint1", "int32", op="mma", bitop="and.popc")
     with pytest.raises(TypeError, match="sm80"):
@@ -270,7 +277,82 @@ def test_zero_anchor_floor_per_generation():
 def test_mixed_c_d_is_one_instruction_on_the_cpu():
     a = np.ones((8, 8), np.float16)
     c = np.zeros((8, 8), np.float16)
+    with pytest.raises(TypeError, match="fp32 -> fp16"):
+        mma(a[:, :4], a[:4], c.astype(np.float32), arch="sm70", op="mma", d_fmt="fp16")
     with pytest.raises(ValueError, match="K must equal k = 4"):
         mma(a, a, c, arch="sm70", op="mma", d_fmt="fp32")
     with pytest.raises(TypeError, match="sm80"):
         mma(a[:, :4], a[:4], c, arch="sm80", d_fmt="fp32")
+
+
+# --------------------------------------------------------------- ptxas accepts the PTX strings
+
+_ACC_BITS = {"fp32": 32, "fp16": 16, "int32": 32, "fp64": 64}
+_IN_BITS = {"int4": 4, "uint4": 4, "uint1": 1, "tf32": 32}
+
+
+def _asm_kernel(name: str, ptx: str, ins: Instruction) -> str:
+    """A CUDA kernel issuing ``ptx`` once, with the register counts of ``ins``'s fragments."""
+    if ins.shape == (8, 8, 4) and ins.a_fmt == "fp16":
+        fa, fb, fc = quadpair_fragments(_ACC_BITS[ins.c_format])
+        fd = quadpair_fragments(_ACC_BITS[ins.acc_fmt])[2]
+    else:
+        in_bits = _IN_BITS.get(ins.a_fmt) or get_format(ins.a_fmt).container_bits
+        fa, fb, fc = mma_fragments(ins.shape, in_bits, _ACC_BITS[ins.c_format])
+        fd = mma_fragments(ins.shape, in_bits, _ACC_BITS[ins.acc_fmt])[2]
+
+    def regs(frag, fmt: str, first: int) -> tuple[str, list[str], list[str]]:
+        # (PTX operand list, C++ declarations, inline-asm constraints) of one operand
+        kind, cons = {"fp32": ("float", "f"), "fp64": ("double", "d")}.get(fmt, ("unsigned", "r"))
+        names = [f"v{first + i}" for i in range(frag.regs)]
+        decl = [f"{kind} {v} = ({kind})p[{first + i}];" for i, v in enumerate(names)]
+        ops = "{" + ", ".join(f"%{first + i}" for i in range(frag.regs)) + "}"
+        return ops, decl, [f'"{cons}"({v})' for v in names]
+
+    n = 0
+    parts = []
+    for frag, fmt in ((fd, ins.acc_fmt), (fa, ins.a_fmt), (fb, ins.b_fmt), (fc, ins.c_format)):
+        parts.append(regs(frag, fmt, n))
+        n += frag.regs
+    (d_ops, d_decl, d_cons), *rest = parts
+    decls = " ".join(d for _, decl, _ in parts for d in decl)
+    outs = ", ".join(c.replace('"', '"=', 1) for c in d_cons)
+    ins_cons = ", ".join(c for _, _, cons in rest for c in cons)
+    ops = ", ".join([d_ops, *(o for o, _, _ in rest)])
+    store = " ".join(f"p[{i}] = {c.split('(')[1][:-1]};" for i, c in enumerate(d_cons))
+    return (
+        f"__global__ void {name}(double* p) {{ {decls}\n"
+        f'  asm volatile("{ptx} {ops};" : {outs} : {ins_cons});\n  {store} }}\n'
+    )
+
+
+def _ptxas(arch: str, source: str, tmp_path) -> subprocess.CompletedProcess:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("needs nvcc")
+    cu = tmp_path / f"{arch}.cu"
+    cu.write_text(source)
+    cmd = [nvcc, f"-arch=sm_{arch[2:]}", "-cubin", "-o", str(tmp_path / "k.cubin"), str(cu)]
+    return subprocess.run(cmd, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize("arch", ["sm75", "sm80", "sm89"])
+def test_ptxas_accepts_every_mma_sync(arch, tmp_path):
+    """Each modelled mma.sync PTX string assembles for its target (nvcc 13: sm_75 and newer;
+    sm70 cannot be targeted, but its m8n8k4 strings are sm75's)."""
+    kernels = [
+        _asm_kernel(f"k{i}", ins.ptx, ins)
+        for i, ins in enumerate(ARCHS[arch].all_instructions())
+        if ins.family == "mma"
+    ]
+    done = _ptxas(arch, "".join(kernels), tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_ptxas_refuses_f32_c_with_f16_d_for_m8n8k4(tmp_path):
+    """Why sm70/sm75 model no m8n8k4 with an f32 c and an f16 d."""
+    f16 = ARCHS["sm75"].instruction("fp16", "fp16", op="mma", shape=(8, 8, 4))
+    ptx = f16.ptx.removesuffix(".f16") + ".f32"
+    refused = replace(f16, ptx=ptx, c_fmt="fp32")
+    done = _ptxas("sm75", _asm_kernel("k", ptx, refused), tmp_path)
+    assert done.returncode != 0 and ".dtype must be '.f32' when .ctype is '.f32'" in done.stderr
