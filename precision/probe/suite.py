@@ -48,7 +48,7 @@ class Row:
 
 def arch_of(compute_capability: int) -> str:
     """The :data:`precision.tensorcore.ARCHS` model of a compute capability (sm_86 and sm_87
-    take sm80's, sm_120 sm100's); ``ValueError`` where none exists (sm_75)."""
+    take sm80's, sm_120 sm100's); ``ValueError`` where none exists (before sm_70)."""
     from precision.tensorcore import ARCHS
 
     cc = int(compute_capability)

@@ -25,14 +25,20 @@ computes each output element:
 - ``evidence``: what backs the numerics (a recorded file under tests/data, or the literature).
 
 An :class:`ArchModel` is the table of instructions of one GPU generation, keyed by
-``(family, a_fmt, b_fmt, acc_fmt)``. Only ``sm90`` is verified bit for bit against recorded
-H200 outputs (tests/data/sm90 for ``mma.sync``, tests/data/sm90_wgmma for ``wgmma``); the other
-generations are transcribed from the published models (Khattak & Mikaitis 2025; Xie et al.,
-MMA-Sim 2025; see docs/emulator.md) and say so in ``verified`` and in each ``evidence``.
+``(family, a_fmt, b_fmt, acc_fmt)`` (``acc_fmt`` is the format of d), with further shapes,
+b1 operations and c/d format pairings as ``alternates``. Only ``sm90`` is verified bit for bit
+against recorded H200 outputs (tests/data/sm90*); the older generations (sm70 Volta, sm75
+Turing, sm80 Ampere incl. sm86, sm89 Ada) are transcribed from the published models
+(Khattak & Mikaitis 2025; Fasi et al. 2021; MMA-Sim v2.1.1; see
+/work/shared/reference/tensorcore_arithmetic.md §3.3, §8.4.2): their WMMA f16/bf16/tf32 and
+Ada fp8 defaults replay the published hardware files in tests/data/published, everything else
+rests on the literature, and each ``evidence`` says which. Integer, b1 and f64 instructions are
+exact arithmetic (wrapping int32 sums; IEEE binary64 FMA chains).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,11 +77,14 @@ class Instruction:
     schedule: str = "chain"
     evidence: str = _LITERATURE
     bitop: str = ""  # single-bit (uint1) inputs: "xor.popc" or "and.popc"
+    #: Format of the ``c`` operand where it differs from ``d``'s (``acc_fmt``): Volta's
+    #: ``mma.sync.m8n8k4`` takes an f16 c with an f32 d. Empty: c has ``acc_fmt``.
+    c_fmt: str = ""
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise ValueError(f"Instruction {self.ptx!r}: family {self.family!r} not in {FAMILIES}")
-        for f in (self.a_fmt, self.b_fmt, self.acc_fmt):
+        for f in (self.a_fmt, self.b_fmt, self.acc_fmt, *((self.c_fmt,) if self.c_fmt else ())):
             if get_format(f).name != f:
                 raise ValueError(f"Instruction {self.ptx!r}: format {f!r} is not a canonical name")
 
@@ -83,6 +92,11 @@ class Instruction:
     def k(self) -> int:
         """The instruction's inner dimension: K must be a multiple of it."""
         return self.shape[2]
+
+    @property
+    def c_format(self) -> str:
+        """The canonical format of ``c`` (``acc_fmt`` unless :attr:`c_fmt` says otherwise)."""
+        return self.c_fmt or self.acc_fmt
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -136,13 +150,15 @@ class ArchModel:
         op: str | None = None,
         shape: tuple[int, int, int] | None = None,
         bitop: str | None = None,
+        c_fmt: Any = None,
     ) -> Instruction:
         """The instruction for these formats (any alias) and family ``op``.
 
-        ``b_fmt`` defaults to ``a_fmt``; ``op`` to :attr:`default_op`; ``shape`` (m, n, k) and
-        ``bitop`` (single-bit inputs) select among the instructions of one format key (the
-        default when not given). Raises ``TypeError`` listing what exists when the arch has no
-        such instruction.
+        ``acc_fmt`` is the format of ``d``. ``b_fmt`` defaults to ``a_fmt``; ``op`` to
+        :attr:`default_op`; ``c_fmt`` (the format of ``c``) to ``acc_fmt``; ``shape``
+        (m, n, k) and ``bitop`` (single-bit inputs) select among the instructions of one format
+        key (the default when not given). Raises ``TypeError`` listing what exists when the
+        arch has no such instruction.
         """
         op = self.default_op if op is None else op
         if op not in FAMILIES:
@@ -150,22 +166,25 @@ class ArchModel:
         fa = get_format(a_fmt).name
         fb = fa if b_fmt is None else get_format(b_fmt).name
         fc = get_format(acc_fmt).name
-        if shape is not None or bitop is not None:
+        fcin = fc if c_fmt is None else get_format(c_fmt).name
+        if shape is not None or bitop is not None or fcin != fc:
             for ins in self.all_instructions():
                 if (
                     ins.key == (op, fa, fb, fc)
+                    and ins.c_format == fcin
                     and (shape is None or tuple(shape) == ins.shape)
                     and (bitop is None or bitop == ins.bitop)
                 ):
                     return ins
             shapes = sorted(
                 f"m{i.shape[0]}n{i.shape[1]}k{i.shape[2]}{' ' + i.bitop if i.bitop else ''}"
+                f" c={i.c_format}"
                 for i in self.all_instructions()
                 if i.key == (op, fa, fb, fc)
             )
             raise TypeError(
-                f"arch {self.name!r} has no {op} instruction for {fa} x {fb} -> {fc} with "
-                f"shape={shape} bitop={bitop}; available: {', '.join(shapes) or 'none'}"
+                f"arch {self.name!r} has no {op} instruction for {fa} x {fb} + {fcin} -> {fc} "
+                f"with shape={shape} bitop={bitop}; available: {', '.join(shapes) or 'none'}"
             )
         try:
             return self.instructions[(op, fa, fb, fc)]
@@ -181,10 +200,11 @@ class ArchModel:
             ) from None
 
 
-def _mma_ptx(shape: tuple[int, int, int], a: str, b: str, acc: str) -> str:
+def _mma_ptx(shape: tuple[int, int, int], a: str, b: str, acc: str, c: str = "") -> str:
+    """``mma.sync.aligned.mMnNkK.row.col.<d>.<a>.<b>.<c>`` (``c`` defaults to ``acc``)."""
     m, n, k = shape
-    d, pa, pb = _ptx_type(acc), _ptx_type(a), _ptx_type(b)
-    return f"mma.sync.aligned.m{m}n{n}k{k}.row.col.{d}.{pa}.{pb}.{d}"
+    d, pa, pb, pc = _ptx_type(acc), _ptx_type(a), _ptx_type(b), _ptx_type(c or acc)
+    return f"mma.sync.aligned.m{m}n{n}k{k}.row.col.{d}.{pa}.{pb}.{pc}"
 
 
 def _wgmma_ptx(shape: tuple[int, int, int], a: str, b: str, acc: str) -> str:
@@ -380,6 +400,76 @@ def _sm90_wgmma_extra() -> list[Instruction]:
     return ins
 
 
+#: The evidence of one instruction: ``(shape, a_fmt, b_fmt, acc_fmt, bitop) -> str``.
+Evidence = Callable[[tuple[int, int, int], str, str, str, str], str]
+
+
+def _mma(
+    shape: tuple[int, int, int],
+    a: str,
+    b: str,
+    acc: str,
+    block: int,
+    frac_bits: int,
+    e_zero: int,
+    rounding: str,
+    evidence: str,
+    *,
+    schedule: str = "chain",
+    bitop: str = "",
+    c_fmt: str = "",
+) -> Instruction:
+    """One ``mma.sync`` instruction (PTX string derived from shape, formats and ``bitop``)."""
+    ptx = _mma_ptx(shape, a, b, acc, c_fmt) + (f".{bitop}" if bitop else "")
+    return Instruction(
+        ptx, "mma", shape, a, b, acc, block, frac_bits, e_zero, rounding, schedule, evidence,
+        bitop, c_fmt,
+    )  # fmt: skip
+
+
+def _exact_families(
+    evidence: Evidence,
+    *,
+    int8_shapes: tuple[tuple[int, int, int], ...],
+    int4_shapes: tuple[tuple[int, int, int], ...],
+    b1: tuple[tuple[tuple[int, int, int], str], ...],
+    f64_shapes: tuple[tuple[int, int, int], ...] = (),
+) -> tuple[list[Instruction], list[Instruction]]:
+    """The exact ``mma.sync`` families of one generation: (defaults, alternates).
+
+    Integers (s8/u8 and s4/u4 in every signedness pairing): each instruction adds the exact
+    sum of its k products to c, wrapping modulo 2^32 (``.satfinite``: clamping). Single bit
+    (``b1``, ``(shape, "xor.popc" | "and.popc")``): adds popcount(a_row OP b_col) exactly.
+    f64 (DMMA): a chain of IEEE binary64 FMAs in increasing k, each rounded to nearest even
+    (``schedule="fma_chain"``). The first shape (or b1 pair) of each tuple is the default of
+    its format key; the others are alternates (reached with ``shape=`` / ``bitop=``).
+    """
+
+    def exact(shape, a, b, bitop=""):
+        ev = evidence(shape, a, b, "int32", bitop)
+        return _mma(shape, a, b, "int32", shape[2], 0, 0, "wrap", ev, bitop=bitop)
+
+    def f64(shape):
+        ev = evidence(shape, "fp64", "fp64", "fp64", "")
+        return _mma(shape, "fp64", "fp64", "fp64", 1, 0, 0, "rn", ev, schedule="fma_chain")
+
+    i8 = [(a, b) for a in ("int8", "uint8") for b in ("int8", "uint8")]
+    i4 = [(a, b) for a in ("int4", "uint4") for b in ("int4", "uint4")]
+    defaults = [
+        *(exact(int8_shapes[0], a, b) for a, b in i8),
+        *(exact(int4_shapes[0], a, b) for a, b in i4),
+        exact(b1[0][0], "uint1", "uint1", b1[0][1]),
+        *(f64(s) for s in f64_shapes[:1]),
+    ]
+    alternates = [
+        *(exact(s, a, b) for s in int8_shapes[1:] for a, b in i8),
+        *(exact(s, a, b) for s in int4_shapes[1:] for a, b in i4),
+        *(exact(s, "uint1", "uint1", op) for s, op in b1[1:]),
+        *(f64(s) for s in f64_shapes[1:]),
+    ]
+    return defaults, alternates
+
+
 _SM90_MMA2 = "tests/data/sm90_mma"
 
 
@@ -406,37 +496,24 @@ def _sm90_mma_families() -> tuple[list[Instruction], list[Instruction]]:
             parts.append(bitop.replace(".", ""))
         return f"H200 mma.sync recording {_SM90_MMA2}/{'_'.join(parts)}.npz"
 
-    def mma_(shape, a, b, acc, block, fb, ez, rnd, schedule="chain", bitop=""):
-        ptx = _mma_ptx(shape, a, b, acc) + (f".{bitop}" if bitop else "")
-        return Instruction(
-            ptx,
-            "mma",
-            shape,
-            a,
-            b,
-            acc,
-            block,
-            fb,
-            ez,
-            rnd,
-            schedule,
-            rec(shape, a, b, acc, bitop),
-            bitop,
-        )
+    def mma_(shape, a, b, acc, block, fb, ez, rnd, schedule="chain"):
+        ev = rec(shape, a, b, acc)
+        return _mma(shape, a, b, acc, block, fb, ez, rnd, ev, schedule=schedule)
 
-    ints = ("int8", "uint8")
-    nibbles = ("int4", "uint4")
-    defaults = [
-        *(
-            mma_((16, 8, 32), a, b, "int32", 32, 0, 0, "wrap")
-            for a in ints
-            for b in ints
-            if (a, b) != ("int8", "int8")
+    exact_defaults, exact_alternates = _exact_families(
+        rec,
+        int8_shapes=((16, 8, 32), (16, 8, 16), (8, 8, 16)),
+        int4_shapes=((16, 8, 64), (8, 8, 32)),
+        b1=(
+            ((16, 8, 256), "xor.popc"),
+            ((16, 8, 256), "and.popc"),
+            ((8, 8, 128), "xor.popc"),
+            ((8, 8, 128), "and.popc"),
         ),
-        *(mma_((16, 8, 64), a, b, "int32", 64, 0, 0, "wrap") for a in nibbles for b in nibbles),
-        mma_((16, 8, 256), "uint1", "uint1", "int32", 256, 0, 0, "wrap", bitop="xor.popc"),
-        mma_((8, 8, 4), "fp64", "fp64", "fp64", 1, 0, 0, "rn", "fma_chain"),
-    ]
+        f64_shapes=((8, 8, 4), (16, 8, 4), (16, 8, 8), (16, 8, 16)),
+    )
+    # s8 x s8 m16n8k32 is recorded in tests/data/sm90 (its default comes from there)
+    defaults = [i for i in exact_defaults if i.key != ("mma", "int8", "int8", "int32")]
     alternates = [
         mma_((16, 8, 8), "fp16", "fp16", "fp32", 8, 25, -133, "rz"),
         mma_((16, 8, 8), "fp16", "fp16", "fp16", 8, 25, -21, "rne"),
@@ -446,20 +523,189 @@ def _sm90_mma_families() -> tuple[list[Instruction], list[Instruction]]:
             mma_((16, 8, 16), a, b, "fp32", 16, 25, -133, "rz", "fp8_via_f16")
             for a, b in _fp8_pairs()
         ),
-        *(mma_((16, 8, 16), a, b, "int32", 16, 0, 0, "wrap") for a in ints for b in ints),
-        *(mma_((8, 8, 16), a, b, "int32", 16, 0, 0, "wrap") for a in ints for b in ints),
-        *(mma_((8, 8, 32), a, b, "int32", 32, 0, 0, "wrap") for a in nibbles for b in nibbles),
-        mma_((16, 8, 256), "uint1", "uint1", "int32", 256, 0, 0, "wrap", bitop="and.popc"),
-        *(
-            mma_((8, 8, 128), "uint1", "uint1", "int32", 128, 0, 0, "wrap", bitop=op)
-            for op in ("xor.popc", "and.popc")
-        ),
-        *(
-            mma_(shape, "fp64", "fp64", "fp64", 1, 0, 0, "rn", "fma_chain")
-            for shape in ((16, 8, 4), (16, 8, 8), (16, 8, 16))
-        ),
+        *exact_alternates,
     ]
     return defaults, alternates
+
+
+_PUB = "tests/data/published"
+_PRE_HOPPER_VERIFIED = (
+    "WMMA f16/bf16/tf32 (and Ada fp8 mma.sync) replayed against the published hardware files "
+    f"in {_PUB} (5,000/5,000 each); every other instruction from the literature only"
+)
+_KM = "Khattak & Mikaitis 2025"
+_MMASIM = "MMA-Sim v2.1.1"
+
+
+@dataclass(frozen=True)
+class _Gen:
+    """The fused-block numerics of one generation before Hopper (tensorcore_arithmetic.md §3.3,
+    §8.4.2): ``F`` of the 16-bit/tf32 path, the zero anchors by output format, and the
+    products per block of f16/bf16 (``l16``) and tf32 (``l32``)."""
+
+    name: str
+    frac_bits: int
+    e_zero32: int
+    e_zero16: int
+    l16: int
+    l32: int
+
+
+_GENS = {
+    "sm70": _Gen("sm70", 23, -131, -19, 4, 0),
+    "sm75": _Gen("sm75", 24, -132, -20, 8, 0),
+    "sm80": _Gen("sm80", 24, -132, -20, 8, 4),
+    "sm89": _Gen("sm89", 24, -132, -20, 8, 4),
+}
+
+
+def _published(gpus: tuple[str, ...], fmt: str, what: str) -> str:
+    files = ", ".join(f"{_PUB}/{g}/{fmt}.npz" for g in gpus)
+    return f"published file {files} ({what}): 5000/5000 each"
+
+
+def _pre_hopper_float(g: _Gen) -> tuple[list[Instruction], list[Instruction]]:
+    """The floating-point instructions of a generation before Hopper: (defaults, alternates).
+
+    f16/bf16 blocks of ``g.l16`` products, tf32 blocks of ``g.l32``, F = ``g.frac_bits``;
+    fp8 (sm89 QMMA) blocks of 16 with F = 13 and an e8m13 RZ fp32 output. An instruction
+    whose k exceeds its block is a chain of blocks in increasing k. Output: RZ fp32 / RNE
+    fp16; the zero anchor follows the format of d.
+    """
+    lit = f"literature: {_KM}; {_MMASIM} (tensorcore_arithmetic.md §3.3 [C], §8.4.2 [C][S])"
+    volta = "literature: Fasi et al. 2021; " + lit.removeprefix("literature: ")
+    pub_gpus = {"sm70": ("v100",), "sm80": ("a100", "a2"), "sm89": ("ada", "l40s")}.get(g.name)
+
+    def make(shape, a, acc, block, ev, *, b="", c="", family="mma", fb=None):
+        fb = g.frac_bits if fb is None else fb
+        ez = g.e_zero16 if acc == "fp16" else g.e_zero32
+        rnd = "rne" if acc == "fp16" else "rz_e8m13" if fb == 13 else "rz"
+        if family == "wmma":
+            ptx = _wmma_ptx(shape, acc)
+            return Instruction(ptx, "wmma", shape, a, a, acc, block, fb, ez, rnd, "chain", ev)
+        return _mma(shape, a, b or a, acc, block, fb, ez, rnd, ev, c_fmt=c)
+
+    def ev(fmt: str, acc: str, published: bool = False) -> str:
+        """Literature, or the published WMMA file this default instruction replays."""
+        base = volta if g.name == "sm70" else lit
+        if not (published and pub_gpus):
+            return base
+        wmma = "m16n16k8" if fmt == "tf32" else "m16n16k16"
+        nonzero = 4 if g.name == "sm70" or fmt == "tf32" else 8
+        block = g.l32 if fmt == "tf32" else g.l16
+        what = f"WMMA {wmma}, {nonzero} nonzero products, {acc} output"
+        return f"{_published(pub_gpus, fmt, what)}; L = {block} and chaining from {base}"
+
+    defaults: list[Instruction] = []
+    alternates: list[Instruction] = []
+    accs = ("fp32", "fp16")
+    if g.name == "sm70":
+        for shape in ((16, 16, 16), (32, 8, 16), (8, 32, 16)):
+            out = defaults if shape == (16, 16, 16) else alternates
+            out += [
+                make(shape, "fp16", d, 4, ev("fp16", d, shape == (16, 16, 16)), family="wmma")
+                for d in accs
+            ]
+    if g.name in ("sm70", "sm75"):
+        # mma.sync m8n8k4 (HMMA.884, one block of 4 per quad pair); sm75 runs it with Volta's
+        # numerics (MMA-Sim v2.1.1 [C]). c is read in its own format, d rounded as its own.
+        # ptxas 13 refuses f32 c with f16 d for every target it knows (sm_75 on): ".dtype
+        # must be '.f32' when .ctype is '.f32' for 'mma' instruction with shape '.m8n8k4'", so
+        # that pairing is not modelled; f16 c with f32 d is accepted.
+        v = _GENS["sm70"]
+        why = (
+            "the HMMA.884 block of the published V100 WMMA file, not recorded as mma.sync"
+            if g.name == "sm70"
+            else "Turing runs m8n8k4 with Volta's settings"
+        )
+        for d in accs:
+            for c in accs if d == "fp32" else ("fp16",):
+                ez = v.e_zero16 if d == "fp16" else v.e_zero32
+                rnd = "rne" if d == "fp16" else "rz"
+                why_ = f"{volta}; {why}" + (
+                    f"; c = {c}, d = {d}: c decoded in its own format, e_zero and rounding "
+                    "of d (MMA-Sim t_fdpa, §3.2 [C])"
+                    if c != d
+                    else ""
+                )
+                cf = "" if c == d else c
+                ins = _mma((8, 8, 4), "fp16", "fp16", d, 4, v.frac_bits, ez, rnd, why_, c_fmt=cf)
+                (defaults if g.name == "sm70" and c == d else alternates).append(ins)
+    if g.name == "sm75":
+        defaults += [make((16, 8, 8), "fp16", d, g.l16, lit) for d in accs]
+    if g.name in ("sm80", "sm89"):
+        for shape, alt in (((16, 8, 16), False), ((16, 8, 8), True)):
+            out = alternates if alt else defaults
+            out += [make(shape, "fp16", d, g.l16, ev("fp16", d, not alt)) for d in accs]
+            out.append(make(shape, "bf16", "fp32", g.l16, ev("bf16", "fp32", not alt)))
+        defaults.append(make((16, 8, 8), "tf32", "fp32", g.l32, ev("tf32", "fp32", True)))
+        alternates.append(make((16, 8, 4), "tf32", "fp32", g.l32, lit))
+    if g.name == "sm89":
+        for a, b in _fp8_pairs():
+            for d in accs:
+                if a == b:
+                    gpus = ("ada", "l40s") if d == "fp32" else ("ada",)
+                    e8 = _published(gpus, a, f"mma.sync m16n8k32, {d} output")
+                    e8 += f"; L = 16 decided by the files (K = 32); {lit}"
+                else:
+                    e8 = f"{lit}; not recorded: as {a} x {a}, each operand in its own format"
+                defaults.append(make((16, 8, 32), a, d, 16, e8, b=b, fb=13))
+                alternates.append(make((16, 8, 16), a, d, 16, lit, b=b, fb=13))
+    return defaults, alternates
+
+
+def _pre_hopper(name: str) -> tuple[list[Instruction], list[Instruction]]:
+    """Every modelled instruction of sm70/sm75/sm80/sm89: (defaults, alternates)."""
+    defaults, alternates = _pre_hopper_float(_GENS[name])
+    if name == "sm70":
+        return defaults, alternates
+
+    def lit(shape, a, b, acc, bitop) -> str:
+        if acc == "fp64":
+            return (
+                "exact arithmetic: IEEE binary64 FMA chain in increasing k (Fasi et al. 2021 "
+                "A100 binary64 suite [C]); not recorded on this generation"
+            )
+        return f"exact integer arithmetic (PTX ISA semantics); not recorded on {name}"
+
+    if name == "sm75":
+        ed, ea = _exact_families(
+            lit,
+            int8_shapes=((8, 8, 16),),
+            int4_shapes=((8, 8, 32),),
+            b1=(((8, 8, 128), "xor.popc"),),
+        )
+    else:
+        ed, ea = _exact_families(
+            lit,
+            int8_shapes=((16, 8, 32), (16, 8, 16), (8, 8, 16)),
+            int4_shapes=((16, 8, 64), (16, 8, 32), (8, 8, 32)),
+            b1=(
+                ((16, 8, 256), "xor.popc"),
+                ((16, 8, 256), "and.popc"),
+                ((16, 8, 128), "xor.popc"),
+                ((16, 8, 128), "and.popc"),
+                ((8, 8, 128), "xor.popc"),
+                ((8, 8, 128), "and.popc"),
+            ),
+            f64_shapes=((8, 8, 4),),
+        )
+    return defaults + ed, alternates + ea
+
+
+def _pre_hopper_model(
+    name: str, description: str, *, verified: str = _PRE_HOPPER_VERIFIED, default_op: str = "mma"
+) -> ArchModel:
+    """The :class:`ArchModel` of sm70/sm75/sm80/sm89 from :func:`_pre_hopper`."""
+    defaults, alternates = _pre_hopper(name)
+    return ArchModel(
+        name,
+        description,
+        verified,
+        _instructions(*defaults),
+        default_op=default_op,
+        alternates=tuple(alternates),
+    )
 
 
 ARCHS: dict[str, ArchModel] = {
@@ -500,54 +746,29 @@ ARCHS: dict[str, ArchModel] = {
             _int8_instruction(),
         ),
     ),
-    "sm89": ArchModel(
+    "sm89": _pre_hopper_model(
         "sm89",
         "Ada (L40S): HMMA fuses 8 f16/bf16 or 4 tf32 products, F = 24; QMMA fp8 fuses 16 "
-        "products with F = 13 and an e8m13 (RZ) fp32 output.",
-        _LITERATURE,
-        _instructions(
-            *_float_instructions(
-                f16_block=8,
-                tf32_block=4,
-                frac_bits=24,
-                e_zero32=-132,
-                e_zero16=-20,
-                fp8="native",
-                fp8_block=16,
-                fp8_frac_bits=13,
-            ),
-            _int8_instruction(),
-        ),
+        "products with F = 13 and an e8m13 (RZ) fp32 output; the sm80 integer, b1 and f64 "
+        "families.",
     ),
-    "sm80": ArchModel(
+    "sm80": _pre_hopper_model(
         "sm80",
-        "Ampere (A100): HMMA.16816 = two fused blocks of 8 f16/bf16 products, tf32 blocks of 4, "
-        "F = 24, e_zero = -132 (fp32) / -20 (fp16).",
-        _LITERATURE,
-        _instructions(
-            *_float_instructions(
-                f16_block=8, tf32_block=4, frac_bits=24, e_zero32=-132, e_zero16=-20, fp8=None
-            ),
-            _int8_instruction(),
-        ),
+        "Ampere (A100, and A2/sm_86): HMMA.16816 = two fused blocks of 8 f16/bf16 products, "
+        "tf32 blocks of 4, F = 24, e_zero = -132 (fp32) / -20 (fp16); exact integer, b1 and "
+        "f64 (DMMA) families.",
     ),
-    "sm70": ArchModel(
+    "sm75": _pre_hopper_model(
+        "sm75",
+        "Turing (T4): HMMA.1688 fuses 8 f16 products, F = 24, e_zero = -132 / -20 (MMA-Sim's "
+        "Turing parameters, as Ampere); m8n8k4 with Volta's numerics; exact integer and b1.",
+        verified="from the literature only (MMA-Sim v2.1.1 Turing parameters); no hardware outputs",
+    ),
+    "sm70": _pre_hopper_model(
         "sm70",
-        "Volta (V100): WMMA 16x16x16 = chained fused blocks of 4 f16 products, F = 23.",
-        "from the literature (Fasi et al. 2021; Khattak & Mikaitis 2025); not verified here",
-        _instructions(
-            *_float_instructions(
-                f16_block=4,
-                tf32_block=0,
-                frac_bits=23,
-                e_zero32=-131,
-                e_zero16=-19,
-                fp8=None,
-                bf16=False,
-                family="wmma",
-                f16_shape=(16, 16, 16),
-            )
-        ),
+        "Volta (V100): HMMA.884 = fused blocks of 4 f16 products, F = 23; WMMA 16x16x16 "
+        "chains four of them; mma.sync m8n8k4 is one block (c/d f16/f16, f32/f32, f16 c with "
+        "f32 d).",
         default_op="wmma",
     ),
 }

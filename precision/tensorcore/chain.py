@@ -49,6 +49,7 @@ def mma(
     op: str | None = None,
     shape: tuple[int, int, int] | None = None,
     bitop: str | None = None,
+    d_fmt: str | Format | None = None,
     satf: bool = False,
     device: str = "cpu",
 ) -> Any:
@@ -74,6 +75,10 @@ def mma(
     op : instruction family, ``"mma"`` (``mma.sync``, the default; sm70's default is
         ``"wmma"``) or ``"wgmma"`` (sm90 ``wgmma.mma_async``: fp8 as one 32-product block,
         F = 13, e8m13 output).
+    d_fmt : format of the result where it differs from ``c``'s (Volta/Turing ``mma.sync``
+        m8n8k4 takes an f16 c with an f32 d): ``c`` is read in its own format,
+        d is rounded as ``d_fmt`` (its storage dtype is the result's). One instruction only
+        (K equal to its k), CPU only.
     satf : saturate after every instruction. int8: the hardware's ``.satfinite`` clamp to
         [-2^31, 2^31 - 1] instead of wrapping modulo 2^32. Floating point: the documented satf
         semantics (+Inf → +MAX_NORM, −Inf → −MAX_NORM, NaN → +0 of the accumulator format),
@@ -96,14 +101,23 @@ def mma(
     c_default = get_format("int32" if a_is_int else "fp64" if a_name == "fp64" else "fp32")
     c = _as_array(c, "c", device, c_default)
     acc_fmt = _acc_format(c)
-    ins = model.instruction(a_name, acc_fmt, b_fmt=b_name, op=op, shape=shape, bitop=bitop)
+    out_fmt = acc_fmt if d_fmt is None else get_format(d_fmt).name
+    c_fmt = None if out_fmt == acc_fmt else acc_fmt
+    ins = model.instruction(
+        a_name, out_fmt, b_fmt=b_name, op=op, shape=shape, bitop=bitop, c_fmt=c_fmt
+    )
     batch, (m, k_dim, n) = _check_shapes(a, b, c, ins)
+    if c_fmt is not None and (k_dim != ins.k or device != "cpu"):
+        raise ValueError(
+            f"{ins.ptx}: c ({c_fmt}) and d ({out_fmt}) differ, which is one instruction on "
+            f"the CPU only: K must equal k = {ins.k} (got {k_dim}), device 'cpu' (got {device!r})"
+        )
     if m == 0 or n == 0 or 0 in batch:
         if device == "gpu":
             import cupy as cp
 
             return cp.empty(batch + (m, n), dtype=c.dtype)
-        return np.empty(batch + (m, n), dtype=c.dtype)
+        return np.empty(batch + (m, n), dtype=get_format(out_fmt).storage)
     if device == "gpu":
         from precision.tensorcore.gpu_engine import mma_gpu
 
@@ -308,10 +322,14 @@ class _FloatChain:
     def __init__(self, ins: Instruction, satf: bool):
         self.ins = ins
         self.satf = satf
-        self.acc_emin = get_format(ins.acc_fmt).emin  # a subnormal c anchors here (fp32: -126)
+        # a subnormal c anchors at its own format's emin (fp32: -126); c's format differs from
+        # the accumulator's only in the first block of a mixed c/d instruction
+        self.emin = {
+            np.dtype(get_format(f).storage): get_format(f).emin for f in (ins.acc_fmt, ins.c_format)
+        }
 
     def block(self, a, ea, b, eb, acc, special):
-        c64, ec = fdpa.decode(acc, self.acc_emin)
+        c64, ec = fdpa.decode(acc, self.emin[acc.dtype])
         special = special or not np.isfinite(acc).all()
         return fdpa.block(
             a,
@@ -385,7 +403,7 @@ def _mma_float(
     r = len(ia)
     m, k_dim = a3.shape[1:]
     n = b3.shape[-1]
-    out = np.empty((r, m, n), dtype=c3.dtype)
+    out = np.empty((r, m, n), dtype=get_format(ins.acc_fmt).storage)
     panel = max(8, _MAX_DECODED_B_ELEMENTS // max(1, b3.shape[0] * k_dim))
     if n > panel:  # output columns are independent: one panel of b decoded at a time
         for n0 in range(0, n, panel):

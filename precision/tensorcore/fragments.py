@@ -18,8 +18,25 @@ e = elements per register, i = element index within the lane, r = i // e):
 - ``m8n8`` C/D (8 x 8):   element i in 0..1: row = g, col = 2 t + i.
 
 ``e`` is ``32 / elem_bits`` for 32-bit registers (f16/bf16: 2, 8-bit: 4, 4-bit: 8, 1-bit: 32,
-tf32/f32/s32: 1) and 1 for f64 (one element per 64-bit register). Shapes whose layout is not
-of this form (Volta's quad-pair ``m8n8k4``) are not described here.
+tf32/f32/s32: 1) and 1 for f64 (one element per 64-bit register).
+
+Volta's f16 ``mma.sync.m8n8k4`` (:func:`quadpair_fragments`; PTX ISA "Matrix fragments for
+mma.m8n8k4 with .f16 floating point type", the same as CUTLASS/CuTe's SM70 traits) is not of
+this form: the warp runs four independent 8x8x4 products, one per *quad pair* ``q``, lanes
+``4q..4q+3`` and ``4q+16..4q+19``. With q = (lane >> 2) & 3, h = lane >> 4 (0 for the lower
+quad, 1 for the upper), u = lane & 3, and the four products stacked (A ``[32, 4]`` and C/D
+``[32, 8]`` by rows, B ``[4, 32]`` by columns, quad pair q owning rows / columns 8q..8q+7):
+
+- A (.row, 4 f16 per lane): row = 8q + u + 4h, col = i.
+- B (.col, 4 f16 per lane): k = i, n = 8q + u + 4h.
+- C/D f16 (8 per lane):     row = 8q + u + 4h, col = i.
+- C/D f32 (8 per lane):     row = 8q + (lane & 1) + (i & 2) + 4h,
+                            col = (i & 4) + (lane & 2) + (i & 1).
+
+Quad pair q computes D[8q:8q+8, :] = A[8q:8q+8, :] · B[:, 8q:8q+8] + C[8q:8q+8, :]. This
+layout is transcribed from the PTX ISA and has not been run on hardware. A V100 (sm_70, which
+nvcc 13 no longer targets) or a T4 (sm_75, which executes m8n8k4 with the same PTX layout)
+can check it, with the small-integer-style probes that check the other layouts.
 """
 
 from __future__ import annotations
@@ -28,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Fragment", "mma_fragments", "pack", "unpack"]
+__all__ = ["Fragment", "mma_fragments", "pack", "quadpair_fragments", "unpack"]
 
 WARP = 32
 
@@ -98,6 +115,11 @@ def mma_fragments(
     e_in = 1 if in_bits == 64 else 32 // in_bits
     if n != 8 or m not in (8, 16):
         raise ValueError(f"shape m{m}n{n}k{k}: only m16n8kK and m8n8kK layouts are described")
+    if (m, k, in_bits) == (8, 4, 16):
+        raise ValueError(
+            "shape m8n8k4 with f16 inputs is Volta's quad-pair layout (four stacked 8x8x4 "
+            "products): use quadpair_fragments"
+        )
     per_lane_a = m * k // WARP
     per_lane_b = k * n // WARP
     if per_lane_a % e_in or per_lane_b % e_in or per_lane_a == 0 or per_lane_b == 0:
@@ -116,6 +138,28 @@ def mma_fragments(
         b = _frag(k, n, in_bits, t * e_in + ib, g)
         ic = np.arange(2)[None, :]
         c = _frag(m, n, acc_bits, g, 2 * t + ic)
+    return a, b, c
+
+
+def quadpair_fragments(acc_bits: int) -> tuple[Fragment, Fragment, Fragment]:
+    """The A, B and C/D fragments of Volta's ``mma.sync.aligned.m8n8k4.row.col`` with f16
+    inputs and an ``acc_bits``-bit accumulator (16: f16, 32: f32), for the four quad-pair
+    products stacked: A ``[32, 4]``, B ``[4, 32]``, C/D ``[32, 8]`` (see the module docstring).
+
+    Raises:
+        ValueError: ``acc_bits`` is not 16 or 32.
+    """
+    if acc_bits not in (16, 32):
+        raise ValueError(f"m8n8k4 accumulator: expected 16 or 32 bits, got {acc_bits}")
+    lane = np.arange(WARP)[:, None]
+    base = 8 * ((lane >> 2) & 3) + 4 * (lane >> 4)  # first row (or column) of this lane's quad
+    i4, i8 = np.arange(4)[None, :], np.arange(8)[None, :]
+    a = _frag(32, 4, 16, base + (lane & 3), i4)
+    b = _frag(4, 32, 16, i4, base + (lane & 3))
+    if acc_bits == 16:
+        c = _frag(32, 8, 16, base + (lane & 3), i8)
+    else:
+        c = _frag(32, 8, 32, base + (lane & 1) + (i8 & 2), (i8 & 4) + (lane & 2) + (i8 & 1))
     return a, b, c
 
 
