@@ -207,15 +207,19 @@ def _run_dask(
         for part, flag in split
     }
     lost: dict[str, int] = {}
-    for future in dd.as_completed(list(futures)):
-        part = futures[future]
+    for future in dd.as_completed(list(futures), loop=client.loop):
+        # Drop every reference to a finished task: a result still wanted by the client is
+        # recomputed when the worker holding it dies, and these rows are written already.
+        part = futures.pop(future)
         if future.status != "finished":
             failure = future.exception()
             reason = f"{type(failure).__name__}: {failure}"
             lost[reason] = lost.get(reason, 0) + len(part)
             not_run += len(part)
             continue
-        for point, rows in zip(part, future.result(), strict=True):
+        results = future.result()
+        future.release()
+        for point, rows in zip(part, results, strict=True):
             on_done(point, rows)
     notes += [
         f"{n} point(s) not computed ({reason}); a rerun computes them" for reason, n in lost.items()
