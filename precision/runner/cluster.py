@@ -14,6 +14,7 @@ module only writes its specification. Nothing here imports dask or CuPy at impor
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -21,6 +22,10 @@ from collections.abc import Callable, Sequence
 
 GPU_RESOURCE = "GPU"
 GPU_BACKENDS = ("cuda", "cublas")
+#: Environment variable: BLAS threads of each GPU worker (default: the cores left by the CPU
+#: workers, shared among the GPU workers).
+BLAS_THREADS_ENV = "PRECISION_BLAS_THREADS"
+_BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 class ClusterError(RuntimeError):
@@ -108,24 +113,63 @@ def parse_gpus(spec: str, available: Callable[[], list[str]] = visible_gpus) -> 
     return gpus
 
 
+def blas_threads(n_gpus: int, cpu_workers: int) -> int:
+    """BLAS threads of each GPU worker: ``$PRECISION_BLAS_THREADS`` when set, else the
+    machine's cores minus one per CPU worker, divided among the GPU workers (at least 1)."""
+    env = os.environ.get(BLAS_THREADS_ENV)
+    if env is not None:
+        if not env.isdigit() or int(env) < 1:
+            raise ClusterError(f"{BLAS_THREADS_ENV}={env!r}: expected an integer >= 1")
+        return int(env)
+    return max(1, ((os.cpu_count() or 1) - cpu_workers) // max(1, n_gpus))
+
+
+@functools.cache
+def _blas_nanny() -> type:
+    from distributed import Nanny
+
+    class BlasNanny(Nanny):
+        """A nanny whose worker process starts with ``blas_threads`` BLAS threads.
+
+        Dask starts every worker process with ``OMP_NUM_THREADS=1`` (and the OpenBLAS and MKL
+        equivalents) through ``distributed.nanny.pre-spawn-environ``, which must be set before
+        the process imports numpy; this nanny replaces those values for its worker only.
+        """
+
+        def __init__(self, *args, blas_threads: int = 1, **kwargs):
+            super().__init__(*args, **kwargs)
+            blas = dict.fromkeys(_BLAS_VARS, str(blas_threads))
+            self.pre_spawn_env.update(blas)  # set before the process starts (and numpy loads)
+            self.env.update(blas)  # set again in the process; would otherwise restore Dask's
+
+    return BlasNanny
+
+
 def cluster_spec(
     gpus: Sequence[str], cpu_workers: int, processes: bool = True
 ) -> tuple[dict, dict]:
     """(scheduler, workers) specifications for :class:`distributed.SpecCluster`.
 
-    Worker ``gpu-<g>`` is pinned to GPU ``g`` (``CUDA_VISIBLE_DEVICES=g``, resource GPU=1);
-    workers ``cpu-<j>`` have no GPU resource. Every worker has one thread. With
-    ``processes=False`` the workers are threads of this process (tests only: no per-worker
-    environment, so no pinning).
+    Worker ``gpu-<g>`` is pinned to GPU ``g`` (``CUDA_VISIBLE_DEVICES=g``, resource GPU=1)
+    and computes its fp64 references with :func:`blas_threads` BLAS threads; workers
+    ``cpu-<j>`` have no GPU resource and one BLAS thread (Dask's default). Every worker runs
+    one task at a time. With ``processes=False`` the workers are threads of this process
+    (tests only: no per-worker environment, so no pinning).
+
+    The ``"fp64"`` reference (a BLAS matmul) can differ in its last bits with the number of
+    BLAS threads, and so can error columns near the rounding level: set
+    ``PRECISION_BLAS_THREADS`` and ``OPENBLAS_NUM_THREADS`` alike to compare runs bit for bit.
     """
     from distributed import Nanny, Scheduler, Worker
 
+    threads = blas_threads(len(gpus), cpu_workers) if gpus else 1
     workers: dict[str, dict] = {}
     for gpu in gpus:
         options: dict = {"nthreads": 1, "resources": {GPU_RESOURCE: 1}, "name": f"gpu-{gpu}"}
         if processes:
             options["env"] = {"CUDA_VISIBLE_DEVICES": gpu}
-        workers[f"gpu-{gpu}"] = {"cls": Nanny if processes else Worker, "options": options}
+            options["blas_threads"] = threads
+        workers[f"gpu-{gpu}"] = {"cls": _blas_nanny() if processes else Worker, "options": options}
     for j in range(cpu_workers):
         workers[f"cpu-{j}"] = {
             "cls": Nanny if processes else Worker,

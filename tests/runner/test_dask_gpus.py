@@ -83,7 +83,8 @@ def test_gpus_all_without_a_gpu_is_a_clear_error(tmp_path, monkeypatch):
     assert not (tmp_path / "g").exists()
 
 
-def test_cluster_spec_pins_one_single_threaded_worker_per_gpu():
+def test_cluster_spec_pins_one_single_threaded_worker_per_gpu(monkeypatch):
+    monkeypatch.setenv("PRECISION_BLAS_THREADS", "3")
     _, workers = cluster_spec(["0", "GPU-b"], cpu_workers=2)
     gpu = {name: w["options"] for name, w in workers.items() if name.startswith("gpu-")}
     assert gpu == {
@@ -92,12 +93,14 @@ def test_cluster_spec_pins_one_single_threaded_worker_per_gpu():
             "resources": {"GPU": 1},
             "name": "gpu-0",
             "env": {"CUDA_VISIBLE_DEVICES": "0"},
+            "blas_threads": 3,
         },
         "gpu-GPU-b": {
             "nthreads": 1,
             "resources": {"GPU": 1},
             "name": "gpu-GPU-b",
             "env": {"CUDA_VISIBLE_DEVICES": "GPU-b"},
+            "blas_threads": 3,
         },
     }
     cpu = [w["options"] for name, w in workers.items() if name.startswith("cpu-")]
@@ -125,13 +128,15 @@ def test_gpu_points_are_refused_without_a_gpu_worker(tmp_path):
     assert len(table) == 12
 
 
-def test_killed_worker_loses_no_finished_point(tmp_path):
-    """Two worker processes (one pinned to fake GPU "7"); one is SIGKILLed mid-run. The run
+def test_killed_worker_loses_no_finished_point(tmp_path, monkeypatch):
+    """Two worker processes (one pinned to fake GPU "7", with 2 BLAS threads); the other is
+    SIGKILLed mid-run. The run
     completes (the nanny restarts the worker, the scheduler reschedules its task), every point
     written before the kill was computed exactly once, and a rerun computes nothing."""
     log = tmp_path / "computed.log"
     config = parse_config(CONFIG, "g.toml")
     points = {p.id for p in expand(config)}
+    monkeypatch.setenv("PRECISION_BLAS_THREADS", "2")
     _, spec = cluster_spec(["7"], cpu_workers=1)
     cluster = dd.SpecCluster(
         workers=spec,
@@ -141,10 +146,12 @@ def test_killed_worker_loses_no_finished_point(tmp_path):
     written_at_kill: set[str] = set()
     with cluster, dd.Client(cluster) as client:
         client.register_plugin(doubles.DoublesPlugin(str(log), sleep=0.15))
-        env = client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES"))
+        env = client.run(
+            lambda: (os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ["OPENBLAS_NUM_THREADS"])
+        )
         pids = client.run(os.getpid)
         by_name = {w["name"]: a for a, w in client.scheduler_info()["workers"].items()}
-        assert env[by_name["gpu-7"]] == "7" and env[by_name["cpu-0"]] is None
+        assert env[by_name["gpu-7"]] == ("7", "2") and env[by_name["cpu-0"]] == (None, "1")
         points_dir = tmp_path / "g" / "points"
 
         def kill_when_two_points_are_written() -> None:
