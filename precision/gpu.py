@@ -93,3 +93,44 @@ def time_gpu(
         stop.synchronize()
         times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
     return times
+
+
+@functools.cache
+def device_uuid() -> str | None:
+    """UUID of the current CUDA device as nvidia-smi writes it (``'GPU-8f3c…'``), or ``None``
+    without a GPU.
+
+    From CuPy's device properties when they carry it, else from ``nvidia-smi -i`` on the first
+    ``CUDA_VISIBLE_DEVICES`` entry (nvidia-smi itself ignores that variable). Cached per
+    process: a Dask GPU worker is pinned to one device for its life.
+    """
+    import os
+    import shutil
+    import subprocess
+
+    cp = cupy_or_none()
+    if cp is None:
+        return None
+    try:
+        raw = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id).get("uuid")
+    except Exception:
+        raw = None
+    if isinstance(raw, bytes | bytearray) and len(raw) == 16:
+        h = bytes(raw).hex()
+        return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    index = visible or str(cp.cuda.Device().id)
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run(
+            [exe, "-i", index, "--query-gpu=uuid", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.splitlines()[0].strip() if out else None

@@ -5,7 +5,9 @@ so the same functions run in-process or on a Dask worker. A backend that cannot 
 a GEMM call that raises, yields rows with ``status`` "unavailable" or "error" and the reason in
 ``error``, never an exception (``KeyboardInterrupt`` still propagates). A GEMM whose error
 metrics are NaN or Inf (its result holds NaN or Inf where the reference is finite) is
-computed but not "ok": its status is "nan", with the reason in ``error``.
+computed but not "ok": its status is "nan", with the reason in ``error``. The ``gpu_uuid``
+column names the GPU that computed a point with a GPU backend (nvidia-smi's ``GPU-…`` UUID;
+None for CPU points and for GPU points not attempted because the backend is unavailable).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from precision.runner.cluster import needs_gpu
 from precision.runner.sweep import Point, rng_for
 
 STATUS_OK = "ok"
@@ -47,6 +50,13 @@ def _availability() -> dict[str, str | None]:
     from precision.runner.catalog import backend_availability
 
     return backend_availability()
+
+
+def _gpu_uuid() -> str | None:
+    """UUID of the GPU this process computes on (None without one)."""
+    from precision.gpu import device_uuid
+
+    return device_uuid()
 
 
 def _default_gemm() -> GemmFn:
@@ -133,6 +143,7 @@ def _base_row(point: Point, repeat: int) -> dict:
         "timed_calls": point.calls,
         "tflops": np.nan,
         "timing": None,
+        "gpu_uuid": None,
     }
 
 
@@ -247,6 +258,8 @@ def compute_point(
                     )
             except Exception as exc:  # recorded per point; the sweep goes on
                 row.update(status=STATUS_ERROR, error=f"{type(exc).__name__}: {exc}")
+            if needs_gpu(point):
+                row["gpu_uuid"] = _gpu_uuid()
         row.update(_provenance())
         row["created_utc"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         rows.append(row)

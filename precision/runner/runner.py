@@ -29,6 +29,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from precision.runner.cluster import (
+    GPU_BACKENDS,
+    GPU_RESOURCE,
+    ClusterError,
+    gpu_workers,
+    local_cluster,
+    needs_gpu,
+    parse_gpus,
+)
 from precision.runner.config import ExperimentConfig
 from precision.runner.execute import (
     DONE_STATUSES,
@@ -45,7 +54,6 @@ from precision.runner.store import ResultsDir, StoreError
 from precision.runner.sweep import Point, expand, group_by_inputs
 
 EXECUTORS = ("local", "dask")
-GPU_BACKENDS = ("cuda", "cublas")
 
 
 class RunnerError(RuntimeError):
@@ -61,8 +69,10 @@ class RunSummary:
 
     ``computed`` counts the points this run computed (status "ok" or "nan"); ``unavailable``
     and ``errors`` the points it attempted whose backend cannot run here or that raised;
-    ``skipped`` the points already stored. ``warnings`` are for the user (config or code
-    changed since the stored points, files moved aside, leftovers removed).
+    ``skipped`` the points already stored; ``not_run`` the pending points a Dask run left
+    (no GPU worker, or a worker lost too often: see ``warnings``). ``warnings`` are for the
+    user (config or code changed since the stored points, files moved aside, leftovers
+    removed, points not run).
     """
 
     results_dir: Path
@@ -75,6 +85,7 @@ class RunSummary:
     problems: dict[str, int] = field(default_factory=dict)
     figures: list[Path] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    not_run: int = 0
 
     @property
     def failed(self) -> bool:
@@ -111,31 +122,109 @@ def _import_dask():
 
 
 @contextlib.contextmanager
-def _dask_pool(
-    points: list[Point], jobs: int | None, scheduler: str | None, processes: bool
-) -> Iterator[tuple[Callable, Callable]]:
+def _dask_client(
+    jobs: int | None, scheduler: str | None, processes: bool, gpus: list[str] | None
+) -> Iterator:
+    """A Dask client: on ``scheduler``, or on a local cluster made for this run.
+
+    With ``gpus`` the local cluster has one single-threaded worker per GPU, pinned to it and
+    advertising GPU=1, plus ``jobs`` (default 0) CPU workers (:mod:`precision.runner.cluster`);
+    without, ``jobs`` single-threaded CPU workers (Dask's default count when None).
+    """
     dd = _import_dask()
+    cluster = None
     if scheduler:
         client = dd.Client(scheduler)
-        cluster = None
     else:
-        cluster = None
-        if any(p.backend in GPU_BACKENDS for p in points):
-            with contextlib.suppress(ImportError):
-                from dask_cuda import LocalCUDACluster  # one worker per visible GPU
-
-                cluster = LocalCUDACluster(dashboard_address=None)
-        if cluster is None:
+        if gpus:
+            cluster = local_cluster(gpus, jobs or 0, processes)
+        else:
             cluster = dd.LocalCluster(
                 n_workers=jobs, threads_per_worker=1, processes=processes, dashboard_address=None
             )
         client = dd.Client(cluster)
     try:
-        yield (lambda fn, *args: client.submit(fn, *args, pure=False)), dd.as_completed
+        yield client
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+#: Dask ``retries=`` of each task (a task that raises; a task whose worker dies is
+#: rescheduled by the scheduler, up to ``distributed.scheduler.allowed-failures`` times).
+DASK_RETRIES = 1
+#: Seconds to wait for a first worker on ``--scheduler``.
+WORKER_WAIT_S = 60.0
+
+
+def _run_dask(
+    client, groups: list[list[Point]], on_done: Callable[[Point, pd.DataFrame], None]
+) -> tuple[int, list[str]]:
+    """Compute ``groups`` on ``client``'s workers; returns the number of points left not
+    computed and notes saying why.
+
+    Points that need a GPU go in groups of their own, submitted with resources GPU=1 (only
+    GPU workers take them, one at a time each). With no GPU worker connected they are not
+    submitted (a rerun with GPU workers computes them). A group whose task fails, or whose
+    worker died more often than the scheduler allows, is left for the next run; every other
+    group's rows are written as they arrive.
+    """
+    import dask.distributed as dd
+
+    try:
+        client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+    except (TimeoutError, dd.TimeoutError) as exc:
+        raise RunnerError(
+            f"no Dask worker connected to {client.scheduler.address} within {WORKER_WAIT_S:.0f} s"
+            f" ({type(exc).__name__})"
+        ) from None
+    notes: list[str] = []
+    not_run = 0
+    split: list[tuple[list[Point], bool]] = []
+    for group in groups:
+        gpu = [p for p in group if needs_gpu(p)]
+        cpu = [p for p in group if not needs_gpu(p)]
+        split += [(part, flag) for part, flag in ((gpu, True), (cpu, False)) if part]
+    if any(flag for _, flag in split) and not gpu_workers(client):
+        refused = sum(len(part) for part, flag in split if flag)
+        notes.append(
+            f"{refused} point(s) need a GPU (backend {' or '.join(GPU_BACKENDS)}) but no worker "
+            f"of the cluster advertises the resource {GPU_RESOURCE}=1; they were not run. Use "
+            "--gpus all|N|LIST, or start workers with `dask worker ADDR --nthreads 1 "
+            f"--resources {GPU_RESOURCE}=1` (one per GPU, CUDA_VISIBLE_DEVICES set), and rerun"
+        )
+        split = [(part, flag) for part, flag in split if not flag]
+        not_run += refused
+    futures = {
+        client.submit(
+            compute_group,
+            part,
+            pure=False,
+            retries=DASK_RETRIES,
+            resources={GPU_RESOURCE: 1} if flag else None,
+        ): part
+        for part, flag in split
+    }
+    lost: dict[str, int] = {}
+    for future in dd.as_completed(list(futures), loop=client.loop):
+        # Drop every reference to a finished task: a result still wanted by the client is
+        # recomputed when the worker holding it dies, and these rows are written already.
+        part = futures.pop(future)
+        if future.status != "finished":
+            failure = future.exception()
+            reason = f"{type(failure).__name__}: {failure}"
+            lost[reason] = lost.get(reason, 0) + len(part)
+            not_run += len(part)
+            continue
+        results = future.result()
+        future.release()
+        for point, rows in zip(part, results, strict=True):
+            on_done(point, rows)
+    notes += [
+        f"{n} point(s) not computed ({reason}); a rerun computes them" for reason, n in lost.items()
+    ]
+    return not_run, notes
 
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -208,6 +297,7 @@ def run_experiment(
     jobs: int | None = None,
     scheduler: str | None = None,
     dask_processes: bool = True,
+    gpus: str | list[str] | None = None,
     progress: bool = True,
     plots: bool = True,
     gemm: GemmFn | None = None,
@@ -228,6 +318,7 @@ def run_experiment(
         _import_dask()
     if gemm is not None and (executor == "dask" or (jobs or 1) > 1):
         raise RunnerError("a substitute gemm works only with the in-process local executor")
+    gpu_list = _resolve_gpus(gpus, executor, scheduler)
 
     points = expand(config)
     rd = ResultsDir(results_root, config.name)
@@ -242,6 +333,7 @@ def run_experiment(
             jobs,
             scheduler,
             dask_processes,
+            gpu_list,
             progress,
             gemm,
         )
@@ -265,8 +357,37 @@ def _code_of(rows: pd.DataFrame) -> str:
     return f"version {version} commit {commit}"
 
 
+def _resolve_gpus(
+    gpus: str | list[str] | None, executor: str, scheduler: str | None
+) -> list[str] | None:
+    if gpus is None:
+        return None
+    if executor != "dask":
+        raise RunnerError("--gpus needs --executor dask")
+    if scheduler:
+        raise RunnerError(
+            "--gpus starts a local cluster; with --scheduler the cluster's workers are started "
+            "by you (dask worker --resources GPU=1 --nthreads 1, one per GPU)"
+        )
+    try:
+        return parse_gpus(gpus) if isinstance(gpus, str) else parse_gpus(",".join(gpus))
+    except ClusterError as exc:
+        raise RunnerError(str(exc)) from None
+
+
 def _run_locked(
-    config, rd, points, notes, force, executor, jobs, scheduler, dask_processes, progress, gemm
+    config,
+    rd,
+    points,
+    notes,
+    force,
+    executor,
+    jobs,
+    scheduler,
+    dask_processes,
+    gpus,
+    progress,
+    gemm,
 ) -> RunSummary:
     """The part of :func:`run_experiment` that writes (called with the lock held)."""
     from precision.provenance import collect
@@ -311,6 +432,7 @@ def _run_locked(
             "executor": executor,
             "jobs": jobs,
             "scheduler": scheduler,
+            "gpus": gpus,
             "points": len(points),
             "points_pending": len(pending),
             "previous_config": previous_config,
@@ -348,6 +470,9 @@ def _run_locked(
             with _process_pool(jobs) as pool:
                 _run_pool(pool, group_by_inputs(pending), on_done)
         else:
-            with _dask_pool(pending, jobs, scheduler, dask_processes) as pool:
-                _run_pool(pool, group_by_inputs(pending), on_done)
+            with _dask_client(jobs, scheduler, dask_processes, gpus) as client:
+                summary.not_run, left = _run_dask(client, group_by_inputs(pending), on_done)
+            summary.warnings += left
+            for note in left:
+                bar.write(f"warning: {note}", file=sys.stderr)
     return summary

@@ -77,3 +77,52 @@ def install(set_attr) -> None:
         precision.runner.execute, "_availability", lambda: {b: UNAVAILABLE.get(b) for b in BACKENDS}
     )
     set_attr(precision.runner.execute, "_default_gemm", lambda: fake_gemm)
+
+
+def fake_gpu_uuid() -> str:
+    """The double of :func:`precision.gpu.device_uuid`: names the worker's pinned device."""
+    return f"fake-{os.environ.get('CUDA_VISIBLE_DEVICES', 'none')}"
+
+
+try:
+    from distributed import WorkerPlugin
+except ImportError:  # dask is optional; the dask tests skip
+    WorkerPlugin = object  # type: ignore[misc,assignment]
+
+
+class DoublesPlugin(WorkerPlugin):
+    """A Dask worker plugin that installs the doubles in each worker process (and again in a
+    worker that replaces a killed one), with the ``cuda`` backend available (computed by
+    :func:`fake_gemm`, its GPU named by :func:`fake_gpu_uuid`). Each finished point's id is
+    appended to the file ``log`` (one line per compute, so recomputations can be counted);
+    ``sleep`` seconds per GEMM call keep points in flight long enough to kill a worker.
+    """
+
+    name = "precision-test-doubles"
+
+    def __init__(self, log: str, sleep: float = 0.0):
+        self.log = log
+        self.sleep = sleep
+
+    def setup(self, worker=None) -> None:
+        import precision.runner.execute as execute
+
+        install(setattr)
+        available = {b: None for b in BACKENDS}
+        execute._availability = lambda: available
+        execute._gpu_uuid = fake_gpu_uuid
+        os.environ["PRECISION_TEST_GEMM_SLEEP"] = str(self.sleep)
+        compute, log = execute.compute_point, self.log
+
+        def logged(point, cache=None, gemm=None):
+            rows = compute(point, cache, gemm)
+            with open(log, "a") as f:
+                f.write(point.id + "\n")
+            return rows
+
+        if not getattr(compute, "_logged", False):
+            logged._logged = True  # type: ignore[attr-defined]
+            execute.compute_point = logged
+
+    def teardown(self, worker=None) -> None:
+        pass

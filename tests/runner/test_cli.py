@@ -88,6 +88,16 @@ def test_scheduler_needs_dask(cfg, capsys):
     assert "--executor dask" in capsys.readouterr().err
 
 
+def test_gpus_needs_dask_and_no_scheduler(cfg, capsys):
+    assert main(["run", str(cfg), "--gpus", "all"]) == 2
+    assert "--gpus needs --executor dask" in capsys.readouterr().err
+    pytest.importorskip("dask.distributed")
+    argv = ["run", str(cfg), "--executor", "dask", "--gpus", "0", "--scheduler", "tcp://x:1"]
+    assert main(argv) == 2
+    assert "--gpus starts a local cluster" in capsys.readouterr().err
+    assert not (cfg.parent / "results").exists()
+
+
 def test_failed_points_give_exit_code_one(cfg, capsys):
     cfg.write_text(CONFIG.replace('"bf16"]', '"tf32"]').replace('"corrected"]', '"satf"]'))
     assert main(["run", str(cfg), "--quiet", "--no-plots"]) == 1

@@ -33,7 +33,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         metavar="N",
         help="parallel workers (local: a process pool when N > 1; dask: "
-        "LocalCluster workers). Timings are only meaningful with one job.",
+        "LocalCluster workers; with --gpus: CPU workers beside the GPU workers, default 0). "
+        "Timings are only meaningful with one job.",
+    )
+    p.add_argument(
+        "--gpus",
+        default=None,
+        metavar="all|N|LIST",
+        help="with --executor dask: one single-threaded worker per GPU (all visible GPUs, the "
+        "first N, or a comma-separated list of indices/UUIDs), each with CUDA_VISIBLE_DEVICES "
+        "set to its GPU; GPU points run only there, one at a time per GPU",
     )
     p.add_argument(
         "--scheduler",
@@ -62,9 +71,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Validate the config, run the sweep, print a summary; return the exit code."""
-    if args.scheduler and args.executor != "dask":
-        print("error: --scheduler needs --executor dask", file=sys.stderr)
-        return 2
+    for flag in ("scheduler", "gpus"):
+        if getattr(args, flag) and args.executor != "dask":
+            print(f"error: --{flag} needs --executor dask", file=sys.stderr)
+            return 2
     try:
         config = load_config(args.config)
         summary = run_experiment(
@@ -74,6 +84,7 @@ def main(args: argparse.Namespace) -> int:
             executor=args.executor,
             jobs=args.jobs,
             scheduler=args.scheduler,
+            gpus=args.gpus,
             progress=not args.quiet,
             plots=not args.no_plots,
             lock_wait=args.wait,
@@ -86,6 +97,8 @@ def main(args: argparse.Namespace) -> int:
         attempted.append(f"{summary.unavailable} unavailable here (not computed)")
     if summary.errors:
         attempted.append(f"{summary.errors} failed")
+    if summary.not_run:
+        attempted.append(f"{summary.not_run} not run (see the warnings; rerun to compute them)")
     print(
         f"{summary.total} points: {', '.join(attempted)}, {summary.skipped} already "
         f"done; status {summary.status_counts}"
@@ -97,4 +110,4 @@ def main(args: argparse.Namespace) -> int:
     print(f"results: {summary.results_dir / 'results.parquet'} (+ .csv)")
     for fig in summary.figures:
         print(f"figure:  {fig}")
-    return 1 if summary.failed else 0
+    return 1 if summary.failed or summary.not_run else 0

@@ -1,0 +1,206 @@
+"""Dask clusters for ``precision run --executor dask``: one worker per GPU, plus CPU workers.
+
+A GPU worker is a single-threaded Dask worker process started with ``CUDA_VISIBLE_DEVICES``
+set to its one GPU (so CuPy's device 0 is that GPU) and advertising the worker *resource*
+``GPU=1``. Points that need a GPU (:func:`needs_gpu`) are submitted with
+``resources={"GPU": 1}``: Dask's scheduler places them only on workers that advertise the
+resource, and never runs two of them at once on one worker, so no two timed GEMMs share a
+GPU. CPU workers (no resource) take emulator points only; GPU workers take both.
+
+The cluster itself is Dask's :class:`distributed.SpecCluster` with one
+:class:`distributed.Nanny` per worker (the nanny restarts a worker process that dies); this
+module only writes its specification. Nothing here imports dask or CuPy at import time.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+
+GPU_RESOURCE = "GPU"
+GPU_BACKENDS = ("cuda", "cublas")
+#: Environment variable: BLAS threads of each GPU worker (default: the cores left by the CPU
+#: workers, shared among the GPU workers).
+BLAS_THREADS_ENV = "PRECISION_BLAS_THREADS"
+_BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+class ClusterError(RuntimeError):
+    """A GPU list cannot be resolved or a cluster cannot serve the sweep (message for the user)."""
+
+
+def needs_gpu(point) -> bool:
+    """True when ``point`` (a :class:`precision.runner.sweep.Point`) runs a GPU backend, as its
+    backend or as its comparison backend."""
+    return point.backend in GPU_BACKENDS or point.compare_backend in GPU_BACKENDS
+
+
+def _nvidia_smi_uuids() -> list[str]:
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        raise ClusterError("nvidia-smi is not on PATH")
+    try:
+        out = subprocess.run(
+            [exe, "--query-gpu=uuid", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ClusterError(f"nvidia-smi failed ({type(exc).__name__}: {exc})") from None
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use, as ``CUDA_VISIBLE_DEVICES`` entries (index or UUID).
+
+    ``CUDA_VISIBLE_DEVICES`` itself when it is set; otherwise the UUIDs that ``nvidia-smi``
+    lists; otherwise the indices of the devices CuPy sees. Raises :class:`ClusterError`
+    naming what was tried when there is no GPU.
+    """
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        gpus = [g.strip() for g in env.split(",") if g.strip()]
+        if not gpus or gpus[0].startswith("-"):
+            raise ClusterError(f"CUDA_VISIBLE_DEVICES={env!r} hides every GPU")
+        return gpus
+    try:
+        gpus = _nvidia_smi_uuids()
+        smi_reason = "nvidia-smi lists no GPU"
+    except ClusterError as exc:
+        gpus, smi_reason = [], str(exc)
+    if gpus:
+        return gpus
+    from precision.gpu import cupy_or_none, unavailable_reason
+
+    cp = cupy_or_none()
+    if cp is not None:
+        return [str(i) for i in range(cp.cuda.runtime.getDeviceCount())]
+    raise ClusterError(
+        f"--gpus: no NVIDIA GPU found on this machine ({smi_reason}; {unavailable_reason()}). "
+        "Run emulator sweeps with --jobs N instead, or point --scheduler at a cluster with GPU "
+        "workers"
+    )
+
+
+def parse_gpus(spec: str, available: Callable[[], list[str]] = visible_gpus) -> list[str]:
+    """The GPUs named by ``--gpus SPEC``, as ``CUDA_VISIBLE_DEVICES`` values, one per worker.
+
+    ``all``: every visible GPU; an integer ``N``: the first N visible GPUs; otherwise a
+    comma-separated list of device indices or UUIDs, used as given.
+    """
+    spec = spec.strip()
+    if spec == "all":
+        return available()
+    if spec.isdigit():
+        count = int(spec)
+        if count < 1:
+            raise ClusterError(f"--gpus must be all, N >= 1 or a list, got {spec!r}")
+        gpus = available()
+        if count > len(gpus):
+            raise ClusterError(f"--gpus {count}: only {len(gpus)} GPU(s) here ({', '.join(gpus)})")
+        return gpus[:count]
+    gpus = [g.strip() for g in spec.split(",")]
+    if not all(gpus) or len(set(gpus)) != len(gpus):
+        raise ClusterError(
+            f"--gpus {spec!r}: expected all, N, or distinct comma-separated device indices or "
+            "UUIDs (e.g. 0,1 or GPU-8f3c...)"
+        )
+    return gpus
+
+
+def blas_threads(n_gpus: int, cpu_workers: int) -> int:
+    """BLAS threads of each GPU worker: ``$PRECISION_BLAS_THREADS`` when set, else the
+    machine's cores minus one per CPU worker, divided among the GPU workers (at least 1)."""
+    env = os.environ.get(BLAS_THREADS_ENV)
+    if env is not None:
+        if not env.isdigit() or int(env) < 1:
+            raise ClusterError(f"{BLAS_THREADS_ENV}={env!r}: expected an integer >= 1")
+        return int(env)
+    return max(1, ((os.cpu_count() or 1) - cpu_workers) // max(1, n_gpus))
+
+
+@functools.cache
+def _blas_nanny() -> type:
+    from distributed import Nanny
+
+    class BlasNanny(Nanny):
+        """A nanny whose worker process starts with ``blas_threads`` BLAS threads.
+
+        Dask starts every worker process with ``OMP_NUM_THREADS=1`` (and the OpenBLAS and MKL
+        equivalents) through ``distributed.nanny.pre-spawn-environ``, which must be set before
+        the process imports numpy; this nanny replaces those values for its worker only.
+        """
+
+        def __init__(self, *args, blas_threads: int = 1, **kwargs):
+            super().__init__(*args, **kwargs)
+            blas = dict.fromkeys(_BLAS_VARS, str(blas_threads))
+            self.pre_spawn_env.update(blas)  # set before the process starts (and numpy loads)
+            self.env.update(blas)  # set again in the process; would otherwise restore Dask's
+
+    return BlasNanny
+
+
+def cluster_spec(
+    gpus: Sequence[str], cpu_workers: int, processes: bool = True
+) -> tuple[dict, dict]:
+    """(scheduler, workers) specifications for :class:`distributed.SpecCluster`.
+
+    Worker ``gpu-<g>`` is pinned to GPU ``g`` (``CUDA_VISIBLE_DEVICES=g``, resource GPU=1)
+    and computes its fp64 references with :func:`blas_threads` BLAS threads; workers
+    ``cpu-<j>`` have no GPU resource and one BLAS thread (Dask's default). Every worker runs
+    one task at a time. With ``processes=False`` the workers are threads of this process
+    (tests only: no per-worker environment, so no pinning).
+
+    The ``"fp64"`` reference (a BLAS matmul) can differ in its last bits with the number of
+    BLAS threads, and so can error columns near the rounding level: set
+    ``PRECISION_BLAS_THREADS`` and ``OPENBLAS_NUM_THREADS`` alike to compare runs bit for bit.
+    """
+    from distributed import Nanny, Scheduler, Worker
+
+    threads = blas_threads(len(gpus), cpu_workers) if gpus else 1
+    workers: dict[str, dict] = {}
+    for gpu in gpus:
+        options: dict = {"nthreads": 1, "resources": {GPU_RESOURCE: 1}, "name": f"gpu-{gpu}"}
+        if processes:
+            options["env"] = {"CUDA_VISIBLE_DEVICES": gpu}
+            options["blas_threads"] = threads
+        workers[f"gpu-{gpu}"] = {"cls": _blas_nanny() if processes else Worker, "options": options}
+    for j in range(cpu_workers):
+        workers[f"cpu-{j}"] = {
+            "cls": Nanny if processes else Worker,
+            "options": {"nthreads": 1, "name": f"cpu-{j}"},
+        }
+    scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
+    return scheduler, workers
+
+
+def local_cluster(gpus: Sequence[str], cpu_workers: int, processes: bool = True):
+    """A started :class:`distributed.SpecCluster` of :func:`cluster_spec`'s workers."""
+    from distributed import SpecCluster
+
+    if not gpus and cpu_workers < 1:
+        raise ClusterError("a cluster needs at least one GPU or CPU worker")
+    scheduler, workers = cluster_spec(gpus, cpu_workers, processes)
+    return SpecCluster(workers=workers, scheduler=scheduler, name="precision")
+
+
+def gpu_workers(client) -> list[str]:
+    """Addresses of the workers connected to ``client``'s scheduler that advertise GPU >= 1."""
+    info = client.scheduler_info(n_workers=-1) if _takes_n_workers(client) else None
+    info = info or client.scheduler_info()
+    return [
+        addr
+        for addr, worker in info.get("workers", {}).items()
+        if (worker.get("resources") or {}).get(GPU_RESOURCE, 0) >= 1
+    ]
+
+
+def _takes_n_workers(client) -> bool:
+    import inspect
+
+    return "n_workers" in inspect.signature(client.scheduler_info).parameters
