@@ -435,10 +435,11 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
                     )  # fmt: skip
                 here = xless["_row"].isin([row, "*"]) & xless["_col"].isin([col, "*"])
                 lines = xless[here & xless["_valid"]]
-                for (key, h), g in lines.groupby(["_series", "_hue"], sort=True):
-                    b_color = base_style.get(key, ("black", "-", ""))[0]
+                for (b_key, b_hue), g in lines.groupby(["_series", "_hue"], sort=True):
+                    b_color = base_style.get(str(b_key), ("black", "-", ""))[0]
                     ax.axhline(
-                        float(g["_value"].median()), color=palette.get(h, b_color), ls=XLESS_DASH,
+                        float(g["_value"].median()), color=palette.get(str(b_hue), b_color),
+                        ls=XLESS_DASH,
                         lw=1.0, alpha=0.85, zorder=1,
                     )  # fmt: skip
                 if metric in ERROR_METRICS:
