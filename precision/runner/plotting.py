@@ -355,7 +355,12 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
             )
         )
     reference: list[tuple[Any, str]] = []
+    level_only = set(xless["_series"]) - set(d["_series"])  # drawn as horizontal lines only
     for b in base_names:
+        if b in level_only:
+            handle = Line2D([], [], color="0.3", ls=XLESS_DASH, lw=1.0)
+            reference.append((handle, f"{b} (colour: {spec.hue})"))
+            continue
         b_color, b_dash, b_marker = base_style[b]
         handle = Line2D([], [], color=b_color, ls=b_dash, marker=b_marker, ms=5, lw=1.2)
         reference.append((handle, b))
@@ -363,13 +368,6 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
         for t in targets:
             ref_handle = Line2D([], [], color="0.35", ls=ROUNDOFF_DASHES[t], lw=0.9)
             reference.append((ref_handle, f"{t} unit roundoff $u = {UNIT_ROUNDOFFS[t][1]}$"))
-    if not xless.empty:
-        reference.append(
-            (
-                Line2D([], [], color="0.3", ls=XLESS_DASH, lw=1.0),
-                f"baseline level (colour: {spec.hue})",
-            )
-        )
     if reference:
         sections.append(("baselines" if base_names else "reference", reference))
 
