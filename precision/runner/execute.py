@@ -56,19 +56,28 @@ def _default_gemm() -> GemmFn:
     return gemm
 
 
-def reference_product(A: np.ndarray, B: np.ndarray, kind: str) -> np.ndarray:
+def reference_product(A: np.ndarray, B: np.ndarray, kind: str, device: str = "cpu") -> np.ndarray:
     """The float64 reference: ``"exact"`` (exact, rounded once to fp64), ``"exact_dd"`` (the
     exact product as a double-double, stacked ``[hi, lo]`` with ``hi = RN64(A·B)`` and ``lo =
     RN64(A·B - hi)``, so ``hi + lo`` is within 2^-106·|A·B| of the exact value) or ``"fp64"``
-    (numpy's float64 matmul)."""
+    (numpy's float64 matmul). ``device="gpu"`` computes the exact kinds with cuBLAS DGEMM
+    (:func:`precision.reference.exact_matmul`, identical bits); the result is a numpy array."""
     if kind in ("exact", "exact_dd"):
         from precision.reference import exact_matmul
 
-        hi = np.asarray(exact_matmul(A, B, rounding="fp64"), dtype=np.float64)
+        def exact(C: np.ndarray | None = None) -> np.ndarray:
+            if device == "gpu":
+                import cupy as cp
+
+                dC = None if C is None else cp.asarray(C)
+                out = exact_matmul(cp.asarray(A), cp.asarray(B), dC, rounding="fp64", device="gpu")
+                return np.asarray(cp.asnumpy(out), dtype=np.float64)
+            return np.asarray(exact_matmul(A, B, C, rounding="fp64"), dtype=np.float64)
+
+        hi = exact()
         if kind == "exact":
             return hi
-        lo = np.asarray(exact_matmul(A, B, -hi, rounding="fp64"), dtype=np.float64)
-        return np.stack([hi, lo])
+        return np.stack([hi, exact(-hi)])
     if kind == "fp64":
         return A.astype(np.float64) @ B.astype(np.float64)
     raise ValueError(f"unknown reference {kind!r} (valid: exact, exact_dd, fp64)")
@@ -102,7 +111,9 @@ class InputCache:
             dtype=np.dtype(point.input_dtype),
             **dict(point.dist_params),
         )
-        item = (A, B, reference_product(A, B, point.reference))
+        # Points on a GPU backend (a GPU is at hand) compute the exact reference there.
+        device = "gpu" if point.backend in ("cuda", "cublas") else "cpu"
+        item = (A, B, reference_product(A, B, point.reference, device))
         self._items[key] = item
         while len(self._items) > 1 and self._nbytes() > self.max_bytes:
             self._items.popitem(last=False)
@@ -212,7 +223,11 @@ def _run_timed(gemm: GemmFn | None, A, B, point: Point, row: dict) -> np.ndarray
         from precision.gpu import require_gpu, time_gpu
 
         cp = require_gpu(f"backend {point.backend!r}")
-        dA, dB = cp.asarray(A), cp.asarray(B)
+        # fp32-input GEMMs get float32 device copies (float64 inputs are converted here,
+        # untimed); the Ozaki methods and DGEMM keep float64.
+        wide = point.terms is not None or point.format == "fp64"
+        dtype = None if wide else cp.float32
+        dA, dB = cp.asarray(A, dtype=dtype), cp.asarray(B, dtype=dtype)
         out = cp.asnumpy(device(dA, dB))
         times = time_gpu(lambda: device(dA, dB), repeats=point.calls, warmup=point.warmup)
         row["timing"] = "cuda_events"
