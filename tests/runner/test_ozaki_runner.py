@@ -129,6 +129,9 @@ def test_tiny_ozaki_sweep_end_to_end(tmp_path):
     for metric in ("err_max", "err_median"):
         png = figures / f"{metric}.png"
         assert png.stat().st_size > 10_000
+    summary_csv = pd.read_csv(figures / "summary.csv")
+    assert len(summary_csv) == len(table)  # terms/target keep the points apart
+    assert (summary_csv["repeats"] == 1).all()
     for p in expand(cfg):
         row = table[table["point_id"] == p.id].iloc[0]
         A, B = make_inputs(p.distribution, p.m, p.n, p.k, rng_for(p, 0), dtype=np.float64,
