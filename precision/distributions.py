@@ -187,9 +187,18 @@ def sample(name: str, shape: Shape, rng: np.random.Generator, **params: float) -
 
 
 def make_inputs(
-    name: str, m: int, n: int, k: int, rng: np.random.Generator, **params: float
+    name: str,
+    m: int,
+    n: int,
+    k: int,
+    rng: np.random.Generator,
+    *,
+    dtype: Any = np.float32,
+    **params: float,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Return float32 ``A`` (m × k) and ``B`` (k × n) drawn from distribution ``name``."""
+    """Return ``A`` (m × k) and ``B`` (k × n) drawn from distribution ``name``, rounded to
+    ``dtype`` (float32 by default; float64 keeps the generator's float64 values, whose
+    float32 rounding is the default's matrices)."""
     for label, dim in (("m", m), ("n", n), ("k", k)):
         if int(dim) != dim or dim < 1:
             raise ValueError(f"make_inputs: {label} must be a positive integer, got {dim!r}")
@@ -200,4 +209,4 @@ def make_inputs(
     else:
         A = dist.func(rng, (m, k), **full)
         B = dist.func(rng, (k, n), **full)
-    return np.asarray(A).astype(np.float32), np.asarray(B).astype(np.float32)
+    return np.asarray(A).astype(dtype), np.asarray(B).astype(dtype)

@@ -5,8 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 
-def error_metrics(approx: np.ndarray, exact: np.ndarray) -> dict[str, float]:
-    """Relative errors of ``approx`` against ``exact`` (any shapes that broadcast equal).
+def error_metrics(
+    approx: np.ndarray, exact: np.ndarray, exact_lo: np.ndarray | None = None
+) -> dict[str, float]:
+    """Relative errors of ``approx`` against ``exact`` (any shapes that broadcast equal),
+    computed in float64 whatever the dtype of ``approx`` (float32 results are widened exactly).
+
+    ``exact_lo``: optional low part of a double-double reference ``exact + exact_lo`` (for
+    example ``RN64(A·B - exact)``); the difference is then ``(approx - exact) - exact_lo``,
+    whose first subtraction is exact (Sterbenz) wherever ``approx`` is within a factor 2 of
+    ``exact``, so errors of float64 results below 2^-53 are resolved instead of reading 0.
 
     - ``err_fro``: ‖approx − exact‖_F / ‖exact‖_F (``inf`` if the reference is all zero and
       approx is not; 0 if both are zero).
@@ -20,6 +28,8 @@ def error_metrics(approx: np.ndarray, exact: np.ndarray) -> dict[str, float]:
     if a.shape != e.shape:
         raise ValueError(f"approx has shape {a.shape} but exact has shape {e.shape}")
     diff = a - e
+    if exact_lo is not None:
+        diff = diff - np.asarray(exact_lo, dtype=np.float64)
     norm = np.linalg.norm(e)
     dnorm = np.linalg.norm(diff)
     err_fro = dnorm / norm if norm > 0 else (0.0 if dnorm == 0 else np.inf)

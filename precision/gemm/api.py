@@ -148,6 +148,11 @@ def gemm(
         from precision.gemm.sgemm import fma_chain_sgemm
 
         return fma_chain_sgemm(_to_host_f32(A), _to_host_f32(B))
+    if backend == "cublas" and method == "plain" and _format_name(fmt) == "fp64":
+        from precision.gpu import require_gpu
+
+        cp = require_gpu("backend='cublas'")
+        return cp.asnumpy(cublas_dgemm(A, B))
     if backend == "cublas":
         from precision.gpu import require_gpu
         from precision.vendor.cublas import cublas_gemm
@@ -169,6 +174,22 @@ def gemm(
     A = _to_host_f32(A)
     B = _to_host_f32(B)
     return run_schedule(A, B, schedule, arch=arch)
+
+
+def _format_name(fmt: Any) -> str:
+    from precision.formats import get_format
+
+    return get_format(fmt).name
+
+
+def cublas_dgemm(A: Any, B: Any) -> Any:
+    """Native cuBLAS DGEMM (CuPy's float64 matmul) of device or host arrays; a CuPy float64
+    array. The fp64 baseline of the Ozaki methods (``method="plain", fmt="fp64",
+    backend="cublas"``)."""
+    from precision.gpu import require_gpu
+
+    cp = require_gpu("cuBLAS DGEMM")
+    return cp.matmul(cp.asarray(A, dtype=cp.float64), cp.asarray(B, dtype=cp.float64))
 
 
 def _to_host(X: Any) -> np.ndarray:

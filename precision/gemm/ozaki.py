@@ -81,6 +81,11 @@ TARGETS: dict[str, tuple[int, int, Any]] = {
 }
 METHODS: tuple[str, ...] = ("ozaki1", "ozaki2")
 FORMATS: dict[str, tuple[str, ...]] = {"ozaki1": ("int8", "fp16"), "ozaki2": ("int8",)}
+#: Valid explicit ``terms`` per method (inclusive): slices (scheme I), moduli (scheme II).
+TERMS_RANGE: dict[str, tuple[int, int]] = {
+    "ozaki1": (1, OZAKI1_MAX_SLICES),
+    "ozaki2": (2, len(MODULI)),
+}
 #: Margin of the CRT range: |T| <= M·(1/2 - 2^-MARGIN_LOG2) keeps the quotient estimate exact.
 MARGIN_LOG2 = 20
 _LIMB = 32
@@ -654,3 +659,18 @@ def ozaki_gemm(
     if method == "ozaki2":
         return ozaki2_emulate(a, b, plan, sa, sb)
     return ozaki1_emulate(a, b, plan, sa, sb)
+
+
+def chosen_terms(
+    A: Any, B: Any, *, method: str, fmt: str = "int8", target: str = "fp64", terms: int | str
+) -> int:
+    """The number of slices (scheme I) / moduli (scheme II) that :func:`ozaki_gemm` uses for
+    these operands: ``terms`` itself when it is an int, else what ``"auto"`` picks from the
+    operands' exponent spread (:func:`auto_terms`; the line statistics are exact, so every
+    backend picks the same). Costs one pass over A and B."""
+    if terms != "auto":
+        return make_plan(method, get_format(fmt).name, target, int(terms), np.shape(A)[1]).terms
+    a, b = _host_f64(A, "A"), _host_f64(B, "B")
+    plan, _, _ = plan_for(a, b, method=method, fmt=get_format(fmt).name, target=target,
+                          terms=terms)  # fmt: skip
+    return plan.terms

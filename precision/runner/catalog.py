@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from precision.gemm.api import CPU_BASELINES
+from precision.gemm.api import CPU_BASELINES, OZAKI_METHODS
 
 #: THE table of valid combinations: the formats each (method, backend) runs. A sweep point
 #: whose (method, backend) is absent, or whose format is not listed, is refused when the
@@ -22,8 +22,14 @@ SUPPORTED_FORMATS: dict[tuple[str, str], tuple[str, ...]] = {
     ("plain", "cuda"): ("tf32", "fp16", "bf16", "e4m3", "e5m2", "int8"),
     ("satf", "cuda"): ("tf32", "fp16", "bf16", "e4m3", "e5m2", "int8"),
     ("corrected", "cuda"): ("tf32", "fp16", "bf16"),
-    ("plain", "cublas"): ("fp32", "tf32", "fp16", "bf16"),  # gemm.api.CUBLAS_MODES
+    # gemm.api.CUBLAS_MODES, plus fp64: native DGEMM (gemm.api.cublas_dgemm)
+    ("plain", "cublas"): ("fp32", "tf32", "fp16", "bf16", "fp64"),
     ("corrected", "cublas"): ("fp16",),
+    # Ozaki schemes I and II (precision.gemm.ozaki): float64/float32 inputs, integer (or fp16)
+    # tensor-core pieces, the result rounded once to the sweep's `target` (fp64 or fp32).
+    ("ozaki1", "emulator"): ("int8", "fp16"),
+    ("ozaki2", "emulator"): ("int8",),
+    ("ozaki2", "cuda"): ("int8",),  # precision.gemm.ozaki_cuda: scheme II only
 }
 # The CPU fp32/fp64 baselines (gemm.api.CPU_BASELINES): the exact fp32 FMA chain on the
 # emulator, numpy's float32/float64 matmul on the numpy backend.
@@ -43,6 +49,10 @@ SUPPORTED_ARCHS: dict[str, tuple[str, ...]] = {"cuda": ("sm90",)}
 #: Formats computed without tensor-core instructions (an FMA-chain baseline), to which the
 #: emulator's arch-model check does not apply.
 NON_TENSOR_CORE_FORMATS: tuple[str, ...] = ("fp32", "fp64")
+#: Methods that take the sweep axes ``terms`` (slices / moduli, or "auto") and ``target``
+#: (the format the result is rounded to): the Ozaki schemes. Their valid ``terms`` ranges and
+#: targets come from :mod:`precision.gemm.ozaki` (TERMS_RANGE, TARGETS).
+TERMS_METHODS: tuple[str, ...] = OZAKI_METHODS
 
 
 def arch_formats(arch: str) -> tuple[str, ...] | None:
@@ -142,7 +152,7 @@ def load_catalog() -> Catalog:
 
     aliases = {alias: formats.get_format(alias).name for alias in formats.ALIASES}
     return Catalog(
-        methods=tuple(gemm.METHODS),
+        methods=tuple(gemm.METHODS) + tuple(m for m in OZAKI_METHODS if m not in gemm.METHODS),
         formats=tuple(formats.FORMATS),
         format_aliases=aliases,
         backends=tuple(gemm.BACKENDS),

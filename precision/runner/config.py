@@ -15,10 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from precision.runner.catalog import Catalog, combination_problem, load_catalog
+from precision.runner.catalog import (
+    TERMS_METHODS,
+    Catalog,
+    combination_problem,
+    load_catalog,
+)
 from precision.runner.figures import PlotSpec, parse_plot
 
-REFERENCES = ("exact", "fp64")
+#: ``exact``: A·B exact, rounded once to fp64; ``exact_dd``: the exact A·B as a double-double
+#: (that rounding plus the rounded remainder), so errors of float64 results resolve below
+#: 2^-53; ``fp64``: numpy's float64 matmul.
+REFERENCES = ("exact", "exact_dd", "fp64")
+#: dtype of the input matrices (float64 for the Ozaki methods' fp64 emulation).
+INPUT_DTYPES = ("float32", "float64")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 TOP_KEYS = (
@@ -28,6 +38,7 @@ TOP_KEYS = (
     "repeats",
     "reference",
     "compare_backend",
+    "input_dtype",
     "sweep",
     "distribution",
     "timing",
@@ -44,10 +55,15 @@ SWEEP_KEYS = (
     "backend",
     "arch",
     "correction",
+    "terms",
+    "target",
 )
 TIMING_KEYS = ("warmup", "calls")
 DEFAULT_ARCH = "sm90"
 DEFAULT_CORRECTION = "ootomo"
+#: Defaults of the Ozaki axes (methods in catalog.TERMS_METHODS only).
+DEFAULT_TERMS = "auto"
+DEFAULT_TARGET = "fp64"
 
 
 class ConfigError(ValueError):
@@ -65,6 +81,10 @@ class Sweep:
     backends: tuple[str, ...]
     archs: tuple[str, ...]
     corrections: tuple[str, ...]
+    #: Slices / moduli of the Ozaki methods (ints or "auto") and the format their result is
+    #: rounded to; only methods in catalog.TERMS_METHODS use them.
+    terms: tuple[int | str, ...] = (DEFAULT_TERMS,)
+    targets: tuple[str, ...] = (DEFAULT_TARGET,)
 
 
 @dataclass(frozen=True)
@@ -96,6 +116,7 @@ class ExperimentConfig:
     compare_backend: str | None = None
     description: str = ""
     plot: PlotSpec = PlotSpec()
+    input_dtype: str = "float32"
 
 
 class _Checker:
@@ -228,7 +249,10 @@ def _parse_sweep(ck: _Checker, raw: Any, where: str) -> Sweep:
         backends=names("backend", cat.backends, "backend", default="emulator"),
         archs=names("arch", cat.archs, "arch", default=DEFAULT_ARCH),
         corrections=names("correction", cat.corrections, "correction", default=DEFAULT_CORRECTION),
+        terms=_parse_terms(ck, table, where),
+        targets=_parse_targets(ck, table, where),
     )
+    _check_terms_methods(ck, table, sweep, where)
     for method, fmt, backend, arch, corr in itertools.product(
         sweep.methods, sweep.formats, sweep.backends, sweep.archs, sweep.corrections
     ):
@@ -243,6 +267,70 @@ def _parse_sweep(ck: _Checker, raw: Any, where: str) -> Sweep:
                 "them)",
             )
     return sweep
+
+
+def _parse_terms(ck: _Checker, table: dict, where: str) -> tuple[int | str, ...]:
+    """``terms``: a list of positive integers and/or "auto" (default ["auto"])."""
+    if "terms" not in table:
+        return (DEFAULT_TERMS,)
+    key = f"{where} terms"
+    items = table["terms"] if isinstance(table["terms"], list) else [table["terms"]]
+    if not items:
+        ck.fail(key, 'expected a non-empty list of positive integers or "auto", got []')
+    out: list[int | str] = []
+    for v in items:
+        if v == "auto":
+            out.append(v)
+        elif isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            ck.fail(key, f'expected a positive integer or "auto", got {_describe(v)}')
+        else:
+            out.append(v)
+    return _unique(out)
+
+
+def _parse_targets(ck: _Checker, table: dict, where: str) -> tuple[str, ...]:
+    """``target``: formats the Ozaki result is rounded to (default ["fp64"])."""
+    from precision.gemm.ozaki import TARGETS
+
+    if "target" not in table:
+        return (DEFAULT_TARGET,)
+    key = f"{where} target"
+    out = []
+    for v in ck.string_list(table["target"], key):
+        canon = ck.catalog.canonical_format(v)
+        if canon not in TARGETS:
+            ck.fail(
+                key,
+                f"unknown target {v!r}{_suggest(v, tuple(TARGETS))} (valid: {', '.join(TARGETS)})",
+            )
+        out.append(canon)
+    return _unique(out)
+
+
+def _check_terms_methods(ck: _Checker, table: dict, sweep: Sweep, where: str) -> None:
+    """``terms`` / ``target`` only for the Ozaki methods, and explicit terms in range."""
+    from precision.gemm.ozaki import TERMS_RANGE
+
+    others = [m for m in sweep.methods if m not in TERMS_METHODS]
+    for key in ("terms", "target"):
+        if key in table and others:
+            ck.fail(
+                f"{where} {key}",
+                f"'{key}' applies to methods {', '.join(TERMS_METHODS)} only, but this block "
+                f"also sweeps {', '.join(repr(m) for m in others)}; put those methods in a "
+                "[[sweep]] table of their own",
+            )
+    for method in sweep.methods:
+        if method not in TERMS_RANGE:
+            continue
+        lo, hi = TERMS_RANGE[method]
+        for t in sweep.terms:
+            if t != "auto" and not lo <= int(t) <= hi:
+                ck.fail(
+                    f"{where} terms",
+                    f"method {method!r} takes terms in [{lo}, {hi}] "
+                    f'({"slices" if method == "ozaki1" else "moduli"}) or "auto", got {t}',
+                )
 
 
 def _parse_dist_params(ck: _Checker, raw: Any) -> dict[str, dict[str, Any]]:
@@ -294,6 +382,9 @@ def parse_config(
     repeats = ck.integer(raw.get("repeats", 1), "repeats", 1)
     reference = ck.choice(raw.get("reference", "exact"), REFERENCES, "reference", "reference")
     description = ck.string(raw.get("description", ""), "description")
+    input_dtype = ck.choice(
+        raw.get("input_dtype", "float32"), INPUT_DTYPES, "input_dtype", "input dtype"
+    )
 
     if "sweep" not in raw:
         ck.fail("[sweep]", "missing; expected a [sweep] table (or [[sweep]] tables)")
@@ -339,6 +430,7 @@ def parse_config(
         timing=timing,
         compare_backend=compare,
         description=description,
+        input_dtype=input_dtype,
         plot=parse_plot(raw.get("plot", {}), ck.fail),
     )
 

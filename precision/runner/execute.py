@@ -18,6 +18,7 @@ import json
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -65,15 +66,31 @@ def _default_gemm() -> GemmFn:
     return gemm
 
 
-def reference_product(A: np.ndarray, B: np.ndarray, kind: str) -> np.ndarray:
-    """The float64 reference: ``"exact"`` (exact, rounded once to fp64) or ``"fp64"`` matmul."""
-    if kind == "exact":
+def reference_product(A: np.ndarray, B: np.ndarray, kind: str, device: str = "cpu") -> np.ndarray:
+    """The float64 reference: ``"exact"`` (exact, rounded once to fp64), ``"exact_dd"`` (the
+    exact product as a double-double, stacked ``[hi, lo]`` with ``hi = RN64(A·B)`` and ``lo =
+    RN64(A·B - hi)``, so ``hi + lo`` is within 2^-106·|A·B| of the exact value) or ``"fp64"``
+    (numpy's float64 matmul). ``device="gpu"`` computes the exact kinds with cuBLAS DGEMM
+    (:func:`precision.reference.exact_matmul`, identical bits); the result is a numpy array."""
+    if kind in ("exact", "exact_dd"):
         from precision.reference import exact_matmul
 
-        return np.asarray(exact_matmul(A, B, rounding="fp64"), dtype=np.float64)
+        def exact(C: np.ndarray | None = None) -> np.ndarray:
+            if device == "gpu":
+                import cupy as cp
+
+                dC = None if C is None else cp.asarray(C)
+                out = exact_matmul(cp.asarray(A), cp.asarray(B), dC, rounding="fp64", device="gpu")
+                return np.asarray(cp.asnumpy(out), dtype=np.float64)
+            return np.asarray(exact_matmul(A, B, C, rounding="fp64"), dtype=np.float64)
+
+        hi = exact()
+        if kind == "exact":
+            return hi
+        return np.stack([hi, exact(-hi)])
     if kind == "fp64":
         return A.astype(np.float64) @ B.astype(np.float64)
-    raise ValueError(f"unknown reference {kind!r} (valid: exact, fp64)")
+    raise ValueError(f"unknown reference {kind!r} (valid: exact, exact_dd, fp64)")
 
 
 class InputCache:
@@ -101,9 +118,12 @@ class InputCache:
             point.n,
             point.k,
             rng_for(point, repeat),
+            dtype=np.dtype(point.input_dtype),
             **dict(point.dist_params),
         )
-        item = (A, B, reference_product(A, B, point.reference))
+        # Points on a GPU backend (a GPU is at hand) compute the exact reference there.
+        device = "gpu" if point.backend in ("cuda", "cublas") else "cpu"
+        item = (A, B, reference_product(A, B, point.reference, device))
         self._items[key] = item
         while len(self._items) > 1 and self._nbytes() > self.max_bytes:
             self._items.popitem(last=False)
@@ -123,6 +143,11 @@ def _base_row(point: Point, repeat: int) -> dict:
         "dist_params": json.dumps(dict(point.dist_params), sort_keys=True),
         "method": point.method,
         "correction": point.correction,
+        # terms actually used (filled in for "auto" once the inputs are known), as a float
+        # column (NaN for methods without terms); terms_requested is the config's value.
+        "terms": float(point.terms) if isinstance(point.terms, int) else np.nan,
+        "terms_requested": None if point.terms is None else str(point.terms),
+        "target": point.target,
         "variant": point.variant,
         "format": point.format,
         "backend": point.backend,
@@ -130,6 +155,7 @@ def _base_row(point: Point, repeat: int) -> dict:
         "reference": point.reference,
         "repeat": repeat,
         "seed": point.seed,
+        "input_dtype": point.input_dtype,
         "input_seed": point.input_seed(repeat),
         "compare_backend": point.compare_backend,
         "status": STATUS_OK,
@@ -148,9 +174,17 @@ def _base_row(point: Point, repeat: int) -> dict:
 
 
 def _call(gemm: GemmFn, A: np.ndarray, B: np.ndarray, point: Point, backend: str):
-    kwargs = {"method": point.method, "fmt": point.format, "backend": backend, "arch": point.arch}
+    kwargs: dict[str, Any] = {
+        "method": point.method,
+        "fmt": point.format,
+        "backend": backend,
+        "arch": point.arch,
+    }
     if point.correction is not None:
         kwargs["correction"] = point.correction
+    if point.terms is not None:
+        kwargs["terms"] = point.terms
+        kwargs["target"] = point.target
     return gemm(A, B, **kwargs)
 
 
@@ -163,11 +197,22 @@ def _is_library_gemm(fn: GemmFn) -> bool:
 def _device_call(point: Point) -> Callable | None:
     """For a GPU backend, a call on device-resident inputs (so that only the GEMM is timed,
     not host-device copies); None for CPU backends."""
+    if point.backend == "cuda" and point.terms is not None:
+        from precision.gemm.ozaki_cuda import ozaki_gemm_cuda
+
+        method, fmt, target, terms = point.method, point.format, str(point.target), point.terms
+        return lambda dA, dB: ozaki_gemm_cuda(
+            dA, dB, method=method, fmt=fmt, target=target, terms=terms
+        )
     if point.backend == "cuda":
         from precision.gemm import cuda_gemm, get_schedule
 
         schedule = get_schedule(point.method, point.format, point.correction)
         return lambda dA, dB: cuda_gemm(dA, dB, schedule, arch=point.arch)
+    if point.backend == "cublas" and point.format == "fp64":
+        from precision.gemm.api import cublas_dgemm
+
+        return cublas_dgemm
     if point.backend == "cublas":
         from precision.gemm.api import cublas_mode
         from precision.vendor.cublas import cublas_gemm
@@ -189,7 +234,11 @@ def _run_timed(gemm: GemmFn | None, A, B, point: Point, row: dict) -> np.ndarray
         from precision.gpu import require_gpu, time_gpu
 
         cp = require_gpu(f"backend {point.backend!r}")
-        dA, dB = cp.asarray(A), cp.asarray(B)
+        # fp32-input GEMMs get float32 device copies (float64 inputs are converted here,
+        # untimed); the Ozaki methods and DGEMM keep float64.
+        wide = point.terms is not None or point.format == "fp64"
+        dtype = None if wide else cp.float32
+        dA, dB = cp.asarray(A, dtype=dtype), cp.asarray(B, dtype=dtype)
         out = cp.asnumpy(device(dA, dB))
         times = time_gpu(lambda: device(dA, dB), repeats=point.calls, warmup=point.warmup)
         row["timing"] = "cuda_events"
@@ -215,14 +264,25 @@ def _measure(gemm: GemmFn | None, A, B, ref, point: Point, row: dict) -> None:
     from precision.metrics import error_metrics, identical_bits_fraction
 
     out = _run_timed(gemm, A, B, point, row)
+    ref_lo = None
+    if point.reference == "exact_dd":  # stacked [hi, lo] (reference_product)
+        ref, ref_lo = ref[0], ref[1]
     if out.shape != ref.shape:
         raise ValueError(f"gemm returned shape {out.shape}, expected {ref.shape}")
-    row.update(error_metrics(out, ref))
+    row.update(error_metrics(out, ref, ref_lo))
+    if point.terms == "auto":
+        from precision.gemm.ozaki import chosen_terms
+
+        row["terms"] = float(
+            chosen_terms(
+                A, B, method=point.method, fmt=point.format, target=str(point.target), terms="auto"
+            )
+        )
     if point.compare_backend is not None and point.compare_backend != point.backend:
         other = np.asarray(_call(gemm or _default_gemm(), A, B, point, point.compare_backend))
-        row["identical_bits"] = identical_bits_fraction(
-            out.astype(np.float32), other.astype(np.float32)
-        )
+        if out.dtype != other.dtype or out.dtype != np.float64:  # fp32 results as before
+            out, other = out.astype(np.float32), other.astype(np.float32)
+        row["identical_bits"] = identical_bits_fraction(out, other)
 
 
 def compute_point(

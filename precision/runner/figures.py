@@ -5,7 +5,7 @@ The same keys are accepted in both places (a command-line option overrides the c
 
     [plot]
     metric = ["err_fro", "tflops"]   # err_fro, err_max, err_median, tflops
-    x = "auto"                       # auto, size, m, n, k
+    x = "auto"                       # auto, size, m, n, k, terms (Ozaki slices/moduli)
     hue = "method"                   # colour:      one of DIMENSIONS, or "none"
     style = "format"                 # line style and marker
     col = "distribution"             # panel columns
@@ -33,9 +33,10 @@ from typing import Any, NoReturn
 #: What a figure can show on its y axis.
 METRICS: tuple[str, ...] = ("err_fro", "err_max", "err_median", "tflops")
 #: What the x axis can show: ``auto`` picks ``size`` for square shapes, else the varying one.
-X_AXES: tuple[str, ...] = ("auto", "size", "m", "n", "k")
+X_AXES: tuple[str, ...] = ("auto", "size", "m", "n", "k", "terms")
 #: Columns that colour, line style and panels can show (``distribution`` is the label with
-#: its parameters, ``method`` the method with its correction, ``shape`` is ``m×n×k``).
+#: its parameters, ``method`` the method with its correction, ``shape`` is ``m×n×k``,
+#: ``phi`` the exp_rand parameter, ``target``/``terms`` the Ozaki axes).
 DIMENSIONS: tuple[str, ...] = (
     "method",
     "format",
@@ -46,6 +47,9 @@ DIMENSIONS: tuple[str, ...] = (
     "n",
     "k",
     "shape",
+    "phi",
+    "target",
+    "terms",
     "none",
 )
 FILE_FORMATS: tuple[str, ...] = ("png", "pdf", "svg", "pgf")

@@ -46,6 +46,12 @@ METRIC_LABELS = {
 ERROR_METRICS = ("err_fro", "err_max", "err_median")
 #: fp32's unit roundoff: the relative error bound of one round-to-nearest into fp32.
 FP32_UNIT_ROUNDOFF = 2.0**-24
+#: Unit roundoff 2^-p of each result format: error figures draw one dotted line per result
+#: format present (``target`` of the Ozaki methods, fp64 for the fp64 baselines, else fp32).
+UNIT_ROUNDOFFS = {"fp32": (FP32_UNIT_ROUNDOFF, "2^{-24}"), "fp64": (2.0**-53, "2^{-53}")}
+#: Dash of the horizontal lines of baselines without an x value (on a ``terms`` axis).
+XLESS_DASH: Any = (0, (6, 2))
+ROUNDOFF_DASHES = {"fp32": (0, (1, 2)), "fp64": (0, (3, 2, 1, 2))}
 #: Formats whose rows are baselines (not tensor-core methods): drawn in black and grey.
 BASELINE_FORMATS = ("fp32", "fp64")
 BASELINE_NAMES = {
@@ -53,6 +59,7 @@ BASELINE_NAMES = {
     ("numpy", "fp32"): "fp32 numpy matmul (BLAS SGEMM)",
     ("cublas", "fp32"): "fp32 cuBLAS SGEMM",
     ("numpy", "fp64"): "fp64 numpy matmul (BLAS DGEMM)",
+    ("cublas", "fp64"): "fp64 cuBLAS DGEMM",
 }
 #: Device class of each backend in TFLOP/s figures (panels never mix classes).
 DEVICES = {
@@ -66,6 +73,7 @@ X_LABELS = {
     "k": "k (inner dimension)",
     "m": "m (rows of A and C)",
     "n": "n (columns of B and C)",
+    "terms": "terms (slices I / moduli II)",
 }
 MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "h", "p", "d")
 DASHES: tuple[Any, ...] = (
@@ -112,7 +120,20 @@ def _dimension(table: pd.DataFrame, dim: str) -> pd.Series:
         return _column(table, "dist_label", "distribution").astype(str)
     if dim == "shape":
         return table["m"].astype(str) + "×" + table["n"].astype(str) + "×" + table["k"].astype(str)
-    return table[dim].astype(str)
+    if dim == "phi":
+        import json
+
+        def phi(params: Any) -> str:
+            value = json.loads(params).get("phi") if isinstance(params, str) else None
+            return "" if value is None else f"φ = {value:g}"
+
+        return table["dist_params"].map(phi)
+    if dim == "terms":
+        terms = pd.to_numeric(table["terms"], errors="coerce")
+        return terms.map(lambda t: "" if np.isnan(t) else f"{int(t)} terms")
+    if dim not in table:
+        return pd.Series("", index=table.index)
+    return table[dim].astype(str).replace({"None": "", "nan": ""})
 
 
 def _dim_title(dim: str, value: str) -> str:
@@ -133,6 +154,12 @@ def choose_x(table: pd.DataFrame, x: str) -> tuple[str, list[str], str]:
     """The x column (``size``, ``m``, ``n`` or ``k``), the other shape dimensions that vary at
     a fixed x (they become part of the panels) and the axis label."""
     square = bool(((table["m"] == table["k"]) & (table["n"] == table["k"])).all())
+    if x == "terms":
+        if "terms" not in table:
+            raise ValueError("x = 'terms' needs a 'terms' column (Ozaki methods)")
+        has = pd.to_numeric(table["terms"], errors="coerce").notna()
+        rest = [d for d in ("m", "n", "k") if table.loc[has, d].nunique() > 1]
+        return "terms", rest, X_LABELS["terms"]
     if x == "auto":
         if square:
             return "size", [], X_LABELS["size"]
@@ -166,12 +193,12 @@ def prepare(table: pd.DataFrame, spec: PlotSpec, metric: str) -> _Frame:
     """The rows of ``table`` with the figure's columns for ``metric`` (panels, series, x)."""
     x, rest, x_label = choose_x(table, spec.x)
     d = pd.DataFrame(index=table.index)
-    d["_x"] = table["k" if x == "size" else x].astype(float)
+    d["_x"] = pd.to_numeric(table["k" if x == "size" else x], errors="coerce").astype(float)
     d["_hue"] = _dimension(table, spec.hue)
     d["_style"] = _dimension(table, spec.style)
     d["_col"] = _dimension(table, spec.col).map(lambda v: _dim_title(spec.col, v))
     row = _dimension(table, spec.row).map(lambda v: _dim_title(spec.row, v))
-    for dim in rest:
+    for dim in (r for r in rest if r != spec.row):
         row = row.str.cat(table[dim].astype(str).map(lambda v, dim=dim: f"{dim} = {v}"), sep=", ")
     if metric == "tflops":
         row = row.str.cat(table["backend"].map(lambda b: DEVICES.get(b, b)), sep=", ")
@@ -186,6 +213,13 @@ def prepare(table: pd.DataFrame, spec: PlotSpec, metric: str) -> _Frame:
     d["_status"] = table["status"].astype(str) if "status" in table else "ok"
     d["_value"] = pd.to_numeric(table[metric], errors="coerce").astype(float)
     d["_valid"] = d["_ok"] & np.isfinite(d["_value"]) & (d["_value"] > 0)
+    # The format each result is rounded to, for the unit-roundoff lines of error figures.
+    target = table["target"] if "target" in table else pd.Series(None, index=table.index)
+    d["_target"] = np.where(
+        target.notna() & target.astype(str).isin(list(UNIT_ROUNDOFFS)),
+        target.astype(str),
+        np.where(fmt == "fp64", "fp64", "fp32"),
+    )
     hue_order = _ordered(d.loc[~d["_baseline"], "_hue"])
     style_order = _ordered(d.loc[~d["_baseline"], "_style"])
     methods = [
@@ -270,8 +304,19 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
 
     plt, sns = _setup()
     d = frame.data
+    # Rows without an x value (baselines on an Ozaki `terms` axis) are drawn as horizontal
+    # lines at their median, in every panel whose row/col they match; a panel value absent
+    # from the other rows (the baseline's own method, say) matches every panel ("*").
+    xless_mask = d["_x"].isna()
+    if xless_mask.all():
+        xless_mask = pd.Series(False, index=d.index)
+    xless = d[xless_mask].copy()
+    d = d[~xless_mask]
     rows = _ordered(d["_row"])
     cols = _ordered(d["_col"])
+    xless["_row"] = xless["_row"].where(xless["_row"].isin(rows), "*")
+    xless["_col"] = xless["_col"].where(xless["_col"].isin(cols), "*")
+    targets = [t for t in UNIT_ROUNDOFFS if t in set(frame.data["_target"])]
     nrows, ncols = len(rows), len(cols)
     notes = _missing_notes(frame, metric)
     hue_vals = _ordered(d.loc[~d["_baseline"], "_hue"])
@@ -310,13 +355,19 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
             )
         )
     reference: list[tuple[Any, str]] = []
+    level_only = set(xless["_series"]) - set(d["_series"])  # drawn as horizontal lines only
     for b in base_names:
+        if b in level_only:
+            handle = Line2D([], [], color="0.3", ls=XLESS_DASH, lw=1.0)
+            reference.append((handle, f"{b} (colour: {spec.hue})"))
+            continue
         b_color, b_dash, b_marker = base_style[b]
         handle = Line2D([], [], color=b_color, ls=b_dash, marker=b_marker, ms=5, lw=1.2)
         reference.append((handle, b))
     if metric in ERROR_METRICS:
-        ref_handle = Line2D([], [], color="0.35", ls=(0, (1, 2)), lw=0.9)
-        reference.append((ref_handle, "fp32 unit roundoff $u = 2^{-24}$"))
+        for t in targets:
+            ref_handle = Line2D([], [], color="0.35", ls=ROUNDOFF_DASHES[t], lw=0.9)
+            reference.append((ref_handle, f"{t} unit roundoff $u = {UNIT_ROUNDOFFS[t][1]}$"))
     if reference:
         sections.append(("baselines" if base_names else "reference", reference))
 
@@ -380,8 +431,19 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
                         med.index * factor, med.values, color=color, ls=ls, marker=mk, ms=ms,
                         lw=lw, mec="white" if mk not in "x+1" else color, mew=0.5, zorder=z,
                     )  # fmt: skip
+                here = xless["_row"].isin([row, "*"]) & xless["_col"].isin([col, "*"])
+                lines = xless[here & xless["_valid"]]
+                for (b_key, b_hue), g in lines.groupby(["_series", "_hue"], sort=True):
+                    b_color = base_style.get(str(b_key), ("black", "-", ""))[0]
+                    ax.axhline(
+                        float(g["_value"].median()), color=palette.get(str(b_hue), b_color),
+                        ls=XLESS_DASH,
+                        lw=1.0, alpha=0.85, zorder=1,
+                    )  # fmt: skip
                 if metric in ERROR_METRICS:
-                    ax.axhline(FP32_UNIT_ROUNDOFF, color="0.35", ls=(0, (1, 2)), lw=0.9, zorder=0)
+                    for t in targets:
+                        u = UNIT_ROUNDOFFS[t][0]
+                        ax.axhline(u, color="0.35", ls=ROUNDOFF_DASHES[t], lw=0.9, zorder=0)
                 if col and (r == 0 or not present[r - 1][c]):
                     ax.set_title(col, fontsize="small")
                 if row and (c == ncols - 1 or not any(present[r][c + 1 :])):
@@ -394,8 +456,9 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
 
         for members in groups.values():
             values = pd.concat([p.loc[p["_valid"], "_value"] for _, p in members])
+            values = pd.concat([values, xless.loc[xless["_valid"], "_value"]])
             if metric in ERROR_METRICS:
-                values = pd.concat([values, pd.Series([FP32_UNIT_ROUNDOFF])])
+                values = pd.concat([values, pd.Series([UNIT_ROUNDOFFS[t][0] for t in targets])])
             lo, hi = _decade_limits(values.to_numpy()) if len(values) else (1e-8, 1.0)
             for ax, _ in members:
                 ax.set_yscale("log")

@@ -33,6 +33,9 @@ ID_COLUMNS = (
     "format",
     "backend",
     "arch",
+    "target",  # the Ozaki axes (absent or empty for other methods)
+    "terms_requested",
+    "terms",
 )
 ERROR_COLUMNS = ("err_fro", "err_max", "err_median")
 TIMING_COLUMNS = ("tflops", "time_s")
@@ -50,7 +53,8 @@ def summarize(table: pd.DataFrame, timing: bool = True) -> pd.DataFrame:
     with ``timing``, median TFLOP/s and time)."""
     ids = [c for c in ID_COLUMNS if c in table]
     ok = table["status"] == "ok" if "status" in table else pd.Series(True, index=table.index)
-    keys = [table[c].astype(str) if c == "correction" else table[c] for c in ids]
+    as_text = ("correction", "target", "terms_requested")
+    keys = [table[c].astype(str) if c in as_text else table[c] for c in ids]
     grouped = ok.groupby(keys, sort=True, dropna=False)
     out = pd.DataFrame({"repeats": grouped.size(), "ok": grouped.sum().astype(int)})
     statuses = table["status"] if "status" in table else pd.Series("ok", index=table.index)
@@ -64,8 +68,9 @@ def summarize(table: pd.DataFrame, timing: bool = True) -> pd.DataFrame:
             values = pd.to_numeric(table[column], errors="coerce").where(ok)
             out[column] = values.groupby(keys, sort=True, dropna=False).agg(_median_all)
     out = out.reset_index()
-    if "correction" in out:
-        out["correction"] = out["correction"].replace({"None": "", "nan": ""})
+    for column in as_text:
+        if column in out:
+            out[column] = out[column].replace({"None": "", "nan": ""})
     return out
 
 

@@ -17,10 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from precision.runner.catalog import TERMS_METHODS as _TERMS_METHODS
 from precision.runner.config import ExperimentConfig
 
 # Methods whose result depends on the ``correction`` axis; for the others it is None.
 CORRECTED_METHODS = ("corrected",)
+# Methods whose result depends on the ``terms`` and ``target`` axes (the Ozaki schemes).
+TERMS_METHODS = _TERMS_METHODS
 
 
 def _stable_hash(obj: Any) -> bytes:
@@ -48,11 +51,23 @@ class Point:
     warmup: int
     calls: int
     compare_backend: str | None
+    #: Ozaki methods only (None for the others): slices / moduli (an int or "auto") and the
+    #: format the result is rounded to.
+    terms: int | str | None = None
+    target: str | None = None
+    #: dtype of the inputs (config ``input_dtype``); float32 unless the config says float64.
+    input_dtype: str = "float32"
 
     def params(self) -> dict[str, Any]:
-        """The point's parameters as a JSON-ready dict."""
+        """The point's parameters as a JSON-ready dict (``terms``/``target`` only where set,
+        so the ids of points of other methods are those they had before these axes)."""
         d = asdict(self)
         d["dist_params"] = dict(self.dist_params)
+        for key in ("terms", "target"):
+            if d[key] is None:
+                del d[key]
+        if d["input_dtype"] == "float32":
+            del d["input_dtype"]
         return d
 
     @property
@@ -64,6 +79,8 @@ class Point:
     def slug(self) -> str:
         """Readable file-name prefix (the id keeps it unique)."""
         corr = f"-{self.correction}" if self.correction else ""
+        if self.terms is not None:
+            corr += f"-{self.target}-t{self.terms}"
         return (
             f"{self.m}x{self.n}x{self.k}-{self.distribution}-{self.method}{corr}-"
             f"{self.format}-{self.backend}-{self.arch}"
@@ -76,10 +93,19 @@ class Point:
 
     def input_key(self) -> tuple:
         """Everything the input matrices depend on, apart from the repeat index."""
-        return (self.seed, self.m, self.n, self.k, self.distribution, self.dist_params)
+        return (
+            self.seed,
+            self.m,
+            self.n,
+            self.k,
+            self.distribution,
+            self.dist_params,
+            self.input_dtype,
+        )
 
     def input_seed(self, repeat: int) -> int:
-        """The 63-bit seed of repeat ``repeat``'s inputs (``np.random.default_rng(seed)``)."""
+        """The 63-bit seed of repeat ``repeat``'s inputs (``np.random.default_rng(seed)``);
+        independent of ``input_dtype``, so float32 inputs are the rounding of float64 ones."""
         key = {
             "seed": self.seed,
             "m": self.m,
@@ -128,7 +154,13 @@ def expand(config: ExperimentConfig) -> list[Point]:
             sw.archs,
             sw.corrections,
         ):
-            for params in _dist_variants(config, dist):
+            ozaki = method in TERMS_METHODS
+            terms_targets: list[tuple[int | str | None, str | None]] = (
+                list(itertools.product(sw.terms, sw.targets)) if ozaki else [(None, None)]
+            )
+            for params, (terms, target) in itertools.product(
+                _dist_variants(config, dist), terms_targets
+            ):
                 points.add(
                     Point(
                         m=m,
@@ -147,6 +179,9 @@ def expand(config: ExperimentConfig) -> list[Point]:
                         warmup=config.timing.warmup,
                         calls=config.timing.calls,
                         compare_backend=config.compare_backend,
+                        terms=terms,
+                        target=target,
+                        input_dtype=config.input_dtype,
                     )
                 )
     return sorted(points, key=_sort_key)
@@ -162,6 +197,8 @@ def _sort_key(p: Point) -> tuple:
         p.format,
         p.backend,
         p.arch,
+        p.target or "",
+        (0, p.terms) if isinstance(p.terms, int) else (1, 0),
         p.id,
     )
 

@@ -120,7 +120,7 @@ def test_list_and_info(cfg, capsys):
     assert "unavailable: no GPU (test double)" in out
     combos = out.split("valid combinations")[1]
     assert "corrected  x emulator  tf32 [sm90, sm100, sm89, sm80], fp16, bf16" in combos
-    assert "plain      x cublas    fp32, tf32, fp16, bf16" in combos
+    assert "plain      x cublas    fp64, fp32, tf32, fp16, bf16" in combos
     assert "e4m3" not in combos.split("corrected  x emulator")[1].splitlines()[0]
     assert main(["info"]) == 0
     out = capsys.readouterr().out

@@ -24,7 +24,8 @@ def test_the_four_issue_configs_are_shipped():
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
 def test_shipped_config_points_are_all_defined(path):
     from precision.gemm import get_schedule
-    from precision.gemm.api import CPU_BASELINES, cublas_mode
+    from precision.gemm.api import CPU_BASELINES, OZAKI_METHODS, cublas_mode
+    from precision.gemm.ozaki import make_plan
 
     cfg = load_config(path)
     assert cfg.name == path.stem
@@ -34,6 +35,12 @@ def test_shipped_config_points_are_all_defined(path):
         for backend in {p.backend, p.compare_backend} - {None}:
             if (p.method, p.format, backend) in CPU_BASELINES:
                 continue  # no schedule: the fp32 FMA chain or numpy's matmul
+            if p.method in OZAKI_METHODS:  # not schedules: a plan per (terms, target, k)
+                if p.terms != "auto":
+                    assert make_plan(p.method, p.format, str(p.target), int(p.terms), p.k)
+                continue
+            if backend == "cublas" and p.format == "fp64":
+                continue  # native DGEMM: gemm.api.cublas_dgemm
             if backend == "cublas":
                 cublas_mode(p.method, p.format, p.correction)
             else:
