@@ -13,8 +13,8 @@ sub-directory per family, each with its own ``manifest.json``:
 :func:`verify_dir` replays every recording found under a directory (a capture directory, one
 family's directory such as tests/data/sm90, or a single family file set) through the emulator
 and returns one :class:`Row` per instruction and data kind: the table whose every line must
-read 100 %. f64 outputs that are NaN count as matching when the emulator's is NaN too: the
-payload DMMA propagates is not modelled (docs/coverage.md).
+read 100 %. Every output is compared bit for bit, f64 NaN payloads included
+(:mod:`precision.tensorcore.dmma_nan`).
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 FAMILIES = ("mma_sync", "mma", "wmma", "wgmma", "wgmma_extra")
 
@@ -115,7 +113,6 @@ def _verify_mma(d: Path) -> list[Row]:
 
 def _verify_wmma(d: Path) -> list[Row]:
     from precision.probe import wmma
-    from precision.tensorcore import dmma
 
     rows = []
     for name, models in wmma.compare(d).items():
@@ -124,18 +121,10 @@ def _verify_wmma(d: Path) -> list[Row]:
             rows += _rows_from_match("wmma", name, models["mma(op='wmma')"])
         elif p.a == "b1":
             rows += _rows_from_match("wmma", name, models["exact b1"])
-        elif p.a != "f64":
+        elif p.a == "f64":  # FMA chain with DMMA's NaN payloads, every bit
+            rows += _rows_from_match("wmma", name, models["dmma.fma_chain"])
+        else:
             rows += _rows_from_match("wmma", name, models["exact"])
-        else:  # NaN outputs compared as NaN (payload not modelled)
-            with np.load(d / f"{name}.npz") as z:
-                a, b, c, dd = (z[k].view(np.float64) for k in "abcd")
-                kind, kinds = z["kind"], [str(k) for k in z["kinds"]]
-            got = dmma.fma_chain(a, b, c)
-            ok = (np.isnan(got) & np.isnan(dd)) | (got.view(np.uint64) == dd.view(np.uint64))
-            ok = ok.reshape(ok.shape[0], -1)
-            for i, k in enumerate(kinds):
-                sel = ok[kind == i]
-                rows.append(Row("wmma", name, k, int(sel.size), int(sel.sum()), "NaN as NaN"))
     return rows
 
 

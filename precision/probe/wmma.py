@@ -23,7 +23,7 @@ against every model that applies:
 - s8: ``precision.mma(op="wmma")``; s8/u8/s4/u4 and b1 (xor/and popc): exact integer
   arithmetic (:mod:`precision.tensorcore.integer`, wrap modulo 2^32);
 - f64: the three DMMA candidates of :mod:`precision.tensorcore.dmma` (FMA chain, one rounding,
-  pairwise).
+  pairwise); the FMA chain with DMMA's NaN payloads (:mod:`precision.tensorcore.dmma_nan`).
 
     python -m precision.probe.wmma record OUT_DIR      # on an sm_90 GPU (about 30 s)
     python -m precision.probe.wmma compare DIR         # CPU
@@ -362,11 +362,13 @@ def models(p: WmmaProbe, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> dict[st
         }
     if p.a == "f64":
         from precision.tensorcore import dmma
+        from precision.tensorcore.dmma_nan import nan_payloads
 
         av, bv, cv = (x.view(np.float64) for x in (a, b, c))
         with np.errstate(all="ignore"):
+            chain = nan_payloads(av, bv, cv, dmma.fma_chain(av, bv, cv))
             return {
-                "dmma.fma_chain": dmma.fma_chain(av, bv, cv).view(np.uint64),
+                "dmma.fma_chain": chain.view(np.uint64),
                 "dmma.dot_rn": dmma.dot_rn(av, bv, cv).view(np.uint64),
                 "dmma.dot_pairwise": dmma.dot_pairwise(av, bv, cv).view(np.uint64),
             }

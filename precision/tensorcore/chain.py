@@ -19,6 +19,7 @@ import numpy as np
 from precision.formats import Format, get_format
 from precision.tensorcore import dmma, fdpa, integer
 from precision.tensorcore.arch import ArchModel, Instruction, get_arch
+from precision.tensorcore.dmma_nan import nan_payloads
 
 # Formats a tensor core takes as inputs, and accumulator formats.
 _INPUTS = (
@@ -273,10 +274,11 @@ def _mma_integer(a, b, c, ins: Instruction, satf: bool) -> np.ndarray:
 
 def _mma_fp64(a, b, c, ins: Instruction, satf: bool) -> np.ndarray:
     """f64 (DMMA): a chain of IEEE binary64 FMAs in increasing k, each rounded to nearest
-    (:func:`precision.tensorcore.dmma.fma_chain`)."""
+    (:func:`precision.tensorcore.dmma.fma_chain`), NaN outputs with the hardware's payloads
+    (:func:`precision.tensorcore.dmma_nan.nan_payloads`)."""
     if satf:
         raise ValueError(f"{ins.ptx}: satf is not defined for f64 mma")
-    return dmma.fma_chain(a, b, c, order="increasing")
+    return nan_payloads(a, b, c, dmma.fma_chain(a, b, c, order="increasing"))
 
 
 # ----------------------------------------------------------------------------- float path

@@ -2,8 +2,8 @@
 
 Recorded with the fragment-packed probes (precision.probe.packed, 51,200 outputs per
 instruction over six float or three integer data kinds); replayed here through
-``precision.mma(..., shape=, bitop=, b_fmt=)``: every output must match bit for bit (f64 NaN
-outputs as NaN: the payload DMMA propagates is not modelled).
+``precision.mma(..., shape=, bitop=, b_fmt=)``: every output must match bit for bit, f64 NaN
+payloads included (precision.tensorcore.dmma_nan).
 """
 
 from __future__ import annotations
