@@ -48,6 +48,7 @@ _PROD_LO = 2.0**-900  # |RN(ab)| >= this: Dekker partial products and the low pa
 _BIG = 2.0**1000  # |c|, |RN(ab)| <= this: no intermediate overflows
 _OVERFLOW = 2**1024 - 2**970  # exact |x| >= this rounds to Inf under RN
 _CHUNK_ELEMENTS = 1 << 22
+_MANT_MASK = np.int64((1 << 52) - 1)  # binary64 significand field
 # fma_chain: output elements per tile (its ~20 float64 temporaries stay in L2) and the work
 # below which threads do not pay.
 _FMA_TILE_ELEMENTS = 1 << 15
@@ -238,7 +239,27 @@ def _fma_inplace(
         np.subtract(c, t4, out=t4)
         np.subtract(p, t3, out=t3)
         np.add(t4, t3, out=t3)  # tl = c + uh - th exactly
+        # Common case: z' = RN(th + RN(tl + ul)) already equals RN(ab + c). Let s = RN(tl + ul),
+        # e = tl + ul - s, y = th + s (exact). If e != 0 then tl != 0, so c + uh was not exact
+        # (no Sterbenz cancellation), |th| >= |uh|/2 and |s| <= 1.5 ulp(th) <= |th|: Fast2Sum
+        # gives r = y - z' exactly. y and every rounding boundary (midpoint) near th are
+        # multiples of ulp(s) while |e| <= ulp(s)/2, so no boundary lies strictly between y and
+        # y + e: z' can differ from RN(y + e) only when y itself is a midpoint, i.e. r = ±ulp(z')/2
+        # (±ulp(z')/4 below a power of two), a normal power of two as |z'| >= 2^-900. If no
+        # element has r = ±2^j (zero significand field, r != 0), z' is exact; else (or when the
+        # preconditions fail) the round-to-odd path below decides.
         np.add(t3, t1, out=t4)  # s = RN(tl + ul)
+        np.add(t2, t4, out=t5)  # z' = RN(th + s)
+        np.subtract(t5, t2, out=t6)
+        np.subtract(t4, t6, out=t6)  # r = th + s - z' (exact where it matters)
+        rm = p.view(np.int64)
+        np.bitwise_and(t6.view(np.int64), _MANT_MASK, out=rm)
+        if rm.min() != 0 or not (np.equal(rm, 0, out=inexact) & np.not_equal(t6, 0, out=opp)).any():
+            np.abs(t5, out=t6)
+            if t6.min() >= _PROD_LO:  # NaN fails
+                return t5, float(t6.max())
+            return None
+        # Round to odd (Boldo-Melquiond): z = RN(th + RO(tl + ul)).
         np.subtract(t4, t3, out=t5)
         np.subtract(t4, t5, out=t6)
         np.subtract(t3, t6, out=t6)
