@@ -49,6 +49,7 @@ _BIG = 2.0**1000  # |c|, |RN(ab)| <= this: no intermediate overflows
 _OVERFLOW = 2**1024 - 2**970  # exact |x| >= this rounds to Inf under RN
 _CHUNK_ELEMENTS = 1 << 22
 _MANT_MASK = np.int64((1 << 52) - 1)  # binary64 significand field
+_BOUND_UP = 1.0 + 2.0**-50  # covers the roundings of an upper bound's sum and product
 # fma_chain: output elements per tile (its ~20 float64 temporaries stay in L2) and the work
 # below which threads do not pay.
 _FMA_TILE_ELEMENTS = 1 << 15
@@ -213,12 +214,12 @@ def _fma_inplace(
     bl: np.ndarray,
     c: np.ndarray,
     ws: _Workspace,
-) -> tuple[np.ndarray, float] | None:
+) -> np.ndarray | None:
     """Boldo-Melquiond FMA of a column a [r,1] and row b [1,N] into c [r,N], in workspace buffers.
 
     The caller has checked the operands (normal, below the split bound), the product range
     (2^-900 <= |RN(ab)| <= 2^1000, from the column/row extremes) and |c| <= 2^1000. Returns
-    (result buffer, max |result|) when every |result| >= 2^-900 (the remaining precondition),
+    the result buffer (one of ``ws.f``) when every |result| >= 2^-900 (the remaining precondition),
     else None (nothing of ``c`` is modified; the caller repairs with the masked path).
     """
     p, t1, t2, t3, t4, t5, t6 = ws.f
@@ -257,7 +258,7 @@ def _fma_inplace(
         if rm.min() != 0 or not (np.equal(rm, 0, out=inexact) & np.not_equal(t6, 0, out=opp)).any():
             np.abs(t5, out=t6)
             if t6.min() >= _PROD_LO:  # NaN fails
-                return t5, float(t6.max())
+                return t5
             return None
         # Round to odd (Boldo-Melquiond): z = RN(th + RO(tl + ul)).
         np.subtract(t4, t3, out=t5)
@@ -275,7 +276,7 @@ def _fma_inplace(
         np.add(t2, t4, out=t1)  # z = RN(th + v)
         np.abs(t1, out=t6)
         if t6.min() >= _PROD_LO:  # NaN fails
-            return t1, float(t6.max())
+            return t1
     return None
 
 
@@ -394,6 +395,9 @@ def fma_chain(
         for kk in ks:
             col = (bi, kk, slice(r0, r1), None)
             row = (bi, slice(kk, kk + 1))
+            if fast[kk] and cmax > _BIG:
+                with np.errstate(all="ignore"):
+                    cmax = float(np.abs(dd).max(initial=0.0))  # the bound may be loose
             if exact[kk] and cmax <= _BIG:
                 # Exact product and finite c: RN(ab + c) is one binary64 addition (IEEE RN,
                 # subnormal sums included); |RN(c + ab)| <= RN(cmax + pmax) by monotonicity.
@@ -404,9 +408,6 @@ def fma_chain(
                 dd = z
                 cmax += pmax[kk]
                 continue
-            if fast[kk] and cmax > _BIG:
-                with np.errstate(all="ignore"):
-                    cmax = float(np.abs(dd).max(initial=0.0))  # the bound may be loose
             res = None
             if fast[kk] and cmax <= _BIG:
                 res = _fma_inplace(at[col], b3[row], ah[col], al[col], bh[row], bl[row], dd, ws)
@@ -417,7 +418,9 @@ def fma_chain(
                 with np.errstate(all="ignore"):
                     cmax = float(np.abs(dd).max(initial=0.0))
             else:
-                z, cmax = res
+                z = res
+                # |RN(c + ab)| <= RN(max|c| + max|a| max|b|); pmax is that product rounded.
+                cmax = (cmax + pmax[kk]) * _BOUND_UP
                 ws.swap(dd, z)
                 dd = z
         d[bi, r0:r1] = dd
