@@ -27,6 +27,12 @@ division, which CPython rounds correctly to nearest-even, subnormals included; r
 the overflow threshold (|x| >= 2^1024 - 2^970) become ±inf. Specials follow IEEE 754: any NaN
 operand or Inf·0 or Inf - Inf gives NaN (NumPy's default quiet NaN), an exact zero sum is +0
 unless both addends are -0 (the sign of a zero product is sign(a) xor sign(b)).
+
+:func:`fma_chain` adds two shortcuts, both bit-identical to the algorithm above: where every a_k
+and b_k of a tile has at most 26 significant bits (fp32-converted data) the product is exact and
+the FMA is one binary64 addition; otherwise ``z' = RN(th + RN(tl + ul))`` is used unless
+``th + RN(tl + ul)`` is exactly a midpoint (tested through its Fast2Sum error, see
+``_fma_inplace``), the only case in which round-to-odd changes the result.
 """
 
 from __future__ import annotations
