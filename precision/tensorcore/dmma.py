@@ -225,8 +225,9 @@ def _fma_inplace(
 
     The caller has checked the operands (normal, below the split bound), the product range
     (2^-900 <= |RN(ab)| <= 2^1000, from the column/row extremes) and |c| <= 2^1000. Returns
-    the result buffer (one of ``ws.f``) when every |result| >= 2^-900 (the remaining precondition),
-    else None (nothing of ``c`` is modified; the caller repairs with the masked path).
+    the result buffer (one of ``ws.f``), or None when the round-to-odd path was needed and some
+    |result| < 2^-900 (its remaining precondition; nothing of ``c`` is modified, the caller
+    repairs with the masked path).
     """
     p, t1, t2, t3, t4, t5, t6 = ws.f
     inexact, opp = ws.b
@@ -252,7 +253,7 @@ def _fma_inplace(
         # gives r = y - z' exactly. y and every rounding boundary (midpoint) near th are
         # multiples of ulp(s) while |e| <= ulp(s)/2, so no boundary lies strictly between y and
         # y + e: z' can differ from RN(y + e) only when y itself is a midpoint, i.e. r = ±ulp(z')/2
-        # (±ulp(z')/4 below a power of two), a normal power of two as |z'| >= 2^-900. If no
+        # (±ulp(z')/4 below a power of two), a power of two (normal: see below). If no
         # element has r = ±2^j (zero significand field, r != 0), z' is exact; else (or when the
         # preconditions fail) the round-to-odd path below decides.
         np.add(t3, t1, out=t4)  # s = RN(tl + ul)
@@ -261,11 +262,10 @@ def _fma_inplace(
         np.subtract(t4, t6, out=t6)  # r = th + s - z' (exact where it matters)
         rm = p.view(np.int64)
         np.bitwise_and(t6.view(np.int64), _MANT_MASK, out=rm)
+        # (This needs no bound on |z'|: e != 0 gives |th| >= |uh|/2 >= 2^-901, so the midpoints
+        # near th and hence r are normal; e = 0 makes z' exact outright.)
         if rm.min() != 0 or not (np.equal(rm, 0, out=inexact) & np.not_equal(t6, 0, out=opp)).any():
-            np.abs(t5, out=t6)
-            if t6.min() >= _PROD_LO:  # NaN fails
-                return t5
-            return None
+            return t5
         # Round to odd (Boldo-Melquiond): z = RN(th + RO(tl + ul)).
         np.subtract(t4, t3, out=t5)
         np.subtract(t4, t5, out=t6)

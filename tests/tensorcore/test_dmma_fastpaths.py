@@ -67,3 +67,17 @@ def test_random_chains_full_and_short_significands() -> None:
             a, b = a.astype(np.float32).astype(np.float64), b.astype(np.float32).astype(np.float64)
         got = dmma.fma_chain(a, b, c)
         np.testing.assert_array_equal(_bits(got), _bits(_oracle_chain(a, b, c)))
+
+
+def test_tiny_results_by_cancellation() -> None:
+    """c close to -RN(ab) with |ab| near 2^-900: results far below 2^-900 (the low part of the
+    product plus a few ulps of c), which the RN(th + s) shortcut returns without repair."""
+    rng = np.random.default_rng(9)
+    m, n = 17, 11
+    a = rng.standard_normal((m, 1)) * 2.0**-440
+    b = rng.standard_normal((1, n)) * 2.0**-440
+    c = -(a * b) * (1 + rng.integers(-4, 5, (m, n)) * 2.0**-52)
+    got = dmma.fma_chain(a, b, c)
+    want = _oracle_chain(a, b, c)
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+    assert np.abs(want).min() < 2.0**-900
