@@ -27,6 +27,12 @@ division, which CPython rounds correctly to nearest-even, subnormals included; r
 the overflow threshold (|x| >= 2^1024 - 2^970) become ±inf. Specials follow IEEE 754: any NaN
 operand or Inf·0 or Inf - Inf gives NaN (NumPy's default quiet NaN), an exact zero sum is +0
 unless both addends are -0 (the sign of a zero product is sign(a) xor sign(b)).
+
+:func:`fma_chain` adds two shortcuts, both bit-identical to the algorithm above: where every a_k
+and b_k of a tile has at most 26 significant bits (fp32-converted data) the product is exact and
+the FMA is one binary64 addition; otherwise ``z' = RN(th + RN(tl + ul))`` is used unless
+``th + RN(tl + ul)`` is exactly a midpoint (tested through its Fast2Sum error, see
+``_fma_inplace``), the only case in which round-to-odd changes the result.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ _PROD_LO = 2.0**-900  # |RN(ab)| >= this: Dekker partial products and the low pa
 _BIG = 2.0**1000  # |c|, |RN(ab)| <= this: no intermediate overflows
 _OVERFLOW = 2**1024 - 2**970  # exact |x| >= this rounds to Inf under RN
 _CHUNK_ELEMENTS = 1 << 22
+_MANT_MASK = np.int64((1 << 52) - 1)  # binary64 significand field
+_BOUND_UP = 1.0 + 2.0**-50  # covers the roundings of an upper bound's sum and product
 # fma_chain: output elements per tile (its ~20 float64 temporaries stay in L2) and the work
 # below which threads do not pay.
 _FMA_TILE_ELEMENTS = 1 << 15
@@ -215,8 +223,11 @@ def _fma_inplace(
 ) -> np.ndarray | None:
     """Boldo-Melquiond FMA of a column a [r,1] and row b [1,N] into c [r,N], in workspace buffers.
 
-    Returns the result buffer (one of ``ws.f``) when every element lies in the proved range, else
-    None (nothing of ``c`` is modified; the caller repairs with the masked path).
+    The caller has checked the operands (normal, below the split bound), the product range
+    (2^-900 <= |RN(ab)| <= 2^1000, from the column/row extremes) and |c| <= 2^1000. Returns
+    the result buffer (one of ``ws.f``), or None when the round-to-odd path was needed and some
+    |result| < 2^-900 (its remaining precondition; nothing of ``c`` is modified, the caller
+    repairs with the masked path).
     """
     p, t1, t2, t3, t4, t5, t6 = ws.f
     inexact, opp = ws.b
@@ -236,7 +247,26 @@ def _fma_inplace(
         np.subtract(c, t4, out=t4)
         np.subtract(p, t3, out=t3)
         np.add(t4, t3, out=t3)  # tl = c + uh - th exactly
+        # Common case: z' = RN(th + RN(tl + ul)) already equals RN(ab + c). Let s = RN(tl + ul),
+        # e = tl + ul - s, y = th + s (exact). If e != 0 then tl != 0, so c + uh was not exact
+        # (no Sterbenz cancellation), |th| >= |uh|/2 and |s| <= 1.5 ulp(th) <= |th|: Fast2Sum
+        # gives r = y - z' exactly. y and every rounding boundary (midpoint) near th are
+        # multiples of ulp(s) while |e| <= ulp(s)/2, so no boundary lies strictly between y and
+        # y + e: z' can differ from RN(y + e) only when y itself is a midpoint, i.e. r = ±ulp(z')/2
+        # (±ulp(z')/4 below a power of two), a power of two (normal: see below). If no
+        # element has r = ±2^j (zero significand field, r != 0), z' is exact; else (or when the
+        # preconditions fail) the round-to-odd path below decides.
         np.add(t3, t1, out=t4)  # s = RN(tl + ul)
+        np.add(t2, t4, out=t5)  # z' = RN(th + s)
+        np.subtract(t5, t2, out=t6)
+        np.subtract(t4, t6, out=t6)  # r = th + s - z' (exact where it matters)
+        rm = p.view(np.int64)
+        np.bitwise_and(t6.view(np.int64), _MANT_MASK, out=rm)
+        # (This needs no bound on |z'|: e != 0 gives |th| >= |uh|/2 >= 2^-901, so the midpoints
+        # near th and hence r are normal; e = 0 makes z' exact outright.)
+        if rm.min() != 0 or not (np.equal(rm, 0, out=inexact) & np.not_equal(t6, 0, out=opp)).any():
+            return t5
+        # Round to odd (Boldo-Melquiond): z = RN(th + RO(tl + ul)).
         np.subtract(t4, t3, out=t5)
         np.subtract(t4, t5, out=t6)
         np.subtract(t3, t6, out=t6)
@@ -250,16 +280,10 @@ def _fma_inplace(
         np.subtract(sb, opp, out=sb, casting="unsafe")
         np.bitwise_or(sb, inexact, out=sb, casting="unsafe")  # v = RO(tl + ul)
         np.add(t2, t4, out=t1)  # z = RN(th + v)
-        np.abs(p, out=t3)
         np.abs(t1, out=t6)
-        ok = (
-            t1.size > 0
-            and t3.min() >= _PROD_LO
-            and t3.max() <= _BIG
-            and max(-c.min(), c.max()) <= _BIG
-            and t6.min() >= _PROD_LO
-        )
-    return t1 if ok else None
+        if t6.min() >= _PROD_LO:  # NaN fails
+            return t1
+    return None
 
 
 def _operand_ok(x: np.ndarray) -> np.ndarray:
@@ -315,6 +339,10 @@ def fma_chain(
     broadcast). ``order`` is ``"increasing"`` (k = 0, 1, ..., K-1), ``"decreasing"`` or an explicit
     sequence of k indices (each used once per listed occurrence). Returns float64 ``[..., M, N]``.
     Vectorised over M, N and batch; a loop over K (Veltkamp splits of a and b are done once).
+    Per tile and k, the preconditions of the fast path are tested on the column/row extremes;
+    where every a_k and b_k of the tile has at most 26 significant bits (values converted from
+    fp32 and narrower) and RN(ab) lies in [2^-900, 2^1000], the product is exact and the FMA is
+    one IEEE binary64 addition ``RN(c + ab)``, bit-identical to the general path.
     """
     a, b, c, batch, (m, k, n) = _chain_operands(a, b, c, "fma_chain")
     if isinstance(order, str):
@@ -337,23 +365,68 @@ def fma_chain(
         bh, bl = _split(b3)
         aok, bok = _operand_ok(at), _operand_ok(b3)
     d = np.broadcast_to(c, batch + (m, n)).reshape(math.prod(batch), m, n).copy()
+    if d.size == 0:
+        return d.reshape(batch + (m, n))
     rows = max(1, _FMA_TILE_ELEMENTS // max(1, n))
+    # Per b row k (all N columns): extremes of |b|, operand flags, and whether b_k has at most
+    # 26 significant bits everywhere (its Veltkamp low part is 0).
+    with np.errstate(all="ignore"):
+        babs = np.abs(b3)
+        b_min, b_max = babs.min(axis=2, initial=np.inf), babs.max(axis=2, initial=0.0)
+    b_ok: np.ndarray = np.asarray(bok.all(axis=2))
+    b_short: np.ndarray = np.asarray((bl == 0).all(axis=2))
+
+    def tile_flags(bi: int, r0: int, r1: int) -> tuple[list[bool], list[bool], list[float]]:
+        """Per k for the tile's rows: (Boldo-Melquiond preconditions on a, b and RN(ab) hold,
+        the product ab is exact in binary64, an upper bound of |RN(ab)|). min |RN(a_i b_j)| =
+        RN(min|a| min|b|) and likewise for the max (an outer product; RN is monotone), so the
+        range test on the extremes equals the elementwise one."""
+        with np.errstate(all="ignore"):
+            aabs = np.abs(at[bi, :, r0:r1])
+            pmin = aabs.min(axis=1, initial=np.inf) * b_min[bi]
+            pmax = aabs.max(axis=1, initial=0.0) * b_max[bi]
+            fast = aok[bi, :, r0:r1].all(axis=1) & b_ok[bi] & (pmin >= _PROD_LO) & (pmax <= _BIG)
+        # a_k, b_k of <= 26 bits each: ab has <= 52 bits and |ab| >= 2^-900, so RN(ab) = ab.
+        exact = fast & (al[bi, :, r0:r1] == 0).all(axis=1) & b_short[bi]
+        return fast.tolist(), exact.tolist(), pmax.tolist()
 
     def tile(bi: int, r0: int) -> None:
         r1 = min(m, r0 + rows)
         dd = d[bi, r0:r1].copy()
         ws = _Workspace(dd.shape)
+        fast, exact, pmax = tile_flags(bi, r0, r1)
+        # cmax >= max |c| (NaN when c holds a NaN: every test below then fails).
+        with np.errstate(all="ignore"):
+            cmax = float(np.abs(dd).max(initial=0.0))
         for kk in ks:
             col = (bi, kk, slice(r0, r1), None)
             row = (bi, slice(kk, kk + 1))
-            z = None
-            if aok[col].all() and bok[row].all():
-                z = _fma_inplace(at[col], b3[row], ah[col], al[col], bh[row], bl[row], dd, ws)
-            if z is None:  # specials or out-of-range elements in this tile: masked repair
+            if fast[kk] and cmax > _BIG:
+                with np.errstate(all="ignore"):
+                    cmax = float(np.abs(dd).max(initial=0.0))  # the bound may be loose
+            if exact[kk] and cmax <= _BIG:
+                # Exact product and finite c: RN(ab + c) is one binary64 addition (IEEE RN,
+                # subnormal sums included); |RN(c + ab)| <= RN(cmax + pmax) by monotonicity.
+                z = ws.f[0]
+                np.multiply(at[col], b3[row], out=z)
+                np.add(dd, z, out=z)
+                ws.swap(dd, z)
+                dd = z
+                cmax += pmax[kk]
+                continue
+            res = None
+            if fast[kk] and cmax <= _BIG:
+                res = _fma_inplace(at[col], b3[row], ah[col], al[col], bh[row], bl[row], dd, ws)
+            if res is None:  # specials or out-of-range elements in this tile: masked repair
                 dd[...] = _fast_fma(
                     at[col], b3[row], dd, (ah[col], al[col]), (bh[row], bl[row]), aok[col], bok[row]
                 )
+                with np.errstate(all="ignore"):
+                    cmax = float(np.abs(dd).max(initial=0.0))
             else:
+                z = res
+                # |RN(c + ab)| <= RN(max|c| + max|a| max|b|); pmax is that product rounded.
+                cmax = (cmax + pmax[kk]) * _BOUND_UP
                 ws.swap(dd, z)
                 dd = z
         d[bi, r0:r1] = dd
