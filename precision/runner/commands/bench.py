@@ -120,6 +120,9 @@ def _inputs(fmt: str, m: int, k: int, n: int, rng: np.random.Generator):
         lo, hi = int(f.min_value), int(f.max_normal)
         a = rng.integers(lo, hi + 1, (m, k)).astype(in_dt)
         b = rng.integers(lo, hi + 1, (k, n)).astype(in_dt)
+    elif f.name == "fp64":  # full 53-bit significands (fp32-converted inputs take a shortcut)
+        a = rng.uniform(-1, 1, (m, k))
+        b = rng.uniform(-1, 1, (k, n))
     else:
         a = rng.uniform(-1, 1, (m, k)).astype(np.float32).astype(in_dt)
         b = rng.uniform(-1, 1, (k, n)).astype(np.float32).astype(in_dt)
