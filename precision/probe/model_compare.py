@@ -215,9 +215,12 @@ def run_precision(instr: Instruction, arch: str, a: np.ndarray, b: np.ndarray, c
     return np.asarray(d).reshape(T).view(fd.bit_layout.uint)
 
 
-def comparable(instr: Instruction) -> bool:
-    """Whether MMA-Sim models this instruction (floating-point ``mma.sync`` and sm70 WMMA)."""
-    return instr.family in ("mma", "wmma") and not instr.is_integer
+def comparable(instr: Instruction, arch: str = "") -> bool:
+    """Whether MMA-Sim models this instruction: floating-point ``mma.sync``, and sm70's WMMA
+    (MMA-Sim has no WMMA; sm70's is its m8n8k4 block chained over k = 16)."""
+    if instr.is_integer:
+        return False
+    return instr.family == "mma" or (instr.family == "wmma" and arch == "sm70")
 
 
 def mmasim_string(instr: Instruction) -> str:
@@ -256,7 +259,11 @@ def mmasim_model(arch: str) -> OtherModel:
         size = bits.dtype.itemsize
         return torch.from_numpy(np.ascontiguousarray(bits).view(sint[size])).view(tdt[str(fmt.ptx)])
 
+    from mmasim.nv_ptx.isa_mma import mma_shape_and_type
+
     def run(instr: Instruction, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        if mmasim_string(instr) not in mma_shape_and_type[name]:
+            raise NotImplementedError(f"MMA-Sim {name} has no {mmasim_string(instr)}")
         op = MMA(name, mmasim_string(instr))
         fa, fb, fc, fd = (
             get_format(x) for x in (instr.a_fmt, instr.b_fmt, instr.c_format, instr.acc_fmt)
@@ -287,6 +294,9 @@ class Result:
     instr: Instruction
     n: int
     matches: int
+    note: str = ""
+    #: where the inputs came from (a recording, for :func:`replay`); empty for random inputs
+    source: str = ""
     classes: dict[str, int] = field(default_factory=dict)
     examples: dict[str, list[int]] = field(default_factory=dict)
 
@@ -367,13 +377,17 @@ def compare(
     the instruction's index), compared bitwise; disagreements classified by :func:`classify`.
     """
     model = get_arch(arch)
-    todo = instructions or [i for i in model.all_instructions() if comparable(i)]
+    todo = instructions or [i for i in model.all_instructions() if comparable(i, model.name)]
     results = []
     for idx, instr in enumerate(todo):
         rng = np.random.default_rng([seed, idx])
         a, b, c, _ = draw_inputs(instr, n, rng)
         ours = run_precision(instr, model.name, a, b, c)
-        theirs = other(instr, a, b, c)
+        try:
+            theirs = other(instr, a, b, c)
+        except NotImplementedError as e:
+            results.append(Result(instr, 0, 0, note=str(e)))
+            continue
         cls = classify(instr, a, b, c, ours, theirs)
         res = Result(instr, n, int((cls == -1).sum()))
         for k, name in enumerate(CLASSES):
@@ -385,6 +399,52 @@ def compare(
     return results
 
 
+def replay(arch: str, other: OtherModel, dirs: list[str]) -> list[Result]:
+    """Run ``other`` on recorded hardware inputs and compare with the recorded outputs.
+
+    ``dirs`` are recording folders (``manifest.json`` with an ``instructions`` map of entries
+    that name their ``ptx`` and, optionally, ``file``; the ``.npz`` files hold ``a [T, M, K]``,
+    ``b [T, K, N]``, ``c``/``d [T, M, N]`` bits). Every recorded floating-point ``mma.sync``
+    instruction of ``arch`` is replayed as ``T·M·N`` dot products of length K (a chained file,
+    K = 4k, is the other model's chain of instructions); the classes are those of
+    :func:`classify` with the hardware's ``d`` in place of precision's.
+    """
+    import json
+    from pathlib import Path
+
+    model = get_arch(arch)
+    by_ptx = {i.ptx: i for i in model.all_instructions() if comparable(i, model.name)}
+    results = []
+    for folder in map(Path, dirs):
+        manifest = json.loads((folder / "manifest.json").read_text())
+        for name, entry in manifest.get("instructions", {}).items():
+            instr = by_ptx.get(entry.get("ptx", ""))
+            if instr is None or instr.family != "mma":
+                continue
+            z = np.load(folder / entry.get("file", f"{name}.npz"))
+            a, b, c, d = z["a"], z["b"], z["c"], z["d"]
+            T, M, K = a.shape
+            N = b.shape[2]
+            a_rows = np.broadcast_to(a[:, :, None, :], (T, M, N, K)).reshape(-1, K)
+            b_rows = np.broadcast_to(b.transpose(0, 2, 1)[:, None], (T, M, N, K)).reshape(-1, K)
+            c_rows, d_rows = c.reshape(-1), d.reshape(-1)
+            try:
+                theirs = other(instr, a_rows, b_rows, c_rows)
+            except NotImplementedError as e:
+                results.append(Result(instr, 0, 0, note=f"{folder.name}/{name}: {e}"))
+                continue
+            cls = classify(instr, a_rows, b_rows, c_rows, d_rows, theirs)
+            res = Result(instr, d_rows.size, int((cls == -1).sum()), note="")
+            for k, cname in enumerate(CLASSES):
+                rows = np.flatnonzero(cls == k)
+                if rows.size:
+                    res.classes[cname] = int(rows.size)
+                    res.examples[cname] = rows[:5].tolist()
+            res.source = f"{folder.name}/{name} (K = {K})"
+            results.append(res)
+    return results
+
+
 def format_table(arch: str, results: list[Result]) -> str:
     """A Markdown table: instruction, matches / n, and the count of each disagreement class."""
     lines = [
@@ -392,9 +452,10 @@ def format_table(arch: str, results: list[Result]) -> str:
         "|---|---|---|---|",
     ]
     for r in results:
-        cls = ", ".join(f"{k}: {v:,}" for k, v in r.classes.items()) or "none"
+        cls = r.note or ", ".join(f"{k}: {v:,}" for k, v in r.classes.items()) or "none"
         lines.append(
-            f"| `{r.instr.ptx}` | `{mmasim_string(r.instr)}` | {r.matches:,} / {r.n:,} | {cls} |"
+            f"| `{r.instr.ptx}`{' ' + r.source if r.source else ''} | `{mmasim_string(r.instr)}` "
+            f"| {r.matches:,} / {r.n:,} | {cls} |"
         )
     return "\n".join(lines)
 
@@ -402,15 +463,23 @@ def format_table(arch: str, results: list[Result]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """CLI: ``python -m precision.probe.model_compare ARCH [--n N] [--seed S] [--examples]``."""
     p = argparse.ArgumentParser(prog="python -m precision.probe.model_compare")
-    p.add_argument(
-        "arch", choices=[k for k in MMASIM_ARCH if k in ("sm70", "sm75", "sm80", "sm89")]
-    )
+    p.add_argument("arch", choices=("sm70", "sm75", "sm80", "sm89", "sm90"))
     p.add_argument("--n", type=int, default=100_000, help="dot products per instruction")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--examples", action="store_true", help="print disagreeing rows' bits")
+    p.add_argument("--examples", action="store_true", help="print disagreeing rows' indices")
+    p.add_argument(
+        "--replay",
+        nargs="+",
+        metavar="DIR",
+        help="instead of random inputs, run MMA-Sim on these hardware recordings "
+        "(e.g. tests/data/sm90 tests/data/sm90_mma) and compare with the recorded d",
+    )
     args = p.parse_args(argv)
     other = mmasim_model(args.arch)
-    results = compare(args.arch, other, n=args.n, seed=args.seed)
+    if args.replay:
+        results = replay(args.arch, other, args.replay)
+    else:
+        results = compare(args.arch, other, n=args.n, seed=args.seed)
     print(format_table(args.arch, results))
     if args.examples:
         for r in results:

@@ -119,3 +119,42 @@ def test_classify_signed_zero_and_overflow():
 def test_missing_mmasim_names_the_install():
     with pytest.raises(ImportError, match="mmasim"):
         mc.mmasim_model("sm80")
+
+
+def test_instruction_the_other_model_lacks_is_noted():
+    ins = _instr("sm80", "bf16", "fp32")
+
+    def other(instr, a, b, c):
+        raise NotImplementedError("fake model has no bf16")
+
+    (res,) = mc.compare("sm80", other, n=10, instructions=[ins])
+    assert res.n == 0 and res.note == "fake model has no bf16"
+    assert "fake model has no bf16" in mc.format_table("sm80", [res])
+    sm90 = [i for i in get_arch("sm90").all_instructions() if mc.comparable(i, "sm90")]
+    assert sm90 and all(i.family == "mma" for i in sm90)
+
+
+def test_replay_reads_a_recording_folder(tmp_path):
+    """replay() on a slice of the H200 bf16 recording: a second model equal to the sm90 model
+    (100 % on that recording in CI) matches every output; one with flipped bits does not."""
+    import json
+    from pathlib import Path
+
+    src = Path(__file__).parents[1] / "data" / "sm90"
+    z = np.load(src / "bf16_f32.npz")
+    np.savez(tmp_path / "bf16_f32.npz", **{k: z[k][:12] for k in ("a", "b", "c", "d")})
+    ptx = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+    manifest = {"instructions": {"bf16_f32": {"file": "bf16_f32.npz", "ptx": ptx}}}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+
+    def same(instr, a, b, c):
+        return mc.run_precision(instr, "sm90", a, b, c)
+
+    (res,) = mc.replay("sm90", same, [str(tmp_path)])
+    assert res.n == 12 * 16 * 8 and res.matches == res.n and "bf16_f32" in res.source
+
+    def flipped(instr, a, b, c):
+        return same(instr, a, b, c) ^ np.uint32(1 << 31)
+
+    (res,) = mc.replay("sm90", flipped, [str(tmp_path)])
+    assert res.matches < res.n and sum(res.classes.values()) == res.n - res.matches
