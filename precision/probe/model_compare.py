@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from precision.formats import Format, get_format
+from precision.probe.inputs import from_values
 from precision.tensorcore.arch import Instruction, get_arch
 from precision.tensorcore.chain import mma
 
@@ -43,7 +44,7 @@ from precision.tensorcore.chain import mma
 OtherModel = Callable[[Instruction, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 #: Row regimes of :func:`draw_inputs`, drawn with equal probability.
-REGIMES = ("random_bits", "finite", "window", "tiny", "zero_partner", "cancel", "inf")
+REGIMES = ("random_bits", "finite", "window", "tiny", "zero_partner", "cancel", "inf", "exp_floor")
 
 #: MMA-Sim's architecture names.
 MMASIM_ARCH = {
@@ -116,7 +117,14 @@ def draw_inputs(
     - ``cancel``: as ``window`` with odd terms the negatives of even ones (exact cancellation,
       one significand bit flipped in some), c ±0 or small;
     - ``inf``: as ``window`` with an eighth of the a and b elements ±Inf (e4m3, which has no
-      Inf: its NaN) and c ±Inf a quarter of the time (Inf + -Inf, Inf x 0 included).
+      Inf: its NaN) and c ±Inf a quarter of the time (Inf + -Inf, Inf x 0 included);
+    - ``exp_floor``: c = ±0, every product zero except, in one block, ``m·2^u`` (m = 1..3, u the
+      exponent of the output format's smallest subnormal: 2^-149 fp32, 2^-24 fp16) and
+      ``-2^t`` with t = e_zero - F + U[-3, 2] (the instruction's own e_zero and F; for an RNE
+      output the first term is ``(m + 1/2)·2^u``, a tie that the second breaks): whether the
+      tiny negative term survives the alignment to the zero terms' anchor decides the last bit,
+      so e_zero and F ± 1 show (tensorcore_arithmetic.md, vector 6). Products the input formats
+      cannot reach underflow to zero (e_zero is moot there).
     """
     fa, fb, fc = (get_format(x) for x in (instr.a_fmt, instr.b_fmt, instr.c_format))
     K = instr.k
@@ -164,6 +172,27 @@ def draw_inputs(
         b_c = b[cm]
         b_c[:, 1::2][:, : K // 2] = b_c[:, 0::2][:, : K // 2]
         b[cm] = b_c
+    # exp_floor: two products near the output's bottom; everything else zero.
+    ef = np.flatnonzero(reg == 7)
+    if ef.size:
+        fd = get_format(instr.acc_fmt)
+        u = fd.emin - fd.precision + 1
+        m = rng.integers(1, 4, ef.size)
+        t = instr.e_zero - instr.frac_bits + rng.integers(-3, 3, ef.size)
+        L = max(1, min(instr.block, K))
+        s0 = L * rng.integers(0, K // L, ef.size)
+        sgn = np.where(rng.random(ef.size) < 0.5, 1.0, -1.0)
+        va = np.zeros((ef.size, K))
+        vb = np.zeros((ef.size, K))
+        rows = np.arange(ef.size)
+        if instr.out_rounding == "rne":  # a tie the tiny term breaks: (m + 1/2) 2^u
+            m, u = 2 * m + 1, u - 1
+        for j, (mag, e) in enumerate(((m.astype(np.float64), u), (-np.ones(ef.size), t))):
+            ea = np.maximum(np.ceil(np.asarray(e) / 2), fa.emin - fa.precision + 1 + 2)
+            va[rows, s0 + j] = sgn * mag * np.exp2(ea)
+            vb[rows, s0 + j] = np.exp2(e - ea)
+        a[ef] = from_values(fa, va)
+        b[ef] = from_values(fb, vb)
     # c
     ebc, mbc, biasc = _fields(fc)
     _, _, bias_a = _fields(fa)
@@ -188,6 +217,7 @@ def draw_inputs(
     c = np.where(reg == 4, np.where(half, c_zero, c_win), c)
     c = np.where(reg == 5, np.where(half, c_zero, c_tiny), c)
     c = np.where(reg == 6, np.where(rng.random(n) < 0.25, _inf(fc, sc), c_win), c)
+    c = np.where(reg == 7, c_zero, c)
     return a, b, c, reg
 
 
