@@ -475,6 +475,74 @@ def replay(arch: str, other: OtherModel, dirs: list[str]) -> list[Result]:
     return results
 
 
+#: One-parameter variants of :func:`sensitivity`: (label, F change, L factor, e_zero change).
+VARIANTS = (
+    ("F-1", -1, 1.0, 0),
+    ("F+1", 1, 1.0, 0),
+    ("L/2", 0, 0.5, 0),
+    ("2L", 0, 2.0, 0),
+    ("e_zero-1", 0, 1.0, -1),
+    ("e_zero+1", 0, 1.0, 1),
+)
+
+
+def sensitivity(arch: str, n: int = 100_000, seed: int = 1) -> str:
+    """How many of ``n`` random dot products change when MMA-Sim's T-FDPA is run with one
+    parameter of each fused-block instruction changed (F ± 1, L halved/doubled, e_zero ± 1;
+    both NaN counts as equal). Zero means these inputs cannot see that parameter; a Markdown
+    table. Needs mmasim (its ``MMA_T_FDPA`` with explicit parameters)."""
+    import torch
+    from mmasim.arithmetic.fdpa import MMA_T_FDPA
+
+    to_torch = mmasim_model(arch)  # checks the import and gives the same conversions
+    del to_torch
+    tdt = {
+        "f16": torch.float16,
+        "bf16": torch.bfloat16,
+        "tf32": torch.float32,
+        "f32": torch.float32,
+        "e4m3": torch.float8_e4m3fn,
+        "e5m2": torch.float8_e5m2,
+    }
+    sint = {1: np.int8, 2: np.int16, 4: np.int32}
+    tint = {1: torch.int8, 2: torch.int16, 4: torch.int32}
+
+    def tt(bits: np.ndarray, f: Format) -> Any:
+        raw = np.ascontiguousarray(bits).view(sint[bits.dtype.itemsize])
+        return torch.from_numpy(raw).view(tdt[str(f.ptx)])
+
+    model = get_arch(arch)
+    head = " | ".join(v[0] for v in VARIANTS)
+    lines = [f"| {arch} instruction | L, F, e_zero | {head} |", "|---" * (2 + len(VARIANTS)) + "|"]
+    for instr in model.all_instructions():
+        if not comparable(instr, model.name) or instr.a_fmt == "fp64":
+            continue
+        a, b, c, _ = draw_inputs(instr, n, np.random.default_rng([seed, 0]))
+        ours = run_precision(instr, model.name, a, b, c)
+        fa, fb, fc, fd = (
+            get_format(x) for x in (instr.a_fmt, instr.b_fmt, instr.c_format, instr.acc_fmt)
+        )
+        rho = {"rne": "RNE-FP16", "rz_e8m13": "RZ-E8M13"}.get(instr.out_rounding, "RZ-FP32")
+        L, F, ez = instr.block, instr.frac_bits, instr.e_zero
+        size = np.dtype(fd.bit_layout.uint).itemsize
+        with np.errstate(invalid="ignore"):
+            nan0 = np.isnan(ours.view(fd.storage).astype(np.float64))
+        cells = []
+        for _, df, lf, de in VARIANTS:
+            L2 = int(L * lf)
+            if L2 > instr.k or L2 < 1:
+                cells.append("–")
+                continue
+            op = MMA_T_FDPA(F + df, rho, L2, ez + de, fa.ptx, fb.ptx)
+            d = op.dpa(tt(a, fa), tt(b, fb), tt(c, fc)).contiguous().view(tint[size]).numpy()
+            d = d.view(fd.bit_layout.uint)
+            with np.errstate(invalid="ignore"):
+                both_nan = np.isnan(d.view(fd.storage).astype(np.float64)) & nan0
+            cells.append(f"{int(((d != ours) & ~both_nan).sum()):,}")
+        lines.append(f"| `{instr.ptx}` | {L}, {F}, {ez} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def format_table(arch: str, results: list[Result]) -> str:
     """A Markdown table: instruction, matches / n, and the count of each disagreement class."""
     lines = [
@@ -504,8 +572,16 @@ def main(argv: list[str] | None = None) -> int:
         help="instead of random inputs, run MMA-Sim on these hardware recordings "
         "(e.g. tests/data/sm90 tests/data/sm90_mma) and compare with the recorded d",
     )
+    p.add_argument(
+        "--sensitivity",
+        action="store_true",
+        help="instead: how many outputs change with F +- 1, L x 2 / 2, e_zero +- 1",
+    )
     args = p.parse_args(argv)
     other = mmasim_model(args.arch)
+    if args.sensitivity:
+        print(sensitivity(args.arch, n=args.n))
+        return 0
     if args.replay:
         results = replay(args.arch, other, args.replay)
     else:
