@@ -179,7 +179,7 @@ def draw_inputs(
         u = fd.emin - fd.precision + 1
         m = rng.integers(1, 4, ef.size)
         t = instr.e_zero - instr.frac_bits + rng.integers(-3, 3, ef.size)
-        L = max(1, min(instr.block, K))
+        L = max(2, min(instr.block, K))
         s0 = L * rng.integers(0, K // L, ef.size)
         sgn = np.where(rng.random(ef.size) < 0.5, 1.0, -1.0)
         va = np.zeros((ef.size, K))

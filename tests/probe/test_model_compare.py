@@ -158,3 +158,18 @@ def test_replay_reads_a_recording_folder(tmp_path):
 
     (res,) = mc.replay("sm90", flipped, [str(tmp_path)])
     assert res.matches < res.n and sum(res.classes.values()) == res.n - res.matches
+
+
+@pytest.mark.parametrize(
+    "arch,a,acc",
+    [("sm80", "fp64", "fp64"), ("sm80", "tf32", "fp32"), ("sm89", "e5m2", "fp16")],
+)
+def test_exp_floor_rows_hold_two_products_and_zero_c(arch, a, acc):
+    ins = _instr(arch, a, acc)
+    x, y, c, reg = mc.draw_inputs(ins, 400, np.random.default_rng(5))
+    rows = reg == mc.REGIMES.index("exp_floor")
+    fa, fb, fc = (get_format(f) for f in (ins.a_fmt, ins.b_fmt, ins.c_format))
+    va = x[rows].view(fa.storage).astype(np.float64)
+    vb = y[rows].view(fb.storage).astype(np.float64)
+    assert rows.any() and np.all(c[rows].view(fc.storage).astype(np.float64) == 0)
+    assert np.all(((va * vb) != 0).sum(axis=1) <= 2)
