@@ -412,12 +412,12 @@ def compare(
     for idx, instr in enumerate(todo):
         rng = np.random.default_rng([seed, idx])
         a, b, c, _ = draw_inputs(instr, n, rng)
-        ours = run_precision(instr, model.name, a, b, c)
         try:
             theirs = other(instr, a, b, c)
         except NotImplementedError as e:
             results.append(Result(instr, 0, 0, note=str(e)))
             continue
+        ours = run_precision(instr, model.name, a, b, c)
         cls = classify(instr, a, b, c, ours, theirs)
         res = Result(instr, n, int((cls == -1).sum()))
         for k, name in enumerate(CLASSES):
