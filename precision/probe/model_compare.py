@@ -561,7 +561,7 @@ def format_table(arch: str, results: list[Result]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """CLI: ``python -m precision.probe.model_compare ARCH [--n N] [--seed S] [--examples]``."""
     p = argparse.ArgumentParser(prog="python -m precision.probe.model_compare")
-    p.add_argument("arch", choices=("sm70", "sm75", "sm80", "sm89", "sm90"))
+    p.add_argument("arch", choices=("sm70", "sm75", "sm80", "sm89", "sm90", "sm100"))
     p.add_argument("--n", type=int, default=100_000, help="dot products per instruction")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--examples", action="store_true", help="print disagreeing rows' indices")
