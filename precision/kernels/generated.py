@@ -23,17 +23,16 @@ KERNEL_DIR = Path(__file__).resolve().parent
 
 def _probe_kernels() -> str:
     # Imported here: the probe package builds on precision.kernels, not the other way round.
-    from precision.probe.gen_kernels import file_source
-    from precision.probe.generic import probe_kernels
+    from precision.probe.gen_kernels import generate
 
-    return file_source(probe_kernels())
+    return generate()
 
 
 #: generated file -> (generator module, function returning the file's text)
 GENERATED: dict[Path, tuple[str, Callable[[], str]]] = {
     KERNEL_DIR / "wgmma_ops.cuh": ("precision.kernels.gen_wgmma_ops", gen_wgmma_ops.generate),
     KERNEL_DIR.parent / "probe" / "cuda" / "mma_probes.cu": (
-        "precision.probe.gen_kernels",
+        "precision.kernels.generated",
         _probe_kernels,
     ),
 }

@@ -12,13 +12,12 @@ Global arrays (uint32 words):
 
 64-bit (f64) registers travel as two words, low word first.
 
-    python -m precision.probe.gen_kernels            # rewrite cuda/mma_probes.cu
-    python -m precision.probe.gen_kernels --check    # exit 1 if the committed file differs
+    python -m precision.kernels.generated            # rewrite cuda/mma_probes.cu (and the rest)
+    python -m precision.kernels.generated --check    # exit 1 if a committed file differs
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,20 +155,9 @@ def file_source(kernels: Iterable[ProbeKernel]) -> str:
     return HEADER + "\n".join(kernel_source(k) for k in kernels)
 
 
-def main(argv: list[str] | None = None) -> int:
+def generate() -> str:
+    """The text of cuda/mma_probes.cu for the probes of :mod:`precision.probe.generic`
+    (``python -m precision.kernels.generated`` writes or checks it)."""
     from precision.probe.generic import probe_kernels
 
-    args = sys.argv[1:] if argv is None else argv
-    text = file_source(probe_kernels())
-    if "--check" in args:
-        if not GENERATED.exists() or GENERATED.read_text() != text:
-            print(f"{GENERATED}: differs from its generator; run python -m {__spec__.name}")
-            return 1
-        return 0
-    GENERATED.write_text(text)
-    print(f"wrote {GENERATED}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return file_source(probe_kernels())
