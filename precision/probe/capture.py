@@ -116,6 +116,15 @@ def load_recording(path: str | Path) -> Recording:
     return rec
 
 
+def load_arrays(path: str | Path) -> dict:
+    """A recording ``.npz`` as a dict of its arrays, ``kinds`` as a tuple of str (the wgmma and
+    WMMA recordings, which carry no instruction record of their own)."""
+    with np.load(path, allow_pickle=False) as z:
+        rec = {k: z[k] for k in z.files}
+    rec["kinds"] = tuple(str(k) for k in rec["kinds"])
+    return rec
+
+
 def recording_paths(path: str | Path) -> list[Path]:
     """The ``.npz`` recordings at ``path`` (a directory or one file), in instruction order."""
     path = Path(path)

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from precision.formats import get_format
+from precision.probe.capture import load_arrays
 from precision.probe.catalog import Probe, get_probe
 from precision.probe.inputs import generate
 from precision.tensorcore.arch import ArchModel, Instruction, get_arch
@@ -239,13 +240,6 @@ def record(out_dir: str | Path, names: list[str] | None = None, log=print) -> di
 # ------------------------------------------------------------------------------ CPU side
 
 
-def load(path: str | Path) -> dict:
-    with np.load(path, allow_pickle=False) as z:
-        rec = {k: z[k] for k in z.files}
-    rec["kinds"] = tuple(str(k) for k in rec["kinds"])
-    return rec
-
-
 def mma_sync_model(name: str, a, b, c) -> np.ndarray:
     """precision.mma (sm90 = mma.sync model) on raw bits; f32 bits out."""
     from precision.tensorcore import mma
@@ -323,7 +317,7 @@ def compare(path: str | Path) -> dict:
         f = Path(path) / f"wgmma_{name}.npz"
         if not f.exists():
             continue
-        r = load(f)
+        r = load_arrays(f)
         a, b, c, d = r["a"], r["b"], r["c"], r["d"]
         row = {
             "wgmma_vs_mma_sync_hw": match(d, r["d_mma"], r["kind"], r["kinds"]),
@@ -539,7 +533,7 @@ def compare_extra(path: str | Path) -> dict:
         f = Path(path) / f"wgmma_{name}.npz"
         if not f.exists():
             continue
-        r = load(f)
+        r = load_arrays(f)
         row = {
             what: match(r["d"], d, r["kind"], r["kinds"])
             for what, d in extra_models(name, r["a"], r["b"], r["c"]).items()

@@ -47,7 +47,7 @@ import numpy as np
 
 from precision import formats
 from precision.probe import packed
-from precision.probe.capture import sass_mma_opcodes
+from precision.probe.capture import load_arrays, sass_mma_opcodes
 
 SOURCE = Path(__file__).resolve().parent / "cuda" / "wmma_probe.cu"
 #: The line of wmma_probe.cu after which every line is one ``WMMA_KERNEL(...)``.
@@ -330,14 +330,6 @@ def record(out_dir: str | Path, *, seed: int = SEED, log: Callable[[str], Any] =
 # ------------------------------------------------------------------------------ CPU side
 
 
-def load(path: str | Path) -> dict:
-    """A recording as a dict of arrays (``kinds`` as a tuple of str)."""
-    with np.load(path, allow_pickle=False) as z:
-        rec = {k: z[k] for k in z.files}
-    rec["kinds"] = tuple(str(k) for k in rec["kinds"])
-    return rec
-
-
 def _float_view(ptx_type: str, bits: np.ndarray) -> np.ndarray:
     return bits.view(formats.get_format(_FLOAT_FMT[ptx_type]).storage)
 
@@ -405,7 +397,7 @@ def compare(path: str | Path) -> dict[str, dict[str, dict[str, tuple[int, int]]]
         f = Path(path) / f"{p.name}.npz"
         if not f.exists():
             continue
-        r = load(f)
+        r = load_arrays(f)
         res[p.name] = {
             what: match(r["d"], d, r["kind"], r["kinds"])
             for what, d in models(p, r["a"], r["b"], r["c"]).items()

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from precision.probe import wgmma as wp
+from precision.probe.capture import load_arrays
 from precision.tensorcore import get_arch
 
 DATA = Path(__file__).parents[1] / "data" / "sm90_wgmma"
@@ -43,7 +44,7 @@ def test_16bit_and_tf32_wgmma_equals_mma_sync(results, name):
 def test_mma_sync_recorded_alongside_matches_precision_mma(results):
     # the mma.sync outputs recorded on the same inputs are reproduced by precision.mma
     for name in ("e4m3_f32", "e5m2_f32"):
-        r = wp.load(DATA / f"wgmma_{name}.npz")
+        r = load_arrays(DATA / f"wgmma_{name}.npz")
         assert (r["d_mma"] == wp.mma_sync_model(name, r["a"], r["b"], r["c"])).all(), name
 
 
@@ -94,6 +95,6 @@ def test_fp8_wgmma_is_one_32_product_block_f13_e8m13(results, name):
     "variant", [{"frac_bits": 12}, {"frac_bits": 14}, {"block": 16}, {"rounding": "rz"}]
 )
 def test_fp8_neighbouring_models_do_not_fit(name, variant):
-    r = wp.load(DATA / f"wgmma_{name}.npz")
+    r = load_arrays(DATA / f"wgmma_{name}.npz")
     got = wp.fp8_block_model(name, r["a"], r["b"], r["c"], **variant)
     assert (got != r["d"]).sum() > 1000
