@@ -399,9 +399,10 @@ def _operand(ptx_type: str, bits: np.ndarray) -> np.ndarray:
     return bits.astype(f.bits_dtype).view(f.storage)
 
 
-def emulate(probe: GenericProbe, rec: Recording) -> np.ndarray:
-    """D's bits for a recording's inputs, from :func:`precision.mma` (sm90 model of the
-    probe's instruction), in the recording's container dtype."""
+def emulate(probe: GenericProbe, rec: Recording, arch: str = "sm90") -> np.ndarray:
+    """D's bits for a recording's inputs, from :func:`precision.mma` (``arch``'s model of the
+    probe's instruction: same formats, shape and bit operation), in the recording's container
+    dtype. ``TypeError`` when ``arch`` has no such instruction."""
     from precision.tensorcore import mma
 
     ins = probe.instruction
@@ -410,7 +411,7 @@ def emulate(probe: GenericProbe, rec: Recording) -> np.ndarray:
         a,
         b,
         c,
-        arch="sm90",
+        arch=arch,
         fmt=ins.a_fmt,
         b_fmt=ins.b_fmt,
         op="mma",
@@ -428,10 +429,19 @@ def matches(probe: GenericProbe, rec: Recording, got: np.ndarray) -> np.ndarray:
 
 
 def verify(directory: str | Path) -> dict[str, dict[str, tuple[int, int]]]:
-    """{recording: {kind: (outputs, matches)}} for every probe recording in ``directory``."""
-    from precision.probe.generic import PROBES
+    """{recording: {kind: (outputs, matches)}} for every probe recording in ``directory``,
+    replayed through the model of the GPU that recorded it (the manifest's compute
+    capability). An instruction that model lacks counts as unmatched, under the kind
+    ``"no model (smXX)"``."""
+    import json
 
-    out = {}
+    from precision.probe.generic import PROBES
+    from precision.probe.suite import arch_of
+
+    manifest = Path(directory) / "manifest.json"
+    cc = json.loads(manifest.read_text()).get("compute_capability", 90) if manifest.exists() else 90
+    arch = arch_of(int(cc))
+    out: dict[str, dict[str, tuple[int, int]]] = {}
     for p in PROBES:
         path = Path(directory) / f"{p.name}.npz"
         if not path.exists():
@@ -439,7 +449,12 @@ def verify(directory: str | Path) -> dict[str, dict[str, tuple[int, int]]]:
         rec = load(path)
         if rec.ptx != p.ptx:
             raise ValueError(f"{path}: records {rec.ptx!r}, expected {p.ptx!r}")
-        ok = matches(p, rec, emulate(p, rec))
+        try:
+            got = emulate(p, rec, arch)
+        except TypeError:
+            out[p.name] = {f"no model ({arch})": (int(rec.d.size), 0)}
+            continue
+        ok = matches(p, rec, got)
         per = ok.reshape(ok.shape[0], -1)
         out[p.name] = {
             kind: (int(per[rec.kind == i].size), int(per[rec.kind == i].sum()))

@@ -39,3 +39,24 @@ def test_arch_of_compute_capability():
     assert arch_of(90) == "sm90" and arch_of(86) == "sm80" and arch_of(89) == "sm89"
     with pytest.raises(ValueError, match="no model"):
         arch_of(61)
+
+
+def test_packed_recordings_replay_through_the_recording_gpus_model(tmp_path):
+    """A capture from another GPU is replayed with that GPU's model; an instruction the model
+    lacks is reported as unmatched, never skipped."""
+    import json
+    import shutil
+
+    from precision.probe import packed
+
+    src = DATA / "sm90_mma"
+    man = json.loads((src / "manifest.json").read_text())
+    man["compute_capability"] = 80
+    (tmp_path / "manifest.json").write_text(json.dumps(man))
+    for name in ("m8n8k4_f64_f64_f64_f64", "m16n8k16_f64_f64_f64_f64"):
+        shutil.copy(src / f"{name}.npz", tmp_path)
+    table = packed.verify(tmp_path)
+    # sm80 has f64 m8n8k4 (the same FMA chain): every recorded output matches
+    assert all(n == m > 0 for n, m in table["m8n8k4_f64_f64_f64_f64"].values())
+    # ... but no m16n8k16 f64 (an sm_90 shape)
+    assert table["m16n8k16_f64_f64_f64_f64"] == {"no model (sm80)": (51_200, 0)}
