@@ -16,18 +16,21 @@ with ``eb_j``.
 **Scheme II** (Ozaki, Uchino, Imamura, arXiv:2504.08009; GEMMul8), ``terms`` = number of
 moduli ``L`` taken from :data:`MODULI` (pairwise coprime, <= 256):
 
-1. ``A'[i,k] = rint(A[i,k]·2^(qa-ea_i))``, ``|A'| <= 2^qa``, and ``B'`` likewise with ``qb``:
-   integer-valued float64 values (the scaling is exact; ``qa, qb <= 62``).
+1. ``A'[i,k] = rint(A[i,k]·2^s_i)`` and ``B'[k,j] = rint(B[k,j]·2^t_j)``: integer-valued
+   float64 values (the scaling is exact), ``|A'| <= 2^62``. The scale is the largest power of
+   two that keeps the line's 2-norm within the budget ``2^(q2/2)`` (:func:`norm_shifts`, from
+   an exact integer bound on the norm, :func:`norm_terms`).
 2. For each modulus ``m_l``: symmetric residues ``A'_l = A' mod m_l`` in
    ``[-floor(m/2), ceil(m/2)-1]`` (int8), ``C_l = A'_l @ B'_l`` exactly (int32 needs
    ``128·128·K <= 2^31-1``, ``K <= 131071``: :data:`INT8_KMAX`), ``c_l = C_l mod m_l``.
-3. CRT: ``T = A' @ B'`` satisfies ``|T| <= K·2^(qa+qb) <= M·(1/2 - 2^-20)`` with
-   ``M = prod m_l`` (that is how ``qa + qb`` is chosen), so ``T = S - q·M`` with
+3. CRT: ``T = A' @ B'`` satisfies ``|T| <= ||A'[i,:]||·||B'[:,j]|| <= (2^(q2/2) +
+   sqrt(K)/2)^2 <= M·(1/2 - 2^-20)`` (Cauchy-Schwarz; ``M = prod m_l``; that is how ``q2`` is
+   chosen, :func:`crt_q2`), so ``T = S - q·M`` with
    ``S = sum_l c_l·w_l`` (``w_l = (M/m_l)·((M/m_l)^-1 mod m_l)``) and ``q = rint(sum_l
    c_l·u_l)``, ``u_l = fl(w_l/M)``: the float64 estimate is within 2^-37 of ``S/M`` and
    ``|T/M| <= 1/2 - 2^-20``, so the rounding picks the exact ``q``. ``S`` and ``T`` are held
    in signed 32-bit limbs (int64 containers, no overflow).
-4. ``D[i,j] = RN(T·2^-(qa-ea_i + qb-eb_j))`` in the target format.
+4. ``D[i,j] = RN(T·2^-(s_i + t_j))`` in the target format.
 
 **Scheme I** (Ootomo, Ozaki, Yokota 2024, ozIMMU), ``terms`` = number of slices ``T`` (<= 8):
 
@@ -105,7 +108,8 @@ class LineStats:
 
     ``emax``: frexp exponent of the largest finite magnitude (0 for an all-zero line, with
     ``zero`` set); ``esum``/``count``: sum and number of frexp exponents of the nonzero finite
-    entries; ``bad``: the line holds a NaN or ±Inf.
+    entries; ``bad``: the line holds a NaN or ±Inf; ``nfix``: the fixed-point bound on the
+    line's squared 2-norm, ``sum x^2 <= nfix·2^(2·emax - NORM_FRAC)`` (:func:`norm_terms`).
     """
 
     emax: np.ndarray
@@ -113,6 +117,7 @@ class LineStats:
     count: np.ndarray
     zero: np.ndarray
     bad: np.ndarray
+    nfix: np.ndarray
 
     def spread(self) -> int:
         """max over lines of ``emax - floor(esum / count)``: how many binades a line's typical
@@ -124,9 +129,37 @@ class LineStats:
         return int(max(0, np.max(self.emax[ok] - mean)))
 
 
+#: Fraction bits of :attr:`LineStats.nfix` (the norm bound's fixed point, relative to 4^emax).
+NORM_FRAC = 40
+#: Significant bits kept (rounded up) of each magnitude in the norm bound.
+NORM_BITS = 8
+
+
+def norm_terms(mag: np.ndarray, emax: np.ndarray) -> np.ndarray:
+    """Per entry, an integer upper bound on ``mag^2·2^(NORM_FRAC - 2·emax)`` (int64; 0 for 0).
+
+    With ``e`` the frexp exponent of ``mag`` (``mag < 2^e``), ``mu = ceil(mag·2^(8-e))`` (an
+    integer in [128, 256]: the magnitude rounded up to 8 significant bits, an exact scaling)
+    and ``d = 2·(e - emax) + NORM_FRAC - 16``, the term is ``mu^2·2^d`` for ``d >= 0`` and
+    ``ceil(mu^2 / 2^-d)`` otherwise (1 once ``-d >= 16``). Each term is at most 2^40, so a
+    line of K < 2^17 entries sums below 2^57 in int64, in any order. ``emax`` broadcasts
+    against ``mag`` (the line's largest exponent)."""
+    e = np.frexp(mag)[1].astype(np.int64)
+    mu = np.ceil(np.ldexp(mag, NORM_BITS - e)).astype(np.int64)
+    mu2 = mu * mu
+    d = 2 * (e - emax) + NORM_FRAC - 2 * NORM_BITS
+    up = np.clip(d, 0, 62)
+    down = np.clip(-d, 0, 32)
+    term = np.where(
+        d >= 0, mu2 << up, np.where(-d >= 2 * NORM_BITS, 1, (mu2 + (1 << down) - 1) >> down)
+    )
+    return np.where(mag > 0, term, 0)
+
+
 def line_stats(X: np.ndarray, axis: int) -> LineStats:
     """:class:`LineStats` of the rows (``axis=1``) or columns (``axis=0``) of float64 ``X``,
-    computed in row chunks of about 2^20 elements (bounded temporaries)."""
+    computed in row chunks of about 2^20 elements (bounded temporaries): one pass for the
+    largest magnitudes, one for the norm bounds relative to them."""
     rows, cols = X.shape
     step = max(1, _CHUNK // max(cols, 1))
     nlines = rows if axis == 1 else cols
@@ -152,7 +185,16 @@ def line_stats(X: np.ndarray, axis: int) -> LineStats:
             count += nz.sum(axis=0)
             bad |= ~fin.all(axis=0)
     emax = np.frexp(mx)[1].astype(np.int64)
-    return LineStats(emax=emax, esum=esum, count=count, zero=mx == 0, bad=bad)
+    nfix = np.zeros(nlines, dtype=np.int64)
+    for r0 in range(0, rows, step):
+        blk = X[r0 : r0 + step]
+        mag = np.where(np.isfinite(blk), np.abs(blk), 0.0)
+        if axis == 1:
+            sl = slice(r0, r0 + blk.shape[0])
+            nfix[sl] = norm_terms(mag, emax[sl, None]).sum(axis=1)
+        else:
+            nfix += norm_terms(mag, emax[None, :]).sum(axis=0)
+    return LineStats(emax=emax, esum=esum, count=count, zero=mx == 0, bad=bad, nfix=nfix)
 
 
 # ------------------------------------------------------------------------------- the plans
@@ -163,7 +205,9 @@ class OzakiPlan:
     """Everything a backend needs to run one Ozaki GEMM; identical on CPU and GPU.
 
     ``terms``: moduli (scheme II) or slices (scheme I). ``qa``/``qb``: bits of the scaled
-    integers (scheme II), ``7·terms`` (scheme I). ``gemms``: number of low-precision GEMMs.
+    integers of scheme I (``7·terms``; 0 for scheme II). ``q2`` (scheme II): the budget of the
+    scaled lines' squared 2-norms, ``||A'[i,:]||^2 <= 2^q2`` and ``||B'[:,j]||^2 <= 2^q2``
+    before rounding (:func:`crt_q2`). ``gemms``: number of low-precision GEMMs.
     """
 
     method: str
@@ -175,6 +219,7 @@ class OzakiPlan:
     qb: int
     gemms: int
     moduli: tuple[int, ...] = ()
+    q2: int = 0
 
     @property
     def modulus(self) -> int:
@@ -190,34 +235,99 @@ class OzakiPlan:
         return g // _LIMB + 1
 
 
+def crt_bound(moduli: tuple[int, ...]) -> int:
+    """``floor(M·(1/2 - 2^-20))`` for ``M`` = the product of ``moduli``: the largest ``|T|``
+    the reconstruction accepts (the margin keeps the quotient estimate exact)."""
+    return (math.prod(moduli) * ((1 << (MARGIN_LOG2 - 1)) - 1)) >> MARGIN_LOG2
+
+
+def crt_q2(moduli: tuple[int, ...], k: int) -> int:
+    """Scheme II's norm budget: the largest ``q2`` with ``(2^(q2/2) + sqrt(K)/2)^2 <=``
+    :func:`crt_bound`. A scaled line ``A'[i,:] = rint(A[i,:]·2^s)`` whose unrounded 2-norm is
+    at most ``2^(q2/2)`` has ``||A'[i,:]|| <= 2^(q2/2) + sqrt(K)/2`` (each rounding adds at
+    most 1/2 to a magnitude); by Cauchy-Schwarz every ``|A'[i,:]·B'[:,j]|`` then lies in the
+    CRT range. Exact integer arithmetic; -1 when no budget is left."""
+    x = math.isqrt(crt_bound(moduli)) - (math.isqrt(max(k, 1) - 1) + 2) // 2
+    if x < 1:
+        return -1
+    return (x * x).bit_length() - 1
+
+
 def crt_q_bits(moduli: tuple[int, ...], k: int) -> int:
-    """Largest Q with ``K·2^Q <= M·(1/2 - 2^-20)`` (M = product of ``moduli``): the CRT range
-    then holds every ``|A'@B'|`` with ``|A'| <= 2^qa``, ``|B'| <= 2^qb``, ``qa + qb = Q``."""
-    M = math.prod(moduli)
-    bound = (M * ((1 << (MARGIN_LOG2 - 1)) - 1)) >> MARGIN_LOG2  # floor(M (1/2 - 2^-20))
+    """Largest Q with ``K·2^Q <=`` :func:`crt_bound`: the worst-case (entrywise) budget,
+    ``|A'| <= 2^qa``, ``|B'| <= 2^qb``, ``qa + qb = Q``; kept for comparison with
+    :func:`crt_q2` in docs/ozaki.md."""
+    bound = crt_bound(moduli)
     if bound < k:
         return -1
     return (bound // k).bit_length() - 1
 
 
-def _split_q(Q: int) -> tuple[int, int]:
-    qa = min(QMAX, (Q + 1) // 2)
-    return qa, min(QMAX, Q - qa)
+def norm_top_bits(stats: LineStats, q2: int) -> np.ndarray:
+    """Scheme II: per line, the exponent ``s + emax`` its largest entry is scaled to, the
+    largest with ``4^s·nfix·2^(2·emax - NORM_FRAC) <= 2^q2`` (so the line's 2-norm is within
+    the budget), capped at :data:`QMAX`: ``min(floor((q2 + NORM_FRAC - clog2(nfix)) / 2),
+    QMAX)``, ``clog2(n) = ceil(log2 n)`` (int64; meaningless for all-zero lines)."""
+    cl = _bit_length_i64(np.maximum(stats.nfix, 1) - 1)
+    return np.minimum((q2 + NORM_FRAC - cl) // 2, QMAX)
 
 
-def auto_terms(method: str, target: str, k: int, spread: int) -> int:
-    """``terms="auto"``: the fewest terms whose scaled integers keep ``p + spread`` bits (capped
-    at 62, scheme II; 56, scheme I), ``p`` = 53 (fp64) or 24 (fp32) and ``spread`` from
-    :meth:`LineStats.spread` (the larger of A's rows and B's columns). Then an entry of typical
-    magnitude in its row keeps about ``p`` bits."""
+def norm_shifts(stats: LineStats, q2: int) -> np.ndarray:
+    """Scheme II's scale exponents ``s`` per line (0 for all-zero lines), int64: the scaled
+    line is ``rint(x·2^s)``, its largest entry below ``2^(s + emax) <= 2^QMAX``."""
+    return np.where(stats.zero, 0, norm_top_bits(stats, q2) - stats.emax).astype(np.int64)
+
+
+def _bit_length_i64(x: np.ndarray) -> np.ndarray:
+    """Bit length of non-negative int64 values (exact: split into 32-bit halves)."""
+    x = np.asarray(x, dtype=np.int64)
+    hi, lo = x >> 32, x & _MASK
+    return np.where(hi > 0, 32 + _bitlen_u32(hi), np.where(lo > 0, _bitlen_u32(lo), 0))
+
+
+def _line_spread(stats: LineStats) -> np.ndarray:
+    """Per line ``emax - floor(esum / count)`` (0 where no entry is nonzero)."""
+    cnt = np.maximum(stats.count, 1)
+    return np.where(stats.count > 0, stats.emax - np.floor_divide(stats.esum, cnt), 0)
+
+
+def auto_terms(
+    method: str, target: str, k: int, sa: LineStats | int, sb: LineStats | None = None
+) -> int:
+    """``terms="auto"``: the fewest terms with which an entry of typical magnitude in its line
+    (its frexp exponent the line's mean one) keeps ``p`` bits, ``p`` = 53 (fp64) or 24
+    (fp32), in every row of A and column of B (capped at 62 bits, scheme II; 56, scheme I).
+
+    Scheme I: ``7·T >= p + spread`` with ``spread`` the largest ``emax - mean exponent``.
+    Scheme II: per line, :func:`norm_top_bits` ``>= p + spread`` of that line; lines whose
+    2-norm is dominated by few large entries get more bits than the worst-case bound gives.
+    ``sa`` may be an int spread (then ``sb`` is None): every line is taken to have that
+    spread and K entries at their line's largest magnitude (the worst case)."""
     p = TARGETS[target][0]
-    need = p + max(0, spread)
+    if isinstance(sa, LineStats):
+        assert sb is not None
+        spread_a, spread_b = _line_spread(sa), _line_spread(sb)
+        spread = int(max(spread_a.max(initial=0), spread_b.max(initial=0)))
+    else:
+        spread = max(0, int(sa))
     if method == "ozaki1":
-        return max(2, min(OZAKI1_MAX_SLICES, -(-need // 7)))
-    need = min(QMAX, need)
+        return max(2, min(OZAKI1_MAX_SLICES, -(-(p + spread) // 7)))
+    if isinstance(sa, LineStats):
+        assert sb is not None
+        lines = [(sa, spread_a), (sb, spread_b)]
+    else:  # K entries of magnitude just below 2^emax: nfix = K·2^NORM_FRAC
+        one = np.ones(1, dtype=np.int64)
+        worst = LineStats(emax=0 * one, esum=0 * one, count=one, zero=one == 0, bad=one == 0,
+                          nfix=one * (k << NORM_FRAC))  # fmt: skip
+        lines = [(worst, np.array([spread]))]
     for n in range(2, len(MODULI) + 1):
-        Q = crt_q_bits(MODULI[:n], k)
-        if Q >= 0 and min(_split_q(Q)) >= need:
+        q2 = crt_q2(MODULI[:n], k)
+        if q2 < 0:
+            continue
+        if all(
+            np.all((norm_top_bits(st, q2) >= np.minimum(QMAX, p + sp))[st.count > 0])
+            for st, sp in lines
+        ):
             return n
     return len(MODULI)
 
@@ -238,13 +348,12 @@ def make_plan(method: str, fmt: str, target: str, terms: int, k: int) -> OzakiPl
     if method == "ozaki2":
         if not 2 <= terms <= len(MODULI):
             raise ValueError(f"ozaki2: terms (moduli) must be in [2, {len(MODULI)}], got {terms}")
-        Q = crt_q_bits(MODULI[:terms], k)
-        if Q < 2:
+        q2 = crt_q2(MODULI[:terms], k)
+        if q2 < 2:
             raise ValueError(
-                f"ozaki2: {terms} moduli leave no bits for K = {k} (Q = {Q}); use more terms"
+                f"ozaki2: {terms} moduli leave no bits for K = {k} (q2 = {q2}); use more terms"
             )
-        qa, qb = _split_q(Q)
-        return OzakiPlan(method, fmt, target, terms, k, qa, qb, terms, MODULI[:terms])
+        return OzakiPlan(method, fmt, target, terms, k, 0, 0, terms, MODULI[:terms], q2)
     if not 1 <= terms <= OZAKI1_MAX_SLICES:
         raise ValueError(f"ozaki1: terms (slices) must be in [1, {OZAKI1_MAX_SLICES}], got {terms}")
     return OzakiPlan(method, fmt, target, terms, k, 7 * terms, 7 * terms, terms * (terms + 1) // 2)
@@ -265,7 +374,7 @@ def plan_for(
     sa, sb = stats if stats is not None else (line_stats(A, 1), line_stats(B, 0))
     k = A.shape[1]
     if terms == "auto":
-        n = auto_terms(method, target, k, max(sa.spread(), sb.spread()))
+        n = auto_terms(method, target, k, sa, sb)
     elif isinstance(terms, int | np.integer) and not isinstance(terms, bool):
         n = int(terms)
     else:
@@ -496,7 +605,7 @@ def ozaki2_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
     n = B.shape[1]
     dtype = TARGETS[plan.target][2]
     D = np.empty((m, n), dtype=dtype)
-    s_a, s_b = shifts(sa, plan.qa), shifts(sb, plan.qb)
+    s_a, s_b = norm_shifts(sa, plan.q2), norm_shifts(sb, plan.q2)
     W, u, Ml = crt_constants(plan.moduli)
     Wf, Mf = W.astype(np.float64), Ml.astype(np.float64)
     nl = W.shape[1]
@@ -584,16 +693,17 @@ def error_bound(A: np.ndarray, B: np.ndarray, plan: OzakiPlan) -> np.ndarray:
 
     ``u·|A@B| + (1 + u)·E`` with ``u = 2^-p`` (the final rounding; plus half the smallest
     subnormal) and, with ``da_i`` / ``db_j`` the largest representation error of an entry of
-    row ``i`` / column ``j`` (``2^(ea_i-qa-1)`` for rint, scheme II; ``2^(ea_i-7T)`` for
-    trunc, scheme I), ``E = da_i·sum_k|B_kj| + db_j·sum_k|A_ik| + K·da_i·db_j``, plus for
-    scheme I the dropped slice pairs: ``K·(T-1)T/2·127^2·2^(ea_i+eb_j-7(T+2))``. The float64
-    evaluation of the bound is rounded up by a factor ``1 + 2^-40``."""
+    row ``i`` / column ``j`` (``2^(-s_i-1)`` for rint with scale ``2^s_i``, scheme II;
+    ``2^(ea_i-7T)`` for trunc, scheme I),
+    ``E = da_i·sum_k|B_kj| + db_j·sum_k|A_ik| + K·da_i·db_j``, plus for scheme I the dropped
+    slice pairs: ``K·(T-1)T/2·127^2·2^(ea_i+eb_j-7(T+2))``. The float64 evaluation of the
+    bound is rounded up by a factor ``1 + 2^-40``."""
     p, emin_sub, _ = TARGETS[plan.target]
     sa, sb = line_stats(A, 1), line_stats(B, 0)
     k = A.shape[1]
     if plan.method == "ozaki2":
-        da = np.ldexp(1.0, sa.emax - plan.qa - 1)
-        db = np.ldexp(1.0, sb.emax - plan.qb - 1)
+        da = np.ldexp(1.0, -norm_shifts(sa, plan.q2) - 1)
+        db = np.ldexp(1.0, -norm_shifts(sb, plan.q2) - 1)
     else:
         da = np.ldexp(1.0, sa.emax - 7 * plan.terms)
         db = np.ldexp(1.0, sb.emax - 7 * plan.terms)

@@ -94,6 +94,7 @@ def device_line_stats(cp: Any, X: Any, axis: int) -> LineStats:
         count=cp.asnumpy(cnt).view(np.int64),
         zero=mx_h == 0,
         bad=cp.asnumpy(bad) != 0,
+        nfix=np.zeros(len(mx_h), dtype=np.int64),  # placeholder until the kernels compute it
     )
 
 

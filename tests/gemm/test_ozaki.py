@@ -15,11 +15,17 @@ from precision.gemm import gemm
 from precision.gemm.ozaki import (
     INT8_KMAX,
     MODULI,
+    NORM_FRAC,
     OZAKI1_INT8_KMAX,
     auto_terms,
+    crt_bound,
+    crt_q2,
     crt_q_bits,
     error_bound,
+    line_stats,
     make_plan,
+    norm_shifts,
+    norm_top_bits,
     normalize_limbs,
     plan_for,
     round_limbs,
@@ -64,6 +70,65 @@ def test_crt_range_holds_every_product() -> None:
             M = math.prod(MODULI[:n])
             assert Fraction(k * 2**Q) <= Fraction(M) * (Fraction(1, 2) - Fraction(1, 2**20))
             assert Fraction(k * 2 ** (Q + 1)) > Fraction(M) * (Fraction(1, 2) - Fraction(1, 2**20))
+
+
+def test_norm_budget_keeps_every_product_in_the_crt_range() -> None:
+    """(2^(q2/2) + sqrt(K)/2)^2 <= the CRT bound, and q2 is the largest such (exact ints)."""
+    for n in (4, 8, 14, 15, 16, 20):
+        for k in (1, 2, 100, 8192, INT8_KMAX):
+            q2 = crt_q2(MODULI[:n], k)
+            bound = Fraction(crt_bound(MODULI[:n]))
+            half_k = Fraction(math.isqrt(k - 1) + 2, 2) if k > 1 else Fraction(3, 2)
+            assert half_k**2 >= Fraction(k, 4)  # the code's stand-in for sqrt(K)/2
+            root = math.isqrt(2**q2) if q2 % 2 == 0 else None
+            lhs = (Fraction(root) + half_k) ** 2 if root is not None else None
+            if lhs is not None:
+                assert lhs <= bound
+            # one more doubling of the squared norm no longer fits
+            assert Fraction(2 ** (q2 + 1)) > (math.isqrt(crt_bound(MODULI[:n])) - half_k) ** 2 - 1
+            assert crt_bound(MODULI[:n]) == (math.prod(MODULI[:n]) * (2**19 - 1)) >> 20
+
+
+def test_norm_bound_is_an_upper_bound_and_tight() -> None:
+    """sum x^2 <= nfix·2^(2 emax - 40) exactly (Fractions), and not more than ~3 % above it
+    for entries of similar size; rows and columns give the same integers as the transpose."""
+    rng = np.random.default_rng(12)
+    X = exp_rand(rng, (7, 300), 1.5)
+    X[2] *= 2.0**-1040  # subnormal row
+    X[3, :] = 0.0
+    X[4, 5] = np.inf
+    X[5] = 1.0 - 2.0**-53  # just below a power of two: rounds up to 8 bits
+    st = line_stats(X, 1)
+    assert np.array_equal(st.nfix, line_stats(X.T.copy(), 0).nfix)
+    for i in range(X.shape[0]):
+        row = [Fraction(float(v)) for v in X[i] if np.isfinite(v)]
+        exact = sum(v * v for v in row)
+        bound = Fraction(int(st.nfix[i])) * Fraction(2) ** (2 * int(st.emax[i]) - NORM_FRAC)
+        assert exact <= bound, i
+        if i in (0, 1, 5):
+            assert bound <= exact * Fraction(103, 100) + Fraction(2) ** (2 * int(st.emax[i]) - 30)
+    assert st.nfix[3] == 0 and st.zero[3]
+
+
+@pytest.mark.parametrize("k", [1, 3, 64, 1000, 4097])
+@pytest.mark.parametrize("n", [3, 8, 15])
+def test_cauchy_schwarz_tight_operands_are_exact(k: int, n: int) -> None:
+    """All-equal rows and columns meet Cauchy-Schwarz with equality, the largest |A'@B'| the
+    norm budget allows: the reconstruction must still be exact (D = K·x·y exactly)."""
+    x, y = 0.75, -1.0 - 2.0**-20
+    A = np.full((3, k), x)
+    B = np.full((k, 2), y)
+    D = gemm(A, B, method="ozaki2", fmt="int8", terms=n)
+    want = exact_matmul(A, B)
+    plan = make_plan("ozaki2", "int8", "fp64", n, k)
+    sa, sb = line_stats(A, 1), line_stats(B, 0)
+    ta = norm_shifts(sa, plan.q2)[0]
+    tb = norm_shifts(sb, plan.q2)[0]
+    ya, yb = np.rint(np.ldexp(x, ta)), np.rint(np.ldexp(y, tb))
+    assert abs(int(ya) * int(yb) * k) <= crt_bound(MODULI[:n])
+    if ya == np.ldexp(x, ta) and yb == np.ldexp(y, tb):  # representable: no rounding error
+        np.testing.assert_array_equal(D, want)
+    assert_within_bound(D, A, B, "ozaki2", "int8", "fp64", n)
 
 
 def test_sym_fmod_matches_integer_residues() -> None:
@@ -166,7 +231,17 @@ def test_auto_terms_rule() -> None:
     assert auto_terms("ozaki1", "fp64", 1024, 0) == 8
     assert auto_terms("ozaki1", "fp32", 1024, 0) == 4
     plan = make_plan("ozaki2", "int8", "fp32", auto_terms("ozaki2", "fp32", 1024, 2), 1024)
-    assert min(plan.qa, plan.qb) >= 26
+    rng = np.random.default_rng(3)
+    st = line_stats(rng.uniform(0.5, 1.0, (4, 1024)), 1)
+    assert np.all(norm_top_bits(st, plan.q2) >= 24 + 2)
+    # From the operands' norms: never more moduli than the worst case of the same spread, and
+    # fewer where the norms are dominated by a few large entries (phi = 2).
+    for phi in (0.0, 2.0):
+        A, B = exp_rand(rng, (16, 1024), phi), exp_rand(rng, (1024, 16), phi)
+        sa, sb = line_stats(A, 1), line_stats(B, 0)
+        worst = auto_terms("ozaki2", "fp64", 1024, max(sa.spread(), sb.spread()))
+        got = auto_terms("ozaki2", "fp64", 1024, sa, sb)
+        assert got <= worst and (phi == 0 or got < worst), (phi, got, worst)
 
 
 # -------------------------------------------------------------------- specials and shapes
