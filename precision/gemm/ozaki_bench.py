@@ -2,19 +2,25 @@
 
 ``python -m precision.gemm.ozaki_bench --out DIR [--sizes 8192 16384] [--sustain 4]``
 
-1. **Bit identity**: ``ozaki2`` CUDA vs emulator at n in {16, 100, 257, 1024}, phi in
-   {0, 1, 4}, targets fp64/fp32, ``terms="auto"`` and a fixed count, NaN/Inf/subnormals
-   injected in some cases. Writes ``DIR/ozaki_identity.csv`` and the small cases (inputs and
-   CUDA outputs) to ``DIR/ozaki_cuda_cases.npz`` for tests/data.
-2. **Speed** at each size: DGEMM (cuBLAS via CuPy), SGEMM, cuBLAS's fixed-point FP64
-   emulation (eager strategy, when the library exposes it), ozaki2 fp64 for several moduli
-   counts and ``auto``, ozaki2 fp32. Burst: median of 10 calls; sustained: back to back for
-   ``--sustain`` seconds (:func:`precision.telemetry.time_gpu_sampled`), with board power.
-3. **Errors** at ``--err-n`` (default 4096) for phi in {0, 0.5, 1, 2, 4}: median / max
-   elementwise relative error against :func:`precision.reference.exact_matmul` (on the GPU).
+1. **Bit identity**: ``ozaki2`` CUDA (each INT8 GEMM path: cuBLAS, and our fused modular
+   kernel) vs emulator at n in {16, 100, 257, 1024}, phi in {0, 1, 4}, targets fp64/fp32,
+   ``terms="auto"`` and a fixed count (15 / 8), NaN/Inf/subnormals injected in some cases.
+   Writes ``DIR/ozaki_identity.csv`` and the small cases (inputs and CUDA outputs) to
+   ``DIR/ozaki2_cuda_h200.npz`` for tests/data.
+2. **Errors** at ``--err-sizes`` (default 4096 and 8192) for phi in {0, 0.5, 1, 2, 4}:
+   median / max elementwise relative error against :func:`precision.reference.exact_matmul`
+   (on the GPU), for DGEMM, SGEMM, the corrected fp16 kernel, cuBLAS's FP64 emulation and
+   ozaki2.
+3. **Speed** at each size (phi = 0.5 data; ``terms="auto"`` also on phi = 2 and 4): DGEMM
+   (cuBLAS via CuPy), SGEMM, our corrected fp16 kernel, cuBLAS's fixed-point FP64 emulation
+   (eager strategy, when the library exposes it), ozaki2 fp64 for several moduli counts and
+   ``auto``, ozaki2 fp32, per GEMM path. Burst: median of 10 calls; sustained: back to back
+   for ``--sustain`` seconds (:func:`precision.telemetry.time_gpu_sampled`), with board
+   power; the per-phase times of one more call.
 
 Rows go to ``DIR/ozaki_bench.csv`` with columns method, target, fmt, terms, backend, n, phi,
-tflops, tflops_sustained, err_median, err_max, then extras and provenance.
+tflops, tflops_sustained, err_median, err_max, then extras and provenance;
+``DIR/ozaki_acceptance.md`` evaluates issue #17's acceptance lines on them.
 """
 
 from __future__ import annotations
@@ -63,6 +69,15 @@ def inject_specials(A: np.ndarray, B: np.ndarray, rng: np.random.Generator) -> N
 # ------------------------------------------------------------------------------ identity
 
 
+def gemm_paths() -> list[str]:
+    """The INT8 GEMM paths of :func:`precision.gemm.ozaki_cuda.ozaki2_cuda` to exercise:
+    cuBLAS, and our fused modular kernel when this tree has it."""
+    import importlib.util
+
+    fused = importlib.util.find_spec("precision.gemm.ozaki_gemm_launch") is not None
+    return ["cublas", "fused"] if fused else ["cublas"]
+
+
 def identity(out: Path, sizes: list[int]) -> bool:
     import cupy as cp
 
@@ -76,29 +91,31 @@ def identity(out: Path, sizes: list[int]) -> bool:
         for phi in (0.0, 1.0, 4.0):
             for target in ("fp64", "fp32"):
                 big = n >= 1024  # the emulator's time: only auto terms with specials there
-                for terms in ("auto",) if big else ("auto", 14 if target == "fp64" else 7):
+                for terms in ("auto",) if big else ("auto", 15 if target == "fp64" else 8):
                     for special in (True,) if big else (False, True):
                         rng = np.random.default_rng(1000 * n + int(10 * phi))
                         A, B = exp_rand(rng, (n, n), phi), exp_rand(rng, (n, n), phi)
                         if special:
                             inject_specials(A, B, rng)
-                        t0 = time.perf_counter()
-                        Dg, run = ozaki2_cuda(cp.asarray(A), cp.asarray(B), target=target,
-                                              terms=terms)  # fmt: skip
-                        dg = cp.asnumpy(Dg)
                         t1 = time.perf_counter()
                         de = ozaki_gemm(A, B, method="ozaki2", fmt="int8", target=target,
                                         terms=terms)  # fmt: skip
                         t2 = time.perf_counter()
-                        u = f"u{dg.itemsize}"
-                        diff = int(np.count_nonzero(dg.view(u) != de.view(u)))
-                        all_ok &= diff == 0
-                        rows.append(
-                            dict(n=n, phi=phi, target=target, terms=terms,
-                                 moduli=run.plan.terms, specials=special, differ=diff,
-                                 cuda_s=round(t1 - t0, 3), emulator_s=round(t2 - t1, 3))
-                        )  # fmt: skip
-                        log("identity", rows[-1])
+                        for path in gemm_paths():
+                            t0 = time.perf_counter()
+                            Dg, run = ozaki2_cuda(cp.asarray(A), cp.asarray(B), target=target,
+                                                  terms=terms, gemm=path)  # fmt: skip
+                            dg = cp.asnumpy(Dg)
+                            u = f"u{dg.itemsize}"
+                            diff = int(np.count_nonzero(dg.view(u) != de.view(u)))
+                            all_ok &= diff == 0
+                            rows.append(
+                                dict(n=n, phi=phi, target=target, terms=terms, gemm=path,
+                                     moduli=run.plan.terms, specials=special, differ=diff,
+                                     cuda_s=round(time.perf_counter() - t0, 3),
+                                     emulator_s=round(t2 - t1, 3))
+                            )  # fmt: skip
+                            log("identity", rows[-1])
                         keep = n == 16 or (n == 100 and terms == "auto")
                         keep |= n == 257 and phi == 1.0 and terms == "auto" and special
                         if keep:
@@ -168,7 +185,9 @@ def _first(f: Any, *args: Any, **kw: Any) -> Any:
 def _speed_at(
     cp: Any, n: int, sustain: float, moduli: list[int], fp32_moduli: list[int], emu: Any
 ) -> list[dict]:
+    from precision.gemm.api import cuda_gemm
     from precision.gemm.ozaki_cuda import ozaki2_cuda
+    from precision.gemm.schedule import get_schedule
     from precision.vendor.cublas import cublas_gemm
 
     cp.random.seed(n)
@@ -188,24 +207,35 @@ def _speed_at(
     if emu is not None:
         cands.append((meta("cublas_fp64_emulated_eager", "fp64", "int8", "", "cublas"),
                       lambda: emu(A, B)))  # fmt: skip
-    for tgt, counts in (("fp64", [*moduli, "auto"]), ("fp32", fp32_moduli)):
-        for t in counts:
-            fn = functools.partial(_first, ozaki2_cuda, A, B, target=tgt, terms=t)
-            cands.append((meta("ozaki2", tgt, "int8", t, "cuda"), fn))
-    for t in (16,):  # what the 1.5x workspace bound costs: the same with 4x
-        fn = functools.partial(_first, ozaki2_cuda, A, B, target="fp64", terms=t,
-                               workspace_factor=4.0)  # fmt: skip
-        cands.append(({**meta("ozaki2", "fp64", "int8", t, "cuda"), "workspace_factor": 4.0}, fn))
+    corrected = get_schedule("corrected", "fp16", "ootomo")
+    cands.append((meta("corrected_fp16_ootomo", "fp32", "fp16", "", "cuda"),
+                  lambda: cuda_gemm(A32, B32, corrected)))  # fmt: skip
+    for path in gemm_paths():
+        for tgt, counts in (("fp64", [*moduli, "auto"]), ("fp32", fp32_moduli)):
+            for t in counts:
+                fn = functools.partial(_first, ozaki2_cuda, A, B, target=tgt, terms=t, gemm=path)
+                cands.append(({**meta("ozaki2", tgt, "int8", t, "cuda"), "gemm": path}, fn))
+    wide = {}
+    for phi in (2.0, 4.0):  # terms="auto" on wide exponent ranges: how many moduli, how fast
+        wa = (cp.random.random((n, n)) - 0.5) * cp.exp(phi * cp.random.standard_normal((n, n)))
+        wb = (cp.random.random((n, n)) - 0.5) * cp.exp(phi * cp.random.standard_normal((n, n)))
+        wide[phi] = (wa, wb)
+        path = gemm_paths()[-1]
+        fn = functools.partial(_first, ozaki2_cuda, wa, wb, target="fp64", terms="auto",
+                               gemm=path)  # fmt: skip
+        cands.append(({**meta("ozaki2", "fp64", "int8", "auto", "cuda"), "gemm": path,
+                       "phi": phi}, fn))  # fmt: skip
     rows = []
     for md, fn in cands:
         try:
-            r = {**md, **base, **timed(cp, fn, flops, sustain)}
+            r = {**base, **md, **timed(cp, fn, flops, sustain)}
         except Exception as exc:
             log("FAILED", md, repr(exc))
             continue
         if md["method"] == "ozaki2":
-            _, run = ozaki2_cuda(A, B, target=md["target"], terms=md["terms"], timed=True,
-                                 workspace_factor=md.get("workspace_factor", 1.5))  # fmt: skip
+            a, b = wide.get(md.get("phi", 0.5), (A, B))
+            _, run = ozaki2_cuda(a, b, target=md["target"], terms=md["terms"], timed=True,
+                                 gemm=md["gemm"])  # fmt: skip
             r["moduli"] = run.plan.terms
             r["workspace_gb"] = run.workspace_bytes / 1e9
             r["workspace_x_input"] = run.workspace_bytes / (A.nbytes + B.nbytes)
@@ -220,10 +250,19 @@ def _speed_at(
 # -------------------------------------------------------------------------------- errors
 
 
-def errors(n: int, moduli: list[int], fp32_moduli: list[int]) -> list[dict]:
+def errors(sizes: list[int], moduli: list[int], fp32_moduli: list[int]) -> list[dict]:
+    rows: list[dict] = []
+    for n in sizes:
+        rows += _errors_at(n, moduli, fp32_moduli)
+    return rows
+
+
+def _errors_at(n: int, moduli: list[int], fp32_moduli: list[int]) -> list[dict]:
     import cupy as cp
 
+    from precision.gemm.api import cuda_gemm
     from precision.gemm.ozaki_cuda import ozaki2_cuda
+    from precision.gemm.schedule import get_schedule
     from precision.metrics import error_metrics
     from precision.reference import exact_matmul
     from precision.vendor.cublas import cublas_gemm
@@ -246,6 +285,10 @@ def errors(n: int, moduli: list[int], fp32_moduli: list[int]) -> list[dict]:
         add(dict(method="dgemm", target="fp64", fmt="fp64", terms="", backend="cublas"), A @ B)
         add(dict(method="sgemm", target="fp32", fmt="fp32", terms="", backend="cublas"),
             cublas_gemm(A.astype(cp.float32), B.astype(cp.float32), mode="sgemm"))  # fmt: skip
+        corrected = get_schedule("corrected", "fp16", "ootomo")
+        D32 = cuda_gemm(A.astype(cp.float32), B.astype(cp.float32), corrected)
+        add(dict(method="corrected_fp16_ootomo", target="fp32", fmt="fp16", terms="",
+                 backend="cuda"), D32)  # fmt: skip
         if emu is not None:
             add(dict(method="cublas_fp64_emulated_eager", target="fp64", fmt="int8", terms="",
                      backend="cublas"), emu(A, B))  # fmt: skip
@@ -264,14 +307,55 @@ def errors(n: int, moduli: list[int], fp32_moduli: list[int]) -> list[dict]:
     return rows
 
 
+def _pick(rows: list[dict], **key: Any) -> list[dict]:
+    return [r for r in rows if all(str(r.get(k)) == str(v) for k, v in key.items())]
+
+
+def acceptance(rows: list[dict], fp64_terms: int = 15, fp32_terms: int = 8) -> str:
+    """Issue #17's acceptance lines, evaluated on this run's rows (markdown): per size, the
+    sustained speed of ozaki2 fp64 with ``fp64_terms`` moduli (each GEMM path) against DGEMM's,
+    and per error size and phi, its median / max error against DGEMM's; fp32 next to SGEMM and
+    the corrected fp16 kernel."""
+    out = ["# Ozaki-II acceptance (issue #17), from this run", ""]
+    sizes = sorted({int(r["n"]) for r in rows if not math.isnan(float(r["tflops"]))})
+    out += ["| n | method | terms | GEMM | TFLOP/s burst | sustained | x DGEMM sustained |",
+            "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for n in sizes:
+        dg = _pick(rows, method="dgemm", n=n, phi=0.5)
+        base = float(dg[0]["tflops_sustained"]) if dg else math.nan
+        for r in _pick(rows, n=n, phi=0.5):
+            if not math.isnan(float(r["tflops"])):
+                ratio = float(r["tflops_sustained"]) / base
+                terms = f"{r.get('terms', '')} ({r.get('moduli', '')})"
+                out.append(f"| {n} | {r['method']} {r['target']} | {terms} | {r.get('gemm', '')}"
+                           f" | {float(r['tflops']):.1f} | {float(r['tflops_sustained']):.1f}"
+                           f" | {ratio:.2f} |")  # fmt: skip
+    out += ["", "| n | phi | method | terms (moduli) | median err | max err | "
+            "median <= DGEMM | max <= 2x DGEMM |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        if math.isnan(float(r["err_median"])) or r["method"] == "dgemm":
+            continue
+        dg = _pick(rows, method="dgemm", n=r["n"], phi=r["phi"])
+        dg = [d for d in dg if not math.isnan(float(d["err_median"]))]
+        if not dg:
+            continue
+        med, mx = float(dg[0]["err_median"]), float(dg[0]["err_max"])
+        ok_med = float(r["err_median"]) <= med
+        ok_max = float(r["err_max"]) <= 2 * mx
+        out.append(f"| {r['n']} | {r['phi']} | {r['method']} {r['target']} | {r.get('terms', '')}"
+                   f" ({r.get('moduli', '')}) | {float(r['err_median']):.2e} | "
+                   f"{float(r['err_max']):.2e} | {ok_med} | {ok_max} |")  # fmt: skip
+    return "\n".join(out) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--sizes", type=int, nargs="*", default=[8192, 16384])
     ap.add_argument("--identity-sizes", type=int, nargs="*", default=[16, 100, 257, 1024])
-    ap.add_argument("--err-n", type=int, default=4096)
+    ap.add_argument("--err-sizes", type=int, nargs="*", default=[4096, 8192])
     ap.add_argument("--sustain", type=float, default=4.0)
-    ap.add_argument("--moduli", type=int, nargs="*", default=[14, 15, 16, 17])
+    ap.add_argument("--moduli", type=int, nargs="*", default=[14, 15, 16])
     ap.add_argument("--fp32-moduli", type=int, nargs="*", default=[7, 8])
     ap.add_argument("--commit", default="")
     ap.add_argument("--skip", nargs="*", default=[], choices=["identity", "speed", "errors"])
@@ -307,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
 
     stages = [
         ("identity", lambda: identity(args.out, args.identity_sizes)),
-        ("errors", lambda: errors(args.err_n, args.moduli, args.fp32_moduli)),
+        ("errors", lambda: errors(args.err_sizes, args.moduli, args.fp32_moduli)),
         ("speed", lambda: speed(args.sizes, args.sustain, args.moduli, args.fp32_moduli)),
     ]
     for name, stage in stages:
@@ -326,6 +410,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             rows += list(res)  # type: ignore[call-overload]
             flush()
+    if rows:
+        text = acceptance(rows)
+        (args.out / "ozaki_acceptance.md").write_text(text)
+        log(text)
     return 0 if ok else 1
 
 
