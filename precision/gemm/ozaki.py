@@ -53,6 +53,7 @@ inputs are scaled exactly (no flush). Nothing falls back to native GEMM.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,6 +100,15 @@ _CANON_NAN: dict[str, Any] = {  # the IEEE quiet NaN of each target
 _CHUNK = 1 << 20  # elements per chunk of the line statistics
 
 
+def array_module(x: Any) -> Any:
+    """numpy, or cupy for a CuPy array (the integer steps below run unchanged on either)."""
+    if type(x).__module__.split(".")[0] == "cupy":
+        import cupy
+
+        return cupy
+    return np
+
+
 # ------------------------------------------------------------------------------ line stats
 
 
@@ -143,52 +153,55 @@ def norm_terms(mag: np.ndarray, emax: np.ndarray) -> np.ndarray:
     and ``d = 2·(e - emax) + NORM_FRAC - 16``, the term is ``mu^2·2^d`` for ``d >= 0`` and
     ``ceil(mu^2 / 2^-d)`` otherwise (1 once ``-d >= 16``). Each term is at most 2^40, so a
     line of K < 2^17 entries sums below 2^57 in int64, in any order. ``emax`` broadcasts
-    against ``mag`` (the line's largest exponent)."""
-    e = np.frexp(mag)[1].astype(np.int64)
-    mu = np.ceil(np.ldexp(mag, NORM_BITS - e)).astype(np.int64)
+    against ``mag`` (the line's largest exponent). numpy or CuPy arrays."""
+    xp = array_module(mag)
+    e = xp.frexp(mag)[1].astype(np.int64)
+    mu = xp.ceil(xp.ldexp(mag, NORM_BITS - e)).astype(np.int64)
     mu2 = mu * mu
     d = 2 * (e - emax) + NORM_FRAC - 2 * NORM_BITS
-    up = np.clip(d, 0, 62)
-    down = np.clip(-d, 0, 32)
-    term = np.where(
-        d >= 0, mu2 << up, np.where(-d >= 2 * NORM_BITS, 1, (mu2 + (1 << down) - 1) >> down)
+    up = xp.clip(d, 0, 62)
+    down = xp.clip(-d, 0, 32)
+    term = xp.where(
+        d >= 0, mu2 << up, xp.where(-d >= 2 * NORM_BITS, 1, (mu2 + (1 << down) - 1) >> down)
     )
-    return np.where(mag > 0, term, 0)
+    return xp.where(mag > 0, term, 0)
 
 
 def line_stats(X: np.ndarray, axis: int) -> LineStats:
     """:class:`LineStats` of the rows (``axis=1``) or columns (``axis=0``) of float64 ``X``,
-    computed in row chunks of about 2^20 elements (bounded temporaries): one pass for the
-    largest magnitudes, one for the norm bounds relative to them."""
+    computed in row chunks of about 2^20 elements (2^24 for a CuPy array, whose statistics
+    are CuPy arrays too; bounded temporaries): one pass for the largest magnitudes, one for
+    the norm bounds relative to them."""
+    xp = array_module(X)
     rows, cols = X.shape
-    step = max(1, _CHUNK // max(cols, 1))
+    step = max(1, (_CHUNK if xp is np else _CHUNK << 4) // max(cols, 1))
     nlines = rows if axis == 1 else cols
-    mx = np.zeros(nlines)
-    esum = np.zeros(nlines, dtype=np.int64)
-    count = np.zeros(nlines, dtype=np.int64)
-    bad = np.zeros(nlines, dtype=bool)
+    mx = xp.zeros(nlines)
+    esum = xp.zeros(nlines, dtype=np.int64)
+    count = xp.zeros(nlines, dtype=np.int64)
+    bad = xp.zeros(nlines, dtype=bool)
     for r0 in range(0, rows, step):
         blk = X[r0 : r0 + step]
-        fin = np.isfinite(blk)
-        mag = np.where(fin, np.abs(blk), 0.0)
-        e = np.frexp(mag)[1].astype(np.int64)
+        fin = xp.isfinite(blk)
+        mag = xp.where(fin, xp.abs(blk), 0.0)
+        e = xp.frexp(mag)[1].astype(np.int64)
         nz = mag > 0
         if axis == 1:
             sl = slice(r0, r0 + blk.shape[0])
             mx[sl] = mag.max(axis=1)
-            esum[sl] = np.where(nz, e, 0).sum(axis=1)
+            esum[sl] = xp.where(nz, e, 0).sum(axis=1)
             count[sl] = nz.sum(axis=1)
             bad[sl] = ~fin.all(axis=1)
         else:
-            np.maximum(mx, mag.max(axis=0), out=mx)
-            esum += np.where(nz, e, 0).sum(axis=0)
+            xp.maximum(mx, mag.max(axis=0), out=mx)
+            esum += xp.where(nz, e, 0).sum(axis=0)
             count += nz.sum(axis=0)
             bad |= ~fin.all(axis=0)
-    emax = np.frexp(mx)[1].astype(np.int64)
-    nfix = np.zeros(nlines, dtype=np.int64)
+    emax = xp.frexp(mx)[1].astype(np.int64)
+    nfix = xp.zeros(nlines, dtype=np.int64)
     for r0 in range(0, rows, step):
         blk = X[r0 : r0 + step]
-        mag = np.where(np.isfinite(blk), np.abs(blk), 0.0)
+        mag = xp.where(xp.isfinite(blk), xp.abs(blk), 0.0)
         if axis == 1:
             sl = slice(r0, r0 + blk.shape[0])
             nfix[sl] = norm_terms(mag, emax[sl, None]).sum(axis=1)
@@ -396,10 +409,11 @@ def scaled_integers(X: np.ndarray, s: np.ndarray, axis: int, mode: str) -> np.nd
     (``axis=0``). Exact: the scaled value is a float64 (a power-of-two scaling; values that
     underflow are below 1/2 and round to 0 either way) and the rounding to an integer is the
     only step."""
+    xp = array_module(X)
     sx = s[:, None] if axis == 1 else s[None, :]
     with np.errstate(invalid="ignore"):
-        y = np.ldexp(np.where(np.isfinite(X), X, 0.0), sx)
-    return np.rint(y) if mode == "rint" else np.trunc(y)
+        y = xp.ldexp(xp.where(xp.isfinite(X), X, 0.0), sx)
+    return xp.rint(y) if mode == "rint" else xp.trunc(y)
 
 
 def sym_mod(x: np.ndarray, m: int) -> np.ndarray:
@@ -435,7 +449,7 @@ def normalize_limbs(acc: list[np.ndarray]) -> None:
 
 def _bitlen_u32(x: np.ndarray) -> np.ndarray:
     """Bit length of integers in [0, 2^32) (exact: they convert to float64 exactly)."""
-    return np.frexp(x.astype(np.float64))[1].astype(np.int64)
+    return array_module(x).frexp(x.astype(np.float64))[1].astype(np.int64)
 
 
 def round_limbs(acc: list[np.ndarray], e: np.ndarray, target: str) -> np.ndarray:
@@ -445,41 +459,42 @@ def round_limbs(acc: list[np.ndarray], e: np.ndarray, target: str) -> np.ndarray
     the last (round to odd, exact enough for any later rounding to <= 62 bits), then the
     rounding at precision ``min(p, bits above the subnormal grid)`` and an exact ``ldexp``."""
     p, emin_sub, dtype = TARGETS[target]
+    xp = array_module(acc[0])
     nl = len(acc)
     neg = acc[-1] < 0
-    mag = [np.where(neg, -a, a) for a in acc]
+    mag = [xp.where(neg, -a, a) for a in acc]
     normalize_limbs(mag)
-    bl = np.zeros(mag[0].shape, dtype=np.int64)
+    bl = xp.zeros(mag[0].shape, dtype=np.int64)
     for t in range(nl):
-        bl = np.where(mag[t] != 0, _LIMB * t + _bitlen_u32(mag[t]), bl)
-    r0 = np.maximum(bl - 64, 0)
-    window = np.zeros(bl.shape, dtype=np.uint64)
-    sticky = np.zeros(bl.shape, dtype=bool)
+        bl = xp.where(mag[t] != 0, _LIMB * t + _bitlen_u32(mag[t]), bl)
+    r0 = xp.maximum(bl - 64, 0)
+    window = xp.zeros(bl.shape, dtype=np.uint64)
+    sticky = xp.zeros(bl.shape, dtype=bool)
     for t in range(nl):
         limb = mag[t].astype(np.uint64)
         sh = _LIMB * t - r0
-        left = np.clip(sh, 0, 63).astype(np.uint64)
-        right = np.clip(-sh, 0, 63).astype(np.uint64)
-        window |= np.where(sh >= 0, np.left_shift(limb, left), 0).astype(np.uint64)
-        part = np.where((sh < 0) & (sh > -_LIMB), np.right_shift(limb, right), 0)
+        left = xp.clip(sh, 0, 63).astype(np.uint64)
+        right = xp.clip(-sh, 0, 63).astype(np.uint64)
+        window |= xp.where(sh >= 0, xp.left_shift(limb, left), 0).astype(np.uint64)
+        part = xp.where((sh < 0) & (sh > -_LIMB), xp.right_shift(limb, right), 0)
         window |= part.astype(np.uint64)
-        lost = np.where(sh <= -_LIMB, limb, limb & ((np.uint64(1) << right) - np.uint64(1)))
+        lost = xp.where(sh <= -_LIMB, limb, limb & ((np.uint64(1) << right) - np.uint64(1)))
         sticky |= (sh < 0) & (lost != 0)
     window |= sticky.astype(np.uint64)
     base = r0 + e  # |X|·2^e ~ window·2^base
     blw = bl - r0
-    r = np.maximum(blw - p, emin_sub - base)
-    rr = np.clip(r, 1, 64).astype(np.uint64)
-    rr1 = np.clip(r - 1, 0, 63).astype(np.uint64)
-    mant = np.where(r >= 64, np.uint64(0), np.right_shift(window, np.minimum(rr, 63)))
-    rem = np.where(r >= 64, window, window & ((np.uint64(1) << np.minimum(rr, 63)) - np.uint64(1)))
-    half = np.left_shift(np.uint64(1), rr1)
+    r = xp.maximum(blw - p, emin_sub - base)
+    rr = xp.clip(r, 1, 64).astype(np.uint64)
+    rr1 = xp.clip(r - 1, 0, 63).astype(np.uint64)
+    mant = xp.where(r >= 64, np.uint64(0), xp.right_shift(window, xp.minimum(rr, 63)))
+    rem = xp.where(r >= 64, window, window & ((np.uint64(1) << xp.minimum(rr, 63)) - np.uint64(1)))
+    half = xp.left_shift(np.uint64(1), rr1)
     up = (rem > half) | ((rem == half) & ((mant & np.uint64(1)) == 1))
-    mant = np.where(r > 0, mant + up.astype(np.uint64), window)
-    mant = np.where(r > 64, np.uint64(0), mant)
+    mant = xp.where(r > 0, mant + up.astype(np.uint64), window)
+    mant = xp.where(r > 64, np.uint64(0), mant)
     with np.errstate(over="ignore"):
-        out = np.ldexp(mant.astype(np.float64), np.where(r > 0, r + base, base))
-        out = np.where(neg, -out, out).astype(dtype)
+        out = xp.ldexp(mant.astype(np.float64), xp.where(r > 0, r + base, base))
+        out = xp.where(neg, -out, out).astype(dtype)
     return out
 
 
@@ -644,36 +659,57 @@ def ozaki2_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
 def slices(Xi: np.ndarray, t: int) -> list[np.ndarray]:
     """Signed base-2^7 digits of int64 ``Xi`` (|Xi| < 2^(7t)), most significant first, each
     with the sign of ``Xi`` and magnitude <= 127."""
-    sign = np.sign(Xi)
-    mag = np.abs(Xi)
+    xp = array_module(Xi)
+    sign = xp.sign(Xi)
+    mag = xp.abs(Xi)
     return [sign * ((mag >> (7 * (t - 1 - s))) & 127) for s in range(t)]
 
 
+#: ``slice_products(da, db, g)``: ``sum_s da[s-1] @ db[g-s-1]`` over ``s = 1 .. g-1`` as an
+#: int64 array (the digits of A's block rows and B's block columns, most significant first).
+SliceProducts = Callable[[list[Any], list[Any], int], Any]
+
+
+def float64_slice_products(da: list[Any], db: list[Any], g: int) -> Any:
+    """:data:`SliceProducts` by float64 BLAS: every ``|sum| <= 127·127·K < 2^53``, so each
+    product is exact in any summation order."""
+    xp = array_module(da[0])
+    G = xp.zeros((da[0].shape[0], db[0].shape[1]), dtype=np.int64)
+    for s in range(1, g):
+        G += (da[s - 1].astype(np.float64) @ db[g - s - 1].astype(np.float64)).astype(np.int64)
+    return G
+
+
 def ozaki1_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
-                   sb: LineStats) -> np.ndarray:  # fmt: skip
-    """Scheme I on the CPU, blocked over rows and columns (see the module docstring)."""
+                   sb: LineStats, slice_products: SliceProducts = float64_slice_products,
+                   budget: int | None = None) -> np.ndarray:  # fmt: skip
+    """Scheme I, blocked over rows and columns (see the module docstring): on the CPU, or on
+    the GPU for CuPy ``A``/``B`` with ``slice_products`` from :mod:`precision.gemm.ozaki1_cuda`
+    (``sa``/``sb`` hold host arrays either way). ``budget``: block workspace bytes (default
+    :func:`workspace_budget`). Digits are int8 values; every step after the products is exact
+    int64 arithmetic, so the result does not depend on how the products are summed."""
+    xp = array_module(A)
     m, k = A.shape
     n = B.shape[1]
     T = plan.terms
     dtype = TARGETS[plan.target][2]
-    D = np.empty((m, n), dtype=dtype)
+    D = xp.empty((m, n), dtype=dtype)
     s_a, s_b = shifts(sa, 7 * T), shifts(sb, 7 * T)
+    s_a, s_b = xp.asarray(s_a), xp.asarray(s_b)
     nl = plan.limbs
-    mb, nb = _blocks(m, n, k, nl + 8, workspace_budget(A, B) // max(1, T))
+    budget = workspace_budget(A, B) if budget is None else budget
+    mb, nb = _blocks(m, n, k, nl + 8, budget // max(1, T))
     for r0 in range(0, m, mb):
         ia = scaled_integers(A[r0 : r0 + mb], s_a[r0 : r0 + mb], 1, "trunc").astype(np.int64)
-        da = slices(ia, T)
-        da = [d.astype(np.float64) for d in da]
+        da = [d.astype(np.int8) for d in slices(ia, T)]
+        del ia
         for c0 in range(0, n, nb):
             ib = scaled_integers(B[:, c0 : c0 + nb], s_b[c0 : c0 + nb], 0, "trunc")
-            db = slices(ib.astype(np.int64), T)
-            db = [d.astype(np.float64) for d in db]
-            acc = [np.zeros((da[0].shape[0], db[0].shape[1]), dtype=np.int64) for _ in range(nl)]
+            db = [d.astype(np.int8) for d in slices(ib.astype(np.int64), T)]
+            del ib
+            acc = [xp.zeros((da[0].shape[0], db[0].shape[1]), dtype=np.int64) for _ in range(nl)]
             for g in range(2, T + 2):  # Horner over g = s + t (1-based slices)
-                G = np.zeros_like(acc[0])
-                for s in range(1, g):
-                    # |sum| <= 127·127·K < 2^53: exact in float64 BLAS.
-                    G += (da[s - 1] @ db[g - s - 1]).astype(np.int64)
+                G = slice_products(da, db, g)
                 if g > 2:
                     for t in range(nl):
                         acc[t] <<= 7
@@ -681,7 +717,7 @@ def ozaki1_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
                 normalize_limbs(acc)
             e = 7 * (T - 1) - (s_a[r0 : r0 + mb, None] + s_b[None, c0 : c0 + nb])
             D[r0 : r0 + mb, c0 : c0 + nb] = round_limbs(acc, e, plan.target)
-    apply_specials(D, A, B, sa, sb, plan.target)
+    apply_specials(D, A, B, sa, sb, plan.target, xp=xp)
     return D
 
 
@@ -755,6 +791,11 @@ def ozaki_gemm(
     from precision.formats import get_format
 
     fmt = get_format(fmt).name
+    if backend == "cuda" and method == "ozaki1":
+        from precision.gemm.ozaki1_cuda import ozaki1_cuda
+
+        check_args(method, fmt, target)
+        return np.asarray(ozaki1_cuda(A, B, fmt=fmt, target=target, terms=terms)[0].get())
     if backend == "cuda":
         from precision.gemm.ozaki_cuda import ozaki_gemm_cuda
 

@@ -358,14 +358,15 @@ def test_recorded_cases_exist() -> None:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("target", ["fp64", "fp32"])
-def test_cuda_matches_emulator(target: str) -> None:
+@pytest.mark.parametrize(("method", "fmt"), CASES)
+def test_cuda_matches_emulator(target: str, method: str, fmt: str) -> None:
     import cupy as cp
 
     rng = np.random.default_rng(11)
-    A, B = exp_rand(rng, (70, 90), 2.0), exp_rand(rng, (90, 50), 2.0)
+    A, B = exp_rand(rng, (70, 1100), 2.0), exp_rand(rng, (1100, 50), 2.0)  # two fp16 K blocks
     A[3, 4], B[5, 6] = np.inf, np.nan
-    got = gemm(cp.asarray(A), cp.asarray(B), method="ozaki2", fmt="int8", target=target,
+    got = gemm(cp.asarray(A), cp.asarray(B), method=method, fmt=fmt, target=target,
                backend="cuda")  # fmt: skip
-    want = gemm(A, B, method="ozaki2", fmt="int8", target=target)
+    want = gemm(A, B, method=method, fmt=fmt, target=target)
     u = f"u{want.itemsize}"
     np.testing.assert_array_equal(got.view(u), want.view(u))

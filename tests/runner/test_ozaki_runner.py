@@ -87,7 +87,7 @@ def test_terms_and_target_are_validated():
     msg = error_of(_one_block('target = ["fp16"]\n'))
     assert "[sweep] target" in msg and "unknown target 'fp16'" in msg and "fp64, fp32" in msg
     assert "does not support format 'fp16'" in error_of(_one_block("", fmt="fp16"))
-    assert "does not run on backend 'cuda'" in error_of(_one_block("", "ozaki1", "int8", "cuda"))
+    assert "does not support format 'fp16'" in error_of(_one_block("", "ozaki2", "fp16", "cuda"))
     msg = error_of('input_dtype = "float16"\n' + _one_block(""))
     assert "input_dtype" in msg and "float16" in msg and "float32, float64" in msg
 
