@@ -6,7 +6,7 @@
    kernel) vs emulator at n in {16, 100, 257, 1024}, phi in {0, 1, 4}, targets fp64/fp32,
    ``terms="auto"`` and a fixed count (15 / 8), NaN/Inf/subnormals injected in some cases.
    Writes ``DIR/ozaki_identity.csv`` and the small cases (inputs and CUDA outputs) to
-   ``DIR/ozaki2_cuda_h200.npz`` for tests/data.
+   ``DIR/ozaki_cuda_h200.npz`` for tests/data.
 2. **Errors** at ``--err-sizes`` (default 4096 and 8192) for phi in {0, 0.5, 1, 2, 4}:
    median / max elementwise relative error against :func:`precision.reference.exact_matmul`
    (on the GPU), for DGEMM, SGEMM, the corrected fp16 kernel, cuBLAS's FP64 emulation and
@@ -78,56 +78,80 @@ def gemm_paths() -> list[str]:
     return ["cublas", "fused"] if fused else ["cublas"]
 
 
+def _cuda_run(
+    cp: Any,
+    A: np.ndarray,
+    B: np.ndarray,
+    method: str,
+    fmt: str,
+    target: str,
+    terms: Any,
+    path: str,
+) -> tuple[np.ndarray, int]:
+    """One CUDA Ozaki GEMM on host inputs: (host output, terms used)."""
+    from precision.gemm.ozaki1_cuda import ozaki1_cuda
+    from precision.gemm.ozaki_cuda import ozaki2_cuda
+
+    if method == "ozaki2":
+        D, run = ozaki2_cuda(cp.asarray(A), cp.asarray(B), target=target, terms=terms, gemm=path)
+        return cp.asnumpy(D), run.plan.terms
+    D, plan = ozaki1_cuda(cp.asarray(A), cp.asarray(B), fmt=fmt, target=target, terms=terms)
+    return cp.asnumpy(D), plan.terms
+
+
 def identity(out: Path, sizes: list[int]) -> bool:
     import cupy as cp
 
     from precision.gemm.ozaki import ozaki_gemm
-    from precision.gemm.ozaki_cuda import ozaki2_cuda
 
     rows: list[dict] = []
     cases: dict[str, Any] = {}
     all_ok = True
-    for n in sizes:
-        for phi in (0.0, 1.0, 4.0):
-            for target in ("fp64", "fp32"):
-                big = n >= 1024  # the emulator's time: only auto terms with specials there
-                for terms in ("auto",) if big else ("auto", 15 if target == "fp64" else 8):
-                    for special in (True,) if big else (False, True):
-                        rng = np.random.default_rng(1000 * n + int(10 * phi))
-                        A, B = exp_rand(rng, (n, n), phi), exp_rand(rng, (n, n), phi)
-                        if special:
-                            inject_specials(A, B, rng)
-                        t1 = time.perf_counter()
-                        de = ozaki_gemm(A, B, method="ozaki2", fmt="int8", target=target,
-                                        terms=terms)  # fmt: skip
-                        t2 = time.perf_counter()
-                        for path in gemm_paths():
-                            t0 = time.perf_counter()
-                            Dg, run = ozaki2_cuda(cp.asarray(A), cp.asarray(B), target=target,
-                                                  terms=terms, gemm=path)  # fmt: skip
-                            dg = cp.asnumpy(Dg)
-                            u = f"u{dg.itemsize}"
-                            diff = int(np.count_nonzero(dg.view(u) != de.view(u)))
-                            all_ok &= diff == 0
-                            rows.append(
-                                dict(n=n, phi=phi, target=target, terms=terms, gemm=path,
-                                     moduli=run.plan.terms, specials=special, differ=diff,
-                                     cuda_s=round(time.perf_counter() - t0, 3),
-                                     emulator_s=round(t2 - t1, 3))
-                            )  # fmt: skip
-                            log("identity", rows[-1])
-                        keep = n == 16 or (n == 100 and terms == "auto")
-                        keep |= n == 257 and phi == 1.0 and terms == "auto" and special
-                        if keep:
-                            key = f"case_n-{n}_phi-{phi:g}_target-{target}_terms-{terms}"
-                            key += f"_specials-{int(special)}"
-                            cases[key + "_A"], cases[key + "_B"] = A, B
-                            cases[key + "_D"] = dg
+    for method, fmt in (("ozaki2", "int8"), ("ozaki1", "int8"), ("ozaki1", "fp16")):
+        fixed = {("ozaki2", "fp64"): 15, ("ozaki2", "fp32"): 8}
+        paths = gemm_paths() if method == "ozaki2" else ["cublas"]
+        for n in sizes:
+            for phi in (0.0, 1.0, 4.0):
+                for target in ("fp64", "fp32"):
+                    big = n >= 1024  # the emulator's time: only auto terms with specials there
+                    terms_list = ("auto", fixed.get((method, target), 4))
+                    for terms in terms_list[:1] if big else terms_list:
+                        for special in (True,) if big else (False, True):
+                            rng = np.random.default_rng(1000 * n + int(10 * phi))
+                            A, B = exp_rand(rng, (n, n), phi), exp_rand(rng, (n, n), phi)
+                            if special:
+                                inject_specials(A, B, rng)
+                            t1 = time.perf_counter()
+                            de = ozaki_gemm(A, B, method=method, fmt=fmt, target=target,
+                                            terms=terms)  # fmt: skip
+                            t2 = time.perf_counter()
+                            for path in paths:
+                                t0 = time.perf_counter()
+                                dg, used = _cuda_run(cp, A, B, method, fmt, target, terms, path)
+                                u = f"u{dg.itemsize}"
+                                diff = int(np.count_nonzero(dg.view(u) != de.view(u)))
+                                all_ok &= diff == 0
+                                rows.append(
+                                    dict(method=method, fmt=fmt, n=n, phi=phi, target=target,
+                                         terms=terms, gemm=path, used_terms=used,
+                                         specials=special, differ=diff,
+                                         cuda_s=round(time.perf_counter() - t0, 3),
+                                         emulator_s=round(t2 - t1, 3))
+                                )  # fmt: skip
+                                log("identity", rows[-1])
+                            keep = n == 16 or (n == 100 and terms == "auto")
+                            keep |= n == 257 and phi == 1.0 and terms == "auto" and special
+                            if keep:  # inputs stored once per (n, phi, specials)
+                                inp = f"in_n-{n}_phi-{phi:g}_specials-{int(special)}"
+                                cases[inp + "_A"], cases[inp + "_B"] = A, B
+                                key = f"case_method-{method}_fmt-{fmt}_n-{n}_phi-{phi:g}"
+                                key += f"_target-{target}_terms-{terms}_specials-{int(special)}"
+                                cases[key + "_D"] = dg
     with open(out / "ozaki_identity.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    np.savez_compressed(out / "ozaki2_cuda_h200.npz", **cases)
+    np.savez_compressed(out / "ozaki_cuda_h200.npz", **cases)
     log("IDENTITY", "ALL BIT-IDENTICAL" if all_ok else "DIFFERENCES FOUND")
     return all_ok
 

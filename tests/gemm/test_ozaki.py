@@ -328,7 +328,7 @@ def test_float32_inputs_and_errors() -> None:
 
 # --------------------------------------------------------------------- recorded GPU outputs
 
-RECORDED = Path(__file__).resolve().parents[1] / "data" / "ozaki" / "ozaki2_cuda_h200.npz"
+RECORDED = Path(__file__).resolve().parents[1] / "data" / "ozaki" / "ozaki_cuda_h200.npz"
 
 
 def _recorded_cases() -> list[str]:
@@ -340,20 +340,25 @@ def _recorded_cases() -> list[str]:
 
 @pytest.mark.parametrize("case", _recorded_cases())
 def test_emulator_matches_recorded_cuda_outputs(case: str) -> None:
-    """The H200's ozaki2 outputs (``precision.gemm.ozaki_bench``, tests/data/ozaki) replayed
-    bit for bit by the CPU emulator, specials included."""
+    """The H200's ozaki1 / ozaki2 outputs (``precision.gemm.ozaki_bench``, tests/data/ozaki)
+    replayed bit for bit by the CPU emulator, specials included."""
     parts = dict(p.split("-", 1) for p in case.split("_")[1:] if "-" in p)
+    inputs = f"in_n-{parts['n']}_phi-{parts['phi']}_specials-{parts['specials']}"
     with np.load(RECORDED) as z:
-        A, B, want = z[case + "_A"], z[case + "_B"], z[case + "_D"]
+        A, B, want = z[inputs + "_A"], z[inputs + "_B"], z[case + "_D"]
     terms: int | str = parts["terms"] if parts["terms"] == "auto" else int(parts["terms"])
-    got = gemm(A, B, method="ozaki2", fmt="int8", target=parts["target"], terms=terms)
+    method, fmt = parts.get("method", "ozaki2"), parts.get("fmt", "int8")
+    got = gemm(A, B, method=method, fmt=fmt, target=parts["target"], terms=terms)
     u = f"u{want.itemsize}"
     diff = np.argwhere(got.view(u) != want.view(u))
     assert diff.size == 0, f"{case}: {len(diff)} elements differ, first {tuple(diff[0])}"
 
 
 def test_recorded_cases_exist() -> None:
-    assert len(_recorded_cases()) >= 10, f"expected recorded H200 cases in {RECORDED}"
+    cases = _recorded_cases()
+    for method, fmt in CASES:
+        mine = [c for c in cases if f"method-{method}_fmt-{fmt}_" in c]
+        assert len(mine) >= 10, f"expected recorded H200 {method}/{fmt} cases in {RECORDED}"
 
 
 @pytest.mark.gpu
