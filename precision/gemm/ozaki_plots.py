@@ -1,0 +1,136 @@
+"""Figures of an Ozaki GPU bench run (``precision.gemm.ozaki_bench``'s ``ozaki_bench.csv``).
+
+``python -m precision.gemm.ozaki_plots RUN/ozaki_bench.csv --out DIR`` writes
+
+* ``ozaki_speed.png``: sustained TFLOP/s (DGEMM-equivalent: 2·n³ / time) per method at each
+  size, DGEMM's level and 1.5x / 1.3x of it drawn as lines;
+* ``ozaki_phases.png``: where an ozaki2 call spends its time (line statistics, residues,
+  INT8 GEMMs, reconstruction), stacked per configuration and size, with DGEMM's time;
+* ``ozaki_energy.png``: board energy per flop (pJ, NVML power x sustained time / flops).
+
+Only rows timed on the phi = 0.5 inputs are drawn; every bar is labelled with its value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import pandas as pd
+
+PHASES = ("stats", "split", "gemm", "reconstruct", "specials")
+
+
+def _label(r: pd.Series) -> str:
+    if r["method"] == "ozaki2":
+        terms = str(r["terms"])
+        moduli = r.get("moduli")
+        if terms == "auto" and isinstance(moduli, float) and not math.isnan(moduli):
+            terms = f"auto={int(moduli)}"
+        gemm = r.get("gemm")
+        path = f", {gemm}" if isinstance(gemm, str) and gemm else ""
+        return f"ozaki2 {r['target']} {terms}{path}"
+    return {
+        "dgemm": "DGEMM",
+        "sgemm": "SGEMM",
+        "cublas_fp64_emulated_eager": "cuBLAS FP64 emu.",
+        "corrected_fp16_ootomo": "corrected fp16",
+    }.get(str(r["method"]), str(r["method"]))
+
+
+def _timed(df: pd.DataFrame) -> pd.DataFrame:
+    t = df[df["tflops_sustained"].notna() & (df["phi"].astype(float) == 0.5)].copy()
+    t["label"] = t.apply(_label, axis=1)
+    return t
+
+
+def plot_bench(csv: Path, out: Path) -> list[Path]:
+    """Write the three figures for ``csv`` into ``out``; returns their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    df = _timed(pd.read_csv(csv))
+    if df.empty:
+        raise ValueError(f"{csv}: no timed rows (tflops_sustained) on phi = 0.5 inputs")
+    out.mkdir(parents=True, exist_ok=True)
+    sizes = sorted(df["n"].astype(int).unique())
+    written = []
+
+    fig, axes = plt.subplots(1, len(sizes), figsize=(6.5 * len(sizes), 5), squeeze=False)
+    for ax, n in zip(axes[0], sizes, strict=True):
+        d = df[df["n"] == n].sort_values("tflops_sustained")
+        bars = ax.barh(d["label"], d["tflops_sustained"], color="#4c72b0")
+        ax.bar_label(bars, fmt="%.1f", fontsize=8, padding=2)
+        dg = d[d["method"] == "dgemm"]["tflops_sustained"]
+        if len(dg):
+            for mult, style in ((1.0, "-"), (1.5, "--"), (1.3, ":")):
+                ax.axvline(mult * float(dg.iloc[0]), color="k", ls=style, lw=0.8,
+                           label=f"{mult:g}x DGEMM")  # fmt: skip
+        ax.set_title(f"n = {n}: sustained TFLOP/s (2n³/t), H200")
+        ax.set_xlabel("TFLOP/s")
+        ax.tick_params(axis="y", labelsize=8)
+    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    written.append(out / "ozaki_speed.png")
+    fig.savefig(written[-1], dpi=150)
+    plt.close(fig)
+
+    oz = df[(df["method"] == "ozaki2") & df.get("ms_gemm", pd.Series(dtype=float)).notna()]
+    if not oz.empty:
+        fig, axes = plt.subplots(1, len(sizes), figsize=(6.5 * len(sizes), 5), squeeze=False)
+        for ax, n in zip(axes[0], sizes, strict=True):
+            d = oz[oz["n"] == n]
+            left = pd.Series(0.0, index=d.index)
+            for ph in PHASES:
+                col = f"ms_{ph}"
+                if col not in d:
+                    continue
+                v = d[col].fillna(0.0)
+                ax.barh(d["label"], v, left=left, label=ph)
+                left = left + v
+            dg = df[(df["n"] == n) & (df["method"] == "dgemm")]["ms_sustained"]
+            if len(dg):
+                for div, style in ((1.0, "-"), (1.5, "--"), (1.3, ":")):
+                    ax.axvline(float(dg.iloc[0]) / div, color="k", ls=style, lw=0.8,
+                               label=f"DGEMM / {div:g}")  # fmt: skip
+            ax.set_title(f"n = {n}: time per ozaki2 call by phase (ms, CUDA events)")
+            ax.set_xlabel("ms")
+            ax.tick_params(axis="y", labelsize=8)
+        axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        fig.tight_layout()
+        written.append(out / "ozaki_phases.png")
+        fig.savefig(written[-1], dpi=150)
+        plt.close(fig)
+
+    en = df[df["pj_per_flop"].notna()]
+    if not en.empty:
+        fig, axes = plt.subplots(1, len(sizes), figsize=(6.5 * len(sizes), 5), squeeze=False)
+        for ax, n in zip(axes[0], sizes, strict=True):
+            d = en[en["n"] == n].sort_values("pj_per_flop")
+            bars = ax.barh(d["label"], d["pj_per_flop"], color="#dd8452")
+            ax.bar_label(bars, fmt="%.1f", fontsize=8, padding=2)
+            ax.set_title(f"n = {n}: board energy per flop (pJ), sustained")
+            ax.set_xlabel("pJ / flop")
+            ax.tick_params(axis="y", labelsize=8)
+        fig.tight_layout()
+        written.append(out / "ozaki_energy.png")
+        fig.savefig(written[-1], dpi=150)
+        plt.close(fig)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("csv", type=Path)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    for p in plot_bench(args.csv, args.out):
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,34 @@
+"""The Ozaki bench figures from a small synthetic bench table (no GPU needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from precision.gemm.ozaki_plots import plot_bench
+
+
+def _row(method: str, n: int, tflops: float, **extra: object) -> dict:
+    t = 2 * n**3 / (tflops * 1e12)
+    return dict(method=method, target="fp64", fmt="int8", terms=extra.pop("terms", ""),
+                backend="cuda", n=n, phi=0.5, tflops=tflops, tflops_sustained=tflops,
+                err_median=float("nan"), err_max=float("nan"), ms_sustained=t * 1e3,
+                pj_per_flop=12.0, **extra)  # fmt: skip
+
+
+def test_figures_written_and_empty_table_refused(tmp_path: Path) -> None:
+    rows = []
+    for n in (8192, 16384):
+        rows.append(_row("dgemm", n, 54.0))
+        phases = dict(ms_stats=0.3, ms_split=0.8, ms_gemm=10.5, ms_reconstruct=0.5, ms_specials=0)
+        rows.append(_row("ozaki2", n, 80.0, terms=15, moduli=15.0, gemm="fused", **phases))
+    csv = tmp_path / "bench.csv"
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    written = plot_bench(csv, tmp_path / "fig")
+    assert [p.name for p in written] == ["ozaki_speed.png", "ozaki_phases.png", "ozaki_energy.png"]
+    assert all(p.stat().st_size > 10_000 for p in written)
+    pd.DataFrame([{**rows[0], "tflops_sustained": float("nan")}]).to_csv(csv, index=False)
+    with pytest.raises(ValueError, match="no timed rows"):
+        plot_bench(csv, tmp_path / "fig2")
