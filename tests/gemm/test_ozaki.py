@@ -375,3 +375,12 @@ def test_cuda_matches_emulator(target: str, method: str, fmt: str) -> None:
     want = gemm(A, B, method=method, fmt=fmt, target=target)
     u = f"u{want.itemsize}"
     np.testing.assert_array_equal(got.view(u), want.view(u))
+
+
+def test_n512_fp64_within_the_bound() -> None:
+    """The issue's CPU case: ozaki2 fp64 at n = 512 on the emulator (well under a second on
+    2 cores: timing lives in docs/ozaki.md, not here) stays within the documented bound."""
+    rng = np.random.default_rng(512)
+    A, B = exp_rand(rng, (512, 512), 1.0), exp_rand(rng, (512, 512), 1.0)
+    D = gemm(A, B, method="ozaki2", fmt="int8", target="fp64", terms="auto")
+    assert_within_bound(D, A, B, "ozaki2", "int8", "fp64", "auto")
