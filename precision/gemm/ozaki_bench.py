@@ -234,8 +234,11 @@ def _speed_at(
     corrected = get_schedule("corrected", "fp16", "ootomo")
     cands.append((meta("corrected_fp16_ootomo", "fp32", "fp16", "", "cuda"),
                   lambda: cuda_gemm(A32, B32, corrected)))  # fmt: skip
-    for path in gemm_paths():
+    paths = gemm_paths()
+    for path in paths:  # every count on the fastest path, one per target on the others
         for tgt, counts in (("fp64", [*moduli, "auto"]), ("fp32", fp32_moduli)):
+            if path != paths[-1]:
+                counts = [15 if tgt == "fp64" else 8]
             for t in counts:
                 fn = functools.partial(_first, ozaki2_cuda, A, B, target=tgt, terms=t, gemm=path)
                 cands.append(({**meta("ozaki2", tgt, "int8", t, "cuda"), "gemm": path}, fn))
@@ -274,14 +277,16 @@ def _speed_at(
 # -------------------------------------------------------------------------------- errors
 
 
-def errors(sizes: list[int], moduli: list[int], fp32_moduli: list[int]) -> list[dict]:
+def errors(
+    sizes: list[int], moduli: list[int], fp32_moduli: list[int], phis: list[float]
+) -> list[dict]:
     rows: list[dict] = []
     for n in sizes:
-        rows += _errors_at(n, moduli, fp32_moduli)
+        rows += _errors_at(n, moduli, fp32_moduli, phis)
     return rows
 
 
-def _errors_at(n: int, moduli: list[int], fp32_moduli: list[int]) -> list[dict]:
+def _errors_at(n: int, moduli: list[int], fp32_moduli: list[int], phis: list[float]) -> list[dict]:
     import cupy as cp
 
     from precision.gemm.api import cuda_gemm
@@ -293,7 +298,7 @@ def _errors_at(n: int, moduli: list[int], fp32_moduli: list[int]) -> list[dict]:
 
     rows = []
     emu, _ = cublas_fp64_emulated(cp)
-    for phi in (0.0, 0.5, 1.0, 2.0, 4.0):
+    for phi in phis:
         rng = np.random.default_rng(int(phi * 100) + n)
         Ah, Bh = exp_rand(rng, (n, n), phi), exp_rand(rng, (n, n), phi)
         A, B = cp.asarray(Ah), cp.asarray(Bh)
@@ -378,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=int, nargs="*", default=[8192, 16384])
     ap.add_argument("--identity-sizes", type=int, nargs="*", default=[16, 100, 257, 1024])
     ap.add_argument("--err-sizes", type=int, nargs="*", default=[4096, 8192])
+    ap.add_argument("--err-phi", type=float, nargs="*", default=[0.0, 0.5, 1.0, 2.0, 4.0])
     ap.add_argument("--sustain", type=float, default=4.0)
     ap.add_argument("--moduli", type=int, nargs="*", default=[14, 15, 16])
     ap.add_argument("--fp32-moduli", type=int, nargs="*", default=[7, 8])
@@ -415,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
 
     stages = [
         ("identity", lambda: identity(args.out, args.identity_sizes)),
-        ("errors", lambda: errors(args.err_sizes, args.moduli, args.fp32_moduli)),
+        ("errors", lambda: errors(args.err_sizes, args.moduli, args.fp32_moduli, args.err_phi)),
         ("speed", lambda: speed(args.sizes, args.sustain, args.moduli, args.fp32_moduli)),
     ]
     for name, stage in stages:
