@@ -336,6 +336,15 @@ def _errors_at(n: int, moduli: list[int], fp32_moduli: list[int], phis: list[flo
     return rows
 
 
+def _s(v: Any) -> str:
+    """A table cell: '' for missing/NaN, integral floats as ints (CSV round trips)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
 def _pick(rows: list[dict], **key: Any) -> list[dict]:
     return [r for r in rows if all(str(r.get(k)) == str(v) for k, v in key.items())]
 
@@ -355,8 +364,8 @@ def acceptance(rows: list[dict], fp64_terms: int = 15, fp32_terms: int = 8) -> s
         for r in _pick(rows, n=n, phi=0.5):
             if not math.isnan(float(r["tflops"])):
                 ratio = float(r["tflops_sustained"]) / base
-                terms = f"{r.get('terms', '')} ({r.get('moduli', '')})"
-                out.append(f"| {n} | {r['method']} {r['target']} | {terms} | {r.get('gemm', '')}"
+                terms = f"{_s(r.get('terms'))} ({_s(r.get('moduli'))})"
+                out.append(f"| {n} | {r['method']} {r['target']} | {terms} | {_s(r.get('gemm'))}"
                            f" | {float(r['tflops']):.1f} | {float(r['tflops_sustained']):.1f}"
                            f" | {ratio:.2f} |")  # fmt: skip
     out += ["", "| n | phi | method | terms (moduli) | median err | max err | "
@@ -371,10 +380,29 @@ def acceptance(rows: list[dict], fp64_terms: int = 15, fp32_terms: int = 8) -> s
         med, mx = float(dg[0]["err_median"]), float(dg[0]["err_max"])
         ok_med = float(r["err_median"]) <= med
         ok_max = float(r["err_max"]) <= 2 * mx
-        out.append(f"| {r['n']} | {r['phi']} | {r['method']} {r['target']} | {r.get('terms', '')}"
-                   f" ({r.get('moduli', '')}) | {float(r['err_median']):.2e} | "
+        out.append(f"| {r['n']} | {r['phi']} | {r['method']} {r['target']} | {_s(r.get('terms'))}"
+                   f" ({_s(r.get('moduli'))}) | {float(r['err_median']):.2e} | "
                    f"{float(r['err_max']):.2e} | {ok_med} | {ok_max} |")  # fmt: skip
     return "\n".join(out) + "\n"
+
+
+def combine(paths: list[Path], out: Path) -> int:
+    """Join bench tables (e.g. the identity/errors and the speed stages, run as two calls)
+    into ``out/ozaki_bench.csv`` and write ``out/ozaki_acceptance.md``."""
+    import pandas as pd
+
+    frames = [pd.read_csv(p) for p in paths]
+    commits = {str(c) for f in frames for c in f.get("git_commit", pd.Series(dtype=str)).unique()}
+    if len(commits) > 1:
+        raise ValueError(f"--combine: the tables come from different commits {sorted(commits)}")
+    df = pd.concat(frames, ignore_index=True)
+    df.to_csv(out / "ozaki_bench.csv", index=False)
+    rows = [{k: v for k, v in r.items() if not (isinstance(v, float) and math.isnan(v)) or
+             k in COLUMNS} for r in df.to_dict("records")]  # fmt: skip
+    text = acceptance(rows)
+    (out / "ozaki_acceptance.md").write_text(text)
+    log(text)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -388,9 +416,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--moduli", type=int, nargs="*", default=[14, 15, 16])
     ap.add_argument("--fp32-moduli", type=int, nargs="*", default=[7, 8])
     ap.add_argument("--commit", default="")
+    ap.add_argument("--combine", type=Path, nargs="*", default=[],
+                    help="no GPU: join these ozaki_bench.csv files of one commit's runs into "
+                    "OUT/ozaki_bench.csv and evaluate the acceptance on them")  # fmt: skip
     ap.add_argument("--skip", nargs="*", default=[], choices=["identity", "speed", "errors"])
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.combine:
+        return combine(args.combine, args.out)
     from precision.provenance import collect
 
     prov = collect()
