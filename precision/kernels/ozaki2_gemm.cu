@@ -27,7 +27,12 @@
 //   (row pitch 272 bytes: conflict-free 2-byte writes) and written with 16-byte stores.
 //   CTA order: tile_coords walks OZ_RASTER_GROUP M-tiles at a time (L2 reuse of Bt tiles).
 //
-// Measured on an H200 (python -m precision.gemm.ozaki_gemm_check): MEASURED
+// Measured on an H200 (python -m precision.gemm.ozaki_gemm_check, 700 W, same process as cuBLAS
+// gemmStridedBatchedEx int8 -> int32; M = Nbp = Kp = n, L = 15, median of 10): exact on all
+// cases (random, all -128, mixed +-, max |C| = 2145386496). n = 8192: cuBLAS 14.93 ms (1105
+// TOPS), this kernel 11.92 ms (1384 TOPS) with OZ_RASTER_GROUP 8, 12.28 ms with 4, 11.32 ms
+// (1456 TOPS, 1.32x cuBLAS) with 16 (the default since). n = 16384: cuBLAS 115.2 ms (1145
+// TOPS), this kernel (raster 8) 95.8 ms (1378 TOPS, 1.20x).
 #include <stdint.h>
 
 namespace oz {
@@ -37,7 +42,7 @@ constexpr int BM = 128, BN = 256, BK = 128;  // CTA tile; BK = k per stage = byt
 #define OZ_STAGES 4
 #endif
 #ifndef OZ_RASTER_GROUP
-#define OZ_RASTER_GROUP 8
+#define OZ_RASTER_GROUP 16
 #endif
 constexpr int S = OZ_STAGES, RASTER_GROUP = OZ_RASTER_GROUP;
 constexpr int THREADS = 384, CONSUMER_THREADS = 256;
