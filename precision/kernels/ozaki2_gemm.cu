@@ -27,12 +27,19 @@
 //   (row pitch 272 bytes: conflict-free 2-byte writes) and written with 16-byte stores.
 //   CTA order: tile_coords walks OZ_RASTER_GROUP M-tiles at a time (L2 reuse of Bt tiles).
 //
-// Measured on an H200 (python -m precision.gemm.ozaki_gemm_check, 700 W, same process as cuBLAS
-// gemmStridedBatchedEx int8 -> int32; M = Nbp = Kp = n, L = 15, median of 10): exact on all
-// cases (random, all -128, mixed +-, max |C| = 2145386496). n = 8192: cuBLAS 14.93 ms (1105
-// TOPS), this kernel 11.92 ms (1384 TOPS) with OZ_RASTER_GROUP 8, 12.28 ms with 4, 11.32 ms
-// (1456 TOPS, 1.32x cuBLAS) with 16 (the default since). n = 16384: cuBLAS 115.2 ms (1145
-// TOPS), this kernel (raster 8) 95.8 ms (1378 TOPS, 1.20x).
+// Measured on an H200 (python -m precision.gemm.ozaki_gemm_check, 700 W cap, same process as
+// cuBLAS gemmStridedBatchedEx int8 -> int32; M = Nbp = Kp = n, L = 15, median of 10 calls):
+//   exactness: identical to cuBLAS's int32 product reduced with integer ops on every case
+//   (random; all -128; mixed -128/127 up to |C| = 2145386496; ragged M = 200, Nbp = 272,
+//   Kp = 400; the full n = 8192 and 16384 outputs).
+//   n = 8192 (three runs): cuBLAS 14.93 / 14.70 / 14.82 ms, this kernel 11.32 / 11.78 / 11.80
+//   ms (1456 / 1400 / 1397 TOPS vs cuBLAS's 1105-1146: 1.25-1.32x). OZ_RASTER_GROUP 4 / 8 / 16
+//   (one run): 12.28 / 11.92 / 11.32 ms, 16 is the default.
+//   n = 16384: cuBLAS 114.9 / 119.4 ms (1148 / 1105 TOPS), this kernel 95.2 / 97.0 ms (1386 /
+//   1360 TOPS, 1.21-1.23x).
+//   Both run into the power cap (SM clock 1.5-1.7 GHz, not 1.98). A persistent variant (one
+//   CTA per SM, the producer loading the next tile during the epilogue, a dedicated staging
+//   tile) ran 1-12 % slower in the same process (lower clocks at the cap), so it was dropped.
 #include <stdint.h>
 
 namespace oz {
