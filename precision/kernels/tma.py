@@ -81,3 +81,56 @@ def fp32_matrix_map(
             f"fp32 matrix, box {box_rows} x {box_cols}, swizzle {swizzle} B"
         )
     return ctypes.string_at(start, TENSOR_MAP_BYTES)
+
+
+_UINT8 = 0  # CU_TENSOR_MAP_DATA_TYPE_UINT8
+
+
+def int8_batched_map(
+    address: int,
+    count: int,
+    rows: int,
+    cols: int,
+    stride: int,
+    box_rows: int,
+    box_cols: int,
+    swizzle: int = 0,
+) -> bytes:
+    """The 3-D tensor map of ``count`` row-major 1-byte matrices (``rows`` x ``cols``, row pitch
+    ``cols`` bytes, matrix ``l`` at ``address + l * stride``) read in boxes of ``box_rows`` x
+    ``box_cols`` bytes of one matrix. Coordinates are (column, row, matrix); a box overhanging
+    the matrix is filled with zeros (also counted as loaded bytes). The box lands in shared
+    memory as ``box_rows`` dense rows of ``box_cols`` bytes, the 16-byte chunks of each row
+    permuted by the TMA ``swizzle`` span (0, 32, 64 or 128 bytes)."""
+    if address % 16 or cols % 16 or stride % 16:
+        raise ValueError(
+            f"TMA needs 16-byte aligned matrices, rows and matrix stride: address "
+            f"0x{address:x}, {cols} int8 columns, stride {stride} bytes"
+        )
+    buf = ctypes.create_string_buffer(TENSOR_MAP_BYTES + 64)  # the map is 64-byte aligned
+    start = ctypes.addressof(buf) + (-ctypes.addressof(buf)) % 64
+    dims = (ctypes.c_uint64 * 3)(cols, rows, count)
+    pitch = (ctypes.c_uint64 * 2)(cols, stride)
+    box = (ctypes.c_uint32 * 3)(box_cols, box_rows, 1)
+    steps = (ctypes.c_uint32 * 3)(1, 1, 1)
+    rc = _encode_tiled()(
+        start,
+        _UINT8,
+        3,
+        address,
+        dims,
+        pitch,
+        box,
+        steps,
+        0,
+        _SWIZZLE[swizzle],
+        _L2_PROMOTION_128B,
+        0,
+    )
+    if rc != 0:
+        raise RuntimeError(
+            f"cuTensorMapEncodeTiled failed (CUresult {rc}) for {count} int8 matrices of "
+            f"{rows} x {cols} (stride {stride} B), box {box_rows} x {box_cols}, "
+            f"swizzle {swizzle} B"
+        )
+    return ctypes.string_at(start, TENSOR_MAP_BYTES)
