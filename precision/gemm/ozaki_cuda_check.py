@@ -1,0 +1,461 @@
+"""Check of the Ozaki-II GPU kernels (``precision/kernels/ozaki2.cu`` through
+:func:`precision.gemm.ozaki_cuda.ozaki2_cuda`) against an independent CPU reference of the
+spec, and their phase timings.
+
+``python -m precision.gemm.ozaki_cuda_check`` (GPU) runs, for n in {16, 100, 257, 1024} and
+phi in {0, 1, 4}, fp64 with 15 moduli and fp32 with 8 moduli (plus NaN/Inf/zero/subnormal
+cases and one ``terms="auto"`` case):
+
+* line statistics (emax, esum, count, nfix, bad) and shifts against :func:`ref_stats` /
+  :func:`precision.gemm.ozaki_cuda.line_shifts` (exact integer numpy / Python ints);
+* the int8 residue planes of A and of B's first column block against ``y mod m``;
+* the output, bit for bit, against ``RN(T·2^-(s_i+t_j))`` with ``T = y_A @ y_B`` computed
+  exactly (signed base-2^21 digits, float64 BLAS products below 2^53, 32-bit limbs) and
+  rounded by :func:`precision.gemm.ozaki.round_limbs`; special values by
+  :func:`precision.gemm.ozaki.apply_specials`. The CRT itself (residue products, ``c_l``,
+  ``S``, ``q``) is replayed with Python ints on sampled outputs, and ``max |T| / Mb`` is
+  reported (the Cauchy-Schwarz bound says <= 1).
+
+Then it times the phases at n = 8192 and 16384 (15 moduli, fp64) next to cuBLAS DGEMM.
+``--cpu`` runs only the CPU proofs-by-exhaustion of the kernels' arithmetic (no GPU): the fp32
+residue step for every t in [-2^22, 2^22) and every modulus, the digit and int32-reader
+bounds, and the quotient estimate from the limbs. Results go to stdout and, with ``$OUT`` set,
+``$OUT/ozaki_cuda_check.json``. Exit status 1 on any mismatch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from precision.gemm.ozaki import (
+    MODULI,
+    LineStats,
+    apply_specials,
+    crt_constants,
+    normalize_limbs,
+    round_limbs,
+)
+from precision.gemm.ozaki_cuda import line_shifts, q2_bits
+
+_MASK = (1 << 32) - 1
+
+
+def sym_mod(x: np.ndarray, m: int) -> np.ndarray:
+    """Symmetric residue in [-floor(m/2), ceil(m/2) - 1] of int64 ``x``."""
+    r = np.mod(x, m)
+    return np.where(r > (m - 1) // 2, r - m, r)
+
+
+# ------------------------------------------------------------------------- CPU reference
+
+
+def ref_stats(X: np.ndarray, axis: int) -> dict[str, np.ndarray]:
+    """The spec's line statistics of rows (``axis=1``) or columns (``axis=0``): exact numpy
+    integers (frexp exponents and mantissas are exact; mu = ceil(256 f) exactly)."""
+    Xl = X if axis == 1 else X.T
+    fin = np.isfinite(Xl)
+    mag = np.where(fin, np.abs(Xl), 0.0)
+    f, e = np.frexp(mag)
+    e = e.astype(np.int64)
+    nz = mag > 0
+    count = nz.sum(axis=1)
+    emax = np.where(count > 0, np.where(nz, e, -(10**6)).max(axis=1), 0)
+    mu = np.ceil(f * 256.0).astype(np.int64)
+    mu2 = mu * mu
+    d = 2 * (e - emax[:, None]) + 24
+    k = np.clip(-d, 0, 17)
+    down = np.where(k >= 17, 1, (mu2 + (np.int64(1) << k) - 1) >> k)
+    term = np.where(d >= 0, mu2 << np.clip(d, 0, 24), down)
+    nfix = np.where(nz, term, 0).sum(axis=1)
+    return {
+        "emax": emax,
+        "esum": np.where(nz, e, 0).sum(axis=1),
+        "count": count,
+        "nfix": nfix,
+        "bad": ~fin.all(axis=1),
+        "zero": count == 0,
+    }
+
+
+def ref_scaled(X: np.ndarray, s: np.ndarray, axis: int) -> np.ndarray:
+    """``rint(X·2^s)`` per line as int64 (0 for NaN/Inf): the float64 scaling is exact or
+    underflows below 1/2, and the integer-valued result (<= 2^62) converts exactly."""
+    sx = s[:, None] if axis == 1 else s[None, :]
+    with np.errstate(invalid="ignore", over="ignore"):
+        y = np.rint(np.ldexp(np.where(np.isfinite(X), X, 0.0), sx))
+    assert np.all(np.abs(y) <= 2.0**62), "scaled integer above 2^62"
+    return y.astype(np.int64)
+
+
+def _digits21(y: np.ndarray) -> list[np.ndarray]:
+    """Signed base-2^21 digits (float64) of int64 ``y``: d0, d1 in [-2^20, 2^20), d2 the rest."""
+    out = []
+    v = y.copy()
+    for _ in range(2):
+        d = ((v & ((1 << 21) - 1)) ^ (1 << 20)) - (1 << 20)
+        out.append(d.astype(np.float64))
+        v = (v - d) >> 21
+    out.append(v.astype(np.float64))
+    return out
+
+
+def exact_product_limbs(ya: np.ndarray, yb: np.ndarray, nl: int = 6) -> list[np.ndarray]:
+    """``T = ya @ yb`` exactly, as ``nl`` normalized 32-bit limbs (int64, top signed).
+    Digit products are below 2^41 and K <= 2^11, so every float64 BLAS sum is exact."""
+    assert ya.shape[1] <= 2048
+    da, db = _digits21(ya), _digits21(yb)
+    shape = (ya.shape[0], yb.shape[1])
+    limbs = [np.zeros(shape, dtype=np.int64) for _ in range(nl)]
+    for g in range(5):
+        G = np.zeros(shape, dtype=np.int64)
+        for p in range(3):
+            q = g - p
+            if 0 <= q < 3:
+                G += (da[p] @ db[q]).astype(np.int64)
+        t, sh = divmod(21 * g, 32)
+        limbs[t] += (G & _MASK) << sh
+        limbs[t + 1] += (G >> 32) << sh
+        normalize_limbs(limbs)
+    return limbs
+
+
+def limbs_to_float(limbs: list[np.ndarray]) -> np.ndarray:
+    out = np.zeros(limbs[0].shape)
+    for t in range(len(limbs) - 1, -1, -1):
+        out = out + limbs[t].astype(np.float64) * 2.0 ** (32 * t)
+    return out
+
+
+def reference(
+    A: np.ndarray, B: np.ndarray, L: int, target: str, crt_samples: int = 64
+) -> dict[str, Any]:
+    """The spec's result for ``L`` moduli (D, stats, shifts, scaled integers, CRT checks)."""
+    K = A.shape[1]
+    q2 = q2_bits(L, K)
+    sa, sb = ref_stats(A, 1), ref_stats(B, 0)
+    s_a = line_shifts(sa["emax"], sa["nfix"], sa["zero"], q2)
+    s_b = line_shifts(sb["emax"], sb["nfix"], sb["zero"], q2)
+    ya, yb = ref_scaled(A, s_a, 1), ref_scaled(B, s_b, 0)
+    limbs = exact_product_limbs(ya, yb)
+    e = -(s_a[:, None] + s_b[None, :])
+    D = round_limbs(limbs, e, target)
+    hs = [
+        LineStats(emax=s["emax"], esum=s["esum"], count=s["count"], zero=s["zero"], bad=s["bad"])
+        for s in (sa, sb)
+    ]
+    apply_specials(D, A, B, hs[0], hs[1], target)
+    moduli = MODULI[:L]
+    Mprod = math.prod(moduli)
+    Mb = (Mprod * ((1 << 19) - 1)) >> 20
+    ratio = float(np.max(np.abs(limbs_to_float(limbs)))) / float(Mb)
+    # CRT with Python ints on sampled outputs: residues -> products -> c_l -> S -> q -> T.
+    rng = np.random.default_rng(1)
+    W, u, _ = crt_constants(moduli)
+    w = [sum(int(W[li, t]) << (32 * t) for t in range(W.shape[1])) for li in range(L)]
+    crt_bad = 0
+    for _ in range(crt_samples):
+        i, j = int(rng.integers(A.shape[0])), int(rng.integers(B.shape[1]))
+        a = [int(v) for v in ya[i]]
+        b = [int(v) for v in yb[:, j]]
+        T = sum(x * y for x, y in zip(a, b, strict=True))
+        S = 0
+        for li, m in enumerate(moduli):
+            C = sum(_sym(x, m) * _sym(y, m) for x, y in zip(a, b, strict=True))
+            S += _sym(C, m) * w[li]
+        q = (2 * S + Mprod) // (2 * Mprod)  # nearest integer (no ties: |T| < M/2)
+        if S - q * Mprod != T:
+            crt_bad += 1
+    return {"D": D, "sa": sa, "sb": sb, "s_a": s_a, "s_b": s_b, "ya": ya, "yb": yb,
+            "q2": q2, "t_over_mb": ratio, "crt_bad": crt_bad}  # fmt: skip
+
+
+def _sym(v: int, m: int) -> int:
+    r = v % m
+    return r - m if r > (m - 1) // 2 else r
+
+
+def make_operands(n: int, phi: float, seed: int, specials: bool) -> tuple[np.ndarray, np.ndarray]:
+    """exp_rand operands a = (U(0,1) - 0.5)·exp(phi·N(0,1)), n x n; ``specials`` adds NaN,
+    ±Inf, an all-Inf row, zero rows/columns and subnormals."""
+    rng = np.random.default_rng(seed)
+    A = (rng.random((n, n)) - 0.5) * np.exp(phi * rng.standard_normal((n, n)))
+    B = (rng.random((n, n)) - 0.5) * np.exp(phi * rng.standard_normal((n, n)))
+    if specials:
+        A[3, 5] = np.nan
+        A[10, 0] = np.inf
+        A[70, :] = -np.inf
+        A[50, :] = 0.0
+        A[60, 1:4] = [5e-310, -3e-320, 2.2e-308]
+        A[61, :] = 1e-310 * (rng.random(n) - 0.5)  # a subnormal row
+        B[7, 20] = -np.inf
+        B[:, 30] = 0.0
+        B[2, 40] = -4e-320
+    return A, B
+
+
+# --------------------------------------------------------------------------- GPU checks
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    return x.view(np.uint64 if x.dtype == np.float64 else np.uint32)
+
+
+def check_case(
+    cp: Any, n: int, phi: float, target: str, terms: int | str, specials: bool, gemm: str
+) -> dict[str, Any]:
+    from precision.gemm import ozaki_cuda as oc
+
+    A, B = make_operands(n, phi, seed=1000 * n + int(10 * phi), specials=specials)
+    Ad, Bd = cp.asarray(A), cp.asarray(B)
+    D, run = oc.ozaki2_cuda(Ad, Bd, target=target, terms=terms, gemm=gemm)
+    L = run.plan.terms
+    ref = reference(A, B, L, target)
+    out: dict[str, Any] = {"n": n, "phi": phi, "target": target, "terms": str(terms), "L": L,
+                           "gemm": gemm, "specials": specials, "q2": ref["q2"],
+                           "t_over_mb": ref["t_over_mb"], "crt_bad": ref["crt_bad"]}  # fmt: skip
+    out["q2_match"] = run.q2 == ref["q2"]
+    Dh = D.get()
+    out["d_diff"] = int(np.count_nonzero(_bits(Dh) != _bits(ref["D"])))
+    # stats and shifts, straight from the kernels
+    dsa = oc.device_line_stats(cp, Ad, 1, ref["q2"])
+    dsb = oc.device_line_stats(cp, Bd, 0, ref["q2"])
+    stat_diff = 0
+    for ds, rs, sh in ((dsa, ref["sa"], ref["s_a"]), (dsb, ref["sb"], ref["s_b"])):
+        hs, nfix = ds.to_host()
+        stat_diff += int(np.count_nonzero(hs.emax != rs["emax"]))
+        stat_diff += int(np.count_nonzero(hs.esum != rs["esum"]))
+        stat_diff += int(np.count_nonzero(hs.count != rs["count"]))
+        stat_diff += int(np.count_nonzero(hs.bad != rs["bad"]))
+        stat_diff += int(np.count_nonzero(nfix.astype(np.int64) != rs["nfix"]))
+        stat_diff += int(np.count_nonzero(ds.shift.get() != sh))
+    out["stat_diff"] = stat_diff
+    # residue planes (cuBLAS padding: K to 16; B's columns 0..n-1 as one block)
+    oc._set_constants(MODULI[:L])
+    kp = -(-n // 16) * 16
+    nbp = kp
+    ares = cp.zeros((L, n, kp), dtype=cp.int8)
+    oc.residues_rows(cp, Ad, dsa.shift, L, n, kp, ares)
+    bres = cp.zeros((L, nbp, kp), dtype=cp.int8)
+    oc.residues_cols(cp, Bd, dsb.shift, L, 0, n, nbp, kp, bres)
+    ah, bh = ares.get(), bres.get()
+    res_diff = 0
+    for li, m in enumerate(MODULI[:L]):
+        ra = np.zeros((n, kp), dtype=np.int64)
+        ra[:, :n] = sym_mod(ref["ya"], m)
+        rb = np.zeros((nbp, kp), dtype=np.int64)
+        rb[:n, :n] = sym_mod(ref["yb"].T, m)
+        res_diff += int(np.count_nonzero(ah[li] != ra)) + int(np.count_nonzero(bh[li] != rb))
+    out["res_diff"] = res_diff
+    out["ok"] = bool(
+        out["d_diff"] == 0 and stat_diff == 0 and res_diff == 0 and out["crt_bad"] == 0
+        and out["q2_match"] and ref["t_over_mb"] <= 1.0
+    )  # fmt: skip
+    return out
+
+
+def time_case(cp: Any, n: int, L: int, gemm: str, reps: int = 3) -> dict[str, Any]:
+    from precision.gemm import ozaki_cuda as oc
+
+    rng = np.random.default_rng(n)
+    A = cp.asarray((rng.random((n, n)) - 0.5) * np.exp(0.5 * rng.standard_normal((n, n))))
+    B = cp.asarray((rng.random((n, n)) - 0.5) * np.exp(0.5 * rng.standard_normal((n, n))))
+    oc.ozaki2_cuda(A, B, target="fp64", terms=L, gemm=gemm)  # warm-up (build, cuBLAS)
+    phases: list[dict[str, float]] = []
+    for _ in range(reps):
+        _, run = oc.ozaki2_cuda(A, B, target="fp64", terms=L, gemm=gemm, timed=True)
+        phases.append(run.phase_ms)
+    totals = []
+    for _ in range(reps):
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record()
+        oc.ozaki2_cuda(A, B, target="fp64", terms=L, gemm=gemm)
+        e1.record()
+        e1.synchronize()
+        totals.append(cp.cuda.get_elapsed_time(e0, e1))
+    cp.matmul(A, B)
+    dg = []
+    for _ in range(reps):
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record()
+        cp.matmul(A, B)
+        e1.record()
+        e1.synchronize()
+        dg.append(cp.cuda.get_elapsed_time(e0, e1))
+    med = {k: float(np.median([p.get(k, 0.0) for p in phases])) for k in phases[0]}
+    total = float(np.median(totals))
+    dgemm = float(np.median(dg))
+    return {"n": n, "L": L, "gemm": gemm, "phase_ms": med, "total_ms": total,
+            "dgemm_ms": dgemm, "speedup_vs_dgemm": dgemm / total, "nb": run.nb,
+            "workspace_gb": run.workspace_bytes / 1e9,
+            "tflops": 2.0 * n**3 / total / 1e9}  # fmt: skip
+
+
+# ------------------------------------------------------------------ CPU arithmetic proofs
+
+
+def _inv_m32(m: int) -> tuple[int, int]:
+    """fl32(1/m) = a·2^-b exactly (a integer)."""
+    f = float(np.float32(1.0) / np.float32(m))
+    mant, ex = math.frexp(f)
+    return int(mant * 2**24), 24 - ex
+
+
+def cpu_checks() -> dict[str, Any]:
+    """Exhaustive / randomized CPU checks of the kernels' integer and fp32 arithmetic."""
+    res: dict[str, Any] = {}
+    # 1. fp32 residue step: q = rint_even(t·fl(1/m)) (the FMA's single rounding of the exact
+    # product), r = t - q·m, equals the symmetric residue for every |t| <= 2^22, odd m.
+    t_all = np.arange(-(1 << 22), 1 << 22, dtype=np.int64)
+    bad = 0
+    for m in MODULI:
+        if m == 256:
+            continue
+        a, b = _inv_m32(m)
+        prod = t_all * a  # exact: < 2^46
+        q = prod >> b  # floor
+        rem = prod - (q << b)
+        half = np.int64(1) << (b - 1)
+        q = q + ((rem > half) | ((rem == half) & (q & 1 == 1)))
+        r = t_all - q * m
+        bad += int(np.count_nonzero(r != sym_mod(t_all, m)))
+    res["residue_step_mismatches"] = bad
+    # 2. digits: y = sum d_p 2^(14p), |t| < 2^22 for every modulus (random and extreme y).
+    rng = np.random.default_rng(7)
+    y = rng.integers(-(2**62), 2**62, size=200000, dtype=np.int64, endpoint=True)
+    y = np.concatenate([y, np.array([2**62, -(2**62), 0, 1, -1, 2**61 + 12345, -(2**56)])])
+    v = y.copy()
+    d = []
+    for _ in range(4):
+        dp = ((v & 0x3FFF) ^ 0x2000) - 0x2000
+        d.append(dp)
+        v = (v - dp) >> 14
+    d.append(v)
+    recon = sum(dp << (14 * p) for p, dp in enumerate(d[:4])) + (d[4] << 56)
+    dig_bad = int(np.count_nonzero(recon != y)) + int(np.max(np.abs(d[4])) > 65)
+    tmax = 0
+    for m in MODULI:
+        if m == 256:
+            continue
+        c = [_sym(1 << (14 * p), m) for p in range(5)]
+        tt = d[0] + sum(d[p] * c[p] for p in range(1, 5))
+        dig_bad += int(np.count_nonzero(sym_mod(tt, m) != sym_mod(y, m)))
+        tmax = max(tmax, int(np.max(np.abs(tt))))
+    res["digit_mismatches"] = dig_bad
+    res["digit_t_max_log2"] = math.log2(tmax)
+    # 3. int32 reader: hi = ((C >> 15) + 1) >> 1, t = C + hi·(c16 - 65536) (mod 2^32).
+    C = rng.integers(-(2**31), 2**31, size=200000, dtype=np.int64)
+    C = np.concatenate([C, np.array([-(2**31), 2**31 - 1, 2**31 - 2**14, -(2**15), 2**15 - 1])])
+    hi = ((C >> 15) + 1) >> 1
+    rd_bad = 0
+    for m in MODULI:
+        if m == 256:
+            continue
+        c16 = _sym(1 << 16, m)
+        tt = (C + hi * (c16 - 65536) + 2**31) % 2**32 - 2**31  # int32 wrap
+        rd_bad += int(np.count_nonzero((tt < -(2**22)) | (tt >= 2**22)))
+        rd_bad += int(np.count_nonzero(sym_mod(tt, m) != sym_mod(C, m)))
+    res["int32_reader_mismatches"] = rd_bad
+    # 4. quotient from the limbs of S' = sum (r_l + 128) w_l (kernel order, float64).
+    q_bad = 0
+    for L in (2, 8, 15, 20):
+        moduli = MODULI[:L]
+        W, _, _ = crt_constants(moduli)
+        Mprod = math.prod(moduli)
+        inv_m = float(Fraction(1, Mprod))
+        nl = W.shape[1]
+        rp = rng.integers(0, 256, size=(20000, L), dtype=np.int64)
+        rp[:5] = 0
+        rp[5:10] = 255
+        acc = [(rp * W[:, t][None, :]).sum(axis=1) for t in range(nl)]
+        for t in range(nl - 1):
+            acc[t + 1] += acc[t] >> 32
+            acc[t] &= _MASK
+        s = np.zeros(len(rp))
+        for t in range(nl - 1, -1, -1):
+            s = s + acc[t].astype(np.float64) * 2.0 ** (32 * t)
+        q = np.rint((s - 128.0) * inv_m).astype(np.int64)
+        w = [sum(int(W[li, t]) << (32 * t) for t in range(nl)) for li in range(L)]
+        Mb = (Mprod * ((1 << 19) - 1)) >> 20
+        for row, qq in zip(rp.tolist(), q.tolist(), strict=True):
+            X = sum(r * wl for r, wl in zip(row, w, strict=True)) - 128  # S' - 128
+            qe = (2 * X + Mprod) // (2 * Mprod)
+            if abs(X - qe * Mprod) <= Mb and qe != qq:
+                q_bad += 1
+    res["quotient_mismatches"] = q_bad
+    res["ok"] = bad == 0 and dig_bad == 0 and rd_bad == 0 and q_bad == 0
+    return res
+
+
+# ---------------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cpu", action="store_true", help="only the CPU arithmetic checks")
+    ap.add_argument("--sizes", default="16,100,257,1024")
+    ap.add_argument("--time-sizes", default="8192,16384")
+    ap.add_argument("--gemm", default="cublas", help="cublas, fused or cublas,fused")
+    args = ap.parse_args(argv)
+    report: dict[str, Any] = {}
+    t0 = time.time()
+    report["cpu"] = cpu_checks()
+    print("cpu arithmetic checks:", json.dumps(report["cpu"]), f"({time.time() - t0:.1f} s)")
+    ok = bool(report["cpu"]["ok"])
+    if not args.cpu:
+        from precision.gpu import require_gpu
+
+        cp = require_gpu("ozaki_cuda_check")
+        gemms = [g for g in args.gemm.split(",") if g]
+        cases: list[tuple[int, float, str, int | str, bool, str]] = []
+        for gemm in gemms:
+            for n in [int(s) for s in args.sizes.split(",") if s]:
+                for phi in (0.0, 1.0, 4.0):
+                    for target, nmod in (("fp64", 15), ("fp32", 8)):
+                        cases.append((n, phi, target, nmod, False, gemm))
+            cases += [(257, 1.0, "fp64", 15, True, gemm), (257, 1.0, "fp32", 8, True, gemm),
+                      (100, 4.0, "fp64", "auto", False, gemm)]  # fmt: skip
+        report["cases"] = []
+        for n, phi, target, terms, specials, gemm in cases:
+            t1 = time.time()
+            r = check_case(cp, n, phi, target, terms, specials, gemm)
+            report["cases"].append(r)
+            ok &= r["ok"]
+            print(
+                f"{gemm:6s} n={n:5d} phi={phi:3.1f} {target} L={r['L']:2d} specials={specials!s:5s}"
+                f" q2={r['q2']} |T|/Mb={r['t_over_mb']:.3g} D-diff={r['d_diff']} "
+                f"stats-diff={r['stat_diff']} res-diff={r['res_diff']} crt-bad={r['crt_bad']} "
+                f"{'OK' if r['ok'] else 'FAIL'} ({time.time() - t1:.1f} s)",
+                flush=True,
+            )
+        report["timing"] = []
+        for gemm in gemms:
+            for n in [int(s) for s in args.time_sizes.split(",") if s]:
+                r = time_case(cp, n, 15, gemm)
+                report["timing"].append(r)
+                ph = " ".join(f"{k}={v:.3f}" for k, v in r["phase_ms"].items())
+                print(
+                    f"timing {gemm} n={n} L=15 fp64: {ph} | total {r['total_ms']:.3f} ms, "
+                    f"DGEMM {r['dgemm_ms']:.3f} ms, x{r['speedup_vs_dgemm']:.2f}, "
+                    f"{r['tflops']:.1f} TFLOP/s, nb={r['nb']}, ws={r['workspace_gb']:.2f} GB",
+                    flush=True,
+                )
+    report["ok"] = ok
+    print("ALL OK" if ok else "FAILURES")
+    out = os.environ.get("OUT")
+    if out:
+        with open(os.path.join(out, "ozaki_cuda_check.json"), "w") as fh:
+            json.dump(report, fh, indent=1, default=str)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
