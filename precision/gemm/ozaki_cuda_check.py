@@ -189,16 +189,16 @@ def make_operands(n: int, phi: float, seed: int, specials: bool) -> tuple[np.nda
     rng = np.random.default_rng(seed)
     A = (rng.random((n, n)) - 0.5) * np.exp(phi * rng.standard_normal((n, n)))
     B = (rng.random((n, n)) - 0.5) * np.exp(phi * rng.standard_normal((n, n)))
-    if specials:
+    if specials:  # indices taken modulo n (n >= 16)
         A[3, 5] = np.nan
         A[10, 0] = np.inf
-        A[70, :] = -np.inf
-        A[50, :] = 0.0
-        A[60, 1:4] = [5e-310, -3e-320, 2.2e-308]
-        A[61, :] = 1e-310 * (rng.random(n) - 0.5)  # a subnormal row
-        B[7, 20] = -np.inf
-        B[:, 30] = 0.0
-        B[2, 40] = -4e-320
+        A[70 % n, :] = -np.inf
+        A[50 % n, :] = 0.0
+        A[60 % n, 1:4] = [5e-310, -3e-320, 2.2e-308]
+        A[61 % n, :] = 1e-310 * (rng.random(n) - 0.5)  # a subnormal row
+        B[7, 20 % n] = -np.inf
+        B[:, 30 % n] = 0.0
+        B[2, 40 % n] = -4e-320
     return A, B
 
 
