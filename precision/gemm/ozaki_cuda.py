@@ -147,12 +147,24 @@ def res_constants(moduli: tuple[int, ...]) -> np.ndarray:
     return rec
 
 
+_CONSTANTS_SET: list[tuple[int, ...]] = []  # the moduli whose constants the module holds
+
+
 def _set_constants(moduli: tuple[int, ...]) -> int:
     """Copy ResConst, the CRT weights' limbs, M's limbs and fl(1/M) into the module's
-    ``__constant__`` arrays; returns the number of limbs NL."""
+    ``__constant__`` arrays (skipped when they already hold ``moduli``); returns the number
+    of limbs NL. The copies are asynchronous on the current stream, so ordered after the
+    kernels already queued there (which may still read the old values) and before later ones:
+    no device synchronisation."""
+    from precision.gpu import require_gpu
+
+    cp = require_gpu("the Ozaki-II kernels")
     W, _, Ml = crt_constants(moduli)
+    if _CONSTANTS_SET == [moduli]:
+        return int(W.shape[1])
     inv_m = np.array([float(Fraction(1, math.prod(moduli)))], dtype=np.float64)
     mod = _module()
+    stream = cp.cuda.get_current_stream()
     for name, values in (
         ("c_rc", res_constants(moduli)),
         ("c_W", W.ravel().astype(np.uint32)),
@@ -160,8 +172,10 @@ def _set_constants(moduli: tuple[int, ...]) -> int:
         ("c_invM", inv_m),
     ):
         host = np.ascontiguousarray(values)
-        # a host-to-device cudaMemcpy (constant memory is read-only for kernels)
-        mod.get_global(name).copy_from_host(host.ctypes.data, host.nbytes)
+        # host-to-device copies (constant memory is read-only for kernels); pageable host
+        # memory is staged before the call returns, so `host` may be freed afterwards
+        mod.get_global(name).copy_from_host_async(host.ctypes.data, host.nbytes, stream)
+    _CONSTANTS_SET[:] = [moduli]
     return int(W.shape[1])
 
 
@@ -340,25 +354,27 @@ def ozaki2_cuda(
             ev.record()
             events.append((name, ev))
 
+    def prepare(n_terms: int) -> tuple[OzakiPlan, int, int]:
+        plan = make_plan("ozaki2", "int8", target, n_terms, K)
+        q2 = q2_bits(n_terms, K)
+        nl = _set_constants(plan.moduli)
+        if nl not in (2, 3, 4, 5):
+            raise ValueError(f"ozaki2 backend='cuda': {nl} limbs are not compiled (2..5)")
+        return plan, q2, nl
+
     mark("start")
     if terms == "auto":
         dsa = device_line_stats(cp, A, 1)
         dsb = device_line_stats(cp, B, 0)
         (ha, _), (hb, _) = dsa.to_host(), dsb.to_host()
-        n_terms = choose_terms(ha, hb, target, K)
-        q2 = q2_bits(n_terms, K)
+        plan, q2, nl = prepare(choose_terms(ha, hb, target, K))
         apply_shifts(dsa, q2)
         apply_shifts(dsb, q2)
     else:
-        n_terms = int(terms)
-        q2 = q2_bits(n_terms, K)
+        plan, q2, nl = prepare(int(terms))  # errors before any launch; no sync
         dsa = device_line_stats(cp, A, 1, q2)
         dsb = device_line_stats(cp, B, 0, q2)
-    plan = make_plan("ozaki2", "int8", target, n_terms, K)
     L = plan.terms
-    nl = _set_constants(plan.moduli)
-    if nl not in (2, 3, 4, 5):
-        raise ValueError(f"ozaki2 backend='cuda': {nl} limbs are not compiled (2..5)")
     pad = PAD[gemm]
     kp = _round_up(K, pad)
     mp = M if gemm == "cublas" else _round_up(M, pad)
