@@ -26,6 +26,7 @@ bounds, and the quotient estimate from the limbs. Results go to stdout and, with
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -38,13 +39,14 @@ import numpy as np
 
 from precision.gemm.ozaki import (
     MODULI,
+    TARGETS,
     LineStats,
     apply_specials,
     crt_constants,
     normalize_limbs,
     round_limbs,
 )
-from precision.gemm.ozaki_cuda import line_shifts, q2_bits
+from precision.gemm.ozaki_cuda import line_shifts, q2_bits, res_constants
 
 _MASK = (1 << 32) - 1
 
@@ -395,12 +397,357 @@ def cpu_checks() -> dict[str, Any]:
     return res
 
 
+# ------------------------------------------------------- host replay of the kernel source
+
+#: Shims that let g++ compile ozaki2.cu as host code (intrinsics by their IEEE definitions:
+#: fmaf, RN add/mul through volatile, llrint; blockIdx/threadIdx as globals) so the kernels
+#: run serially on the CPU. Warp shuffles are identities, so oz2_stats_rows is not replayed.
+_HOST_SHIM = r"""
+// Host shims to compile precision/kernels/ozaki2.cu with g++ and run kernels serially.
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+using std::isfinite;
+using std::ldexp;
+using std::max;
+using std::min;
+using std::scalbn;
+#include <algorithm>
+#define __device__
+#define __forceinline__ inline
+#define __global__
+#define __constant__
+#define __restrict__
+#define __shared__ static
+struct dim3s {
+  unsigned x, y, z;
+};
+extern dim3s blockIdx, threadIdx, blockDim, gridDim;
+struct int4 {
+  int x, y, z, w;
+};
+struct double2 {
+  double x, y;
+};
+struct float4 {
+  float x, y, z, w;
+};
+inline double2 make_double2(double a, double b) { return {a, b}; }
+inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+inline float __int_as_float(int i) {
+  float f;
+  memcpy(&f, &i, 4);
+  return f;
+}
+inline int __float_as_int(float f) {
+  int i;
+  memcpy(&i, &f, 4);
+  return i;
+}
+inline long long __double_as_longlong(double d) {
+  long long i;
+  memcpy(&i, &d, 8);
+  return i;
+}
+inline double __hiloint2double(int hi, int lo) {
+  unsigned long long b = ((unsigned long long)(unsigned)hi << 32) | (unsigned)lo;
+  double d;
+  memcpy(&d, &b, 8);
+  return d;
+}
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
+inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+inline float __fsub_rn(float a, float b) {
+  volatile float r = a - b;
+  return r;
+}
+inline double __dadd_rn(double a, double b) {
+  volatile double r = a + b;
+  return r;
+}
+inline double __dsub_rn(double a, double b) {
+  volatile double r = a - b;
+  return r;
+}
+inline double __dmul_rn(double a, double b) {
+  volatile double r = a * b;
+  return r;
+}
+inline long long __double2ll_rn(double x) { return llrint(x); }
+inline double __ull2double_rn(unsigned long long x) { return (double)x; }
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  unsigned long long v = ((unsigned long long)y << 32) | x;
+  unsigned r = 0;
+  for (int n = 0; n < 4; ++n) {
+    unsigned sel = (s >> (4 * n)) & 7;
+    r |= (unsigned)((v >> (8 * sel)) & 0xFF) << (8 * n);
+  }
+  return r;
+}
+template <typename T>
+inline T __ldg(const T* p) {
+  return *p;
+}
+template <typename T>
+inline T __shfl_xor_sync(unsigned, T v, int) {
+  return v;
+}
+inline int __any_sync(unsigned, int v) { return v; }
+inline void __syncthreads() {}
+inline int atomicMax(int* a, int v) {
+  int o = *a;
+  if (v > o) *a = v;
+  return o;
+}
+inline int atomicAdd(int* a, int v) {
+  int o = *a;
+  *a += v;
+  return o;
+}
+inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) {
+  auto o = *a;
+  *a += v;
+  return o;
+}
+inline int atomicOr(int* a, int v) {
+  int o = *a;
+  *a |= v;
+  return o;
+}
+"""
+
+#: Serial drivers: one call per (block, thread); oz2_residues_cols runs every block twice
+#: (the first pass fills the shared tile, the second computes from it).
+_HOST_HARNESS = r"""
+#include "shim.h"
+dim3s blockIdx, threadIdx, blockDim, gridDim;
+#include "ozaki2.cu"
+static void grid1(long long threads, void (*f)()) {
+  blockDim = {256, 1, 1};
+  long long nb = (threads + 255) / 256;
+  for (long long b = 0; b < nb; ++b)
+    for (unsigned t = 0; t < 256; ++t) {
+      blockIdx = {(unsigned)b, 0, 0};
+      threadIdx = {t, 0, 0};
+      f();
+    }
+}
+extern "C" void set_consts(const void* rc, int L, const unsigned* W, int nW, const unsigned* Ml,
+                           int nl, double invM) {
+  memcpy(c_rc, rc, 32 * L);
+  memcpy(c_W, W, 4 * nW);
+  memcpy(c_Ml, Ml, 4 * nl);
+  c_invM = invM;
+}
+static const double* gA;
+static int gM, gK, gMp, gKp, gL;
+static const long long* gS;
+static int8_t* gR;
+static void res_rows_k() { oz2_residues_rows(gA, gM, gK, gMp, gKp, gS, gL, gR); }
+extern "C" void residues_rows(const double* A, int M, int K, int Mp, int Kp, const long long* s,
+                              int L, int8_t* r) {
+  gA = A;
+  gM = M;
+  gK = K;
+  gMp = Mp;
+  gKp = Kp;
+  gS = s;
+  gL = L;
+  gR = r;
+  grid1((long long)Mp * (Kp / 4), res_rows_k);
+}
+static const void* gC;
+static int gnb, gnbp, gc0, gN, gp, gemin, gNL, gi8, gf64;
+static const long long *gsa, *gsb;
+static void* gD;
+template <int NL>
+static void rk() {
+  if (gi8) {
+    if (gf64)
+      reconstruct<NL, int8_t, double>((const int8_t*)gC, gM, gMp, gnb, gnbp, gL, gsa, gsb, gc0, gN,
+                                      gp, gemin, (double*)gD);
+    else
+      reconstruct<NL, int8_t, float>((const int8_t*)gC, gM, gMp, gnb, gnbp, gL, gsa, gsb, gc0, gN,
+                                     gp, gemin, (float*)gD);
+  } else {
+    if (gf64)
+      reconstruct<NL, int, double>((const int*)gC, gM, gMp, gnb, gnbp, gL, gsa, gsb, gc0, gN, gp,
+                                   gemin, (double*)gD);
+    else
+      reconstruct<NL, int, float>((const int*)gC, gM, gMp, gnb, gnbp, gL, gsa, gsb, gc0, gN, gp,
+                                  gemin, (float*)gD);
+  }
+}
+extern "C" void recon(const void* C, int i8, int M, int Mp, int nb, int nbp, int L,
+                      const long long* sa, const long long* sb, int c0, int N, int p, int emin,
+                      int nl, int f64, void* D) {
+  gC = C;
+  gi8 = i8;
+  gM = M;
+  gMp = Mp;
+  gnb = nb;
+  gnbp = nbp;
+  gL = L;
+  gsa = sa;
+  gsb = sb;
+  gc0 = c0;
+  gN = N;
+  gp = p;
+  gemin = emin;
+  gf64 = f64;
+  gD = D;
+  void (*f)() = nl == 2 ? rk<2> : nl == 3 ? rk<3> : nl == 4 ? rk<4> : rk<5>;
+  grid1((long long)M * (nbp / 4), f);
+}
+extern "C" void stats_cols(const double* X, int rows, int cols, int q2, int* emax,
+                           unsigned long long* esum, int* count, unsigned long long* nfix, int* bad,
+                           long long* shift) {
+  int chunk = 128;
+  blockDim = {256, 1, 1};
+  for (int pass = 0; pass < 2; ++pass)
+    for (unsigned by = 0; by < (unsigned)((rows + chunk - 1) / chunk); ++by)
+      for (unsigned bx = 0; bx < (unsigned)((cols + 255) / 256); ++bx)
+        for (unsigned t = 0; t < 256; ++t) {
+          blockIdx = {bx, by, 0};
+          threadIdx = {t, 0, 0};
+          if (pass == 0)
+            oz2_stats_cols_max(X, rows, cols, chunk, emax, esum, count, bad);
+          else
+            oz2_stats_cols_nfix(X, rows, cols, chunk, emax, nfix);
+        }
+  for (unsigned bx = 0; bx < (unsigned)((cols + 255) / 256); ++bx)
+    for (unsigned t = 0; t < 256; ++t) {
+      blockIdx = {bx, 0, 0};
+      threadIdx = {t, 0, 0};
+      oz2_shifts(cols, emax, count, nfix, q2, 1, shift);
+    }
+}
+extern "C" void residues_cols(const double* B, int K, int N, int c0, int nb, int Kp, int nbp,
+                              const long long* s, int L, int8_t* r) {
+  blockDim = {256, 1, 1};
+  for (unsigned by = 0; by < (unsigned)((Kp + 127) / 128); ++by)
+    for (unsigned bx = 0; bx < (unsigned)((nbp + 31) / 32); ++bx)
+      for (int pass = 0; pass < 2; ++pass)  // pass 0 fills the shared tile, pass 1 computes
+        for (unsigned t = 0; t < 256; ++t) {
+          blockIdx = {bx, by, 0};
+          threadIdx = {t, 0, 0};
+          oz2_residues_cols(B, K, N, c0, nb, Kp, nbp, s, L, r);
+        }
+}
+"""
+
+
+@functools.cache
+def _host_lib() -> Any:
+    import ctypes
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from precision.kernels.build import KERNEL_DIR
+
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        raise RuntimeError("--host needs a C++ compiler (g++) on PATH")
+    tmp = Path(tempfile.mkdtemp(prefix="oz2host"))
+    (tmp / "shim.h").write_text(_HOST_SHIM)
+    (tmp / "harness.cpp").write_text(_HOST_HARNESS)
+    shutil.copy(KERNEL_DIR / "ozaki2.cu", tmp / "ozaki2.cu")
+    cmd = [cxx, "-O2", "-std=c++17", "-ffp-contract=off", "-fPIC", "-shared",
+           "-o", str(tmp / "liboz2host.so"), str(tmp / "harness.cpp")]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"host build of ozaki2.cu failed:\n{' '.join(cmd)}\n{proc.stderr}")
+    return ctypes.CDLL(str(tmp / "liboz2host.so"))
+
+
+def _ptr(a: np.ndarray) -> Any:
+    import ctypes
+
+    return a.ctypes.data_as(ctypes.c_void_p)
+
+
+def host_case(n: int, phi: float, target: str, L: int, specials: bool) -> dict[str, Any]:
+    """Replay the kernels (residues of A's rows and of B's columns, B's column statistics and
+    shifts, both reconstruction readers in column blocks) serially on the CPU and compare
+    them with :func:`reference`; the int32 products come from numpy."""
+    import ctypes
+
+    lib = _host_lib()
+    A, B = make_operands(n, phi, seed=1000 * n + int(10 * phi) + 1, specials=specials)
+    r = reference(A, B, L, target, crt_samples=8)
+    moduli = MODULI[:L]
+    W, _, Ml = crt_constants(moduli)
+    nl = W.shape[1]
+    rc = res_constants(moduli)
+    Wu = np.ascontiguousarray(W.ravel().astype(np.uint32))
+    Mu = np.ascontiguousarray(Ml.astype(np.uint32))
+    inv = ctypes.c_double(float(Fraction(1, math.prod(moduli))))
+    lib.set_consts(_ptr(rc), L, _ptr(Wu), Wu.size, _ptr(Mu), Mu.size, inv)
+    kp = -(-n // 16) * 16
+    sa = np.ascontiguousarray(r["s_a"], dtype=np.int64)
+    sb = np.ascontiguousarray(r["s_b"], dtype=np.int64)
+    ares = np.zeros((L, n, kp), dtype=np.int8)
+    lib.residues_rows(_ptr(A), n, n, n, kp, _ptr(sa), L, _ptr(ares))
+    bres = np.full((L, kp, kp), 99, dtype=np.int8)
+    lib.residues_cols(_ptr(B), n, n, 0, n, kp, kp, _ptr(sb), L, _ptr(bres))
+    res_diff = 0
+    for li, m in enumerate(moduli):
+        ra = np.zeros((n, kp), dtype=np.int64)
+        ra[:, :n] = sym_mod(r["ya"], m)
+        rb = np.zeros((kp, kp), dtype=np.int64)
+        rb[:n, :n] = sym_mod(r["yb"].T, m)
+        res_diff += int(np.count_nonzero(ares[li] != ra) + np.count_nonzero(bres[li] != rb))
+    st: dict[str, np.ndarray] = {
+        "emax": np.full(n, -100000, np.int32), "esum": np.zeros(n, np.uint64),
+        "count": np.zeros(n, np.int32), "nfix": np.zeros(n, np.uint64),
+        "bad": np.zeros(n, np.int32), "shift": np.zeros(n, np.int64),
+    }  # fmt: skip
+    lib.stats_cols(_ptr(B), n, n, r["q2"], *(_ptr(st[k]) for k in st))
+    stat_diff = int(np.count_nonzero(st["shift"] != r["s_b"]))
+    for k in ("emax", "esum", "count", "nfix", "bad"):
+        stat_diff += int(np.count_nonzero(st[k].astype(np.int64) != r["sb"][k].astype(np.int64)))
+    C = np.stack([ares[li].astype(np.float64) @ bres[li].astype(np.float64).T for li in range(L)])
+    C32 = np.ascontiguousarray(C.astype(np.int32))
+    C8 = np.ascontiguousarray(
+        np.stack([sym_mod(C32[li].astype(np.int64), m) for li, m in enumerate(moduli)])
+    ).astype(np.int8)
+    p, emin_sub, dtype = TARGETS[target]
+    hs = [
+        LineStats(emax=x["emax"], esum=x["esum"], count=x["count"], zero=x["zero"], bad=x["bad"])
+        for x in (r["sa"], r["sb"])
+    ]
+    bits = np.uint64 if target == "fp64" else np.uint32
+    d_diff = []
+    nb = max(16, (n // 2) // 16 * 16)  # two or more column blocks
+    for i8, planes in ((0, C32), (1, C8)):
+        D = np.full((n, n), 7.0, dtype=dtype)
+        for c0 in range(0, n, nb):
+            nbc = min(nb, n - c0)
+            nbp = -(-nbc // 16) * 16
+            blk = np.zeros((L, n, nbp), dtype=planes.dtype)
+            w = min(nbp, planes.shape[2] - c0)
+            blk[:, :, :w] = planes[:, :, c0 : c0 + w]
+            lib.recon(_ptr(blk), i8, n, n, nbc, nbp, L, _ptr(sa), _ptr(sb), c0, n, p, emin_sub,
+                      nl, int(target == "fp64"), _ptr(D))  # fmt: skip
+        apply_specials(D, A, B, hs[0], hs[1], target)
+        d_diff.append(int(np.count_nonzero(D.view(bits) != r["D"].view(bits))))
+    ok = res_diff == 0 and stat_diff == 0 and d_diff == [0, 0] and r["crt_bad"] == 0
+    return {"n": n, "phi": phi, "target": target, "L": L, "specials": specials,
+            "res_diff": res_diff, "stat_diff": stat_diff, "d_diff_i32_i8": d_diff,
+            "t_over_mb": r["t_over_mb"], "ok": ok}  # fmt: skip
+
+
 # ---------------------------------------------------------------------------------- main
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cpu", action="store_true", help="only the CPU arithmetic checks")
+    ap.add_argument("--cpu", action="store_true", help="only the CPU checks (no GPU)")
+    ap.add_argument("--host", action="store_true", help="with --cpu: replay the kernels on the CPU")
     ap.add_argument("--sizes", default="16,100,257,1024")
     ap.add_argument("--time-sizes", default="8192,16384")
     ap.add_argument("--gemm", default="cublas", help="cublas, fused or cublas,fused")
@@ -410,6 +757,18 @@ def main(argv: list[str] | None = None) -> int:
     report["cpu"] = cpu_checks()
     print("cpu arithmetic checks:", json.dumps(report["cpu"]), f"({time.time() - t0:.1f} s)")
     ok = bool(report["cpu"]["ok"])
+    if args.host:
+        report["host"] = []
+        for n, phi, target, L, specials in (
+            (16, 4.0, "fp32", 8, False), (100, 4.0, "fp64", 15, False),
+            (257, 1.0, "fp64", 15, True), (257, 1.0, "fp32", 8, True),
+            (100, 0.0, "fp64", 20, False), (64, 1.0, "fp64", 2, False),
+            (100, 1.0, "fp32", 5, False), (257, 4.0, "fp64", 15, False),
+        ):  # fmt: skip
+            r = host_case(n, phi, target, L, specials)
+            report["host"].append(r)
+            ok &= r["ok"]
+            print("host replay:", json.dumps(r), flush=True)
     if not args.cpu:
         from precision.gpu import require_gpu
 
