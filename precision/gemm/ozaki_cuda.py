@@ -196,17 +196,21 @@ class DeviceStats:
     shift: Any
 
     def to_host(self) -> tuple[LineStats, np.ndarray]:
-        """(:class:`LineStats`, ``nfix`` as uint64) on the host (synchronises)."""
+        """(:class:`LineStats`, ``nfix`` as uint64) on the host (synchronises). ``nfix`` is also
+        passed to :class:`LineStats` when that class has such a field."""
         emax = self.emax.get().astype(np.int64)
         count = self.count.get().astype(np.int64)
+        nfix = self.nfix.get()
+        extra = {"nfix": nfix.astype(np.int64)} if "nfix" in LineStats.__dataclass_fields__ else {}
         stats = LineStats(
             emax=emax,
             esum=self.esum.get().view(np.int64),
             count=count,
             zero=count == 0,
             bad=self.bad.get() != 0,
+            **extra,
         )
-        return stats, self.nfix.get()
+        return stats, nfix
 
 
 def device_line_stats(cp: Any, X: Any, axis: int, q2: int | None = None) -> DeviceStats:

@@ -98,6 +98,12 @@ def ref_scaled(X: np.ndarray, s: np.ndarray, axis: int) -> np.ndarray:
     return y.astype(np.int64)
 
 
+def _line_stats(st: dict[str, np.ndarray]) -> LineStats:
+    """:class:`LineStats` from :func:`ref_stats` (with ``nfix`` when the class has it)."""
+    names = [f for f in LineStats.__dataclass_fields__ if f in st]
+    return LineStats(**{f: st[f] for f in names})
+
+
 def _digits21(y: np.ndarray) -> list[np.ndarray]:
     """Signed base-2^21 digits (float64) of int64 ``y``: d0, d1 in [-2^20, 2^20), d2 the rest."""
     out = []
@@ -150,10 +156,7 @@ def reference(
     limbs = exact_product_limbs(ya, yb)
     e = -(s_a[:, None] + s_b[None, :])
     D = round_limbs(limbs, e, target)
-    hs = [
-        LineStats(emax=s["emax"], esum=s["esum"], count=s["count"], zero=s["zero"], bad=s["bad"])
-        for s in (sa, sb)
-    ]
+    hs = [_line_stats(s) for s in (sa, sb)]
     apply_specials(D, A, B, hs[0], hs[1], target)
     moduli = MODULI[:L]
     Mprod = math.prod(moduli)
@@ -716,10 +719,7 @@ def host_case(n: int, phi: float, target: str, L: int, specials: bool) -> dict[s
         np.stack([sym_mod(C32[li].astype(np.int64), m) for li, m in enumerate(moduli)])
     ).astype(np.int8)
     p, emin_sub, dtype = TARGETS[target]
-    hs = [
-        LineStats(emax=x["emax"], esum=x["esum"], count=x["count"], zero=x["zero"], bad=x["bad"])
-        for x in (r["sa"], r["sb"])
-    ]
+    hs = [_line_stats(x) for x in (r["sa"], r["sb"])]
     bits = np.uint64 if target == "fp64" else np.uint32
     d_diff = []
     nb = max(16, (n // 2) // 16 * 16)  # two or more column blocks
