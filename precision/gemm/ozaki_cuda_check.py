@@ -480,6 +480,11 @@ inline double __dmul_rn(double a, double b) {
 }
 inline long long __double2ll_rn(double x) { return llrint(x); }
 inline double __ull2double_rn(unsigned long long x) { return (double)x; }
+inline float __ull2float_rn(unsigned long long x) { return (float)x; }
+inline float __fmul_rn(float a, float b) {
+  volatile float r = a * b;
+  return r;
+}
 inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   unsigned long long v = ((unsigned long long)y << 32) | x;
   unsigned r = 0;
@@ -639,6 +644,25 @@ extern "C" void residues_cols(const double* B, int K, int N, int c0, int nb, int
           oz2_residues_cols(B, K, N, c0, nb, Kp, nbp, s, L, r);
         }
 }
+template <int NL>
+static void round_n(const long long* a, const long long* e, int n, int f64, int p, int emin,
+                    void* out) {
+  for (int i = 0; i < n; ++i) {
+    long long l[NL];
+    for (int t = 0; t < NL; ++t) l[t] = a[(size_t)i * NL + t];
+    if (f64)
+      ((double*)out)[i] = round_out<NL, double>(l, e[i], p, emin);
+    else
+      ((float*)out)[i] = round_out<NL, float>(l, e[i], p, emin);
+  }
+}
+extern "C" void round_test(const long long* a, const long long* e, int n, int nl, int f64, int p,
+                           int emin, void* out) {
+  if (nl == 2) round_n<2>(a, e, n, f64, p, emin, out);
+  if (nl == 3) round_n<3>(a, e, n, f64, p, emin, out);
+  if (nl == 4) round_n<4>(a, e, n, f64, p, emin, out);
+  if (nl == 5) round_n<5>(a, e, n, f64, p, emin, out);
+}
 """
 
 
@@ -671,6 +695,52 @@ def _ptr(a: np.ndarray) -> Any:
     import ctypes
 
     return a.ctypes.data_as(ctypes.c_void_p)
+
+
+def host_rounding(seed: int = 3, count: int = 4000) -> dict[str, Any]:
+    """The kernels' final rounding (``round_out``: fast path plus ``round_limbs``) against
+    :func:`precision.gemm.ozaki.round_limbs` on crafted integers: exact ties and near-ties at
+    the target's precision, powers of two, all bit lengths, exponents across the subnormal,
+    normal and overflow ranges, both signs, 2..5 limbs."""
+    lib = _host_lib()
+    rng = np.random.default_rng(seed)
+    diff = 0
+    for target in ("fp64", "fp32"):
+        p, emin_sub, dtype = TARGETS[target]
+        bits = np.uint64 if target == "fp64" else np.uint32
+        emax_t = 1024 if target == "fp64" else 128
+        for nl in (2, 3, 4, 5):
+            vals, exps = [], []
+            for _ in range(count):
+                bl = int(rng.integers(1, 32 * nl - 2))
+                kind = int(rng.integers(4))
+                x = int.from_bytes(rng.bytes(20), "little") % (1 << bl) | (1 << (bl - 1))
+                if kind in (1, 3) and bl > p:  # an exact tie at precision p (kind 3: +-1)
+                    x = ((x >> (bl - p)) << (bl - p)) | (1 << (bl - p - 1))
+                    x += int(rng.choice([-1, 1])) if kind == 3 else 0
+                elif kind == 2:
+                    x = 1 << (bl - 1)
+                if rng.random() < 0.5:
+                    x = -x
+                lo, hi = emin_sub - bl - 3, emax_t - bl + 3
+                ex = int(rng.integers(lo, hi)) if rng.random() < 0.6 else int(
+                    rng.choice([lo + 1, lo + 3, emin_sub + p - bl, emin_sub + p - bl + 1,
+                                hi - 4, hi - 3, hi - 2])
+                )  # fmt: skip
+                vals.append(x)
+                exps.append(ex)
+            limbs = np.zeros((count, nl), dtype=np.int64)
+            for i, x in enumerate(vals):
+                for t in range(nl - 1):
+                    limbs[i, t] = (x >> (32 * t)) & _MASK
+                limbs[i, nl - 1] = x >> (32 * (nl - 1))
+            e = np.array(exps, dtype=np.int64)
+            ref = round_limbs([limbs[:, t].copy() for t in range(nl)], e, target)
+            out = np.zeros(count, dtype=dtype)
+            lib.round_test(_ptr(np.ascontiguousarray(limbs)), _ptr(e), count, nl,
+                           int(target == "fp64"), p, emin_sub, _ptr(out))  # fmt: skip
+            diff += int(np.count_nonzero(out.view(bits) != ref.view(bits)))
+    return {"rounding_mismatches": diff, "ok": diff == 0}
 
 
 def host_case(n: int, phi: float, target: str, L: int, specials: bool) -> dict[str, Any]:
@@ -758,6 +828,9 @@ def main(argv: list[str] | None = None) -> int:
     print("cpu arithmetic checks:", json.dumps(report["cpu"]), f"({time.time() - t0:.1f} s)")
     ok = bool(report["cpu"]["ok"])
     if args.host:
+        report["host_rounding"] = host_rounding()
+        ok &= report["host_rounding"]["ok"]
+        print("host rounding:", json.dumps(report["host_rounding"]), flush=True)
         report["host"] = []
         for n, phi, target, L, specials in (
             (16, 4.0, "fp32", 8, False), (100, 4.0, "fp64", 15, False),

@@ -185,6 +185,61 @@ __device__ double round_limbs(long long (&a)[NL], long long e, int p, int emin_s
   return neg ? -out : out;
 }
 
+// RN(X * 2^e) in the target (Out = double: fp64, float: fp32), X = sum_t a[t] 2^(32t)
+// (normalized limbs, top signed, |X| < 2^(32 NL - 2)). Fast path for normal results: the top
+// 64 bits W of |X| (three limbs around the highest nonzero one, shifted so bit 63 is set) with
+// every lower bit ORed into bit 0 (W keeps 63 bits above the sticky bit, enough for a correct
+// single rounding to <= 53 bits), one RN conversion of W, then exact power-of-two scalings:
+// |X| 2^e ~ (W / 2^64) 2^E. Results that may be subnormal or overflow (E outside
+// [emin_normal + 1, emax]) and X = 0 go to round_limbs.
+template <int NL, typename Out>
+__device__ __forceinline__ Out round_out(long long (&a)[NL], long long e, int p, int emin_sub) {
+  long long m[NL];
+#pragma unroll
+  for (int t = 0; t < NL; ++t) m[t] = a[t];
+  bool neg = m[NL - 1] < 0;
+  if (neg) {
+#pragma unroll
+    for (int t = 0; t < NL; ++t) m[t] = -m[t];
+    normalize<NL>(m);
+  }
+  unsigned long long x2 = 0, x1 = 0, x0 = 0;
+  bool rest = false, below = false;
+  int h = -1;
+#pragma unroll
+  for (int t = 0; t < NL; ++t) {
+    if (t >= 3) below |= m[t - 3] != 0;
+    if (m[t] != 0) {
+      h = t;
+      x2 = (unsigned long long)m[t];
+      x1 = t >= 1 ? (unsigned long long)m[t - 1] : 0ull;
+      x0 = t >= 2 ? (unsigned long long)m[t - 2] : 0ull;
+      rest = below;
+    }
+  }
+  if (h >= 0 && (x2 >> 32) == 0) {
+    int c = __clzll((long long)x2) - 32;  // x2 in [1, 2^32): c in [0, 31]
+    unsigned long long w = (((x2 << 32) | x1) << c) | (x0 >> (32 - c));
+    bool lost = rest || (x0 & ((1ull << (32 - c)) - 1ull)) != 0;
+    w |= lost ? 1ull : 0ull;
+    long long E = 64 + 32ll * (h - 1) - c + e;  // |X| 2^e = (w / 2^64) 2^E, w in [2^63, 2^64)
+    if (sizeof(Out) == 8) {
+      if (E >= -1021 && E <= 1023) {
+        double d = __dmul_rn(__ull2double_rn(w), 0x1p-64);             // RN to 53 bits, in [0.5, 1]
+        d = __dmul_rn(d, __hiloint2double((int)(E + 1023) << 20, 0));  // exact: normal result
+        return (Out)(neg ? -d : d);
+      }
+    } else {
+      if (E >= -125 && E <= 127) {
+        float f = __fmul_rn(__ull2float_rn(w), 0x1p-64f);        // RN to 24 bits, in [0.5, 1]
+        f = __fmul_rn(f, __int_as_float((int)(E + 127) << 23));  // exact: normal result
+        return (Out)(neg ? -f : f);
+      }
+    }
+  }
+  return (Out)round_limbs<NL>(a, e, p, emin_sub);
+}
+
 // y = rint(x * 2^s) as int64 (0 for NaN/Inf). |y| <= 2^62 by the choice of s; scalbn is exact
 // or underflows below 1/2 (then y = 0 either way), the conversion rounds to nearest even.
 __device__ __forceinline__ long long scaled_int(double x, int s) {
@@ -557,7 +612,7 @@ __device__ void reconstruct(const Plane* __restrict__ C, int M, int Mp, int nb, 
     a[0] -= 128;
     normalize<NL>(a);
     long long e = (j + v < nb) ? -(ea + sb[c0 + j + v]) : 0;
-    out[v] = (Out)round_limbs<NL>(a, e, p, emin_sub);
+    out[v] = round_out<NL, Out>(a, e, p, emin_sub);
   }
   Out* dp = D + (size_t)i * N + c0 + j;
   if (j + 4 <= nb && ((size_t)dp & 15) == 0) {
