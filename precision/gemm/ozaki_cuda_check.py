@@ -270,9 +270,9 @@ def check_case(
 def time_case(cp: Any, n: int, L: int, gemm: str, reps: int = 3) -> dict[str, Any]:
     from precision.gemm import ozaki_cuda as oc
 
-    rng = np.random.default_rng(n)
-    A = cp.asarray((rng.random((n, n)) - 0.5) * np.exp(0.5 * rng.standard_normal((n, n))))
-    B = cp.asarray((rng.random((n, n)) - 0.5) * np.exp(0.5 * rng.standard_normal((n, n))))
+    rs = cp.random.RandomState(n)  # exp_rand, phi = 0.5, generated on the device
+    A = (rs.random_sample((n, n)) - 0.5) * cp.exp(0.5 * rs.standard_normal((n, n)))
+    B = (rs.random_sample((n, n)) - 0.5) * cp.exp(0.5 * rs.standard_normal((n, n)))
     oc.ozaki2_cuda(A, B, target="fp64", terms=L, gemm=gemm)  # warm-up (build, cuBLAS)
     phases: list[dict[str, float]] = []
     for _ in range(reps):
