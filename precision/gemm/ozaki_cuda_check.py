@@ -663,6 +663,90 @@ extern "C" void round_test(const long long* a, const long long* e, int n, int nl
   if (nl == 4) round_n<4>(a, e, n, f64, p, emin, out);
   if (nl == 5) round_n<5>(a, e, n, f64, p, emin, out);
 }
+// Generic launcher: `a` holds pointers to the argument values (as cuLaunchKernel's
+// kernelParams); every block runs `passes` times (2 for kernels with a shared-memory tile).
+#define OZ_ARG(i, T) (*(T*)a[i])
+#define OZ_GRID(passes, ...)                                    \
+  for (unsigned y = 0; y < gy; ++y)                             \
+    for (unsigned x = 0; x < gx; ++x)                           \
+      for (int ps = 0; ps < passes; ++ps)                       \
+        for (unsigned t = 0; t < bx; ++t) {                     \
+          blockIdx = {x, y, 0};                                 \
+          threadIdx = {t, 0, 0};                                \
+          __VA_ARGS__;                                          \
+        }
+#define OZ_RECON_CASE(NM, NL, PL, OT)                                                          \
+  if (!strcmp(name, #NM)) {                                                                    \
+    OZ_GRID(1, reconstruct<NL, PL, OT>(OZ_ARG(0, const PL*), OZ_ARG(1, int), OZ_ARG(2, int),    \
+                                       OZ_ARG(3, int), OZ_ARG(4, int), OZ_ARG(5, int),          \
+                                       OZ_ARG(6, const long long*), OZ_ARG(7, const long long*), \
+                                       OZ_ARG(8, int), OZ_ARG(9, int), OZ_ARG(10, int),         \
+                                       OZ_ARG(11, int), OZ_ARG(12, OT*)));                      \
+    return 0;                                                                                  \
+  }
+extern "C" int launch(const char* name, unsigned gx, unsigned gy, unsigned bx, void** a) {
+  blockDim = {bx, 1, 1};
+  gridDim = {gx, gy, 1};
+  if (!strcmp(name, "oz2_stats_cols_max")) {
+    OZ_GRID(1, oz2_stats_cols_max(OZ_ARG(0, const double*), OZ_ARG(1, int), OZ_ARG(2, int),
+                                  OZ_ARG(3, int), OZ_ARG(4, int*),
+                                  OZ_ARG(5, unsigned long long*), OZ_ARG(6, int*),
+                                  OZ_ARG(7, int*)));
+    return 0;
+  }
+  if (!strcmp(name, "oz2_stats_cols_nfix")) {
+    OZ_GRID(1, oz2_stats_cols_nfix(OZ_ARG(0, const double*), OZ_ARG(1, int), OZ_ARG(2, int),
+                                   OZ_ARG(3, int), OZ_ARG(4, const int*),
+                                   OZ_ARG(5, unsigned long long*)));
+    return 0;
+  }
+  if (!strcmp(name, "oz2_shifts")) {
+    OZ_GRID(1, oz2_shifts(OZ_ARG(0, int), OZ_ARG(1, int*), OZ_ARG(2, const int*),
+                          OZ_ARG(3, const unsigned long long*), OZ_ARG(4, int), OZ_ARG(5, int),
+                          OZ_ARG(6, long long*)));
+    return 0;
+  }
+  if (!strcmp(name, "oz2_residues_rows")) {
+    OZ_GRID(1, oz2_residues_rows(OZ_ARG(0, const double*), OZ_ARG(1, int), OZ_ARG(2, int),
+                                 OZ_ARG(3, int), OZ_ARG(4, int), OZ_ARG(5, const long long*),
+                                 OZ_ARG(6, int), OZ_ARG(7, int8_t*)));
+    return 0;
+  }
+  if (!strcmp(name, "oz2_residues_cols")) {
+    OZ_GRID(2, oz2_residues_cols(OZ_ARG(0, const double*), OZ_ARG(1, int), OZ_ARG(2, int),
+                                 OZ_ARG(3, int), OZ_ARG(4, int), OZ_ARG(5, int), OZ_ARG(6, int),
+                                 OZ_ARG(7, const long long*), OZ_ARG(8, int),
+                                 OZ_ARG(9, int8_t*)));
+    return 0;
+  }
+  OZ_RECON_CASE(oz2_recon_i32_nl2_f64, 2, int, double)
+  OZ_RECON_CASE(oz2_recon_i32_nl3_f64, 3, int, double)
+  OZ_RECON_CASE(oz2_recon_i32_nl4_f64, 4, int, double)
+  OZ_RECON_CASE(oz2_recon_i32_nl5_f64, 5, int, double)
+  OZ_RECON_CASE(oz2_recon_i32_nl2_f32, 2, int, float)
+  OZ_RECON_CASE(oz2_recon_i32_nl3_f32, 3, int, float)
+  OZ_RECON_CASE(oz2_recon_i32_nl4_f32, 4, int, float)
+  OZ_RECON_CASE(oz2_recon_i32_nl5_f32, 5, int, float)
+  OZ_RECON_CASE(oz2_recon_i8_nl2_f64, 2, int8_t, double)
+  OZ_RECON_CASE(oz2_recon_i8_nl3_f64, 3, int8_t, double)
+  OZ_RECON_CASE(oz2_recon_i8_nl4_f64, 4, int8_t, double)
+  OZ_RECON_CASE(oz2_recon_i8_nl5_f64, 5, int8_t, double)
+  OZ_RECON_CASE(oz2_recon_i8_nl2_f32, 2, int8_t, float)
+  OZ_RECON_CASE(oz2_recon_i8_nl3_f32, 3, int8_t, float)
+  OZ_RECON_CASE(oz2_recon_i8_nl4_f32, 4, int8_t, float)
+  OZ_RECON_CASE(oz2_recon_i8_nl5_f32, 5, int8_t, float)
+  return 1;  // unknown kernel
+}
+extern "C" int set_global(const char* name, const void* src, size_t n) {
+  void* dst = !strcmp(name, "c_rc")     ? (void*)c_rc
+              : !strcmp(name, "c_W")    ? (void*)c_W
+              : !strcmp(name, "c_Ml")   ? (void*)c_Ml
+              : !strcmp(name, "c_invM") ? (void*)&c_invM
+                                        : nullptr;
+  if (dst == nullptr) return 1;
+  memcpy(dst, src, n);
+  return 0;
+}
 """
 
 
@@ -741,6 +825,176 @@ def host_rounding(seed: int = 3, count: int = 4000) -> dict[str, Any]:
                            int(target == "fp64"), p, emin_sub, _ptr(out))  # fmt: skip
             diff += int(np.count_nonzero(out.view(bits) != ref.view(bits)))
     return {"rounding_mismatches": diff, "ok": diff == 0}
+
+
+class _HostArray(np.ndarray):
+    """A numpy array standing in for a CuPy array (``.get()`` returns a host copy)."""
+
+    def get(self) -> np.ndarray:
+        return np.array(self)
+
+
+def _h(x: Any) -> _HostArray:
+    return np.asarray(x).view(_HostArray)
+
+
+class _MockCuPy:
+    """numpy standing in for CuPy in :func:`host_pipeline`; fresh buffers are filled with a
+    poison byte (0x5A) so that reads of never-written workspace show up as mismatches."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(np, name)
+
+    cuda = type("cuda", (), {"get_current_stream": staticmethod(lambda: None)})
+
+    def asarray(self, x: Any, dtype: Any = None) -> _HostArray:
+        return _h(np.asarray(x, dtype=dtype))
+
+    def ascontiguousarray(self, x: Any, dtype: Any = None) -> _HostArray:
+        return _h(np.ascontiguousarray(x, dtype=dtype))
+
+    def empty(self, shape: Any, dtype: Any = np.float64) -> _HostArray:
+        out = np.empty(shape, dtype=dtype)
+        out.view(np.uint8)[...] = 0x5A
+        return _h(out)
+
+    def zeros(self, shape: Any, dtype: Any = np.float64) -> _HostArray:
+        return _h(np.zeros(shape, dtype=dtype))
+
+    def maximum(self, a: Any, b: Any) -> _HostArray:
+        return _h(np.maximum(a, b))
+
+
+class _MockKernel:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(
+        self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...]
+    ) -> None:
+        import ctypes
+
+        if self.name == "oz2_stats_rows":  # warp shuffles: not replayable serially
+            X, q2, has_q2 = np.asarray(args[0]), int(args[3]), int(args[4])
+            st = ref_stats(X, 1)
+            for k, out in zip(("emax", "esum", "count", "nfix", "bad"), args[5:10], strict=True):
+                out[...] = st[k]
+            if has_q2:
+                args[10][...] = line_shifts(st["emax"], st["nfix"], st["zero"], q2)
+            return
+        assert block[0] == 256 and len(block) == 1, block
+        holders: list[Any] = []
+        for a in args:
+            if isinstance(a, np.ndarray):
+                assert a.flags.c_contiguous
+                holders.append(ctypes.c_void_p(a.ctypes.data))
+            else:
+                assert isinstance(a, np.int32), (self.name, type(a))
+                holders.append(ctypes.c_int(int(a)))
+        params = (ctypes.c_void_p * len(holders))(
+            *[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders]
+        )
+        gy = grid[1] if len(grid) > 1 else 1
+        rc = _host_lib().launch(self.name.encode(), grid[0], gy, block[0], params)
+        if rc != 0:
+            raise RuntimeError(f"host launcher does not know kernel {self.name}")
+
+
+class _MockGlobal:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def copy_from_host_async(self, ptr: int, nbytes: int, stream: Any) -> None:
+        import ctypes
+
+        if _host_lib().set_global(self.name.encode(), ctypes.c_void_p(ptr), nbytes) != 0:
+            raise RuntimeError(f"unknown __constant__ {self.name}")
+
+
+class _MockModule:
+    def get_function(self, name: str) -> _MockKernel:
+        return _MockKernel(name)
+
+    def get_global(self, name: str) -> _MockGlobal:
+        return _MockGlobal(name)
+
+
+def _mock_cublas(cp: Any, bres: Any, ares: Any, C: Any, M: int, nbp: int, kp: int, L: int) -> None:
+    b = np.asarray(bres).reshape(L, nbp, kp).astype(np.float64)
+    a = np.asarray(ares).reshape(L, M, kp).astype(np.float64)
+    C.reshape(L, M, nbp)[...] = np.matmul(a, b.transpose(0, 2, 1)).astype(np.int32)
+
+
+def _mock_fused(cp: Any, ares: Any, bres: Any, R: Any, M: int, nbp: int, kp: int, L: int,
+                moduli: tuple[int, ...]) -> None:  # fmt: skip
+    b = np.asarray(bres).reshape(L, nbp, kp).astype(np.float64)
+    a = np.asarray(ares).reshape(L, M, kp).astype(np.float64)
+    c = np.matmul(a, b.transpose(0, 2, 1)).astype(np.int64)
+    R.reshape(L, M, nbp)[...] = np.stack([sym_mod(c[li], m) for li, m in enumerate(moduli)])
+
+
+def host_pipeline() -> list[dict[str, Any]]:
+    """Run :func:`precision.gemm.ozaki_cuda.ozaki2_cuda` itself on the CPU: numpy for CuPy,
+    the host-compiled kernels (row statistics from :func:`ref_stats`), numpy INT8 products
+    for cuBLAS and for the fused GEMM; small workspace factors force several column blocks.
+    Rectangular operands catch transposition mistakes. Compared bit for bit with
+    :func:`reference`."""
+    import sys
+    import types
+
+    import precision.gpu
+    import precision.vendor.cublas as vc
+    from precision.gemm import ozaki_cuda as oc
+
+    mock = _MockCuPy()
+    patches: list[tuple[Any, str, Any]] = [
+        (precision.gpu, "require_gpu", lambda what: mock),
+        (oc, "_module", _MockModule),
+        (vc, "int8_gemm_strided_batched", _mock_cublas),
+    ]
+    saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
+    saved_fused = sys.modules.get("precision.gemm.ozaki_gemm_launch")
+    fake = types.ModuleType("precision.gemm.ozaki_gemm_launch")
+    fake.gemm_mod = _mock_fused  # type: ignore[attr-defined]
+    for obj, name, value in patches:
+        setattr(obj, name, value)
+    sys.modules["precision.gemm.ozaki_gemm_launch"] = fake
+    oc._CONSTANTS_SET.clear()
+    results = []
+    try:
+        rng = np.random.default_rng(11)
+        for m, k, n, phi, target, terms, gemm, wf, specials in (
+            (70, 130, 90, 4.0, "fp64", 15, "cublas", 1.5, False),
+            (70, 130, 90, 1.0, "fp32", 8, "fused", 1.5, False),
+            (257, 257, 257, 1.0, "fp64", 15, "cublas", 0.25, True),
+            (257, 257, 257, 1.0, "fp32", 8, "fused", 0.25, True),
+            (100, 33, 300, 4.0, "fp64", "auto", "cublas", 0.3, False),
+            (40, 500, 20, 0.0, "fp64", 16, "fused", 1.5, False),
+        ):  # fmt: skip
+            if specials:
+                A, B = make_operands(m, phi, seed=m, specials=True)
+            else:
+                A = (rng.random((m, k)) - 0.5) * np.exp(phi * rng.standard_normal((m, k)))
+                B = (rng.random((k, n)) - 0.5) * np.exp(phi * rng.standard_normal((k, n)))
+            D, run = oc.ozaki2_cuda(A, B, target=target, terms=terms, gemm=gemm,
+                                    workspace_factor=wf)  # fmt: skip
+            ref = reference(A, B, run.plan.terms, target, crt_samples=4)
+            diff = int(np.count_nonzero(_bits(np.asarray(D)) != _bits(ref["D"])))
+            r = {"m": m, "k": k, "n": n, "phi": phi, "target": target, "terms": str(terms),
+                 "L": run.plan.terms, "gemm": gemm, "nb": run.nb, "blocks": -(-n // run.nb),
+                 "workspace_bytes": run.workspace_bytes, "q2_match": run.q2 == ref["q2"],
+                 "d_diff": diff}  # fmt: skip
+            r["ok"] = diff == 0 and r["q2_match"]
+            results.append(r)
+    finally:
+        for obj, name, value in saved:
+            setattr(obj, name, value)
+        if saved_fused is None:
+            sys.modules.pop("precision.gemm.ozaki_gemm_launch", None)
+        else:
+            sys.modules["precision.gemm.ozaki_gemm_launch"] = saved_fused
+        oc._CONSTANTS_SET.clear()
+    return results
 
 
 def host_case(n: int, phi: float, target: str, L: int, specials: bool) -> dict[str, Any]:
@@ -842,6 +1096,10 @@ def main(argv: list[str] | None = None) -> int:
             report["host"].append(r)
             ok &= r["ok"]
             print("host replay:", json.dumps(r), flush=True)
+        report["host_pipeline"] = host_pipeline()
+        for r in report["host_pipeline"]:
+            ok &= r["ok"]
+            print("host pipeline (ozaki2_cuda on the CPU):", json.dumps(r), flush=True)
     if not args.cpu:
         from precision.gpu import require_gpu
 
