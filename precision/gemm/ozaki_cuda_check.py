@@ -404,7 +404,7 @@ def cpu_checks() -> dict[str, Any]:
 
 #: Shims that let g++ compile ozaki2.cu as host code (intrinsics by their IEEE definitions:
 #: fmaf, RN add/mul through volatile, llrint; blockIdx/threadIdx as globals) so the kernels
-#: run serially on the CPU. Warp shuffles are identities, so oz2_stats_rows is not replayed.
+#: run on the CPU (serially; oz2_stats_rows with one std::thread per CUDA thread).
 _HOST_SHIM = r"""
 // Host shims to compile precision/kernels/ozaki2.cu with g++ and run kernels serially.
 #pragma once
@@ -427,7 +427,8 @@ using std::scalbn;
 struct dim3s {
   unsigned x, y, z;
 };
-extern dim3s blockIdx, threadIdx, blockDim, gridDim;
+extern dim3s blockIdx, blockDim, gridDim;
+extern thread_local dim3s threadIdx;
 struct int4 {
   int x, y, z, w;
 };
@@ -498,12 +499,56 @@ template <typename T>
 inline T __ldg(const T* p) {
   return *p;
 }
-template <typename T>
-inline T __shfl_xor_sync(unsigned, T v, int) {
-  return v;
+// Block-cooperative emulation for oz2_stats_rows: when g_threaded, every thread of the block is
+// a std::thread, __syncthreads is a barrier and warp shuffles / votes go through shared slots
+// (all threads of a block call them uniformly in that kernel). Serial launches: no-ops.
+#include <condition_variable>
+#include <mutex>
+extern bool g_threaded;
+extern unsigned long long g_slot[1024];
+struct BlockBarrier {
+  std::mutex mu;
+  std::condition_variable cv;
+  unsigned count = 0, n = 0;
+  unsigned long long gen = 0;
+  void wait() {
+    std::unique_lock<std::mutex> lk(mu);
+    unsigned long long g = gen;
+    if (++count == n) {
+      count = 0;
+      ++gen;
+      cv.notify_all();
+    } else {
+      cv.wait(lk, [&] { return gen != g; });
+    }
+  }
+};
+extern BlockBarrier g_bar;
+inline void __syncthreads() {
+  if (g_threaded) g_bar.wait();
 }
-inline int __any_sync(unsigned, int v) { return v; }
-inline void __syncthreads() {}
+template <typename T>
+inline T __shfl_xor_sync(unsigned, T v, int o) {
+  if (!g_threaded) return v;
+  unsigned long long b = 0;
+  memcpy(&b, &v, sizeof(T));
+  g_slot[threadIdx.x] = b;
+  g_bar.wait();
+  b = g_slot[threadIdx.x ^ (unsigned)o];
+  g_bar.wait();
+  T r;
+  memcpy(&r, &b, sizeof(T));
+  return r;
+}
+inline int __any_sync(unsigned, int v) {
+  if (!g_threaded) return v;
+  g_slot[threadIdx.x] = v != 0;
+  g_bar.wait();
+  int r = 0;
+  for (unsigned t = threadIdx.x & ~31u; t < (threadIdx.x & ~31u) + 32; ++t) r |= (int)g_slot[t];
+  g_bar.wait();
+  return r;
+}
 inline int atomicMax(int* a, int v) {
   int o = *a;
   if (v > o) *a = v;
@@ -530,8 +575,36 @@ inline int atomicOr(int* a, int v) {
 #: (the first pass fills the shared tile, the second computes from it).
 _HOST_HARNESS = r"""
 #include "shim.h"
-dim3s blockIdx, threadIdx, blockDim, gridDim;
+#include <thread>
+#include <vector>
+dim3s blockIdx, blockDim, gridDim;
+thread_local dim3s threadIdx;
+bool g_threaded = false;
+unsigned long long g_slot[1024];
+BlockBarrier g_bar;
 #include "ozaki2.cu"
+// oz2_stats_rows with one std::thread per CUDA thread (nt threads per block: any multiple of
+// 32, the GPU uses 256), one block (row) at a time.
+extern "C" void stats_rows_threaded(const double* X, int rows, int cols, int q2, int has_q2,
+                                    int* emax, long long* esum, int* count,
+                                    unsigned long long* nfix, int* bad, long long* shift,
+                                    unsigned nt) {
+  blockDim = {nt, 1, 1};
+  gridDim = {(unsigned)rows, 1, 1};
+  g_threaded = true;
+  g_bar.n = nt;
+  for (int r = 0; r < rows; ++r) {
+    blockIdx = {(unsigned)r, 0, 0};
+    std::vector<std::thread> th;
+    for (unsigned t = 0; t < nt; ++t)
+      th.emplace_back([=] {
+        threadIdx = {t, 0, 0};
+        oz2_stats_rows(X, rows, cols, q2, has_q2, emax, esum, count, nfix, bad, shift);
+      });
+    for (auto& x : th) x.join();
+  }
+  g_threaded = false;
+}
 static void grid1(long long threads, void (*f)()) {
   blockDim = {256, 1, 1};
   long long nb = (threads + 255) / 256;
@@ -767,7 +840,7 @@ def _host_lib() -> Any:
     (tmp / "shim.h").write_text(_HOST_SHIM)
     (tmp / "harness.cpp").write_text(_HOST_HARNESS)
     shutil.copy(KERNEL_DIR / "ozaki2.cu", tmp / "ozaki2.cu")
-    cmd = [cxx, "-O2", "-std=c++17", "-ffp-contract=off", "-fPIC", "-shared",
+    cmd = [cxx, "-O2", "-std=c++17", "-ffp-contract=off", "-fPIC", "-shared", "-pthread",
            "-o", str(tmp / "liboz2host.so"), str(tmp / "harness.cpp")]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -874,14 +947,6 @@ class _MockKernel:
     ) -> None:
         import ctypes
 
-        if self.name == "oz2_stats_rows":  # warp shuffles: not replayable serially
-            X, q2, has_q2 = np.asarray(args[0]), int(args[3]), int(args[4])
-            st = ref_stats(X, 1)
-            for k, out in zip(("emax", "esum", "count", "nfix", "bad"), args[5:10], strict=True):
-                out[...] = st[k]
-            if has_q2:
-                args[10][...] = line_shifts(st["emax"], st["nfix"], st["zero"], q2)
-            return
         assert block[0] == 256 and len(block) == 1, block
         holders: list[Any] = []
         for a in args:
@@ -895,6 +960,10 @@ class _MockKernel:
             *[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders]
         )
         gy = grid[1] if len(grid) > 1 else 1
+        if self.name == "oz2_stats_rows":  # block-cooperative: one std::thread per thread
+            # 64 threads per block (2 warps: same code paths as 256, 4x fewer OS threads)
+            _host_lib().stats_rows_threaded(*holders, ctypes.c_uint(64))
+            return
         rc = _host_lib().launch(self.name.encode(), grid[0], gy, block[0], params)
         if rc != 0:
             raise RuntimeError(f"host launcher does not know kernel {self.name}")
@@ -935,7 +1004,7 @@ def _mock_fused(cp: Any, ares: Any, bres: Any, R: Any, M: int, nbp: int, kp: int
 
 def host_pipeline() -> list[dict[str, Any]]:
     """Run :func:`precision.gemm.ozaki_cuda.ozaki2_cuda` itself on the CPU: numpy for CuPy,
-    the host-compiled kernels (row statistics from :func:`ref_stats`), numpy INT8 products
+    the host-compiled kernels (all of them), numpy INT8 products
     for cuBLAS and for the fused GEMM; small workspace factors force several column blocks.
     Rectangular operands catch transposition mistakes. Compared bit for bit with
     :func:`reference`."""
