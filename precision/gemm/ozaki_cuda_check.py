@@ -1039,6 +1039,9 @@ def host_pipeline() -> list[dict[str, Any]]:
             (257, 257, 257, 1.0, "fp32", 8, "fused", 0.25, True),
             (100, 33, 300, 4.0, "fp64", "auto", "cublas", 0.3, False),
             (40, 500, 20, 0.0, "fp64", 16, "fused", 1.5, False),
+            (1, 1, 1, 1.0, "fp64", 15, "cublas", 1.5, False),
+            (3, 1, 5, 2.0, "fp32", 8, "fused", 1.5, False),
+            (1, 7, 2, 4.0, "fp64", 20, "cublas", 1.5, False),
         ):  # fmt: skip
             if specials:
                 A, B = make_operands(m, phi, seed=m, specials=True)
