@@ -281,8 +281,18 @@ def norm_top_bits(stats: LineStats, q2: int) -> np.ndarray:
     largest with ``4^s·nfix·2^(2·emax - NORM_FRAC) <= 2^q2`` (so the line's 2-norm is within
     the budget), capped at :data:`QMAX`: ``min(floor((q2 + NORM_FRAC - clog2(nfix)) / 2),
     QMAX)``, ``clog2(n) = ceil(log2 n)`` (int64; meaningless for all-zero lines)."""
-    cl = _bit_length_i64(np.maximum(stats.nfix, 1) - 1)
+    cl = _bit_length_i64(np.maximum(np.asarray(stats.nfix, dtype=np.int64), 1) - 1)
     return np.minimum((q2 + NORM_FRAC - cl) // 2, QMAX)
+
+
+def shifts_from_bounds(emax: Any, nfix: Any, zero: Any, q2: int) -> np.ndarray:
+    """:func:`norm_shifts` from the arrays alone (host): ``min(floor((q2 + 40 -
+    clog2(nfix)) / 2), 62) - emax`` per line, 0 for an all-zero line (int64)."""
+    one = np.zeros(1, dtype=np.int64)
+    st = LineStats(emax=np.asarray(emax, dtype=np.int64), esum=one, count=one,
+                   zero=np.asarray(zero, dtype=bool), bad=one == 1,
+                   nfix=np.asarray(nfix).astype(np.int64))  # fmt: skip
+    return norm_shifts(st, q2)
 
 
 def norm_shifts(stats: LineStats, q2: int) -> np.ndarray:

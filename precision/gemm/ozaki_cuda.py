@@ -1,25 +1,46 @@
 """Ozaki scheme II on the GPU: our kernels (``precision/kernels/ozaki2.cu``) for the line
-statistics, the int8 residues and the CRT reconstruction, cuBLAS for the INT8 GEMMs.
+statistics and shifts, the int8 residues and the CRT reconstruction; the INT8 GEMMs are
+cuBLAS's (``gemm="cublas"``, int32 product planes) or the fused modular GEMM
+(``gemm="fused"``, :mod:`precision.gemm.ozaki_gemm_launch`, int8 residue planes).
 
-The steps and formulas are those of :func:`precision.gemm.ozaki.ozaki2_emulate`; every one is
-exact (see that module), so outputs equal the emulator's bit for bit. Workspace beyond inputs
-and output: the int8 residues of A for all moduli (``L·M·Kp`` bytes) plus, per block of ``nb``
-output columns, the residues of B (``L·nbp·Kp``) and the int32 products (``4·L·M·nbp``);
-``nb`` is the largest multiple of 16 that keeps the total within ``workspace_factor`` times the
-float64 size of A and B (at least 16 columns). K is padded to a multiple of 16 with zero
-residues (exact). CuPy is imported lazily; nothing here runs without a GPU.
+The spec (every step exact, so any order of evaluation gives the same bits):
+
+* Line statistics of A's rows / B's columns over the nonzero finite entries (NaN/±Inf set
+  ``bad`` and count as 0): ``emax`` (frexp exponent of the largest magnitude; 0 and ``zero``
+  for an all-zero line), ``esum``/``count`` (frexp exponents), and ``nfix = sum term(x)`` with
+  ``mu = ceil(|x|·2^(8-e))`` in [128, 256], ``d = 2(e - emax) + 24``,
+  ``term = mu²·2^d`` (``d >= 0``) else ``ceil(mu²/2^-d)``: ``||line||² <= nfix·2^(2·emax-40)``.
+* Shift per line: ``s = min(floor((Q2 + 40 - clog2(nfix))/2), 62) - emax`` (0 for a zero
+  line), ``clog2(n)`` = bit length of ``n - 1``; ``Q2`` is the plan's ``q2``
+  (:func:`precision.gemm.ozaki.crt_q2`, host).
+* ``y = rint(x·2^s)`` (|y| <= 2^62), int8 symmetric residues per modulus, exact INT8 GEMMs,
+  CRT (``T = S - q·M``), ``D = RN(T·2^-(s_i + t_j))`` in the target.
+
+No host round trip and no device synchronisation for an int ``terms``: the shifts are written
+by the statistics kernels; one sync at the end reads whether any line is bad (then the flags,
+for :func:`~precision.gemm.ozaki.apply_specials`). ``terms="auto"`` reads the statistics back
+once to pick the moduli (:func:`choose_terms`).
+
+Workspace beyond inputs and output: the int8 residues of A (``L·Mp·Kp`` bytes) plus, per block
+of ``nb`` output columns, the residues of B (``L·nbp·Kp``) and the product planes (int32:
+``4·L·M·nbp``; fused: int8 ``L·Mp·nbp``); ``nb`` is the largest width that keeps the total
+within ``workspace_factor`` times the float64 size of A and B. K and ``nb`` are padded to 16
+(cuBLAS) or 128 (fused, also M) with zero residues (exact). CuPy is imported lazily; nothing
+here runs without a GPU.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
+import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from precision.gemm.ozaki import (
-    _RES_SPLIT,
     INT8_KMAX,
     TARGETS,
     LineStats,
@@ -29,11 +50,18 @@ from precision.gemm.ozaki import (
     check_args,
     crt_constants,
     make_plan,
-    shifts,
 )
 
 SOURCE = "ozaki2.cu"
-_PAD = 16
+#: Padding of K and of the column block: cuBLAS INT8 GEMMs (16), the fused GEMM (128, also M).
+PAD: dict[str, int] = {"cublas": 16, "fused": 128}
+GEMMS: tuple[str, ...] = tuple(PAD)
+#: Margin of the CRT range: |T| <= M·(1/2 - 2^-20).
+MARGIN_LOG2 = 20
+#: Row chunk of the column-statistics kernels (one thread per column and chunk).
+_COL_CHUNK = 128
+_SENTINEL_E = -100000  # the kernels' "no entry yet" exponent (kSentinelE)
+_THREADS = 256
 
 
 @functools.cache
@@ -49,81 +77,211 @@ def _kernel(name: str) -> Any:
     return _module().get_function(name)
 
 
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def _blocks(n: int) -> int:
+    return max(1, -(-n // _THREADS))
+
+
+# ------------------------------------------------------------------------ host-side spec
+
+
+def choose_terms(stats_a: LineStats, stats_b: LineStats, target: str, k: int) -> int:
+    """``terms="auto"``: :func:`precision.gemm.ozaki.auto_terms` on the host copies of the
+    line statistics (the same integers the emulator computes, so the same count)."""
+    return auto_terms("ozaki2", target, k, stats_a, stats_b)
+
+
+def _sym(v: int, m: int) -> int:
+    r = v % m
+    return r - m if r > (m - 1) // 2 else r
+
+
+def res_constants(moduli: tuple[int, ...]) -> np.ndarray:
+    """The kernels' ``ResConst`` per modulus as raw 32-byte records (float32 ``m``,
+    ``fl32(1/m)``, ``c[0..4]`` with ``c[p]`` the symmetric residue of ``2^(14p)`` mod ``m``,
+    then int32 ``c16 - 65536`` with ``c16`` the symmetric residue of ``2^16``). The residue
+    proofs need every modulus odd in (128, 255] or equal to 256; ValueError otherwise."""
+    rec = np.zeros((len(moduli), 8), dtype=np.float32)
+    ints = rec.view(np.int32)
+    for li, m in enumerate(moduli):
+        if not (m == 256 or (m % 2 == 1 and 128 < m <= 255)):
+            raise ValueError(f"ozaki2 kernels: modulus {m} must be 256 or odd in (128, 255]")
+        rec[li, 0] = m
+        rec[li, 1] = np.float32(1.0) / np.float32(m)  # correctly rounded 1/m
+        rec[li, 2] = 1.0
+        for p in range(1, 5):
+            rec[li, 2 + p] = _sym(1 << (14 * p), m)
+        ints[li, 7] = _sym(1 << 16, m) - 65536
+    return rec
+
+
+_CONSTANTS_SET: list[tuple[int, ...]] = []  # the moduli whose constants the module holds
+
+
+def _set_constants(moduli: tuple[int, ...]) -> int:
+    """Copy ResConst, the CRT weights' limbs, M's limbs and fl(1/M) into the module's
+    ``__constant__`` arrays (skipped when they already hold ``moduli``); returns the number
+    of limbs NL. The copies are asynchronous on the current stream, so ordered after the
+    kernels already queued there (which may still read the old values) and before later ones:
+    no device synchronisation."""
+    from precision.gpu import require_gpu
+
+    cp = require_gpu("the Ozaki-II kernels")
+    W, _, Ml = crt_constants(moduli)
+    if _CONSTANTS_SET == [moduli]:
+        return int(W.shape[1])
+    inv_m = np.array([float(Fraction(1, math.prod(moduli)))], dtype=np.float64)
+    mod = _module()
+    stream = cp.cuda.get_current_stream()
+    for name, values in (
+        ("c_rc", res_constants(moduli)),
+        ("c_W", W.ravel().astype(np.uint32)),
+        ("c_Ml", Ml.astype(np.uint32)),
+        ("c_invM", inv_m),
+    ):
+        host = np.ascontiguousarray(values)
+        # host-to-device copies (constant memory is read-only for kernels); pageable host
+        # memory is staged before the call returns, so `host` may be freed afterwards
+        mod.get_global(name).copy_from_host_async(host.ctypes.data, host.nbytes, stream)
+    _CONSTANTS_SET[:] = [moduli]
+    return int(W.shape[1])
+
+
+# ------------------------------------------------------------------------- device steps
+
+
+@dataclass
+class DeviceStats:
+    """Line statistics on the device (CuPy arrays, one entry per line): ``emax`` int32,
+    ``esum`` int64, ``count`` int32, ``nfix`` uint64, ``bad`` int32, ``shift`` int64 (valid
+    once a Q2 was applied)."""
+
+    emax: Any
+    esum: Any
+    count: Any
+    nfix: Any
+    bad: Any
+    shift: Any
+
+    def to_host(self) -> tuple[LineStats, np.ndarray]:
+        """(:class:`LineStats`, ``nfix`` as uint64) on the host (synchronises). ``nfix`` is also
+        passed to :class:`LineStats` when that class has such a field."""
+        emax = self.emax.get().astype(np.int64)
+        count = self.count.get().astype(np.int64)
+        nfix = self.nfix.get()
+        stats = LineStats(
+            emax=emax,
+            esum=self.esum.get().view(np.int64),
+            count=count,
+            zero=count == 0,
+            bad=self.bad.get() != 0,
+            nfix=nfix.astype(np.int64),
+        )
+        return stats, nfix
+
+
+def device_line_stats(cp: Any, X: Any, axis: int, q2: int | None = None) -> DeviceStats:
+    """:class:`DeviceStats` of the rows (``axis=1``) or columns (``axis=0``) of a device
+    float64 matrix, with the shifts when ``q2`` is given. Asynchronous (no host copy)."""
+    rows, cols = X.shape
+    n = rows if axis == 1 else cols
+    st = DeviceStats(
+        emax=cp.empty(n, dtype=cp.int32),
+        esum=cp.empty(n, dtype=cp.int64),
+        count=cp.empty(n, dtype=cp.int32),
+        nfix=cp.empty(n, dtype=cp.uint64),
+        bad=cp.empty(n, dtype=cp.int32),
+        shift=cp.zeros(n, dtype=cp.int64),
+    )
+    has_q2 = np.int32(q2 is not None)
+    q2v = np.int32(q2 if q2 is not None else 0)
+    if n == 0:
+        return st
+    if axis == 1:
+        _kernel("oz2_stats_rows")(
+            (rows,),
+            (_THREADS,),
+            (X, np.int32(rows), np.int32(cols), q2v, has_q2, st.emax, st.esum, st.count,
+             st.nfix, st.bad, st.shift),
+        )  # fmt: skip
+        return st
+    st.emax.fill(_SENTINEL_E)
+    st.esum.fill(0)
+    st.count.fill(0)
+    st.nfix.fill(0)
+    st.bad.fill(0)
+    grid = (_blocks(cols), max(1, -(-rows // _COL_CHUNK)))
+    args = (X, np.int32(rows), np.int32(cols), np.int32(_COL_CHUNK))
+    _kernel("oz2_stats_cols_max")(grid, (_THREADS,), (*args, st.emax, st.esum, st.count, st.bad))
+    _kernel("oz2_stats_cols_nfix")(grid, (_THREADS,), (*args, st.emax, st.nfix))
+    apply_shifts(st, q2)
+    return st
+
+
+def apply_shifts(st: DeviceStats, q2: int | None) -> None:
+    """Fix ``emax`` of all-zero lines to 0 and, with ``q2``, write the shifts (one kernel)."""
+    n = int(st.emax.size)
+    if n == 0:
+        return
+    _kernel("oz2_shifts")(
+        (_blocks(n),),
+        (_THREADS,),
+        (np.int32(n), st.emax, st.count, st.nfix, np.int32(q2 or 0), np.int32(q2 is not None),
+         st.shift),
+    )  # fmt: skip
+
+
+def residues_rows(cp: Any, A: Any, shift: Any, L: int, mp: int, kp: int, out: Any) -> None:
+    """``out[l][i][k]`` (int8, ``L x mp x kp``) = symmetric residue of ``rint(A[i,k]·2^s_i)``
+    modulo ``m_l`` (zero padding); the moduli are those of the last constants set."""
+    M, K = A.shape
+    _kernel("oz2_residues_rows")(
+        (_blocks(mp * kp // 4),),
+        (_THREADS,),
+        (A, np.int32(M), np.int32(K), np.int32(mp), np.int32(kp), shift, np.int32(L), out),
+    )
+
+
+def residues_cols(
+    cp: Any, B: Any, shift: Any, L: int, c0: int, nb: int, nbp: int, kp: int, out: Any
+) -> None:
+    """``out[l][j][k]`` (int8, ``L x nbp x kp``: B's columns ``c0..c0+nb-1`` transposed) =
+    symmetric residue of ``rint(B[k, c0+j]·2^t_(c0+j))`` modulo ``m_l`` (zero padding)."""
+    K, N = B.shape
+    _kernel("oz2_residues_cols")(
+        (-(-nbp // 32), -(-kp // 128)),
+        (_THREADS,),
+        (B, np.int32(K), np.int32(N), np.int32(c0), np.int32(nb), np.int32(kp), np.int32(nbp),
+         shift, np.int32(L), out),
+    )  # fmt: skip
+
+
 @dataclass
 class CudaRun:
-    """What one call did: the plan, the column block, workspace bytes and, when timed, the
-    device milliseconds of each phase (``stats``, ``split`` (residues), ``gemm``,
-    ``reconstruct``, ``specials``)."""
+    """What one call did: the plan (moduli, target), ``q2``, the GEMM path, the column block,
+    workspace bytes and, when timed, the device milliseconds of each phase (``stats``,
+    ``split`` (residues), ``gemm``, ``reconstruct``, ``specials``)."""
 
     plan: OzakiPlan
+    q2: int = 0
+    gemm: str = "cublas"
     nb: int = 0
     workspace_bytes: int = 0
     phase_ms: dict[str, float] = field(default_factory=dict)
 
 
-def device_line_stats(cp: Any, X: Any, axis: int) -> LineStats:
-    """:class:`~precision.gemm.ozaki.LineStats` of a device float64 matrix (exact, so equal to
-    :func:`precision.gemm.ozaki.line_stats` on the host copy)."""
-    rows, cols = X.shape
-    if axis == 1:
-        mx = cp.zeros(rows, dtype=cp.float64)
-        esum = cp.zeros(rows, dtype=cp.int64)
-        cnt = cp.zeros(rows, dtype=cp.int64)
-        bad = cp.zeros(rows, dtype=cp.int32)
-        _kernel("oz_stats_rows")(
-            (rows,), (256,), (X, np.int32(rows), np.int32(cols), mx, esum, cnt, bad)
-        )
-        mx_h = cp.asnumpy(mx)
-    else:
-        mxb = cp.zeros(cols, dtype=cp.uint64)
-        esum = cp.zeros(cols, dtype=cp.uint64)
-        cnt = cp.zeros(cols, dtype=cp.uint64)
-        bad = cp.zeros(cols, dtype=cp.int32)
-        chunk = 256
-        grid = ((cols + 255) // 256, (rows + chunk - 1) // chunk)
-        _kernel("oz_stats_cols")(
-            grid,
-            (256,),
-            (X, np.int32(rows), np.int32(cols), np.int32(chunk), mxb, esum, cnt, bad),
-        )
-        mx_h = cp.asnumpy(mxb).view(np.float64)
-    mx_h = np.asarray(mx_h, dtype=np.float64)
-    return LineStats(
-        emax=np.frexp(mx_h)[1].astype(np.int64),
-        esum=cp.asnumpy(esum).view(np.int64),
-        count=cp.asnumpy(cnt).view(np.int64),
-        zero=mx_h == 0,
-        bad=cp.asnumpy(bad) != 0,
-        nfix=np.zeros(len(mx_h), dtype=np.int64),  # placeholder until the kernels compute it
-    )
-
-
-def _mod_consts(plan: OzakiPlan) -> np.ndarray:
-    """Per modulus: m, 2^27 mod m, fl(1/m), the symmetric range's top and bottom, u_l."""
-    _, u, _ = crt_constants(plan.moduli)
-    rows = [
-        (float(m), float((1 << _RES_SPLIT) % m), 1.0 / m, float((m - 1) // 2), float(-(m // 2)), ul)
-        for m, ul in zip(plan.moduli, u, strict=True)
-    ]
-    return np.array(rows, dtype=np.float64)
-
-
-def _set_constants(cp: Any, plan: OzakiPlan, W: np.ndarray, Ml: np.ndarray) -> None:
-    """Copy the per-modulus constants, the CRT weights' limbs and M's limbs into the module's
-    ``__constant__`` arrays (c_mc, c_W, c_Ml)."""
-    mod = _module()
-    for name, values in (
-        ("c_mc", _mod_consts(plan).ravel()),
-        ("c_W", W.ravel().astype(np.uint32)),
-        ("c_Ml", Ml.astype(np.uint32)),
-    ):
-        host = np.ascontiguousarray(values)
-        # a host-to-device cudaMemcpy (never a kernel write: constant memory is read-only there)
-        mod.get_global(name).copy_from_host(host.ctypes.data, host.nbytes)
-
-
-def _round_up(x: int, m: int) -> int:
-    return -(-x // m) * m
+def _fused_launcher() -> Any:
+    try:
+        gemm_mod = importlib.import_module("precision.gemm.ozaki_gemm_launch").gemm_mod
+    except (ImportError, AttributeError) as exc:
+        raise RuntimeError(
+            "ozaki2 gemm='fused' needs precision.gemm.ozaki_gemm_launch.gemm_mod (the fused INT8 "
+            f"modular GEMM), which is not available: {exc}; use gemm='cublas'"
+        ) from exc
+    return gemm_mod
 
 
 def ozaki2_cuda(
@@ -134,15 +292,19 @@ def ozaki2_cuda(
     terms: int | str = "auto",
     workspace_factor: float = 1.5,
     timed: bool = False,
+    gemm: str = "cublas",
 ) -> tuple[Any, CudaRun]:
     """Scheme II on the GPU for device or host float64/float32 arrays; returns (D as a CuPy
-    array of ``target``'s dtype, :class:`CudaRun`). ``timed`` records CUDA events per phase
-    (adds synchronisation-free event records only)."""
+    array of ``target``'s dtype, :class:`CudaRun`). ``gemm``: ``"cublas"`` (int32 planes) or
+    ``"fused"`` (int8 residue planes from the fused modular GEMM). ``timed`` records CUDA
+    events per phase (no extra synchronisation before the end)."""
     from precision.gpu import require_gpu
-    from precision.vendor.cublas import int8_gemm_strided_batched
 
     cp = require_gpu("ozaki2 backend='cuda'")
     check_args("ozaki2", "int8", target)
+    if gemm not in PAD:
+        raise ValueError(f"ozaki2 backend='cuda': gemm must be one of {GEMMS}, got {gemm!r}")
+    gemm_mod = _fused_launcher() if gemm == "fused" else None
     A = cp.ascontiguousarray(cp.asarray(A, dtype=cp.float64))
     B = cp.ascontiguousarray(cp.asarray(B, dtype=cp.float64))
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
@@ -154,6 +316,10 @@ def ozaki2_cuda(
             f"ozaki2 backend='cuda': K = {K} > {INT8_KMAX}, the largest K whose int8 residue "
             "products are exact in int32; blocking over K is not implemented on the GPU"
         )
+    if terms != "auto" and not (
+        isinstance(terms, int | np.integer) and not isinstance(terms, bool)
+    ):
+        raise ValueError(f"terms must be a positive int or 'auto', got {terms!r}")
     events: list[tuple[str, Any]] = []
 
     def mark(name: str) -> None:
@@ -162,73 +328,80 @@ def ozaki2_cuda(
             ev.record()
             events.append((name, ev))
 
+    def prepare(n_terms: int) -> tuple[OzakiPlan, int, int]:
+        plan = make_plan("ozaki2", "int8", target, n_terms, K)
+        q2 = plan.q2
+        nl = _set_constants(plan.moduli)
+        if nl not in (2, 3, 4, 5):
+            raise ValueError(f"ozaki2 backend='cuda': {nl} limbs are not compiled (2..5)")
+        return plan, q2, nl
+
     mark("start")
-    sa = device_line_stats(cp, A, 1)
-    sb = device_line_stats(cp, B, 0)
     if terms == "auto":
-        n_terms = auto_terms("ozaki2", target, K, max(sa.spread(), sb.spread()))
-    elif isinstance(terms, int | np.integer) and not isinstance(terms, bool):
-        n_terms = int(terms)
+        dsa = device_line_stats(cp, A, 1)
+        dsb = device_line_stats(cp, B, 0)
+        (ha, _), (hb, _) = dsa.to_host(), dsb.to_host()
+        plan, q2, nl = prepare(choose_terms(ha, hb, target, K))
+        apply_shifts(dsa, q2)
+        apply_shifts(dsb, q2)
     else:
-        raise ValueError(f"terms must be a positive int or 'auto', got {terms!r}")
-    plan = make_plan("ozaki2", "int8", target, n_terms, K)
+        plan, q2, nl = prepare(int(terms))  # errors before any launch; no sync
+        dsa = device_line_stats(cp, A, 1, q2)
+        dsb = device_line_stats(cp, B, 0, q2)
     L = plan.terms
-    s_a = cp.asarray(shifts(sa, plan.qa))
-    s_b = cp.asarray(shifts(sb, plan.qb))
-    W, _, Ml = crt_constants(plan.moduli)
-    nl = W.shape[1]
-    if nl not in (2, 3, 4, 5):
-        raise ValueError(f"ozaki2 backend='cuda': {nl} limbs are not compiled (2..5)")
-    _set_constants(cp, plan, W, Ml)
-    kp = _round_up(K, _PAD)
-    budget = int(workspace_factor * 8 * (A.size + B.size)) - L * M * kp
-    per_col = L * kp + 4 * L * M
-    nb = max(_PAD, budget // per_col)
-    nb = nb // 256 * 256 if nb >= 256 else nb // _PAD * _PAD  # GEMM-friendly widths
-    nb = min(nb, _round_up(N, _PAD))
+    pad = PAD[gemm]
+    kp = _round_up(K, pad)
+    mp = M if gemm == "cublas" else _round_up(M, pad)
+    cbytes = 4 if gemm == "cublas" else 1
+    budget = int(workspace_factor * 8 * (A.size + B.size)) - L * mp * kp
+    per_col = L * kp + cbytes * L * mp
+    nb = max(pad, budget // per_col)
+    nb = nb // 256 * 256 if nb >= 256 else nb // pad * pad  # GEMM-friendly widths
+    nb = max(pad, min(nb, _round_up(N, pad)))
     mark("stats")
-    ares = cp.empty((L, M, kp), dtype=cp.int8)
-    rows_grid = min(M, 65535)
-    _kernel("oz2_residues_rows")(
-        ((kp // 4 + 255) // 256, rows_grid),
-        (256,),
-        (A, np.int32(M), np.int32(K), np.int32(kp), s_a, np.int32(L), ares),
-    )
+    ares = cp.empty((L, mp, kp), dtype=cp.int8)
+    residues_rows(cp, A, dsa.shift, L, mp, kp, ares)
     mark("split")
     bres = cp.empty((L, nb, kp), dtype=cp.int8)
-    C = cp.empty((L, M, nb), dtype=cp.int32)
+    C = cp.empty((L, mp, nb), dtype=cp.int32 if gemm == "cublas" else cp.int8)
     p, emin_sub, dtype = TARGETS[plan.target]
     D = cp.empty((M, N), dtype=dtype)
     suffix = "f64" if plan.target == "fp64" else "f32"
-    recon = _kernel(f"oz2_reconstruct_nl{nl}_{suffix}")
+    recon = _kernel(f"oz2_recon_{'i32' if gemm == 'cublas' else 'i8'}_nl{nl}_{suffix}")
     for c0 in range(0, N, nb):
         nbc = min(nb, N - c0)
-        nbp = _round_up(nbc, _PAD)
+        nbp = _round_up(nbc, pad)
         bblk = bres.reshape(-1)[: L * nbp * kp]  # [L][nbp][kp] in the buffer's prefix
-        _kernel("oz2_residues_cols")(
-            ((nbp + 31) // 32, (kp + 63) // 64),
-            (32, 8),
-            (
-                B, np.int32(K), np.int32(N), np.int32(c0), np.int32(nbc), np.int32(kp),
-                np.int32(nbp), s_b, np.int32(L), bblk,
-            ),
-        )  # fmt: skip
+        residues_cols(cp, B, dsb.shift, L, c0, nbc, nbp, kp, bblk)
         mark("split")
-        cblk = C.reshape(-1)[: L * M * nbp]
-        int8_gemm_strided_batched(cp, bblk, ares, cblk, M, nbp, kp, L)
+        cblk = C.reshape(-1)[: L * mp * nbp]
+        if gemm_mod is None:
+            from precision.vendor.cublas import int8_gemm_strided_batched
+
+            int8_gemm_strided_batched(cp, bblk, ares, cblk, M, nbp, kp, L)
+        else:
+            gemm_mod(cp, ares, bblk, cblk, mp, nbp, kp, L, plan.moduli)
         mark("gemm")
         recon(
-            ((nbc + 255) // 256, rows_grid),
-            (256,),
-            (
-                cblk, np.int32(M), np.int32(nbc), np.int32(nbp), np.int32(L), s_a, s_b,
-                np.int32(c0), np.int32(N), np.int32(p), np.int32(emin_sub), D,
-            ),
+            (_blocks(M * (nbp // 4)),),
+            (_THREADS,),
+            (cblk, np.int32(M), np.int32(mp), np.int32(nbc), np.int32(nbp), np.int32(L),
+             dsa.shift, dsb.shift, np.int32(c0), np.int32(N), np.int32(p), np.int32(emin_sub), D),
         )  # fmt: skip
         mark("reconstruct")
-    apply_specials(D, A, B, sa, sb, plan.target, xp=cp)
+    # The one synchronisation of the call: is any line bad? Only then the flags themselves.
+    any_bad = int(cp.maximum(dsa.bad.max(), dsb.bad.max()).get()) if M and N else 0
+    if any_bad:
+        (ha, _), (hb, _) = dsa.to_host(), dsb.to_host()
+        apply_specials(D, A, B, ha, hb, plan.target, xp=cp)
     mark("specials")
-    run = CudaRun(plan=plan, nb=nb, workspace_bytes=int(ares.nbytes + bres.nbytes + C.nbytes))
+    run = CudaRun(
+        plan=plan,
+        q2=q2,
+        gemm=gemm,
+        nb=nb,
+        workspace_bytes=int(ares.nbytes + bres.nbytes + C.nbytes),
+    )
     if timed:
         events[-1][1].synchronize()
         for (_, e0), (name, e1) in zip(events[:-1], events[1:], strict=True):
@@ -240,9 +413,9 @@ def ozaki2_cuda(
 def ozaki_gemm_cuda(A: Any, B: Any, *, method: str, fmt: str, target: str, terms: int | str) -> Any:
     """Entry point of ``gemm(..., backend="cuda")`` for the Ozaki methods (a CuPy array)."""
     check_args(method, fmt, target)
-    if method != "ozaki2":
-        raise NotImplementedError(
-            f"method={method!r} has no CUDA backend yet (only 'ozaki2'); use backend='emulator'"
-        )
+    if method == "ozaki1":
+        from precision.gemm.ozaki1_cuda import ozaki1_cuda
+
+        return ozaki1_cuda(A, B, fmt=fmt, target=target, terms=terms)[0]
     D, _ = ozaki2_cuda(A, B, target=target, terms=terms)
     return D

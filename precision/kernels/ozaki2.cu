@@ -1,39 +1,117 @@
-// Ozaki scheme II on the GPU: line statistics, int8 residues, CRT reconstruction.
+// Ozaki scheme II on the GPU: line statistics and shifts, int8 residues, CRT reconstruction.
 //
 // The INT8 GEMMs between the residue kernels and the reconstruction are cuBLAS's
-// (cublasGemmStridedBatchedEx, CUDA_R_8I -> CUDA_R_32I). Every step here is exact integer
-// arithmetic carried in int64 or in float64 values that are integers below 2^53, followed by
-// one correctly rounded conversion, so the results equal precision/gemm/ozaki.py's emulator bit
-// for bit (same formulas: sym_fmod, the limb sums, round_limbs). Built with the project's
-// numeric flags (-fmad=false, no FTZ): the float64 steps are the emulator's, op for op.
+// (cublasGemmStridedBatchedEx, int32 planes) or the fused GEMM (int8 residue planes). Every
+// step here is exact integer arithmetic (int32/int64, or float32/float64 values that are
+// integers inside the format's exact range), followed by one correctly rounded conversion to
+// the target, so the results are a function of the inputs alone (see precision/gemm/ozaki.py
+// and precision/gemm/ozaki_cuda.py for the spec). Built with -fmad=false: every fused
+// multiply-add below is an explicit __fmaf_rn / __fma_rn, every other op an explicit _rn op.
+//
+// Spec of the shifts (one per row of A / column of B, "line"): over the nonzero finite entries
+// x (NaN/Inf: `bad` set, entry treated as 0), e = frexp exponent of |x|, emax = max e,
+// mu = ceil(|x|*2^(8-e)) in [128, 256], d = 2(e - emax) + 24,
+// nfix = sum (d >= 0 ? mu^2 << d : ceil(mu^2 / 2^-d)), and
+// s = min(floor((Q2 + 40 - clog2(nfix)) / 2), 62) - emax (0 for an all-zero line), with
+// clog2(n) = bit length of n - 1. Scaled integers y = rint(x*2^s), |y| <= 2^62.
 
 #include <cstdint>
 
-struct ModConst {
-  double m, c27, inv_m, hi, lo, u;
+// Per-modulus constants of the residue steps, set by the host (ozaki_cuda.py) before a call:
+// m, fl32(1/m), c[p] = the symmetric residue of 2^(14p) mod m (p = 1..4, as float; c[0]
+// unused), c16m = (symmetric residue of 2^16 mod m) - 65536 (int32 reader). Moduli are odd in
+// (128, 255] or exactly 256 (checked by the host).
+struct ResConst {
+  float m, inv_m;
+  float c[5];
+  int c16m;
 };
 
-// Per-modulus constants, CRT weights w_l in 32-bit limbs and the limbs of M, set by the host
-// (precision/gemm/ozaki_cuda.py) before each launch; read warp-uniformly (constant cache).
 #define OZ_MAX_MODULI 20
 #define OZ_MAX_LIMBS 5
 extern "C" {
-__constant__ ModConst c_mc[OZ_MAX_MODULI];
+__constant__ ResConst c_rc[OZ_MAX_MODULI];
+// CRT weights w_l in 32-bit limbs (c_W[l * NL + t]), the limbs of M and fl64(1/M).
 __constant__ unsigned int c_W[OZ_MAX_MODULI * OZ_MAX_LIMBS];
 __constant__ unsigned int c_Ml[OZ_MAX_LIMBS];
+__constant__ double c_invM;
 }
 
 namespace {
 
-__device__ __forceinline__ double sym_fmod(double y, double m, double c27, double inv_m, double hi,
-                                           double lo) {
-  // y integer-valued, |y| <= 2^53: y = yh*2^27 + yl exactly; t = yh*(2^27 mod m) + yl exact.
-  double yh = floor(y * 0x1p-27);
-  double t = yh * c27 + (y - yh * 0x1p27);
-  double r = t - rint(t * inv_m) * m;
-  if (r > hi) r -= m;
-  if (r < lo) r += m;
-  return r;
+// 1.5 * 2^23: floats in [2^23, 2^24) are the integers; magic + t for |t| <= 2^22 is exact and
+// its bits are 0x4B400000 + t (two's complement add), so int <-> float costs one add.
+constexpr float kMagic = 12582912.0f;
+constexpr int kMagicBits = 0x4B400000;
+constexpr int kSentinelE = -100000;  // "no entry yet" for the column emax atomics
+
+// frexp exponent e and mu = ceil(|x| * 2^(8-e)) of a finite nonzero |x| given as its bits:
+// |x| = f * 2^e, f in [0.5, 1); mu = ceil(256 f) in [128, 256]. Subnormals are normalised.
+__device__ __forceinline__ int exp_mu(unsigned long long ab, int* mu) {
+  int be = (int)(ab >> 52);
+  unsigned long long mant = ab & 0xFFFFFFFFFFFFFull;
+  int e;
+  if (be == 0) {
+    int bl = 64 - __clzll(mant);  // value = mant * 2^-1074
+    e = bl - 1074;
+    mant <<= (53 - bl);
+  } else {
+    e = be - 1022;  // value = (mant | 2^52) * 2^(be - 1075)
+    mant |= 1ull << 52;
+  }
+  // f = mant / 2^53 with mant in [2^52, 2^53): 256 f = mant / 2^45.
+  *mu = (int)((mant + (1ull << 45) - 1) >> 45);
+  return e;
+}
+
+// frexp exponent only (same rules as exp_mu).
+__device__ __forceinline__ int exp_of(unsigned long long ab) {
+  int be = (int)(ab >> 52);
+  if (be == 0) return 64 - __clzll(ab & 0xFFFFFFFFFFFFFull) - 1074;
+  return be - 1022;
+}
+
+// One nfix term: d = 2(e - emax) + 24 <= 24; mu^2 <= 2^16, so the term is <= 2^40.
+__device__ __forceinline__ unsigned long long nfix_term(int e, int mu, int emax) {
+  int d = 2 * (e - emax) + 24;
+  unsigned long long mu2 = (unsigned long long)(mu * mu);
+  if (d >= 0) return mu2 << d;
+  int k = -d;
+  if (k >= 17) return 1ull;  // 2^14 <= mu^2 <= 2^16 < 2^k: ceil = 1
+  return (mu2 + (1ull << k) - 1ull) >> k;
+}
+
+// The line's shift s (spec above). nfix >= 1 for a nonzero line (every term is >= 1).
+__device__ __forceinline__ long long line_shift(int count, int emax, unsigned long long nfix,
+                                                int q2) {
+  if (count == 0) return 0;
+  int cl = 64 - __clzll(nfix - 1ull);  // bit length of nfix - 1 (0 for nfix = 1)
+  long long v = (long long)q2 + 40 - cl;
+  long long h = v >= 0 ? v / 2 : -((-v + 1) / 2);  // floor(v / 2), also for v < 0
+  if (h > 62) h = 62;
+  return h - emax;
+}
+
+__device__ __forceinline__ void finite_bits(double x, unsigned long long* ab, int* bad) {
+  unsigned long long b = (unsigned long long)__double_as_longlong(x) & 0x7FFFFFFFFFFFFFFFull;
+  if (b >= 0x7FF0000000000000ull) {  // NaN or Inf: flagged, counted as 0
+    *bad = 1;
+    b = 0;
+  }
+  *ab = b;
+}
+
+template <typename T>
+__device__ __forceinline__ T warp_sum(T v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ int warp_max(int v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xFFFFFFFFu, v, o));
+  return v;
 }
 
 template <int NL>
@@ -107,221 +185,472 @@ __device__ double round_limbs(long long (&a)[NL], long long e, int p, int emin_s
   return neg ? -out : out;
 }
 
-}  // namespace
-
-// ---------------------------------------------------------------------------- line stats
-// Rows of a row-major (rows x cols) float64 matrix: one block per row. Outputs: the largest
-// finite magnitude (as its bits, int64), the sum and count of the frexp exponents of the
-// nonzero finite entries, and whether a NaN/Inf occurs. Exact, so order does not matter.
-extern "C" __global__ void oz_stats_rows(const double* __restrict__ X, int rows, int cols,
-                                         double* __restrict__ mx, long long* __restrict__ esum,
-                                         long long* __restrict__ count, int* __restrict__ bad) {
-  int i = blockIdx.x;
-  if (i >= rows) return;
-  const double* row = X + (size_t)i * cols;
-  double m = 0.0;
-  long long s = 0, c = 0;
-  int b = 0;
-  for (int k = threadIdx.x; k < cols; k += blockDim.x) {
-    double x = row[k];
-    if (isfinite(x)) {
-      double ax = fabs(x);
-      m = fmax(m, ax);
-      if (ax != 0.0) {
-        int e;
-        frexp(ax, &e);
-        s += e;
-        c += 1;
+// RN(X * 2^e) in the target (Out = double: fp64, float: fp32), X = sum_t a[t] 2^(32t)
+// (normalized limbs, top signed, |X| < 2^(32 NL - 2)). Fast path for normal results: the top
+// 64 bits W of |X| (three limbs around the highest nonzero one, shifted so bit 63 is set) with
+// every lower bit ORed into bit 0 (W keeps 63 bits above the sticky bit, enough for a correct
+// single rounding to <= 53 bits), one RN conversion of W, then exact power-of-two scalings:
+// |X| 2^e ~ (W / 2^64) 2^E. Results that may be subnormal or overflow (E outside
+// [emin_normal + 1, emax]) and X = 0 go to round_limbs.
+template <int NL, typename Out>
+__device__ __forceinline__ Out round_out(long long (&a)[NL], long long e, int p, int emin_sub) {
+  long long m[NL];
+#pragma unroll
+  for (int t = 0; t < NL; ++t) m[t] = a[t];
+  bool neg = m[NL - 1] < 0;
+  if (neg) {
+#pragma unroll
+    for (int t = 0; t < NL; ++t) m[t] = -m[t];
+    normalize<NL>(m);
+  }
+  unsigned long long x2 = 0, x1 = 0, x0 = 0;
+  bool rest = false, below = false;
+  int h = -1;
+#pragma unroll
+  for (int t = 0; t < NL; ++t) {
+    if (t >= 3) below |= m[t - 3] != 0;
+    if (m[t] != 0) {
+      h = t;
+      x2 = (unsigned long long)m[t];
+      x1 = t >= 1 ? (unsigned long long)m[t - 1] : 0ull;
+      x0 = t >= 2 ? (unsigned long long)m[t - 2] : 0ull;
+      rest = below;
+    }
+  }
+  if (h >= 0 && (x2 >> 32) == 0) {
+    int c = __clzll((long long)x2) - 32;  // x2 in [1, 2^32): c in [0, 31]
+    unsigned long long w = (((x2 << 32) | x1) << c) | (x0 >> (32 - c));
+    bool lost = rest || (x0 & ((1ull << (32 - c)) - 1ull)) != 0;
+    w |= lost ? 1ull : 0ull;
+    long long E = 64 + 32ll * (h - 1) - c + e;  // |X| 2^e = (w / 2^64) 2^E, w in [2^63, 2^64)
+    if (sizeof(Out) == 8) {
+      if (E >= -1021 && E <= 1023) {
+        double d = __dmul_rn(__ull2double_rn(w), 0x1p-64);             // RN to 53 bits, in [0.5, 1]
+        d = __dmul_rn(d, __hiloint2double((int)(E + 1023) << 20, 0));  // exact: normal result
+        return (Out)(neg ? -d : d);
       }
     } else {
-      b = 1;
+      if (E >= -125 && E <= 127) {
+        float f = __fmul_rn(__ull2float_rn(w), 0x1p-64f);        // RN to 24 bits, in [0.5, 1]
+        f = __fmul_rn(f, __int_as_float((int)(E + 127) << 23));  // exact: normal result
+        return (Out)(neg ? -f : f);
+      }
     }
   }
-  __shared__ double sm[256];
-  __shared__ long long ss[256], sc[256];
-  __shared__ int sb[256];
-  sm[threadIdx.x] = m;
-  ss[threadIdx.x] = s;
-  sc[threadIdx.x] = c;
-  sb[threadIdx.x] = b;
-  __syncthreads();
-  for (int w = blockDim.x / 2; w > 0; w >>= 1) {
-    if (threadIdx.x < w) {
-      sm[threadIdx.x] = fmax(sm[threadIdx.x], sm[threadIdx.x + w]);
-      ss[threadIdx.x] += ss[threadIdx.x + w];
-      sc[threadIdx.x] += sc[threadIdx.x + w];
-      sb[threadIdx.x] |= sb[threadIdx.x + w];
-    }
-    __syncthreads();
+  return (Out)round_limbs<NL>(a, e, p, emin_sub);
+}
+
+// y = rint(x * 2^s) as int64 (0 for NaN/Inf). |y| <= 2^62 by the choice of s; scalbn is exact
+// or underflows below 1/2 (then y = 0 either way), the conversion rounds to nearest even.
+__device__ __forceinline__ long long scaled_int(double x, int s) {
+  if (!isfinite(x)) return 0;
+  return __double2ll_rn(scalbn(x, s));
+}
+
+// Signed base-2^14 digits of y (|y| <= 2^62): y = sum_{p<4} d_p 2^(14p) + d_4 2^56 with
+// d_p in [-2^13, 2^13) for p < 4 and |d_4| <= 2^62/2^56 + 1 = 65. Returned as floats:
+// f[0] = magic + d_0 (exact: its bits are 0x4B400000 + d_0), f[p] = d_p for p >= 1.
+__device__ __forceinline__ void digits(long long y, float (&f)[5]) {
+  long long v = y;
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    int d = ((int)((unsigned)v << 18)) >> 18;  // sign-extended low 14 bits: v - d = 0 mod 2^14
+    v = (v - d) >> 14;                         // exact
+    f[p] =
+        p == 0 ? __int_as_float(kMagicBits + d) : __fsub_rn(__int_as_float(kMagicBits + d), kMagic);
   }
-  if (threadIdx.x == 0) {
-    mx[i] = sm[0];
-    esum[i] = ss[0];
-    count[i] = sc[0];
-    bad[i] = sb[0];
+  f[4] = __fsub_rn(__int_as_float(kMagicBits + (int)v), kMagic);
+}
+
+// Bits (0x4B400000 + r) of magic + r, r = the symmetric residue of y (digits f) modulo m_l.
+// m odd, 128 < m <= 255: tb = magic + t, t = d_0 + sum_{p>=1} d_p c_p == y (mod m); every
+// partial |t| <= 2^13 + 3*2^13*127 + 65*127 < 2^22, so each FMA result is an integer in
+// [2^23, 2^24): exact. q = rint(t * fl(1/m)) (one rounding of the exact product, through the
+// magic add): |fl(1/m) - 1/m| <= 2^-32 (half an ulp of a number in [2^-8, 2^-7)), so the product
+// is within 2^22 * 2^-32 = 2^-10 of t/m, while t/m (m odd) is at least 1/(2m) >= 2^-9 away from
+// every half-integer: q = rint(t/m) exactly, and r = t - q*m lies in [-(m-1)/2, (m-1)/2],
+// the symmetric range; fma(-q, m, tb) = magic + r exactly. m = 256: r = the low byte of y,
+// read as signed (its symmetric range is [-128, 127]), i.e. the low byte of f[0]'s bits.
+__device__ __forceinline__ int residue_bits(const float (&f)[5], const ResConst& c) {
+  if (c.m == 256.0f) return __float_as_int(f[0]);
+  float tb = __fmaf_rn(f[1], c.c[1], f[0]);
+  tb = __fmaf_rn(f[2], c.c[2], tb);
+  tb = __fmaf_rn(f[3], c.c[3], tb);
+  tb = __fmaf_rn(f[4], c.c[4], tb);
+  float q = __fsub_rn(__fmaf_rn(__fsub_rn(tb, kMagic), c.inv_m, kMagic), kMagic);
+  return __float_as_int(__fmaf_rn(-q, c.m, tb));
+}
+
+// The low bytes of four words as one word (byte v from word v): the int8 residues.
+__device__ __forceinline__ unsigned pack4(int r0, int r1, int r2, int r3) {
+  unsigned lo = __byte_perm((unsigned)r0, (unsigned)r1, 0x0040);
+  unsigned hi = __byte_perm((unsigned)r2, (unsigned)r3, 0x0040);
+  return __byte_perm(lo, hi, 0x5410);
+}
+
+// Residues of four consecutive values for all L moduli: one 32-bit store per modulus at
+// out + l * plane (bytes; out and plane 4-byte aligned).
+__device__ __forceinline__ void emit_residues(const long long (&y)[4], int L, int8_t* out,
+                                              size_t plane) {
+  float f[4][5];
+#pragma unroll
+  for (int v = 0; v < 4; ++v) digits(y[v], f[v]);
+  for (int l = 0; l < L; ++l) {
+    const ResConst& c = c_rc[l];
+    unsigned w = pack4(residue_bits(f[0], c), residue_bits(f[1], c), residue_bits(f[2], c),
+                       residue_bits(f[3], c));
+    *reinterpret_cast<unsigned*>(out + (size_t)l * plane) = w;
   }
 }
 
-// Columns of a row-major (rows x cols) float64 matrix: grid (cols/256, chunks of rows); the
-// partial results are combined with atomics (max of non-negative doubles = max of their bits).
-extern "C" __global__ void oz_stats_cols(const double* __restrict__ X, int rows, int cols,
-                                         int rows_per_chunk, unsigned long long* __restrict__ mx,
-                                         unsigned long long* __restrict__ esum,
-                                         unsigned long long* __restrict__ count,
-                                         int* __restrict__ bad) {
+}  // namespace
+
+// ---------------------------------------------------------------------------- line stats
+// Rows of a row-major (rows x cols) float64 matrix, one block (blockDim.x = 256) per row.
+// Pass 1: emax, esum, count, bad; block reduction; pass 2 (the row again, from L1/L2): nfix.
+// Writes emax (0 for an all-zero row), esum, count, nfix, bad and, when has_q2, the shift.
+extern "C" __global__ void oz2_stats_rows(const double* __restrict__ X, int rows, int cols, int q2,
+                                          int has_q2, int* __restrict__ emax_out,
+                                          long long* __restrict__ esum_out,
+                                          int* __restrict__ count_out,
+                                          unsigned long long* __restrict__ nfix_out,
+                                          int* __restrict__ bad_out,
+                                          long long* __restrict__ shift_out) {
+  int i = blockIdx.x;
+  if (i >= rows) return;
+  const double* row = X + (size_t)i * cols;
+  __shared__ int s_e[32], s_c[32], s_b[32];
+  __shared__ long long s_s[32];
+  __shared__ unsigned long long s_n[32];
+  int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  int em = kSentinelE, cnt = 0, bad = 0;
+  long long es = 0;
+  for (int k = threadIdx.x; k < cols; k += blockDim.x) {
+    unsigned long long ab;
+    finite_bits(row[k], &ab, &bad);
+    if (ab != 0) {
+      int e = exp_of(ab);
+      em = max(em, e);
+      es += e;
+      cnt += 1;
+    }
+  }
+  em = warp_max(em);
+  es = warp_sum(es);
+  cnt = warp_sum(cnt);
+  bad = __any_sync(0xFFFFFFFFu, bad) ? 1 : 0;
+  if (lane == 0) {
+    s_e[wid] = em;
+    s_s[wid] = es;
+    s_c[wid] = cnt;
+    s_b[wid] = bad;
+  }
+  __syncthreads();
+  em = kSentinelE;
+  cnt = 0;
+  es = 0;
+  bad = 0;
+  for (int w = 0; w < nw; ++w) {
+    em = max(em, s_e[w]);
+    es += s_s[w];
+    cnt += s_c[w];
+    bad |= s_b[w];
+  }
+  if (cnt == 0) em = 0;
+  unsigned long long nf = 0;
+  if (cnt > 0) {
+    for (int k = threadIdx.x; k < cols; k += blockDim.x) {
+      unsigned long long ab;
+      int dummy = 0;
+      finite_bits(row[k], &ab, &dummy);
+      if (ab != 0) {
+        int mu;
+        int e = exp_mu(ab, &mu);
+        nf += nfix_term(e, mu, em);
+      }
+    }
+  }
+  nf = warp_sum(nf);
+  if (lane == 0) s_n[wid] = nf;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    nf = 0;
+    for (int w = 0; w < nw; ++w) nf += s_n[w];
+    emax_out[i] = em;
+    esum_out[i] = es;
+    count_out[i] = cnt;
+    nfix_out[i] = nf;
+    bad_out[i] = bad;
+    if (has_q2) shift_out[i] = line_shift(cnt, em, nf, q2);
+  }
+}
+
+// Columns of a row-major (rows x cols) float64 matrix, pass 1: grid (cols/256, row chunks),
+// one thread per column and chunk; partial results combined with atomics into emax
+// (initialised to kSentinelE by the host: -100000), esum, count, bad (zeroed).
+extern "C" __global__ void oz2_stats_cols_max(const double* __restrict__ X, int rows, int cols,
+                                              int rows_per_chunk, int* __restrict__ emax,
+                                              unsigned long long* __restrict__ esum,
+                                              int* __restrict__ count, int* __restrict__ bad) {
   int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= cols) return;
   int r0 = blockIdx.y * rows_per_chunk;
   int r1 = min(rows, r0 + rows_per_chunk);
-  double m = 0.0;
-  long long s = 0, c = 0;
-  int b = 0;
+  int em = kSentinelE, cnt = 0, b = 0;
+  long long es = 0;
   for (int r = r0; r < r1; ++r) {
-    double x = X[(size_t)r * cols + j];
-    if (isfinite(x)) {
-      double ax = fabs(x);
-      m = fmax(m, ax);
-      if (ax != 0.0) {
-        int e;
-        frexp(ax, &e);
-        s += e;
-        c += 1;
-      }
-    } else {
-      b = 1;
+    unsigned long long ab;
+    finite_bits(X[(size_t)r * cols + j], &ab, &b);
+    if (ab != 0) {
+      int e = exp_of(ab);
+      em = max(em, e);
+      es += e;
+      cnt += 1;
     }
   }
-  atomicMax(mx + j, (unsigned long long)__double_as_longlong(m));
-  atomicAdd(esum + j, (unsigned long long)s);
-  atomicAdd(count + j, (unsigned long long)c);
+  if (cnt > 0) {
+    atomicMax(emax + j, em);
+    atomicAdd(esum + j, (unsigned long long)es);
+    atomicAdd(count + j, cnt);
+  }
   if (b) atomicOr(bad + j, 1);
 }
 
-// ------------------------------------------------------------------------------ residues
-// A (M x K row-major float64) -> res[l][i][k] (int8, row length Kp >= K, Kp % 16 == 0, zero
-// padding): y = rint(scalbn(A[i,k], shift[i])) (0 for NaN/Inf), res = y mod m_l, symmetric.
-// Grid (Kp/4/256 blocks over k, rows); each thread four consecutive k, one char4 per modulus.
-extern "C" __global__ void oz2_residues_rows(const double* __restrict__ A, int M, int K, int Kp,
-                                             const long long* __restrict__ shift, int L,
-                                             int8_t* __restrict__ res) {
-  int k = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
-  if (k >= Kp) return;
-  size_t plane = (size_t)M * Kp;
-  for (int i = blockIdx.y; i < M; i += gridDim.y) {
-    int sh = (int)shift[i];
-    const double* row = A + (size_t)i * K;
-    double y[4];
-#pragma unroll
-    for (int v = 0; v < 4; ++v) {
-      y[v] = 0.0;
-      if (k + v < K) {
-        double x = row[k + v];
-        if (isfinite(x)) y[v] = rint(scalbn(x, sh));
-      }
-    }
-    char4* out = reinterpret_cast<char4*>(res + (size_t)i * Kp + k);
-    for (int l = 0; l < L; ++l) {
-      const ModConst& c = c_mc[l];
-      char4 q;
-      q.x = (signed char)(int)sym_fmod(y[0], c.m, c.c27, c.inv_m, c.hi, c.lo);
-      q.y = (signed char)(int)sym_fmod(y[1], c.m, c.c27, c.inv_m, c.hi, c.lo);
-      q.z = (signed char)(int)sym_fmod(y[2], c.m, c.c27, c.inv_m, c.hi, c.lo);
-      q.w = (signed char)(int)sym_fmod(y[3], c.m, c.c27, c.inv_m, c.hi, c.lo);
-      out[(size_t)l * plane / 4] = q;
+// Columns, pass 2 (after pass 1 completed): nfix partial sums, atomically added (zeroed).
+extern "C" __global__ void oz2_stats_cols_nfix(const double* __restrict__ X, int rows, int cols,
+                                               int rows_per_chunk, const int* __restrict__ emax,
+                                               unsigned long long* __restrict__ nfix) {
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= cols) return;
+  int r0 = blockIdx.y * rows_per_chunk;
+  int r1 = min(rows, r0 + rows_per_chunk);
+  int em = emax[j];
+  unsigned long long nf = 0;
+  for (int r = r0; r < r1; ++r) {
+    unsigned long long ab;
+    int dummy = 0;
+    finite_bits(X[(size_t)r * cols + j], &ab, &dummy);
+    if (ab != 0) {
+      int mu;
+      int e = exp_mu(ab, &mu);
+      nf += nfix_term(e, mu, em);
     }
   }
+  if (nf != 0) atomicAdd(nfix + j, nf);
 }
 
-// Columns c0 .. c0+nb-1 of B (K x N row-major float64) -> res[l][j][k] (int8, B^T with row
-// length Kp, rows nbp >= nb, zero padding), through a 64 (k) x 32 (j) shared-memory tile.
-// Block (32, 8); grid (nbp/32, Kp/64).
+// Per line: emax := 0 for an all-zero line (the column sentinel), then (when has_q2) the shift.
+extern "C" __global__ void oz2_shifts(int n, int* __restrict__ emax, const int* __restrict__ count,
+                                      const unsigned long long* __restrict__ nfix, int q2,
+                                      int has_q2, long long* __restrict__ shift) {
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= n) return;
+  int c = count[j];
+  int em = c == 0 ? 0 : emax[j];
+  emax[j] = em;
+  if (has_q2) shift[j] = line_shift(c, em, nfix[j], q2);
+}
+
+// ------------------------------------------------------------------------------ residues
+// A (M x K row-major float64) -> res[l][i][k] (int8, Mp >= M rows of Kp >= K bytes, Kp % 4 ==
+// 0, zero padding): y = rint(A[i,k] * 2^shift[i]) (0 for NaN/Inf), residue symmetric.
+// 1-D grid over Mp * Kp/4 quads, each thread four consecutive k, one 32-bit store per modulus.
+extern "C" __global__ void oz2_residues_rows(const double* __restrict__ A, int M, int K, int Mp,
+                                             int Kp, const long long* __restrict__ shift, int L,
+                                             int8_t* __restrict__ res) {
+  long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  int quads = Kp >> 2;
+  if (idx >= (long long)Mp * quads) return;
+  int i = (int)(idx / quads);
+  int k = 4 * (int)(idx - (long long)i * quads);
+  long long y[4] = {0, 0, 0, 0};
+  if (i < M) {
+    int sh = (int)shift[i];
+    const double* row = A + (size_t)i * K;
+#pragma unroll
+    for (int v = 0; v < 4; ++v)
+      if (k + v < K) y[v] = scaled_int(row[k + v], sh);
+  }
+  emit_residues(y, L, res + (size_t)i * Kp + k, (size_t)Mp * Kp);
+}
+
+// Columns c0 .. c0+nb-1 of B (K x N row-major float64) -> res[l][j][k] (int8, B^T: nbp >= nb
+// rows of Kp bytes, zero padding), through a shared tile of 128 (k) x 32 (j) scaled integers,
+// stored as tile[j][k % 4][k / 4] with a row stride of 129 words (conflict-free both ways).
+// Block 256 threads; grid (ceil(nbp/32), ceil(Kp/128)).
+#define OZ_TK 128
+#define OZ_TJ 32
+#define OZ_TROW (OZ_TK + 1)
 extern "C" __global__ void oz2_residues_cols(const double* __restrict__ B, int K, int N, int c0,
                                              int nb, int Kp, int nbp,
                                              const long long* __restrict__ shift, int L,
                                              int8_t* __restrict__ res) {
-  __shared__ double tile[64][33];
-  int k0 = blockIdx.y * 64, j0 = blockIdx.x * 32;
-  int jl = j0 + threadIdx.x;
-  int sh = jl < nb ? (int)shift[c0 + jl] : 0;
-  for (int dy = threadIdx.y; dy < 64; dy += blockDim.y) {
-    int k = k0 + dy;
-    double y = 0.0;
-    if (k < K && jl < nb) {
-      double x = B[(size_t)k * N + c0 + jl];
-      if (isfinite(x)) y = rint(scalbn(x, sh));
+  __shared__ long long tile[OZ_TJ * OZ_TROW];
+  int k0 = blockIdx.y * OZ_TK, j0 = blockIdx.x * OZ_TJ;
+  int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+  {
+    int jl = j0 + lane;
+    bool colok = jl < nb;
+    int sh = colok ? (int)shift[c0 + jl] : 0;
+    for (int kk = wid; kk < OZ_TK; kk += 8) {
+      int k = k0 + kk;
+      long long y = 0;
+      if (colok && k < K) y = scaled_int(B[(size_t)k * N + c0 + jl], sh);
+      tile[lane * OZ_TROW + (kk & 3) * 32 + (kk >> 2)] = y;
     }
-    tile[dy][threadIdx.x] = y;
   }
   __syncthreads();
+  int k = k0 + 4 * lane;
+  if (k >= Kp) return;
   size_t plane = (size_t)nbp * Kp;
-  int tid = threadIdx.y * blockDim.x + threadIdx.x;
-  for (int w = tid; w < 32 * 16; w += blockDim.x * blockDim.y) {
-    int jj = w / 16, kq = w % 16;
-    int j = j0 + jj, k = k0 + 4 * kq;
-    if (j >= nbp || k >= Kp) continue;
-    char4* out = reinterpret_cast<char4*>(res + (size_t)j * Kp + k);
-    for (int l = 0; l < L; ++l) {
-      const ModConst& c = c_mc[l];
-      char4 q;
-      q.x = (signed char)(int)sym_fmod(tile[4 * kq + 0][jj], c.m, c.c27, c.inv_m, c.hi, c.lo);
-      q.y = (signed char)(int)sym_fmod(tile[4 * kq + 1][jj], c.m, c.c27, c.inv_m, c.hi, c.lo);
-      q.z = (signed char)(int)sym_fmod(tile[4 * kq + 2][jj], c.m, c.c27, c.inv_m, c.hi, c.lo);
-      q.w = (signed char)(int)sym_fmod(tile[4 * kq + 3][jj], c.m, c.c27, c.inv_m, c.hi, c.lo);
-      out[(size_t)l * plane / 4] = q;
-    }
+  for (int jj = wid; jj < OZ_TJ; jj += 8) {
+    int j = j0 + jj;
+    if (j >= nbp) break;
+    long long y[4];
+#pragma unroll
+    for (int v = 0; v < 4; ++v) y[v] = tile[jj * OZ_TROW + v * 32 + lane];
+    emit_residues(y, L, res + (size_t)j * Kp + k, plane);
   }
 }
 
 // ------------------------------------------------------------------------ reconstruction
-// C[l][i][j] (int32, M x nbp per modulus) -> D[i][c0 + j] = RN(T * 2^-(sa_i + sb_j)).
-// Grid (nb/256 over j, rows). The residue of C (|C| < 2^31) is r = C - m*rint(C/m) moved
-// into the symmetric range: exact, and residues are unique, so it equals the emulator's.
-template <int NL, typename Out>
-__device__ void reconstruct(const int* __restrict__ C, int M, int nb, int nbp, int L,
+// Planes C[l][i][j] (l < L, i < Mp, j < nbp; int32 products or int8 residues) -> D[i][c0 + j]
+// for i < M, j < nb: D = RN(T * 2^-(sa_i + sb_j)) in the target.
+//
+// Per modulus the residue r_l (symmetric) enters as r'_l = r_l + 128 in [0, 255], so
+// S' = sum_l r'_l w_l = S + 128 sum_l w_l == S + 128 (mod M) (sum_l w_l == 1 mod every m_l).
+// X = S' - 128 == S, and T = X - q M with q = rint(X / M) (|T| <= M (1/2 - 2^-20)).
+// S' is accumulated in NL 32-bit limbs held in uint64: r' * W[l,t] < 2^40, at most 20 terms,
+// < 2^45 (exact, one IMAD.WIDE.U32 per limb). q: after an unsigned carry pass the limbs a_t
+// are non-negative, top < 2^45: s = fl(sum a_t 2^(32t)) (NL - 1 roundings of non-negative
+// terms, relative error <= (NL-1) 2^-53), z = fl(s - 128), x = fl(z * fl(1/M)):
+// |x - X/M| <= 2^13 (3.1 + NL - 1) 2^-53 < 2^-37 (S'/M < 255 * 20 < 2^13), far inside the
+// 2^-20 margin, so rint(x) = q exactly.
+//
+// int32 reader (|C| < 2^31): hi = floor((C + 2^15) / 2^16) (as ((C >> 15) + 1) >> 1, no
+// overflow) in [-2^15, 2^15], lo = C - hi 2^16 in [-2^15, 2^15), t = lo + hi c16 == C (mod m)
+// with |c16| <= 127: t in [-2^22, 2^22), so magic + t is exact (bits 0x4B400000 + t), and the
+// float steps of residue_bits give magic + r exactly (|t| < 2^23, same proof). m = 256: the
+// low byte of C. int8 reader: the stored byte, xor 0x80, is r + 128.
+template <typename Plane>
+struct PlaneQuad;
+template <>
+struct PlaneQuad<int> {
+  // r'_v = r_v + 128 of the four int32 products at p.
+  __device__ __forceinline__ static void load(const int* p, const ResConst& c, unsigned (&r)[4]) {
+    int4 q = __ldg(reinterpret_cast<const int4*>(p));
+    int cv[4] = {q.x, q.y, q.z, q.w};
+    if (c.m == 256.0f) {
+#pragma unroll
+      for (int v = 0; v < 4; ++v) r[v] = ((unsigned)cv[v] & 0xFFu) ^ 0x80u;
+      return;
+    }
+#pragma unroll
+    for (int v = 0; v < 4; ++v) {
+      int hi = ((cv[v] >> 15) + 1) >> 1;
+      int t = (int)((unsigned)cv[v] + (unsigned)hi * (unsigned)c.c16m);  // lo + hi*c16
+      float tb = __int_as_float(kMagicBits + t);
+      float q = __fsub_rn(__fmaf_rn(__fsub_rn(tb, kMagic), c.inv_m, kMagic), kMagic);
+      r[v] = (unsigned)(__float_as_int(__fmaf_rn(-q, c.m, tb)) - (kMagicBits - 128));
+    }
+  }
+};
+template <>
+struct PlaneQuad<int8_t> {
+  __device__ __forceinline__ static void load(const int8_t* p, const ResConst&, unsigned (&r)[4]) {
+    unsigned w = __ldg(reinterpret_cast<const unsigned*>(p)) ^ 0x80808080u;
+#pragma unroll
+    for (int v = 0; v < 4; ++v) r[v] = __byte_perm(w, 0u, 0x4440 + v);
+  }
+};
+
+template <int NL, typename Plane, typename Out>
+__device__ void reconstruct(const Plane* __restrict__ C, int M, int Mp, int nb, int nbp, int L,
                             const long long* __restrict__ sa, const long long* __restrict__ sb,
                             int c0, int N, int p, int emin_sub, Out* __restrict__ D) {
-  int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= nb) return;
-  size_t plane = (size_t)M * nbp;
-  long long ebj = sb[c0 + j];
-  for (int i = blockIdx.y; i < M; i += gridDim.y) {
-    const int* cp = C + (size_t)i * nbp + j;
-    long long acc[NL];
+  long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  int quads = nbp >> 2;
+  int i = (int)(idx / quads);
+  int j = 4 * (int)(idx - (long long)i * quads);
+  if (i >= M || j >= nb) return;
+  size_t plane = (size_t)Mp * nbp;
+  const Plane* cp = C + (size_t)i * nbp + j;
+  unsigned long long acc[4][NL];
 #pragma unroll
-    for (int t = 0; t < NL; ++t) acc[t] = 0;
-    double qest = 0.0;
-    for (int l = 0; l < L; ++l) {
-      const ModConst& c = c_mc[l];
-      double y = (double)__ldg(cp + (size_t)l * plane);
-      double r = y - rint(y * c.inv_m) * c.m;
-      if (r > c.hi) r -= c.m;
-      if (r < c.lo) r += c.m;
-      int ri = (int)r;
+  for (int v = 0; v < 4; ++v)
 #pragma unroll
-      for (int t = 0; t < NL; ++t) acc[t] += (long long)ri * (long long)c_W[l * NL + t];
-      qest = qest + r * c.u;
+    for (int t = 0; t < NL; ++t) acc[v][t] = 0;
+  for (int l = 0; l < L; ++l) {
+    unsigned r[4];
+    PlaneQuad<Plane>::load(cp + (size_t)l * plane, c_rc[l], r);
+#pragma unroll
+    for (int t = 0; t < NL; ++t) {
+      unsigned w = c_W[l * NL + t];
+#pragma unroll
+      for (int v = 0; v < 4; ++v) acc[v][t] += (unsigned long long)r[v] * w;
     }
-    long long q = (long long)rint(qest);
+  }
+  long long ea = sa[i];
+  Out out[4];
 #pragma unroll
-    for (int t = 0; t < NL; ++t) acc[t] -= q * (long long)c_Ml[t];
-    normalize<NL>(acc);
-    long long e = -(sa[i] + ebj);
-    D[(size_t)i * N + c0 + j] = (Out)round_limbs<NL>(acc, e, p, emin_sub);
+  for (int v = 0; v < 4; ++v) {
+#pragma unroll
+    for (int t = 0; t < NL - 1; ++t) {
+      acc[v][t + 1] += acc[v][t] >> 32;
+      acc[v][t] &= 0xFFFFFFFFull;
+    }
+    double s = 0.0;
+#pragma unroll
+    for (int t = NL - 1; t >= 0; --t)
+      s = __dadd_rn(
+          s, __dmul_rn(__ull2double_rn(acc[v][t]), __hiloint2double((1023 + 32 * t) << 20, 0)));
+    double x = __dmul_rn(__dsub_rn(s, 128.0), c_invM);
+    long long q = __double2ll_rn(x);
+    long long a[NL];
+#pragma unroll
+    for (int t = 0; t < NL; ++t) a[t] = (long long)acc[v][t] - q * (long long)c_Ml[t];
+    a[0] -= 128;
+    normalize<NL>(a);
+    long long e = (j + v < nb) ? -(ea + sb[c0 + j + v]) : 0;
+    out[v] = round_out<NL, Out>(a, e, p, emin_sub);
+  }
+  Out* dp = D + (size_t)i * N + c0 + j;
+  if (j + 4 <= nb && ((size_t)dp & 15) == 0) {
+    if (sizeof(Out) == 8) {
+      reinterpret_cast<double2*>(dp)[0] = make_double2((double)out[0], (double)out[1]);
+      reinterpret_cast<double2*>(dp)[1] = make_double2((double)out[2], (double)out[3]);
+    } else {
+      *reinterpret_cast<float4*>(dp) =
+          make_float4((float)out[0], (float)out[1], (float)out[2], (float)out[3]);
+    }
+  } else {
+#pragma unroll
+    for (int v = 0; v < 4; ++v)
+      if (j + v < nb) dp[v] = out[v];
   }
 }
 
-#define OZ_RECON(NL, NAME, OUT)                                                                    \
-  extern "C" __global__ void NAME(                                                                 \
-      const int* __restrict__ C, int M, int nb, int nbp, int L, const long long* __restrict__ sa,  \
-      const long long* __restrict__ sb, int c0, int N, int p, int emin_sub, OUT* __restrict__ D) { \
-    reconstruct<NL, OUT>(C, M, nb, nbp, L, sa, sb, c0, N, p, emin_sub, D);                         \
+#define OZ_RECON(NL, NAME, PLANE, OUT)                                                         \
+  extern "C" __global__ void NAME(const PLANE* __restrict__ C, int M, int Mp, int nb, int nbp, \
+                                  int L, const long long* __restrict__ sa,                     \
+                                  const long long* __restrict__ sb, int c0, int N, int p,      \
+                                  int emin_sub, OUT* __restrict__ D) {                         \
+    reconstruct<NL, PLANE, OUT>(C, M, Mp, nb, nbp, L, sa, sb, c0, N, p, emin_sub, D);          \
   }
 
-OZ_RECON(2, oz2_reconstruct_nl2_f64, double)
-OZ_RECON(3, oz2_reconstruct_nl3_f64, double)
-OZ_RECON(4, oz2_reconstruct_nl4_f64, double)
-OZ_RECON(5, oz2_reconstruct_nl5_f64, double)
-OZ_RECON(2, oz2_reconstruct_nl2_f32, float)
-OZ_RECON(3, oz2_reconstruct_nl3_f32, float)
-OZ_RECON(4, oz2_reconstruct_nl4_f32, float)
-OZ_RECON(5, oz2_reconstruct_nl5_f32, float)
+OZ_RECON(2, oz2_recon_i32_nl2_f64, int, double)
+OZ_RECON(3, oz2_recon_i32_nl3_f64, int, double)
+OZ_RECON(4, oz2_recon_i32_nl4_f64, int, double)
+OZ_RECON(5, oz2_recon_i32_nl5_f64, int, double)
+OZ_RECON(2, oz2_recon_i32_nl2_f32, int, float)
+OZ_RECON(3, oz2_recon_i32_nl3_f32, int, float)
+OZ_RECON(4, oz2_recon_i32_nl4_f32, int, float)
+OZ_RECON(5, oz2_recon_i32_nl5_f32, int, float)
+OZ_RECON(2, oz2_recon_i8_nl2_f64, int8_t, double)
+OZ_RECON(3, oz2_recon_i8_nl3_f64, int8_t, double)
+OZ_RECON(4, oz2_recon_i8_nl4_f64, int8_t, double)
+OZ_RECON(5, oz2_recon_i8_nl5_f64, int8_t, double)
+OZ_RECON(2, oz2_recon_i8_nl2_f32, int8_t, float)
+OZ_RECON(3, oz2_recon_i8_nl3_f32, int8_t, float)
+OZ_RECON(4, oz2_recon_i8_nl4_f32, int8_t, float)
+OZ_RECON(5, oz2_recon_i8_nl5_f32, int8_t, float)
