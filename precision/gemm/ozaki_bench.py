@@ -393,8 +393,8 @@ def combine(paths: list[Path], out: Path) -> int:
 
     frames = [pd.read_csv(p) for p in paths]
     commits = {str(c) for f in frames for c in f.get("git_commit", pd.Series(dtype=str)).unique()}
-    if len(commits) > 1:
-        raise ValueError(f"--combine: the tables come from different commits {sorted(commits)}")
+    if len(commits) > 1:  # each row keeps its own commit (provenance column git_commit)
+        log(f"--combine: rows from commits {sorted(commits)}; see the git_commit column")
     df = pd.concat(frames, ignore_index=True)
     df.to_csv(out / "ozaki_bench.csv", index=False)
     rows = [{k: v for k, v in r.items() if not (isinstance(v, float) and math.isnan(v)) or
@@ -417,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fp32-moduli", type=int, nargs="*", default=[7, 8])
     ap.add_argument("--commit", default="")
     ap.add_argument("--combine", type=Path, nargs="*", default=[],
-                    help="no GPU: join these ozaki_bench.csv files of one commit's runs into "
+                    help="no GPU: join these ozaki_bench.csv files (rows keep their commit) into "
                     "OUT/ozaki_bench.csv and evaluate the acceptance on them")  # fmt: skip
     ap.add_argument("--skip", nargs="*", default=[], choices=["identity", "speed", "errors"])
     args = ap.parse_args(argv)

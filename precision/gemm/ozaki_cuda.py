@@ -371,10 +371,10 @@ def ozaki2_cuda(
     for c0 in range(0, N, nb):
         nbc = min(nb, N - c0)
         nbp = _round_up(nbc, pad)
-        bblk = bres.reshape(-1)[: L * nbp * kp]  # [L][nbp][kp] in the buffer's prefix
+        bblk = bres.reshape(-1)[: L * nbp * kp].reshape(L, nbp, kp)  # the buffer's prefix
         residues_cols(cp, B, dsb.shift, L, c0, nbc, nbp, kp, bblk)
         mark("split")
-        cblk = C.reshape(-1)[: L * mp * nbp]
+        cblk = C.reshape(-1)[: L * mp * nbp].reshape(L, mp, nbp)
         if gemm_mod is None:
             from precision.vendor.cublas import int8_gemm_strided_batched
 
