@@ -32,7 +32,6 @@ here runs without a GPU.
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -273,15 +272,17 @@ class CudaRun:
     phase_ms: dict[str, float] = field(default_factory=dict)
 
 
-def _fused_launcher() -> Any:
-    try:
-        gemm_mod = importlib.import_module("precision.gemm.ozaki_gemm_launch").gemm_mod
-    except (ImportError, AttributeError) as exc:
-        raise RuntimeError(
-            "ozaki2 gemm='fused' needs precision.gemm.ozaki_gemm_launch.gemm_mod (the fused INT8 "
-            f"modular GEMM), which is not available: {exc}; use gemm='cublas'"
-        ) from exc
-    return gemm_mod
+def resolve_gemm(cp: Any, gemm: str) -> str:
+    """``gemm="auto"``: the fused modular INT8 GEMM (precision/kernels/ozaki2_gemm.cu, built
+    for sm_90a, which runs on compute capability 9.0 only: H100/H200) where the device is
+    one, else cuBLAS. Both give the same bits."""
+    if gemm == "auto":
+        return "fused" if cp.cuda.Device().compute_capability == "90" else "cublas"
+    if gemm not in PAD:
+        raise ValueError(
+            f"ozaki2 backend='cuda': gemm must be 'auto' or one of {GEMMS}, got {gemm!r}"
+        )
+    return gemm
 
 
 def ozaki2_cuda(
@@ -292,19 +293,20 @@ def ozaki2_cuda(
     terms: int | str = "auto",
     workspace_factor: float = 1.5,
     timed: bool = False,
-    gemm: str = "cublas",
+    gemm: str = "auto",
 ) -> tuple[Any, CudaRun]:
     """Scheme II on the GPU for device or host float64/float32 arrays; returns (D as a CuPy
-    array of ``target``'s dtype, :class:`CudaRun`). ``gemm``: ``"cublas"`` (int32 planes) or
-    ``"fused"`` (int8 residue planes from the fused modular GEMM). ``timed`` records CUDA
-    events per phase (no extra synchronisation before the end)."""
+    array of ``target``'s dtype, :class:`CudaRun`). ``gemm``: ``"cublas"`` (int32 planes),
+    ``"fused"`` (int8 residue planes from our fused modular GEMM, sm_90a) or ``"auto"``
+    (:func:`resolve_gemm`). ``timed`` records CUDA events per phase (no extra
+    synchronisation before the end)."""
+    from precision.gemm.ozaki_gemm_launch import gemm_mod as fused_gemm
     from precision.gpu import require_gpu
 
     cp = require_gpu("ozaki2 backend='cuda'")
     check_args("ozaki2", "int8", target)
-    if gemm not in PAD:
-        raise ValueError(f"ozaki2 backend='cuda': gemm must be one of {GEMMS}, got {gemm!r}")
-    gemm_mod = _fused_launcher() if gemm == "fused" else None
+    gemm = resolve_gemm(cp, gemm)
+    gemm_mod = fused_gemm if gemm == "fused" else None
     A = cp.ascontiguousarray(cp.asarray(A, dtype=cp.float64))
     B = cp.ascontiguousarray(cp.asarray(B, dtype=cp.float64))
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
