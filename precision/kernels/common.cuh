@@ -1,5 +1,6 @@
-// Helpers shared by the GEMM kernels (gemm_mma.cu, gemm_wgmma.cu): the input formats, their
-// rounding (bit-exact, no FTZ: the files are built with nvcc -ftz=false) and cp.async.
+// Helpers shared by the GEMM kernels (gemm_mma.cu, gemm_wgmma.cu, ozaki2_gemm.cu): the input
+// formats, their rounding (bit-exact, no FTZ: the files are built with nvcc -ftz=false) and
+// cp.async.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

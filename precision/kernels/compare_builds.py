@@ -47,12 +47,21 @@ class Build:
 
 
 #: Every cubin the launcher and the probes build (launch.get_kernel: gemm_mma.cu for sm_90,
-#: gemm_wgmma.cu for sm_90a; capture.build_probe: -arch=sm_90 -cubin; wgmma.record: sm_90a).
+#: gemm_wgmma.cu for sm_90a; capture.build_probe: -arch=sm_90 -cubin; wgmma.record: sm_90a;
+#: the Ozaki-II kernels: gemm.ozaki_cuda ozaki2.cu for sm_90, gemm.ozaki_gemm_launch
+#: ozaki2_gemm.cu for sm_90a).
 BUILDS: tuple[Build, ...] = (
     Build("gemm_mma sm_90", "precision/kernels/gemm_mma.cu", ("-arch=sm_90",), KERNEL_FLAGS),
     Build(
         "gemm_wgmma sm_90a",
         "precision/kernels/gemm_wgmma.cu",
+        ("-gencode", "arch=compute_90a,code=sm_90a"),
+        KERNEL_FLAGS,
+    ),
+    Build("ozaki2 sm_90", "precision/kernels/ozaki2.cu", ("-arch=sm_90",), KERNEL_FLAGS),
+    Build(
+        "ozaki2_gemm sm_90a",
+        "precision/kernels/ozaki2_gemm.cu",
         ("-gencode", "arch=compute_90a,code=sm_90a"),
         KERNEL_FLAGS,
     ),
