@@ -43,6 +43,37 @@ def _encode_tiled():  # noqa: ANN202 - a ctypes function
     return fn
 
 
+def _encode(
+    dtype: int, dims: tuple[int, ...], pitches: tuple[int, ...], box: tuple[int, ...],
+    address: int, swizzle: int, what: str,
+) -> bytes:  # fmt: skip
+    """``cuTensorMapEncodeTiled`` of a tiled map (element strides 1, no interleave, L2
+    promotion 128 B, no out-of-bounds NaN fill); ``dims`` and ``box`` innermost first,
+    ``pitches`` the byte strides of dimensions 1.. ; ``what`` names the tensor in errors."""
+    rank = len(dims)
+    buf = ctypes.create_string_buffer(TENSOR_MAP_BYTES + 64)  # the map is 64-byte aligned
+    start = ctypes.addressof(buf) + (-ctypes.addressof(buf)) % 64
+    rc = _encode_tiled()(
+        start,
+        dtype,
+        rank,
+        address,
+        (ctypes.c_uint64 * rank)(*dims),
+        (ctypes.c_uint64 * (rank - 1))(*pitches),
+        (ctypes.c_uint32 * rank)(*box),
+        (ctypes.c_uint32 * rank)(*([1] * rank)),
+        0,
+        _SWIZZLE[swizzle],
+        _L2_PROMOTION_128B,
+        0,
+    )
+    if rc != 0:
+        raise RuntimeError(
+            f"cuTensorMapEncodeTiled failed (CUresult {rc}) for {what}, swizzle {swizzle} B"
+        )
+    return ctypes.string_at(start, TENSOR_MAP_BYTES)
+
+
 def fp32_matrix_map(
     address: int, rows: int, cols: int, box_rows: int, box_cols: int, swizzle: int = 0
 ) -> bytes:
@@ -55,32 +86,9 @@ def fp32_matrix_map(
             f"TMA needs a 16-byte aligned matrix and row pitch: address "
             f"0x{address:x}, {cols} fp32 columns"
         )
-    buf = ctypes.create_string_buffer(TENSOR_MAP_BYTES + 64)  # the map is 64-byte aligned
-    start = ctypes.addressof(buf) + (-ctypes.addressof(buf)) % 64
-    dims = (ctypes.c_uint64 * 2)(cols, rows)
-    pitch = (ctypes.c_uint64 * 1)(cols * 4)
-    box = (ctypes.c_uint32 * 2)(box_cols, box_rows)
-    steps = (ctypes.c_uint32 * 2)(1, 1)
-    rc = _encode_tiled()(
-        start,
-        _FLOAT32,
-        2,
-        address,
-        dims,
-        pitch,
-        box,
-        steps,
-        0,
-        _SWIZZLE[swizzle],
-        _L2_PROMOTION_128B,
-        0,
-    )
-    if rc != 0:
-        raise RuntimeError(
-            f"cuTensorMapEncodeTiled failed (CUresult {rc}) for a {rows} x {cols} "
-            f"fp32 matrix, box {box_rows} x {box_cols}, swizzle {swizzle} B"
-        )
-    return ctypes.string_at(start, TENSOR_MAP_BYTES)
+    what = f"a {rows} x {cols} fp32 matrix, box {box_rows} x {box_cols}"
+    return _encode(_FLOAT32, (cols, rows), (cols * 4,), (box_cols, box_rows), address, swizzle,
+                   what)  # fmt: skip
 
 
 _UINT8 = 0  # CU_TENSOR_MAP_DATA_TYPE_UINT8
@@ -107,30 +115,7 @@ def int8_batched_map(
             f"TMA needs 16-byte aligned matrices, rows and matrix stride: address "
             f"0x{address:x}, {cols} int8 columns, stride {stride} bytes"
         )
-    buf = ctypes.create_string_buffer(TENSOR_MAP_BYTES + 64)  # the map is 64-byte aligned
-    start = ctypes.addressof(buf) + (-ctypes.addressof(buf)) % 64
-    dims = (ctypes.c_uint64 * 3)(cols, rows, count)
-    pitch = (ctypes.c_uint64 * 2)(cols, stride)
-    box = (ctypes.c_uint32 * 3)(box_cols, box_rows, 1)
-    steps = (ctypes.c_uint32 * 3)(1, 1, 1)
-    rc = _encode_tiled()(
-        start,
-        _UINT8,
-        3,
-        address,
-        dims,
-        pitch,
-        box,
-        steps,
-        0,
-        _SWIZZLE[swizzle],
-        _L2_PROMOTION_128B,
-        0,
-    )
-    if rc != 0:
-        raise RuntimeError(
-            f"cuTensorMapEncodeTiled failed (CUresult {rc}) for {count} int8 matrices of "
-            f"{rows} x {cols} (stride {stride} B), box {box_rows} x {box_cols}, "
-            f"swizzle {swizzle} B"
-        )
-    return ctypes.string_at(start, TENSOR_MAP_BYTES)
+    what = f"{count} int8 matrices of {rows} x {cols} (stride {stride} B)"
+    what += f", box {box_rows} x {box_cols}"
+    return _encode(_UINT8, (cols, rows, count), (cols, stride), (box_cols, box_rows, 1), address,
+                   swizzle, what)  # fmt: skip
