@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -57,68 +59,67 @@ def plot_bench(csv: Path, out: Path) -> list[Path]:
         raise ValueError(f"{csv}: no timed rows (tflops_sustained) on phi = 0.5 inputs")
     out.mkdir(parents=True, exist_ok=True)
     sizes = sorted(df["n"].astype(int).unique())
-    written = []
+    written: list[Path] = []
 
-    fig, axes = plt.subplots(1, len(sizes), figsize=(6.5 * len(sizes), 5), squeeze=False)
-    for ax, n in zip(axes[0], sizes, strict=True):
-        d = df[df["n"] == n].sort_values("tflops_sustained")
-        bars = ax.barh(d["label"], d["tflops_sustained"], color="#4c72b0")
-        ax.bar_label(bars, fmt="%.1f", fontsize=8, padding=2)
-        dg = d[d["method"] == "dgemm"]["tflops_sustained"]
-        if len(dg):
+    def panels(name: str, draw: Callable[[Any, int], None], legend: bool) -> None:
+        """One figure ``name`` with a panel per size, ``draw(ax, n)`` filling each."""
+        fig, axes = plt.subplots(1, len(sizes), figsize=(6.5 * len(sizes), 5), squeeze=False)
+        for ax, n in zip(axes[0], sizes, strict=True):
+            draw(ax, n)
+            ax.tick_params(axis="y", labelsize=8)
+        if legend:
+            axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        fig.tight_layout()
+        written.append(out / name)
+        fig.savefig(written[-1], dpi=150)
+        plt.close(fig)
+
+    def bars(ax: Any, d: pd.DataFrame, col: str, color: str) -> None:
+        d = d.sort_values(col)
+        ax.bar_label(ax.barh(d["label"], d[col], color=color), fmt="%.1f", fontsize=8, padding=2)
+
+    def dgemm(n: int, col: str) -> float | None:
+        dg = df[(df["n"] == n) & (df["method"] == "dgemm")][col]
+        return float(dg.iloc[0]) if len(dg) else None
+
+    def speed(ax: Any, n: int) -> None:
+        bars(ax, df[df["n"] == n], "tflops_sustained", "#4c72b0")
+        base = dgemm(n, "tflops_sustained")
+        if base is not None:
             for mult, style in ((1.0, "-"), (1.5, "--"), (1.3, ":")):
-                ax.axvline(mult * float(dg.iloc[0]), color="k", ls=style, lw=0.8,
-                           label=f"{mult:g}x DGEMM")  # fmt: skip
+                ax.axvline(mult * base, color="k", ls=style, lw=0.8, label=f"{mult:g}x DGEMM")
         ax.set_title(f"n = {n}: sustained TFLOP/s (2n³/t), H200")
         ax.set_xlabel("TFLOP/s")
-        ax.tick_params(axis="y", labelsize=8)
-    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    written.append(out / "ozaki_speed.png")
-    fig.savefig(written[-1], dpi=150)
-    plt.close(fig)
 
+    def phases(ax: Any, n: int) -> None:
+        d = oz[oz["n"] == n]
+        left = pd.Series(0.0, index=d.index)
+        for ph in PHASES:
+            col = f"ms_{ph}"
+            if col not in d:
+                continue
+            v = d[col].fillna(0.0)
+            ax.barh(d["label"], v, left=left, label=ph)
+            left = left + v
+        base = dgemm(n, "ms_sustained")
+        if base is not None:
+            for div, style in ((1.0, "-"), (1.5, "--"), (1.3, ":")):
+                ax.axvline(base / div, color="k", ls=style, lw=0.8, label=f"DGEMM / {div:g}")
+        ax.set_title(f"n = {n}: time per ozaki2 call by phase (ms, CUDA events)")
+        ax.set_xlabel("ms")
+
+    def energy(ax: Any, n: int) -> None:
+        bars(ax, en[en["n"] == n], "pj_per_flop", "#dd8452")
+        ax.set_title(f"n = {n}: board energy per flop (pJ), sustained")
+        ax.set_xlabel("pJ / flop")
+
+    panels("ozaki_speed.png", speed, legend=True)
     oz = df[(df["method"] == "ozaki2") & df.get("ms_gemm", pd.Series(dtype=float)).notna()]
     if not oz.empty:
-        fig, axes = plt.subplots(1, len(sizes), figsize=(6.5 * len(sizes), 5), squeeze=False)
-        for ax, n in zip(axes[0], sizes, strict=True):
-            d = oz[oz["n"] == n]
-            left = pd.Series(0.0, index=d.index)
-            for ph in PHASES:
-                col = f"ms_{ph}"
-                if col not in d:
-                    continue
-                v = d[col].fillna(0.0)
-                ax.barh(d["label"], v, left=left, label=ph)
-                left = left + v
-            dg = df[(df["n"] == n) & (df["method"] == "dgemm")]["ms_sustained"]
-            if len(dg):
-                for div, style in ((1.0, "-"), (1.5, "--"), (1.3, ":")):
-                    ax.axvline(float(dg.iloc[0]) / div, color="k", ls=style, lw=0.8,
-                               label=f"DGEMM / {div:g}")  # fmt: skip
-            ax.set_title(f"n = {n}: time per ozaki2 call by phase (ms, CUDA events)")
-            ax.set_xlabel("ms")
-            ax.tick_params(axis="y", labelsize=8)
-        axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        fig.tight_layout()
-        written.append(out / "ozaki_phases.png")
-        fig.savefig(written[-1], dpi=150)
-        plt.close(fig)
-
+        panels("ozaki_phases.png", phases, legend=True)
     en = df[df["pj_per_flop"].notna()]
     if not en.empty:
-        fig, axes = plt.subplots(1, len(sizes), figsize=(6.5 * len(sizes), 5), squeeze=False)
-        for ax, n in zip(axes[0], sizes, strict=True):
-            d = en[en["n"] == n].sort_values("pj_per_flop")
-            bars = ax.barh(d["label"], d["pj_per_flop"], color="#dd8452")
-            ax.bar_label(bars, fmt="%.1f", fontsize=8, padding=2)
-            ax.set_title(f"n = {n}: board energy per flop (pJ), sustained")
-            ax.set_xlabel("pJ / flop")
-            ax.tick_params(axis="y", labelsize=8)
-        fig.tight_layout()
-        written.append(out / "ozaki_energy.png")
-        fig.savefig(written[-1], dpi=150)
-        plt.close(fig)
+        panels("ozaki_energy.png", energy, legend=False)
     return written
 
 
