@@ -276,29 +276,27 @@ def crt_q_bits(moduli: tuple[int, ...], k: int) -> int:
     return (bound // k).bit_length() - 1
 
 
-def norm_top_bits(stats: LineStats, q2: int) -> np.ndarray:
-    """Scheme II: per line, the exponent ``s + emax`` its largest entry is scaled to, the
-    largest with ``4^s·nfix·2^(2·emax - NORM_FRAC) <= 2^q2`` (so the line's 2-norm is within
-    the budget), capped at :data:`QMAX`: ``min(floor((q2 + NORM_FRAC - clog2(nfix)) / 2),
-    QMAX)``, ``clog2(n) = ceil(log2 n)`` (int64; meaningless for all-zero lines)."""
-    cl = _bit_length_i64(np.maximum(np.asarray(stats.nfix, dtype=np.int64), 1) - 1)
+def norm_top_bits(nfix: Any, q2: int) -> np.ndarray:
+    """Scheme II: per line with norm bound ``nfix`` (:attr:`LineStats.nfix`), the exponent
+    ``s + emax`` its largest entry is scaled to, the largest with
+    ``4^s·nfix·2^(2·emax - NORM_FRAC) <= 2^q2`` (so the line's 2-norm is within the budget),
+    capped at :data:`QMAX`: ``min(floor((q2 + NORM_FRAC - clog2(nfix)) / 2), QMAX)``,
+    ``clog2(n) = ceil(log2 n)`` (int64; meaningless for all-zero lines)."""
+    cl = _bit_length_i64(np.maximum(np.asarray(nfix, dtype=np.int64), 1) - 1)
     return np.minimum((q2 + NORM_FRAC - cl) // 2, QMAX)
 
 
 def shifts_from_bounds(emax: Any, nfix: Any, zero: Any, q2: int) -> np.ndarray:
-    """:func:`norm_shifts` from the arrays alone (host): ``min(floor((q2 + 40 -
-    clog2(nfix)) / 2), 62) - emax`` per line, 0 for an all-zero line (int64)."""
-    one = np.zeros(1, dtype=np.int64)
-    st = LineStats(emax=np.asarray(emax, dtype=np.int64), esum=one, count=one,
-                   zero=np.asarray(zero, dtype=bool), bad=one == 1,
-                   nfix=np.asarray(nfix).astype(np.int64))  # fmt: skip
-    return norm_shifts(st, q2)
+    """Scheme II's scale exponents ``s`` per line from the host arrays ``emax``, ``nfix`` and
+    ``zero`` of :class:`LineStats` (0 for all-zero lines), int64: the scaled line is
+    ``rint(x·2^s)``, its largest entry below ``2^(s + emax) <= 2^QMAX``."""
+    top = norm_top_bits(nfix, q2)
+    return np.where(zero, 0, top - np.asarray(emax, dtype=np.int64)).astype(np.int64)
 
 
 def norm_shifts(stats: LineStats, q2: int) -> np.ndarray:
-    """Scheme II's scale exponents ``s`` per line (0 for all-zero lines), int64: the scaled
-    line is ``rint(x·2^s)``, its largest entry below ``2^(s + emax) <= 2^QMAX``."""
-    return np.where(stats.zero, 0, norm_top_bits(stats, q2) - stats.emax).astype(np.int64)
+    """:func:`shifts_from_bounds` of a line's statistics."""
+    return shifts_from_bounds(stats.emax, stats.nfix, stats.zero, q2)
 
 
 def _bit_length_i64(x: np.ndarray) -> np.ndarray:
@@ -335,22 +333,18 @@ def auto_terms(
         spread = max(0, int(sa))
     if method == "ozaki1":
         return max(2, min(OZAKI1_MAX_SLICES, -(-(p + spread) // 7)))
+    # (norm bound, spread) of every line with a nonzero entry
     if isinstance(sa, LineStats):
         assert sb is not None
-        lines = [(sa, spread_a), (sb, spread_b)]
+        pairs = ((sa, spread_a), (sb, spread_b))
+        lines = [(st.nfix[st.count > 0], sp[st.count > 0]) for st, sp in pairs]
     else:  # K entries of magnitude just below 2^emax: nfix = K·2^NORM_FRAC
-        one = np.ones(1, dtype=np.int64)
-        worst = LineStats(emax=0 * one, esum=0 * one, count=one, zero=one == 0, bad=one == 0,
-                          nfix=one * (k << NORM_FRAC))  # fmt: skip
-        lines = [(worst, np.array([spread]))]
+        lines = [(np.array([k << NORM_FRAC]), np.array([spread]))]
     for n in range(2, len(MODULI) + 1):
         q2 = crt_q2(MODULI[:n], k)
         if q2 < 0:
             continue
-        if all(
-            np.all((norm_top_bits(st, q2) >= np.minimum(QMAX, p + sp))[st.count > 0])
-            for st, sp in lines
-        ):
+        if all(np.all(norm_top_bits(nf, q2) >= np.minimum(QMAX, p + sp)) for nf, sp in lines):
             return n
     return len(MODULI)
 

@@ -55,8 +55,6 @@ SOURCE = "ozaki2.cu"
 #: Padding of K and of the column block: cuBLAS INT8 GEMMs (16), the fused GEMM (128, also M).
 PAD: dict[str, int] = {"cublas": 16, "fused": 128}
 GEMMS: tuple[str, ...] = tuple(PAD)
-#: Margin of the CRT range: |T| <= M·(1/2 - 2^-20).
-MARGIN_LOG2 = 20
 #: Row chunk of the column-statistics kernels (one thread per column and chunk).
 _COL_CHUNK = 128
 _SENTINEL_E = -100000  # the kernels' "no entry yet" exponent (kSentinelE)
@@ -165,21 +163,17 @@ class DeviceStats:
     bad: Any
     shift: Any
 
-    def to_host(self) -> tuple[LineStats, np.ndarray]:
-        """(:class:`LineStats`, ``nfix`` as uint64) on the host (synchronises). ``nfix`` is also
-        passed to :class:`LineStats` when that class has such a field."""
-        emax = self.emax.get().astype(np.int64)
+    def to_host(self) -> LineStats:
+        """The :class:`LineStats` on the host (synchronises; ``nfix`` < 2^57 fits int64)."""
         count = self.count.get().astype(np.int64)
-        nfix = self.nfix.get()
-        stats = LineStats(
-            emax=emax,
+        return LineStats(
+            emax=self.emax.get().astype(np.int64),
             esum=self.esum.get().view(np.int64),
             count=count,
             zero=count == 0,
             bad=self.bad.get() != 0,
-            nfix=nfix.astype(np.int64),
+            nfix=self.nfix.get().astype(np.int64),
         )
-        return stats, nfix
 
 
 def device_line_stats(cp: Any, X: Any, axis: int, q2: int | None = None) -> DeviceStats:
@@ -342,7 +336,7 @@ def ozaki2_cuda(
     if terms == "auto":
         dsa = device_line_stats(cp, A, 1)
         dsb = device_line_stats(cp, B, 0)
-        (ha, _), (hb, _) = dsa.to_host(), dsb.to_host()
+        ha, hb = dsa.to_host(), dsb.to_host()
         plan, q2, nl = prepare(choose_terms(ha, hb, target, K))
         apply_shifts(dsa, q2)
         apply_shifts(dsb, q2)
@@ -394,7 +388,7 @@ def ozaki2_cuda(
     # The one synchronisation of the call: is any line bad? Only then the flags themselves.
     any_bad = int(cp.maximum(dsa.bad.max(), dsb.bad.max()).get()) if M and N else 0
     if any_bad:
-        (ha, _), (hb, _) = dsa.to_host(), dsb.to_host()
+        ha, hb = dsa.to_host(), dsb.to_host()
         apply_specials(D, A, B, ha, hb, plan.target, xp=cp)
     mark("specials")
     run = CudaRun(

@@ -233,7 +233,7 @@ def test_auto_terms_rule() -> None:
     plan = make_plan("ozaki2", "int8", "fp32", auto_terms("ozaki2", "fp32", 1024, 2), 1024)
     rng = np.random.default_rng(3)
     st = line_stats(rng.uniform(0.5, 1.0, (4, 1024)), 1)
-    assert np.all(norm_top_bits(st, plan.q2) >= 24 + 2)
+    assert np.all(norm_top_bits(st.nfix, plan.q2) >= 24 + 2)
     # From the operands' norms: never more moduli than the worst case of the same spread, and
     # fewer where the norms are dominated by a few large entries (phi = 2).
     for phi in (0.0, 2.0):
