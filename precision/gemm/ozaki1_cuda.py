@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from precision.gemm.ozaki import (
     FP16_KBLOCK,
     OZAKI1_INT8_KMAX,
@@ -32,8 +30,9 @@ from precision.gemm.ozaki import (
 )
 
 
-def _host_stats(st: LineStats) -> LineStats:
-    return LineStats(*(np.asarray(getattr(v, "get", lambda v=v: v)()) for v in vars(st).values()))
+def _host_stats(cp: Any, st: LineStats) -> LineStats:
+    """The device statistics' arrays copied to the host (a few KB)."""
+    return LineStats(**{name: cp.asnumpy(v) for name, v in vars(st).items()})
 
 
 def int8_slice_products(cp: Any) -> Any:
@@ -101,8 +100,8 @@ def ozaki1_cuda(
             f"ozaki1 fmt='int8' backend='cuda': K = {A.shape[1]} > {OZAKI1_INT8_KMAX}, the "
             "largest K whose int8 digit products are exact in int32; use fmt='fp16'"
         )
-    sa = _host_stats(line_stats(A, 1))
-    sb = _host_stats(line_stats(B, 0))
+    sa = _host_stats(cp, line_stats(A, 1))
+    sb = _host_stats(cp, line_stats(B, 0))
     plan, _, _ = plan_for(A, B, method="ozaki1", fmt=fmt, target=target, terms=terms,
                           stats=(sa, sb))  # fmt: skip
     products = int8_slice_products(cp) if fmt == "int8" else fp16_slice_products(cp)
