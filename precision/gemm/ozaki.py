@@ -243,9 +243,15 @@ class OzakiPlan:
     def limbs(self) -> int:
         """32-bit limbs holding the exact integer T (signed top limb)."""
         if self.method == "ozaki2":
-            return max(2, self.modulus.bit_length() // _LIMB + 1)
+            return crt_limbs(self.moduli)
         g = (self.terms * 127 * 127 * self.k).bit_length() + 7 * (self.terms - 1)
         return g // _LIMB + 1
+
+
+def crt_limbs(moduli: tuple[int, ...]) -> int:
+    """32-bit limbs holding scheme II's integers for ``moduli`` (``M = prod``): bit length of
+    M // 32 + 1, at least 2; so ``M >= 2^(32·(limbs - 1) - 1)`` whenever limbs >= 3."""
+    return max(2, math.prod(moduli).bit_length() // _LIMB + 1)
 
 
 def crt_bound(moduli: tuple[int, ...]) -> int:
@@ -430,7 +436,7 @@ def crt_constants(moduli: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.n
     """(W, u, Mlimbs): ``W[l, t]`` the 32-bit limbs of ``w_l`` (int64), ``u[l] = fl(w_l / M)``
     (float64, correctly rounded) and the limbs of ``M``."""
     M = math.prod(moduli)
-    nl = max(2, M.bit_length() // _LIMB + 1)
+    nl = crt_limbs(moduli)
     W = np.zeros((len(moduli), nl), dtype=np.int64)
     u = np.zeros(len(moduli))
     for i, m in enumerate(moduli):

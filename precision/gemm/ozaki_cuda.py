@@ -48,6 +48,7 @@ from precision.gemm.ozaki import (
     auto_terms,
     check_args,
     crt_constants,
+    crt_limbs,
     make_plan,
 )
 
@@ -59,6 +60,10 @@ GEMMS: tuple[str, ...] = tuple(PAD)
 _COL_CHUNK = 128
 _SENTINEL_E = -100000  # the kernels' "no entry yet" exponent (kSentinelE)
 _THREADS = 256
+#: Largest padded K for which A's rows go through ``oz2_rows_fused`` (statistics, shifts and
+#: residues in one read of A; the row is staged in shared memory, 8 bytes per k: 192 KiB).
+ROWS_FUSED_MAX_KP = 24576
+_ROWS_FUSED_THREADS = 384  # ozaki2.cu OZ_ROWS_T
 
 
 @functools.cache
@@ -98,8 +103,9 @@ def _sym(v: int, m: int) -> int:
 
 def res_constants(moduli: tuple[int, ...]) -> np.ndarray:
     """The kernels' ``ResConst`` per modulus as raw 32-byte records (float32 ``m``,
-    ``fl32(1/m)``, ``c[0..4]`` with ``c[p]`` the symmetric residue of ``2^(14p)`` mod ``m``,
-    then int32 ``c16 - 65536`` with ``c16`` the symmetric residue of ``2^16``). The residue
+    ``fl32(1/m)``, int32 ``-m``, float32 ``c[0..3]`` with ``c[p-1]`` the symmetric residue of
+    ``2^(14p)`` mod ``m``, then int32 ``c16 - 65536`` with ``c16`` the symmetric residue of
+    ``2^16``). The residue
     proofs need every modulus odd in (128, 255] or equal to 256; ValueError otherwise."""
     rec = np.zeros((len(moduli), 8), dtype=np.float32)
     ints = rec.view(np.int32)
@@ -108,7 +114,7 @@ def res_constants(moduli: tuple[int, ...]) -> np.ndarray:
             raise ValueError(f"ozaki2 kernels: modulus {m} must be 256 or odd in (128, 255]")
         rec[li, 0] = m
         rec[li, 1] = np.float32(1.0) / np.float32(m)  # correctly rounded 1/m
-        rec[li, 2] = 1.0
+        ints[li, 2] = -m
         for p in range(1, 5):
             rec[li, 2 + p] = _sym(1 << (14 * p), m)
         ints[li, 7] = _sym(1 << 16, m) - 65536
@@ -127,9 +133,9 @@ def _set_constants(moduli: tuple[int, ...]) -> int:
     from precision.gpu import require_gpu
 
     cp = require_gpu("the Ozaki-II kernels")
-    W, _, Ml = crt_constants(moduli)
     if _CONSTANTS_SET == [moduli]:
-        return int(W.shape[1])
+        return crt_limbs(moduli)
+    W, _, Ml = crt_constants(moduli)
     inv_m = np.array([float(Fraction(1, math.prod(moduli)))], dtype=np.float64)
     mod = _module()
     stream = cp.cuda.get_current_stream()
@@ -163,6 +169,18 @@ class DeviceStats:
     bad: Any
     shift: Any
 
+    @classmethod
+    def empty(cls, cp: Any, n: int) -> DeviceStats:
+        """Arrays for ``n`` lines (uninitialised; ``shift`` zeroed)."""
+        return cls(
+            emax=cp.empty(n, dtype=cp.int32),
+            esum=cp.empty(n, dtype=cp.int64),
+            count=cp.empty(n, dtype=cp.int32),
+            nfix=cp.empty(n, dtype=cp.uint64),
+            bad=cp.empty(n, dtype=cp.int32),
+            shift=cp.zeros(n, dtype=cp.int64),
+        )
+
     def to_host(self) -> LineStats:
         """The :class:`LineStats` on the host (synchronises; ``nfix`` < 2^57 fits int64)."""
         count = self.count.get().astype(np.int64)
@@ -181,14 +199,7 @@ def device_line_stats(cp: Any, X: Any, axis: int, q2: int | None = None) -> Devi
     float64 matrix, with the shifts when ``q2`` is given. Asynchronous (no host copy)."""
     rows, cols = X.shape
     n = rows if axis == 1 else cols
-    st = DeviceStats(
-        emax=cp.empty(n, dtype=cp.int32),
-        esum=cp.empty(n, dtype=cp.int64),
-        count=cp.empty(n, dtype=cp.int32),
-        nfix=cp.empty(n, dtype=cp.uint64),
-        bad=cp.empty(n, dtype=cp.int32),
-        shift=cp.zeros(n, dtype=cp.int64),
-    )
+    st = DeviceStats.empty(cp, n)
     has_q2 = np.int32(q2 is not None)
     q2v = np.int32(q2 if q2 is not None else 0)
     if n == 0:
@@ -227,6 +238,42 @@ def apply_shifts(st: DeviceStats, q2: int | None) -> None:
     )  # fmt: skip
 
 
+@functools.cache
+def _rows_fused_kernel() -> Any:
+    """``oz2_rows_fused``, allowed the dynamic shared memory of a row of ROWS_FUSED_MAX_KP."""
+    kern = _kernel("oz2_rows_fused")
+    nbytes = 8 * ROWS_FUSED_MAX_KP
+    try:  # a RawKernel exposes the attribute; a bare Function needs the driver call
+        kern.max_dynamic_shared_size_bytes = nbytes
+    except AttributeError:
+        from precision.gpu import require_gpu
+
+        cp = require_gpu("the Ozaki-II kernels")
+        cp.cuda.driver.funcSetAttribute(kern.ptr, 8, nbytes)  # MAX_DYNAMIC_SHARED_SIZE
+    return kern
+
+
+def rows_fused(cp: Any, A: Any, q2: int, L: int, mp: int, kp: int, out: Any) -> DeviceStats:
+    """A's row statistics and shifts for ``q2`` (as :func:`device_line_stats`) *and* the
+    residues of :func:`residues_rows` in one kernel that reads A once (``kp <=``
+    :data:`ROWS_FUSED_MAX_KP`); returns the statistics. Asynchronous."""
+    M, K = A.shape
+    if kp > ROWS_FUSED_MAX_KP or kp % 4:
+        raise ValueError(f"rows_fused: padded K = {kp} must be a multiple of 4 and <= "
+                         f"{ROWS_FUSED_MAX_KP}")  # fmt: skip
+    st = DeviceStats.empty(cp, M)
+    if mp == 0:
+        return st
+    _rows_fused_kernel()(
+        (mp,),
+        (_ROWS_FUSED_THREADS,),
+        (A, np.int32(M), np.int32(K), np.int32(mp), np.int32(kp), np.int32(q2), st.emax,
+         st.esum, st.count, st.nfix, st.bad, st.shift, np.int32(L), out),
+        shared_mem=8 * kp,
+    )  # fmt: skip
+    return st
+
+
 def residues_rows(cp: Any, A: Any, shift: Any, L: int, mp: int, kp: int, out: Any) -> None:
     """``out[l][i][k]`` (int8, ``L x mp x kp``) = symmetric residue of ``rint(A[i,k]·2^s_i)``
     modulo ``m_l`` (zero padding); the moduli are those of the last constants set."""
@@ -256,7 +303,8 @@ def residues_cols(
 class CudaRun:
     """What one call did: the plan (moduli, target), ``q2``, the GEMM path, the column block,
     workspace bytes and, when timed, the device milliseconds of each phase (``stats``,
-    ``split`` (residues), ``gemm``, ``reconstruct``, ``specials``)."""
+    ``split`` (residues; with an int ``terms`` also A's row statistics, fused with them),
+    ``gemm``, ``reconstruct``, ``specials``)."""
 
     plan: OzakiPlan
     q2: int = 0
@@ -332,6 +380,10 @@ def ozaki2_cuda(
             raise ValueError(f"ozaki2 backend='cuda': {nl} limbs are not compiled (2..5)")
         return plan, q2, nl
 
+    pad = PAD[gemm]
+    kp = _round_up(K, pad)
+    # A fixed `terms` fixes q2 before the statistics, so A's rows need one kernel and one read
+    fuse_rows = terms != "auto" and kp <= ROWS_FUSED_MAX_KP
     mark("start")
     if terms == "auto":
         dsa = device_line_stats(cp, A, 1)
@@ -342,11 +394,7 @@ def ozaki2_cuda(
         apply_shifts(dsb, q2)
     else:
         plan, q2, nl = prepare(int(terms))  # errors before any launch; no sync
-        dsa = device_line_stats(cp, A, 1, q2)
-        dsb = device_line_stats(cp, B, 0, q2)
     L = plan.terms
-    pad = PAD[gemm]
-    kp = _round_up(K, pad)
     mp = M if gemm == "cublas" else _round_up(M, pad)
     cbytes = 4 if gemm == "cublas" else 1
     budget = int(workspace_factor * 8 * (A.size + B.size)) - L * mp * kp
@@ -354,10 +402,20 @@ def ozaki2_cuda(
     nb = max(pad, budget // per_col)
     nb = nb // 256 * 256 if nb >= 256 else nb // pad * pad  # GEMM-friendly widths
     nb = max(pad, min(nb, _round_up(N, pad)))
-    mark("stats")
     ares = cp.empty((L, mp, kp), dtype=cp.int8)
-    residues_rows(cp, A, dsa.shift, L, mp, kp, ares)
-    mark("split")
+    if fuse_rows:
+        # the longest memory-bound kernel first: the host queues the short ones behind it
+        dsa = rows_fused(cp, A, q2, L, mp, kp, ares)
+        mark("split")
+        dsb = device_line_stats(cp, B, 0, q2)
+        mark("stats")
+    else:
+        if terms != "auto":
+            dsa = device_line_stats(cp, A, 1, q2)
+            dsb = device_line_stats(cp, B, 0, q2)
+        mark("stats")
+        residues_rows(cp, A, dsa.shift, L, mp, kp, ares)
+        mark("split")
     bres = cp.empty((L, nb, kp), dtype=cp.int8)
     C = cp.empty((L, mp, nb), dtype=cp.int32 if gemm == "cublas" else cp.int8)
     p, emin_sub, dtype = TARGETS[plan.target]

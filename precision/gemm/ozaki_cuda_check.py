@@ -253,14 +253,33 @@ def check_case(
     oc.residues_rows(cp, Ad, dsa.shift, L, n, kp, ares)
     bres = cp.zeros((L, nbp, kp), dtype=cp.int8)
     oc.residues_cols(cp, Bd, dsb.shift, L, 0, n, nbp, kp, bres)
-    ah, bh = ares.get(), bres.get()
+    # the fused kernel for A's rows (statistics, shifts and residues in one read; 128-padded)
+    mpf, kpf = -(-n // 128) * 128, -(-n // 128) * 128
+    afused = cp.full((L, mpf, kpf), 99, dtype=cp.int8)  # every byte must be overwritten
+    dsf = oc.rows_fused(cp, Ad, ref["q2"], L, mpf, kpf, afused)
+    hs = dsf.to_host()
+    rs = ref["sa"]
+    for got, want in (
+        (hs.emax, rs["emax"]),
+        (hs.esum, rs["esum"]),
+        (hs.count, rs["count"]),
+        (hs.bad, rs["bad"]),
+        (hs.nfix, rs["nfix"]),
+        (dsf.shift.get(), ref["s_a"]),
+    ):
+        stat_diff += int(np.count_nonzero(got != want))  # fmt: skip
+    out["stat_diff"] = stat_diff
+    ah, bh, fh = ares.get(), bres.get(), afused.get()
     res_diff = 0
     for li, m in enumerate(MODULI[:L]):
         ra = np.zeros((n, kp), dtype=np.int64)
         ra[:, :n] = sym_mod(ref["ya"], m)
         rb = np.zeros((nbp, kp), dtype=np.int64)
         rb[:n, :n] = sym_mod(ref["yb"].T, m)
+        rf = np.zeros((mpf, kpf), dtype=np.int64)
+        rf[:n, :n] = sym_mod(ref["ya"], m)
         res_diff += int(np.count_nonzero(ah[li] != ra)) + int(np.count_nonzero(bh[li] != rb))
+        res_diff += int(np.count_nonzero(fh[li] != rf))
     out["res_diff"] = res_diff
     out["ok"] = bool(
         out["d_diff"] == 0 and stat_diff == 0 and res_diff == 0 and out["crt_bad"] == 0
@@ -420,7 +439,9 @@ using std::max;
 using std::min;
 using std::scalbn;
 #include <algorithm>
+#define OZ_HOST_SHIM 1
 #define __device__
+#define __launch_bounds__(...)
 #define __forceinline__ inline
 #define __global__
 #define __constant__
@@ -457,6 +478,18 @@ inline long long __double_as_longlong(double d) {
   memcpy(&i, &d, 8);
   return i;
 }
+inline double __longlong_as_double(long long i) {
+  double d;
+  memcpy(&d, &i, 8);
+  return d;
+}
+inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
+inline int __double2loint(double d) {
+  unsigned long long b;
+  memcpy(&b, &d, 8);
+  return (int)(unsigned)(b & 0xFFFFFFFFull);
+}
+inline unsigned long long __double2ull_ru(double x) { return (unsigned long long)ceil(x); }
 inline double __hiloint2double(int hi, int lo) {
   unsigned long long b = ((unsigned long long)(unsigned)hi << 32) | (unsigned)lo;
   double d;
@@ -602,6 +635,27 @@ extern "C" void stats_rows_threaded(const double* X, int rows, int cols, int q2,
       th.emplace_back([=] {
         threadIdx = {t, 0, 0};
         oz2_stats_rows(X, rows, cols, q2, has_q2, emax, esum, count, nfix, bad, shift);
+      });
+    for (auto& x : th) x.join();
+  }
+  g_threaded = false;
+}
+// oz2_rows_fused likewise (block-cooperative), one block (row) at a time.
+extern "C" void rows_fused_threaded(const double* A, int M, int K, int Mp, int Kp, int q2,
+                                    int* emax, long long* esum, int* count,
+                                    unsigned long long* nfix, int* bad, long long* shift, int L,
+                                    int8_t* res, unsigned nt) {
+  blockDim = {nt, 1, 1};
+  gridDim = {(unsigned)Mp, 1, 1};
+  g_threaded = true;
+  g_bar.n = nt;
+  for (int r = 0; r < Mp; ++r) {
+    blockIdx = {(unsigned)r, 0, 0};
+    std::vector<std::thread> th;
+    for (unsigned t = 0; t < nt; ++t)
+      th.emplace_back([=] {
+        threadIdx = {t, 0, 0};
+        oz2_rows_fused(A, M, K, Mp, Kp, q2, emax, esum, count, nfix, bad, shift, L, res);
       });
     for (auto& x : th) x.join();
   }
@@ -945,11 +999,16 @@ class _MockKernel:
         self.name = name
 
     def __call__(
-        self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...]
+        self,
+        grid: tuple[int, ...],
+        block: tuple[int, ...],
+        args: tuple[Any, ...],
+        shared_mem: int = 0,
     ) -> None:
         import ctypes
 
-        assert block[0] == 256 and len(block) == 1, block
+        assert block[0] == (384 if self.name == "oz2_rows_fused" else 256), block
+        assert len(block) == 1, block
         holders: list[Any] = []
         for a in args:
             if isinstance(a, np.ndarray):
@@ -965,6 +1024,10 @@ class _MockKernel:
         if self.name == "oz2_stats_rows":  # block-cooperative: one std::thread per thread
             # 64 threads per block (2 warps: same code paths as 256, 4x fewer OS threads)
             _host_lib().stats_rows_threaded(*holders, ctypes.c_uint(64))
+            return
+        if self.name == "oz2_rows_fused":  # block-cooperative as well
+            assert shared_mem >= 8 * int(args[4]), (shared_mem, args[4])  # the staged row
+            _host_lib().rows_fused_threaded(*holders, ctypes.c_uint(64))
             return
         rc = _host_lib().launch(self.name.encode(), grid[0], gy, block[0], params)
         if rc != 0:
@@ -1111,6 +1174,23 @@ def host_case(n: int, phi: float, target: str, L: int, specials: bool) -> dict[s
     stat_diff = int(np.count_nonzero(st["shift"] != r["s_b"]))
     for k in ("emax", "esum", "count", "nfix", "bad"):
         stat_diff += int(np.count_nonzero(st[k].astype(np.int64) != r["sb"][k].astype(np.int64)))
+    # oz2_rows_fused (A's statistics, shifts and residues in one kernel), 64 threads per block
+    mpf = n + 3  # three padding rows: zero residues, no statistics
+    fres = np.full((L, mpf, kp), 99, dtype=np.int8)
+    fst: dict[str, np.ndarray] = {
+        "emax": np.zeros(n, np.int32), "esum": np.zeros(n, np.int64),
+        "count": np.zeros(n, np.int32), "nfix": np.zeros(n, np.uint64),
+        "bad": np.zeros(n, np.int32), "shift": np.zeros(n, np.int64),
+    }  # fmt: skip
+    lib.rows_fused_threaded(_ptr(A), n, n, mpf, kp, r["q2"], *(_ptr(fst[k]) for k in fst), L,
+                            _ptr(fres), ctypes.c_uint(64))  # fmt: skip
+    stat_diff += int(np.count_nonzero(fst["shift"] != r["s_a"]))
+    for k in ("emax", "esum", "count", "nfix", "bad"):
+        stat_diff += int(np.count_nonzero(fst[k].astype(np.int64) != r["sa"][k].astype(np.int64)))
+    for li, m in enumerate(moduli):
+        rf = np.zeros((mpf, kp), dtype=np.int64)
+        rf[:n, :n] = sym_mod(r["ya"], m)
+        res_diff += int(np.count_nonzero(fres[li] != rf))
     C = np.stack([ares[li].astype(np.float64) @ bres[li].astype(np.float64).T for li in range(L)])
     C32 = np.ascontiguousarray(C.astype(np.int32))
     C8 = np.ascontiguousarray(
