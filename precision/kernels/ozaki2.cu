@@ -124,6 +124,19 @@ __device__ __forceinline__ void finite_bits(double x, unsigned long long* ab, in
   *ab = b;
 }
 
+// Pass 1 of the line statistics for one entry x: NaN/Inf sets bad; a nonzero finite x updates
+// the running emax (max), exponent sum and count.
+__device__ __forceinline__ void pass1_entry(double x, int& em, long long& es, int& cnt, int& bad) {
+  unsigned long long ab;
+  finite_bits(x, &ab, &bad);
+  if (ab != 0) {
+    int e = exp_of(ab);
+    em = max(em, e);
+    es += e;
+    cnt += 1;
+  }
+}
+
 template <typename T>
 __device__ __forceinline__ T warp_sum(T v) {
 #pragma unroll
@@ -452,14 +465,7 @@ extern "C" __global__ void oz2_stats_rows(const double* __restrict__ X, int rows
   int em = kSentinelE, cnt = 0, bad = 0;
   long long es = 0;
   for (int k = threadIdx.x; k < cols; k += blockDim.x) {
-    unsigned long long ab;
-    finite_bits(row[k], &ab, &bad);
-    if (ab != 0) {
-      int e = exp_of(ab);
-      em = max(em, e);
-      es += e;
-      cnt += 1;
-    }
+    pass1_entry(row[k], em, es, cnt, bad);
   }
   block_reduce_pass1(em, es, cnt, bad);
   unsigned long long nf = 0;
@@ -500,14 +506,7 @@ extern "C" __global__ void oz2_stats_cols_max(const double* __restrict__ X, int 
   int em = kSentinelE, cnt = 0, b = 0;
   long long es = 0;
   for (int r = r0; r < r1; ++r) {
-    unsigned long long ab;
-    finite_bits(X[(size_t)r * cols + j], &ab, &b);
-    if (ab != 0) {
-      int e = exp_of(ab);
-      em = max(em, e);
-      es += e;
-      cnt += 1;
-    }
+    pass1_entry(X[(size_t)r * cols + j], em, es, cnt, b);
   }
   if (cnt > 0) {
     atomicMax(emax + j, em);
@@ -631,14 +630,7 @@ extern "C" __global__ void __launch_bounds__(OZ_ROWS_T, 3)
       if (q >= quads) break;
 #pragma unroll
       for (int v = 0; v < 4; ++v) {
-        unsigned long long ab;
-        finite_bits(x[j][v], &ab, &bad);
-        if (ab != 0) {
-          int e = exp_of(ab);
-          em = max(em, e);
-          es += e;
-          cnt += 1;
-        }
+        pass1_entry(x[j][v], em, es, cnt, bad);
       }
       s_row2[2 * q] = make_double2(x[j][0], x[j][1]);
       s_row2[2 * q + 1] = make_double2(x[j][2], x[j][3]);
