@@ -288,8 +288,12 @@ def norm_top_bits(nfix: Any, q2: int) -> np.ndarray:
     ``4^s·nfix·2^(2·emax - NORM_FRAC) <= 2^q2`` (so the line's 2-norm is within the budget),
     capped at :data:`QMAX`: ``min(floor((q2 + NORM_FRAC - clog2(nfix)) / 2), QMAX)``,
     ``clog2(n) = ceil(log2 n)`` (int64; meaningless for all-zero lines)."""
-    cl = _bit_length_i64(np.maximum(np.asarray(nfix, dtype=np.int64), 1) - 1)
-    return np.minimum((q2 + NORM_FRAC - cl) // 2, QMAX)
+    return np.minimum((q2 + NORM_FRAC - _clog2_i64(nfix)) // 2, QMAX)
+
+
+def _clog2_i64(nfix: Any) -> np.ndarray:
+    """``ceil(log2 n)`` of positive int64 values (0 for n <= 1), exact."""
+    return _bit_length_i64(np.maximum(np.asarray(nfix, dtype=np.int64), 1) - 1)
 
 
 def shifts_from_bounds(emax: Any, nfix: Any, zero: Any, q2: int) -> np.ndarray:
@@ -346,11 +350,17 @@ def auto_terms(
         lines = [(st.nfix[st.count > 0], sp[st.count > 0]) for st, sp in pairs]
     else:  # K entries of magnitude just below 2^emax: nfix = K·2^NORM_FRAC
         lines = [(np.array([k << NORM_FRAC]), np.array([spread]))]
+    # A line needs norm_top_bits(nfix, q2) = min(floor((q2 + NORM_FRAC - cl) / 2), QMAX) >= t,
+    # t = min(QMAX, p + spread), cl = clog2(nfix); as t <= QMAX that is q2 >= 2t + cl -
+    # NORM_FRAC (integers), so the smallest budget every line accepts is one maximum.
+    need = max(
+        (int(np.max(2 * np.minimum(QMAX, p + sp) + _clog2_i64(nf) - NORM_FRAC)) for nf, sp in lines
+         if nf.size),
+        default=None,
+    )  # fmt: skip
     for n in range(2, len(MODULI) + 1):
         q2 = crt_q2(MODULI[:n], k)
-        if q2 < 0:
-            continue
-        if all(np.all(norm_top_bits(nf, q2) >= np.minimum(QMAX, p + sp)) for nf, sp in lines):
+        if q2 >= 0 and (need is None or q2 >= need):
             return n
     return len(MODULI)
 

@@ -17,6 +17,8 @@ from precision.gemm.ozaki import (
     MODULI,
     NORM_FRAC,
     OZAKI1_INT8_KMAX,
+    QMAX,
+    LineStats,
     auto_terms,
     crt_bound,
     crt_q2,
@@ -242,6 +244,40 @@ def test_auto_terms_rule() -> None:
         worst = auto_terms("ozaki2", "fp64", 1024, max(sa.spread(), sb.spread()))
         got = auto_terms("ozaki2", "fp64", 1024, sa, sb)
         assert got <= worst and (phi == 0 or got < worst), (phi, got, worst)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_auto_terms_is_the_fewest_moduli_every_line_accepts(seed: int) -> None:
+    """auto_terms folds the per-line test into one budget; it must return exactly the fewest
+    moduli whose q2 gives every line ``norm_top_bits >= min(QMAX, p + spread)``, the rule as
+    its docstring states it, tried count by count here (lines with 1..2^57 norm bounds,
+    spreads up to 80 binades, some all-zero lines)."""
+    rng = np.random.default_rng(seed)
+
+    def stats(n: int) -> LineStats:
+        count = rng.integers(0, 3, n) * rng.integers(1, 2000, n)
+        emax = rng.integers(-40, 40, n)
+        spread = np.where(rng.random(n) < 0.1, rng.integers(0, 81, n), rng.integers(0, 12, n))
+        nfix = np.where(count > 0, rng.integers(1, 2**57, n) >> rng.integers(0, 56, n), 0)
+        return LineStats(emax=emax, esum=(emax - spread) * count, count=count, zero=count == 0,
+                         bad=np.zeros(n, bool), nfix=nfix)  # fmt: skip
+
+    for target, p in (("fp64", 53), ("fp32", 24)):
+        for k in (1, 100, 4096, 131071):
+            sa, sb = stats(int(rng.integers(0, 50))), stats(int(rng.integers(1, 50)))
+            want = len(MODULI)
+            for n in range(2, len(MODULI) + 1):
+                q2 = crt_q2(MODULI[:n], k)
+                ok = q2 >= 0 and all(
+                    np.all(norm_top_bits(st.nfix[st.count > 0], q2)
+                           >= np.minimum(QMAX, p + st.emax - st.esum // np.maximum(st.count, 1))
+                           [st.count > 0])
+                    for st in (sa, sb)
+                )  # fmt: skip
+                if ok:
+                    want = n
+                    break
+            assert auto_terms("ozaki2", target, k, sa, sb) == want, (target, k)
 
 
 # -------------------------------------------------------------------- specials and shapes
