@@ -56,7 +56,7 @@ SOURCE = "ozaki2.cu"
 #: Padding of K and of the column block: cuBLAS INT8 GEMMs (16), the fused GEMM (128, also M).
 PAD: dict[str, int] = {"cublas": 16, "fused": 128}
 GEMMS: tuple[str, ...] = tuple(PAD)
-#: Row chunk of the column-statistics kernels (one thread per column and chunk).
+#: Largest row chunk of the column-statistics kernels (one thread per column and chunk).
 _COL_CHUNK = 128
 _SENTINEL_E = -100000  # the kernels' "no entry yet" exponent (kSentinelE)
 _THREADS = 256
@@ -85,6 +85,17 @@ def _round_up(x: int, m: int) -> int:
 
 def _blocks(n: int) -> int:
     return max(1, -(-n // _THREADS))
+
+
+def _col_chunk(rows: int, cols: int) -> int:
+    """Rows per thread of the column-statistics kernels: 128, halved (down to 16) while their
+    grid (blocks of 256 columns x one chunk) has fewer than 1024 blocks, so that small
+    matrices still fill the GPU. Any chunk gives the same integers: the partial maxima and
+    sums are combined with integer atomics."""
+    chunk = _COL_CHUNK
+    while chunk > 16 and _blocks(cols) * -(-rows // chunk) < 1024:
+        chunk //= 2
+    return chunk
 
 
 # ------------------------------------------------------------------------ host-side spec
@@ -170,14 +181,15 @@ class DeviceStats:
     shift: Any
 
     @classmethod
-    def empty(cls, cp: Any, n: int) -> DeviceStats:
-        """Arrays for ``n`` lines (uninitialised; ``shift`` zeroed)."""
+    def empty(cls, cp: Any, n: int, bad: Any = None) -> DeviceStats:
+        """Arrays for ``n`` lines (uninitialised; ``shift`` zeroed); ``bad``: an int32 device
+        array of ``n`` to use for the flags (a view into a buffer shared with other lines)."""
         return cls(
             emax=cp.empty(n, dtype=cp.int32),
             esum=cp.empty(n, dtype=cp.int64),
             count=cp.empty(n, dtype=cp.int32),
             nfix=cp.empty(n, dtype=cp.uint64),
-            bad=cp.empty(n, dtype=cp.int32),
+            bad=cp.empty(n, dtype=cp.int32) if bad is None else bad,
             shift=cp.zeros(n, dtype=cp.int64),
         )
 
@@ -194,12 +206,15 @@ class DeviceStats:
         )
 
 
-def device_line_stats(cp: Any, X: Any, axis: int, q2: int | None = None) -> DeviceStats:
+def device_line_stats(
+    cp: Any, X: Any, axis: int, q2: int | None = None, bad: Any = None
+) -> DeviceStats:
     """:class:`DeviceStats` of the rows (``axis=1``) or columns (``axis=0``) of a device
-    float64 matrix, with the shifts when ``q2`` is given. Asynchronous (no host copy)."""
+    float64 matrix, with the shifts when ``q2`` is given (``bad``: as in
+    :meth:`DeviceStats.empty`). Asynchronous (no host copy)."""
     rows, cols = X.shape
     n = rows if axis == 1 else cols
-    st = DeviceStats.empty(cp, n)
+    st = DeviceStats.empty(cp, n, bad)
     has_q2 = np.int32(q2 is not None)
     q2v = np.int32(q2 if q2 is not None else 0)
     if n == 0:
@@ -217,8 +232,9 @@ def device_line_stats(cp: Any, X: Any, axis: int, q2: int | None = None) -> Devi
     st.count.fill(0)
     st.nfix.fill(0)
     st.bad.fill(0)
-    grid = (_blocks(cols), max(1, -(-rows // _COL_CHUNK)))
-    args = (X, np.int32(rows), np.int32(cols), np.int32(_COL_CHUNK))
+    chunk = _col_chunk(rows, cols)
+    grid = (_blocks(cols), max(1, -(-rows // chunk)))
+    args = (X, np.int32(rows), np.int32(cols), np.int32(chunk))
     _kernel("oz2_stats_cols_max")(grid, (_THREADS,), (*args, st.emax, st.esum, st.count, st.bad))
     _kernel("oz2_stats_cols_nfix")(grid, (_THREADS,), (*args, st.emax, st.nfix))
     apply_shifts(st, q2)
@@ -253,15 +269,18 @@ def _rows_fused_kernel() -> Any:
     return kern
 
 
-def rows_fused(cp: Any, A: Any, q2: int, L: int, mp: int, kp: int, out: Any) -> DeviceStats:
+def rows_fused(
+    cp: Any, A: Any, q2: int, L: int, mp: int, kp: int, out: Any, bad: Any = None
+) -> DeviceStats:
     """A's row statistics and shifts for ``q2`` (as :func:`device_line_stats`) *and* the
     residues of :func:`residues_rows` in one kernel that reads A once (``kp <=``
-    :data:`ROWS_FUSED_MAX_KP`); returns the statistics. Asynchronous."""
+    :data:`ROWS_FUSED_MAX_KP`); returns the statistics (``bad``: as in
+    :meth:`DeviceStats.empty`). Asynchronous."""
     M, K = A.shape
     if kp > ROWS_FUSED_MAX_KP or kp % 4:
         raise ValueError(f"rows_fused: padded K = {kp} must be a multiple of 4 and <= "
                          f"{ROWS_FUSED_MAX_KP}")  # fmt: skip
-    st = DeviceStats.empty(cp, M)
+    st = DeviceStats.empty(cp, M, bad)
     if mp == 0:
         return st
     _rows_fused_kernel()(
@@ -384,10 +403,13 @@ def ozaki2_cuda(
     kp = _round_up(K, pad)
     # A fixed `terms` fixes q2 before the statistics, so A's rows need one kernel and one read
     fuse_rows = terms != "auto" and kp <= ROWS_FUSED_MAX_KP
+    # the bad-line flags of A's rows and B's columns in one buffer: one reduction at the end
+    bad_all = cp.empty(M + N, dtype=cp.int32)
+    bad_a, bad_b = bad_all[:M], bad_all[M:]
     mark("start")
     if terms == "auto":
-        dsa = device_line_stats(cp, A, 1)
-        dsb = device_line_stats(cp, B, 0)
+        dsa = device_line_stats(cp, A, 1, bad=bad_a)
+        dsb = device_line_stats(cp, B, 0, bad=bad_b)
         ha, hb = dsa.to_host(), dsb.to_host()
         plan, q2, nl = prepare(choose_terms(ha, hb, target, K))
         apply_shifts(dsa, q2)
@@ -405,14 +427,14 @@ def ozaki2_cuda(
     ares = cp.empty((L, mp, kp), dtype=cp.int8)
     if fuse_rows:
         # the longest memory-bound kernel first: the host queues the short ones behind it
-        dsa = rows_fused(cp, A, q2, L, mp, kp, ares)
+        dsa = rows_fused(cp, A, q2, L, mp, kp, ares, bad_a)
         mark("split")
-        dsb = device_line_stats(cp, B, 0, q2)
+        dsb = device_line_stats(cp, B, 0, q2, bad_b)
         mark("stats")
     else:
         if terms != "auto":
-            dsa = device_line_stats(cp, A, 1, q2)
-            dsb = device_line_stats(cp, B, 0, q2)
+            dsa = device_line_stats(cp, A, 1, q2, bad_a)
+            dsb = device_line_stats(cp, B, 0, q2, bad_b)
         mark("stats")
         residues_rows(cp, A, dsa.shift, L, mp, kp, ares)
         mark("split")
@@ -444,7 +466,7 @@ def ozaki2_cuda(
         )  # fmt: skip
         mark("reconstruct")
     # The one synchronisation of the call: is any line bad? Only then the flags themselves.
-    any_bad = int(cp.maximum(dsa.bad.max(), dsb.bad.max()).get()) if M and N else 0
+    any_bad = int(bad_all.max().get()) if M and N else 0
     if any_bad:
         ha, hb = dsa.to_host(), dsb.to_host()
         apply_specials(D, A, B, ha, hb, plan.target, xp=cp)
