@@ -68,4 +68,16 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// CTA tile (tm, tn) of blockIdx.x in an mt x nt grid of output tiles, walked GROUP M-tiles at a
+// time (consecutive CTAs share B tiles while a group of A rows stays in L2).
+template <int GROUP>
+__device__ __forceinline__ void raster_tile(int mt, int nt, int& tm, int& tn) {
+  const int pid = blockIdx.x, per_group = GROUP * nt;
+  const int first = (pid / per_group) * GROUP;
+  const int gsize = min(mt - first, GROUP);
+  const int in = pid % per_group;
+  tm = first + in % gsize;
+  tn = in / gsize;
+}
+
 }  // namespace pk

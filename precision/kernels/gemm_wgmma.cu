@@ -119,16 +119,6 @@ __device__ __forceinline__ uint64_t tile_desc(uint32_t s) {
 
 __device__ __forceinline__ uint32_t align1024(uint32_t s) { return (s + 1023u) & ~1023u; }
 
-// CTA tile (tm, tn) of blockIdx.x, RASTER_GROUP M-tiles at a time.
-__device__ __forceinline__ void tile_coords(int mt, int nt, int& tm, int& tn) {
-  const int pid = blockIdx.x, per_group = RASTER_GROUP * nt;
-  const int first = (pid / per_group) * RASTER_GROUP;
-  const int gsize = min(mt - first, RASTER_GROUP);
-  const int in = pid % per_group;
-  tm = first + in % gsize;
-  tn = in / gsize;
-}
-
 // D[row0 + .., col0 + ..] from a warpgroup's m64nN accumulators (PTX fragment layout:
 // d[4j + r] -> row 16w + g + 8(r/2), column 8j + 2q + (r%2)).
 template <int NACC>
@@ -196,7 +186,7 @@ __device__ __forceinline__ void plain_body(const uint8_t* __restrict__ A,
   const uint32_t base = align1024(smem_u32(smem_raw));
   const int tid = threadIdx.x, wgi = tid >> 7;
   int tm, tn;
-  tile_coords(Mp / BM, Np / BN, tm, tn);
+  raster_tile<RASTER_GROUP>(Mp / BM, Np / BN, tm, tn);
   const size_t ld = size_t(Kp) * EB;  // bytes per row of A and of B^T
   const uint8_t* Ag = A + size_t(tm) * BM * ld;
   const uint8_t* Bg = Bt + size_t(tn) * BN * ld;
@@ -480,7 +470,7 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps, fl
     setmaxnreg_dec<Cfg::PRODUCER_REGS>();
     const int r = tid & 127, h = tid >> 7;
     int tm, tn;
-    tile_coords(Mp / BM, Np / BN, tm, tn);
+    raster_tile<RASTER_GROUP>(Mp / BM, Np / BN, tm, tn);
     // thread 0: k-stage kt into its slot, A in KS / A_BOX_K boxes of 128 rows, B in one box
     auto fetch = [&](int kt) {
       const uint32_t slot = base + (kt % S) * SLOT, bar = loaded + 8 * (kt % S);
@@ -596,7 +586,7 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps, fl
     for (int i = 0; i < BN / 2; ++i) acc[i] = __fadd_rn(acc[i], __fmul_rn(corr[i], out_scale));
   }
   int tm, tn;  // (computed here, not kept in registers through the k-loop)
-  tile_coords(Mp / BM, Np / BN, tm, tn);
+  raster_tile<RASTER_GROUP>(Mp / BM, Np / BN, tm, tn);
   store_tile(acc, D, Np, tm * BM + wgi * 64, tn * BN);
   // Any non-finite output: launch.py then recomputes with the top-binade clamp where that can
   // matter (bf16/tf32; an input that rounded up to Inf makes its whole row or column non-finite).

@@ -25,7 +25,8 @@
 //   registers from the producer (40) to the consumers (232).
 //   Epilogue: residues in registers (sym_mod below), staged as bytes through shared memory
 //   (row pitch 272 bytes: conflict-free 2-byte writes) and written with 16-byte stores.
-//   CTA order: tile_coords walks OZ_RASTER_GROUP M-tiles at a time (L2 reuse of Bt tiles).
+//   CTA order: raster_tile (common.cuh) walks OZ_RASTER_GROUP M-tiles at a time (L2 reuse of Bt
+//   tiles).
 //
 // Measured on an H200 (python -m precision.gemm.ozaki_gemm_check, 700 W cap, same process as
 // cuBLAS gemmStridedBatchedEx int8 -> int32; M = Nbp = Kp = n, L = 15, median of 10 calls):
@@ -124,16 +125,6 @@ __device__ __forceinline__ void mma_s8_n256(int (&d)[128], uint64_t da, uint64_t
       : "l"(da), "l"(db));
 }
 
-// CTA tile (tm, tn) of blockIdx.x, RASTER_GROUP M-tiles at a time.
-__device__ __forceinline__ void tile_coords(int mt, int nt, int& tm, int& tn) {
-  const int pid = blockIdx.x, per_group = RASTER_GROUP * nt;
-  const int first = (pid / per_group) * RASTER_GROUP;
-  const int gsize = min(mt - first, RASTER_GROUP);
-  const int in = pid % per_group;
-  tm = first + in % gsize;
-  tn = in / gsize;
-}
-
 // The symmetric residue of c modulo m, in [lo, hi] = [-floor(m/2), ceil(m/2) - 1], from float
 // estimates of the quotient (inv = fp32_rn(1/m); all fp32 operations round to nearest).
 // Step 1: q1 = rint(fp32(fp32(c) * inv)), r1 = c - q1 m (exact: computed modulo 2^32, and the
@@ -169,7 +160,7 @@ __device__ __forceinline__ void gemm_mod_body(int8_t* __restrict__ R, int M, int
   const int tid = threadIdx.x, l = blockIdx.z;
   const int nk = (Kp + BK - 1) / BK;
   int tm, tn;
-  tile_coords((M + BM - 1) / BM, (Nbp + BN - 1) / BN, tm, tn);
+  raster_tile<RASTER_GROUP>((M + BM - 1) / BM, (Nbp + BN - 1) / BN, tm, tn);
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < S; ++s) {
