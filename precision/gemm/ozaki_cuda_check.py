@@ -618,48 +618,43 @@ bool g_threaded = false;
 unsigned long long g_slot[1024];
 BlockBarrier g_bar;
 #include "ozaki2.cu"
-// oz2_stats_rows with one std::thread per CUDA thread (nt threads per block: any multiple of
-// 32, the GPU uses 256), one block (row) at a time.
-extern "C" void stats_rows_threaded(const double* X, int rows, int cols, int q2, int has_q2,
-                                    int* emax, long long* esum, int* count,
-                                    unsigned long long* nfix, int* bad, long long* shift,
-                                    unsigned nt) {
+// A block-cooperative kernel body run as `blocks` blocks of nt CUDA threads, one std::thread
+// per CUDA thread, one block at a time (nt: any multiple of 32).
+template <class Body>
+static void blocks_threaded(unsigned blocks, unsigned nt, Body body) {
   blockDim = {nt, 1, 1};
-  gridDim = {(unsigned)rows, 1, 1};
+  gridDim = {blocks, 1, 1};
   g_threaded = true;
   g_bar.n = nt;
-  for (int r = 0; r < rows; ++r) {
-    blockIdx = {(unsigned)r, 0, 0};
+  for (unsigned r = 0; r < blocks; ++r) {
+    blockIdx = {r, 0, 0};
     std::vector<std::thread> th;
     for (unsigned t = 0; t < nt; ++t)
       th.emplace_back([=] {
         threadIdx = {t, 0, 0};
-        oz2_stats_rows(X, rows, cols, q2, has_q2, emax, esum, count, nfix, bad, shift);
+        body();
       });
     for (auto& x : th) x.join();
   }
   g_threaded = false;
 }
-// oz2_rows_fused likewise (block-cooperative), one block (row) at a time.
+// oz2_stats_rows, one block per row (the GPU uses 256 threads).
+extern "C" void stats_rows_threaded(const double* X, int rows, int cols, int q2, int has_q2,
+                                    int* emax, long long* esum, int* count,
+                                    unsigned long long* nfix, int* bad, long long* shift,
+                                    unsigned nt) {
+  blocks_threaded((unsigned)rows, nt, [=] {
+    oz2_stats_rows(X, rows, cols, q2, has_q2, emax, esum, count, nfix, bad, shift);
+  });
+}
+// oz2_rows_fused, one block per padded row.
 extern "C" void rows_fused_threaded(const double* A, int M, int K, int Mp, int Kp, int q2,
                                     int* emax, long long* esum, int* count,
                                     unsigned long long* nfix, int* bad, long long* shift, int L,
                                     int8_t* res, unsigned nt) {
-  blockDim = {nt, 1, 1};
-  gridDim = {(unsigned)Mp, 1, 1};
-  g_threaded = true;
-  g_bar.n = nt;
-  for (int r = 0; r < Mp; ++r) {
-    blockIdx = {(unsigned)r, 0, 0};
-    std::vector<std::thread> th;
-    for (unsigned t = 0; t < nt; ++t)
-      th.emplace_back([=] {
-        threadIdx = {t, 0, 0};
-        oz2_rows_fused(A, M, K, Mp, Kp, q2, emax, esum, count, nfix, bad, shift, L, res);
-      });
-    for (auto& x : th) x.join();
-  }
-  g_threaded = false;
+  blocks_threaded((unsigned)Mp, nt, [=] {
+    oz2_rows_fused(A, M, K, Mp, Kp, q2, emax, esum, count, nfix, bad, shift, L, res);
+  });
 }
 static void grid1(long long threads, void (*f)()) {
   blockDim = {256, 1, 1};
