@@ -358,6 +358,14 @@ def auto_terms(
          if nf.size),
         default=None,
     )  # fmt: skip
+    return fewest_moduli(need, k)
+
+
+def fewest_moduli(need: int | None, k: int) -> int:
+    """Scheme II: the fewest moduli (a prefix of :data:`MODULI`, at least 2) whose budget
+    :func:`crt_q2` for inner dimension ``k`` is at least ``need``, the largest per-line
+    ``2·min(QMAX, p + spread) + clog2(nfix) - NORM_FRAC`` (:func:`auto_terms`); ``need=None``
+    (no line has a nonzero entry) takes any budget >= 0. All of them when none suffices."""
     for n in range(2, len(MODULI) + 1):
         q2 = crt_q2(MODULI[:n], k)
         if q2 >= 0 and (need is None or q2 >= need):

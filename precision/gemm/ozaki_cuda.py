@@ -18,8 +18,8 @@ The spec (every step exact, so any order of evaluation gives the same bits):
 
 No host round trip and no device synchronisation for an int ``terms``: the shifts are written
 by the statistics kernels; one sync at the end reads whether any line is bad (then the flags,
-for :func:`~precision.gemm.ozaki.apply_specials`). ``terms="auto"`` reads the statistics back
-once to pick the moduli (:func:`choose_terms`).
+for :func:`~precision.gemm.ozaki.apply_specials`). ``terms="auto"`` reduces the statistics
+to one int on the device and reads that back to pick the moduli (:func:`device_auto_terms`).
 
 Workspace beyond inputs and output: the int8 residues of A (``L·Mp·Kp`` bytes) plus, per block
 of ``nb`` output columns, the residues of B (``L·nbp·Kp``) and the product planes (int32:
@@ -45,10 +45,10 @@ from precision.gemm.ozaki import (
     LineStats,
     OzakiPlan,
     apply_specials,
-    auto_terms,
     check_args,
     crt_constants,
     crt_limbs,
+    fewest_moduli,
     make_plan,
 )
 
@@ -58,7 +58,7 @@ PAD: dict[str, int] = {"cublas": 16, "fused": 128}
 GEMMS: tuple[str, ...] = tuple(PAD)
 #: Largest row chunk of the column-statistics kernels (one thread per column and chunk).
 _COL_CHUNK = 128
-_SENTINEL_E = -100000  # the kernels' "no entry yet" exponent (kSentinelE)
+_NO_LINE = int(np.iinfo(np.int32).min)  # oz2_auto_need's "no line with a nonzero entry"
 _THREADS = 256
 #: Largest padded K for which A's rows go through ``oz2_rows_fused`` (statistics, shifts and
 #: residues in one read of A; the row is staged in shared memory, 8 bytes per k: 192 KiB).
@@ -101,10 +101,23 @@ def _col_chunk(rows: int, cols: int) -> int:
 # ------------------------------------------------------------------------ host-side spec
 
 
-def choose_terms(stats_a: LineStats, stats_b: LineStats, target: str, k: int) -> int:
-    """``terms="auto"``: :func:`precision.gemm.ozaki.auto_terms` on the host copies of the
-    line statistics (the same integers the emulator computes, so the same count)."""
-    return auto_terms("ozaki2", target, k, stats_a, stats_b)
+def device_auto_terms(cp: Any, stats_a: DeviceStats, stats_b: DeviceStats, target: str,
+                      k: int) -> int:  # fmt: skip
+    """``terms="auto"`` with the statistics left on the device: ``oz2_auto_need`` reduces every
+    line's smallest acceptable budget to one int (the call's only host copy before the GEMMs:
+    4 bytes), then :func:`precision.gemm.ozaki.fewest_moduli`. The same count as
+    :func:`precision.gemm.ozaki.auto_terms` on the host copies of the statistics."""
+    need = cp.full(1, _NO_LINE, dtype=cp.int32)
+    p = np.int32(TARGETS[target][0])
+    for st in (stats_a, stats_b):
+        n = int(st.emax.size)
+        if n:
+            _kernel("oz2_auto_need")(
+                (_blocks(n),), (_THREADS,),
+                (np.int32(n), st.emax, st.esum, st.count, st.nfix, p, need),
+            )  # fmt: skip
+    v = int(need.get()[0])
+    return fewest_moduli(None if v == _NO_LINE else v, k)
 
 
 def _sym(v: int, m: int) -> int:
@@ -181,16 +194,17 @@ class DeviceStats:
     shift: Any
 
     @classmethod
-    def empty(cls, cp: Any, n: int, bad: Any = None) -> DeviceStats:
-        """Arrays for ``n`` lines (uninitialised; ``shift`` zeroed); ``bad``: an int32 device
-        array of ``n`` to use for the flags (a view into a buffer shared with other lines)."""
+    def empty(cls, cp: Any, n: int, bad: Any = None, zero_shift: bool = True) -> DeviceStats:
+        """Arrays for ``n`` lines (uninitialised; ``shift`` zeroed unless ``zero_shift`` is
+        False); ``bad``: an int32 device array of ``n`` to use for the flags (a view into a
+        buffer shared with other lines)."""
         return cls(
             emax=cp.empty(n, dtype=cp.int32),
             esum=cp.empty(n, dtype=cp.int64),
             count=cp.empty(n, dtype=cp.int32),
             nfix=cp.empty(n, dtype=cp.uint64),
             bad=cp.empty(n, dtype=cp.int32) if bad is None else bad,
-            shift=cp.zeros(n, dtype=cp.int64),
+            shift=cp.zeros(n, dtype=cp.int64) if zero_shift else cp.empty(n, dtype=cp.int64),
         )
 
     def to_host(self) -> LineStats:
@@ -214,7 +228,7 @@ def device_line_stats(
     :meth:`DeviceStats.empty`). Asynchronous (no host copy)."""
     rows, cols = X.shape
     n = rows if axis == 1 else cols
-    st = DeviceStats.empty(cp, n, bad)
+    st = DeviceStats.empty(cp, n, bad, zero_shift=axis == 1)  # columns: oz2_stats_cols_init
     has_q2 = np.int32(q2 is not None)
     q2v = np.int32(q2 if q2 is not None else 0)
     if n == 0:
@@ -227,11 +241,10 @@ def device_line_stats(
              st.nfix, st.bad, st.shift),
         )  # fmt: skip
         return st
-    st.emax.fill(_SENTINEL_E)
-    st.esum.fill(0)
-    st.count.fill(0)
-    st.nfix.fill(0)
-    st.bad.fill(0)
+    _kernel("oz2_stats_cols_init")(
+        (_blocks(n),), (_THREADS,), (np.int32(n), st.emax, st.esum, st.count, st.nfix, st.bad,
+                                     st.shift),
+    )  # fmt: skip
     chunk = _col_chunk(rows, cols)
     grid = (_blocks(cols), max(1, -(-rows // chunk)))
     args = (X, np.int32(rows), np.int32(cols), np.int32(chunk))
@@ -280,7 +293,7 @@ def rows_fused(
     if kp > ROWS_FUSED_MAX_KP or kp % 4:
         raise ValueError(f"rows_fused: padded K = {kp} must be a multiple of 4 and <= "
                          f"{ROWS_FUSED_MAX_KP}")  # fmt: skip
-    st = DeviceStats.empty(cp, M, bad)
+    st = DeviceStats.empty(cp, M, bad, zero_shift=False)  # the kernel writes every row's
     if mp == 0:
         return st
     _rows_fused_kernel()(
@@ -410,8 +423,7 @@ def ozaki2_cuda(
     if terms == "auto":
         dsa = device_line_stats(cp, A, 1, bad=bad_a)
         dsb = device_line_stats(cp, B, 0, bad=bad_b)
-        ha, hb = dsa.to_host(), dsb.to_host()
-        plan, q2, nl = prepare(choose_terms(ha, hb, target, K))
+        plan, q2, nl = prepare(device_auto_terms(cp, dsa, dsb, target, K))
         apply_shifts(dsa, q2)
         apply_shifts(dsb, q2)
     else:

@@ -26,12 +26,15 @@ bounds, and the quotient estimate from the limbs. Results go to stdout and, with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import math
 import os
 import sys
 import time
+import types
+from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
@@ -42,6 +45,7 @@ from precision.gemm.ozaki import (
     TARGETS,
     LineStats,
     apply_specials,
+    auto_terms,
     crt_constants,
     crt_q2,
     normalize_limbs,
@@ -830,6 +834,19 @@ extern "C" int launch(const char* name, unsigned gx, unsigned gy, unsigned bx, v
                           OZ_ARG(6, long long*)));
     return 0;
   }
+  if (!strcmp(name, "oz2_stats_cols_init")) {
+    OZ_GRID(1, oz2_stats_cols_init(OZ_ARG(0, int), OZ_ARG(1, int*),
+                                   OZ_ARG(2, unsigned long long*), OZ_ARG(3, int*),
+                                   OZ_ARG(4, unsigned long long*), OZ_ARG(5, int*),
+                                   OZ_ARG(6, long long*)));
+    return 0;
+  }
+  if (!strcmp(name, "oz2_auto_need")) {
+    OZ_GRID(1, oz2_auto_need(OZ_ARG(0, int), OZ_ARG(1, const int*), OZ_ARG(2, const long long*),
+                             OZ_ARG(3, const int*), OZ_ARG(4, const unsigned long long*),
+                             OZ_ARG(5, int), OZ_ARG(6, int*)));
+    return 0;
+  }
   if (!strcmp(name, "oz2_residues_rows")) {
     OZ_GRID(1, oz2_residues_rows(OZ_ARG(0, const double*), OZ_ARG(1, int), OZ_ARG(2, int),
                                  OZ_ARG(3, int), OZ_ARG(4, int), OZ_ARG(5, const long long*),
@@ -985,6 +1002,9 @@ class _MockCuPy:
     def zeros(self, shape: Any, dtype: Any = np.float64) -> _HostArray:
         return _h(np.zeros(shape, dtype=dtype))
 
+    def full(self, shape: Any, value: Any, dtype: Any = np.float64) -> _HostArray:
+        return _h(np.full(shape, value, dtype=dtype))
+
     def maximum(self, a: Any, b: Any) -> _HostArray:
         return _h(np.maximum(a, b))
 
@@ -1062,15 +1082,11 @@ def _mock_fused(cp: Any, ares: Any, bres: Any, R: Any, M: int, nbp: int, kp: int
     R.reshape(L, M, nbp)[...] = np.stack([sym_mod(c[li], m) for li, m in enumerate(moduli)])
 
 
-def host_pipeline() -> list[dict[str, Any]]:
-    """Run :func:`precision.gemm.ozaki_cuda.ozaki2_cuda` itself on the CPU: numpy for CuPy,
-    the host-compiled kernels (all of them), numpy INT8 products
-    for cuBLAS and for the fused GEMM; small workspace factors force several column blocks.
-    Rectangular operands catch transposition mistakes. Compared bit for bit with
-    :func:`reference`."""
-    import sys
-    import types
-
+@contextlib.contextmanager
+def _kernels_on_the_cpu() -> Iterator[Any]:
+    """Patches :mod:`precision.gemm.ozaki_cuda` so that its GPU code runs on the CPU: numpy
+    for CuPy, the host-compiled kernels, numpy INT8 products for cuBLAS and for the fused
+    GEMM. Yields the module; everything is restored on exit."""
     import precision.gpu
     import precision.vendor.cublas as vc
     from precision.gemm import ozaki_cuda as oc
@@ -1089,8 +1105,25 @@ def host_pipeline() -> list[dict[str, Any]]:
         setattr(obj, name, value)
     sys.modules["precision.gemm.ozaki_gemm_launch"] = fake
     oc._CONSTANTS_SET.clear()
-    results = []
     try:
+        yield oc
+    finally:
+        for obj, name, value in saved:
+            setattr(obj, name, value)
+        if saved_fused is None:
+            sys.modules.pop("precision.gemm.ozaki_gemm_launch", None)
+        else:
+            sys.modules["precision.gemm.ozaki_gemm_launch"] = saved_fused
+        oc._CONSTANTS_SET.clear()
+
+
+def host_pipeline() -> list[dict[str, Any]]:
+    """Run :func:`precision.gemm.ozaki_cuda.ozaki2_cuda` itself on the CPU
+    (:func:`_kernels_on_the_cpu`: all the kernels); small workspace factors force several
+    column blocks. Rectangular operands catch transposition mistakes. Compared bit for bit
+    with :func:`reference`; ``terms="auto"`` must pick :func:`auto_terms`'s count."""
+    results = []
+    with _kernels_on_the_cpu() as oc:
         rng = np.random.default_rng(11)
         for m, k, n, phi, target, terms, gemm, wf, specials in (
             (70, 130, 90, 4.0, "fp64", 15, "cublas", 1.5, False),
@@ -1098,6 +1131,7 @@ def host_pipeline() -> list[dict[str, Any]]:
             (257, 257, 257, 1.0, "fp64", 15, "cublas", 0.25, True),
             (257, 257, 257, 1.0, "fp32", 8, "fused", 0.25, True),
             (100, 33, 300, 4.0, "fp64", "auto", "cublas", 0.3, False),
+            (60, 200, 50, 2.0, "fp32", "auto", "fused", 1.5, False),
             (40, 500, 20, 0.0, "fp64", 16, "fused", 1.5, False),
             (1, 1, 1, 1.0, "fp64", 15, "cublas", 1.5, False),
             (3, 1, 5, 2.0, "fp32", 8, "fused", 1.5, False),
@@ -1112,21 +1146,66 @@ def host_pipeline() -> list[dict[str, Any]]:
                                     workspace_factor=wf)  # fmt: skip
             ref = reference(A, B, run.plan.terms, target, crt_samples=4)
             diff = int(np.count_nonzero(_bits(np.asarray(D)) != _bits(ref["D"])))
+            want_terms = terms
+            if terms == "auto":  # the host rule on the reference's statistics
+                want_terms = auto_terms("ozaki2", target, k, _line_stats(ref["sa"]),
+                                        _line_stats(ref["sb"]))  # fmt: skip
             r = {"m": m, "k": k, "n": n, "phi": phi, "target": target, "terms": str(terms),
                  "L": run.plan.terms, "gemm": gemm, "nb": run.nb, "blocks": -(-n // run.nb),
                  "workspace_bytes": run.workspace_bytes, "q2_match": run.q2 == ref["q2"],
                  "d_diff": diff}  # fmt: skip
-            r["ok"] = diff == 0 and r["q2_match"]
+            r["terms_match"] = run.plan.terms == want_terms
+            r["ok"] = diff == 0 and r["q2_match"] and r["terms_match"]
             results.append(r)
-    finally:
-        for obj, name, value in saved:
-            setattr(obj, name, value)
-        if saved_fused is None:
-            sys.modules.pop("precision.gemm.ozaki_gemm_launch", None)
-        else:
-            sys.modules["precision.gemm.ozaki_gemm_launch"] = saved_fused
-        oc._CONSTANTS_SET.clear()
     return results
+
+
+def host_auto_terms(seed: int = 5) -> dict[str, Any]:
+    """``oz2_auto_need`` (host-compiled) through :func:`precision.gemm.ozaki_cuda.
+    device_auto_terms` against :func:`auto_terms` on the same statistics: random lines with
+    negative, non-divisible exponent sums, norm bounds from 0 (not produced by the statistics
+    kernels; clog2 takes it as 1) to 2^57, spreads up to 2000
+    binades, all-zero lines and empty operands, both targets, K from 1 to INT8_KMAX."""
+    from precision.gemm.ozaki import INT8_KMAX
+
+    rng = np.random.default_rng(seed)
+
+    def stats(n: int) -> LineStats:
+        count = rng.integers(0, 3, n) * rng.integers(1, 5000, n)
+        emax = rng.integers(-1074, 1024, n)
+        spread = np.where(rng.random(n) < 0.2, rng.integers(0, 2001, n), rng.integers(0, 12, n))
+        esum = (emax - spread) * count + rng.integers(0, np.maximum(count, 1))
+        nfix = np.where(count > 0, rng.integers(1, 2**57, n) >> rng.integers(0, 57, n), 0)
+        nfix[:2] = np.where(count[:2] > 0, 1, 0)  # the smallest bound of a nonzero line
+        return LineStats(emax=emax, esum=esum, count=count, zero=count == 0,
+                         bad=np.zeros(n, bool), nfix=nfix)  # fmt: skip
+
+    def on_device(oc: Any, st: LineStats) -> Any:
+        return oc.DeviceStats(
+            emax=_h(st.emax.astype(np.int32)), esum=_h(st.esum.astype(np.int64)),
+            count=_h(st.count.astype(np.int32)), nfix=_h(st.nfix.astype(np.uint64)),
+            bad=_h(st.bad.astype(np.int32)), shift=_h(np.zeros(st.emax.size, np.int64)),
+        )  # fmt: skip
+
+    mismatches, cases, counts = 0, 0, set()
+    with _kernels_on_the_cpu() as oc:
+        for target in ("fp64", "fp32"):
+            for k in (1, 100, 4096, 65536, INT8_KMAX):
+                for na, nb in ((0, 0), (0, 7), (1, 1), (40, 300), (700, 30)):
+                    sa, sb = stats(na), stats(nb)
+                    got = oc.device_auto_terms(
+                        _MockCuPy(), on_device(oc, sa), on_device(oc, sb), target, k
+                    )
+                    want = auto_terms("ozaki2", target, k, sa, sb)
+                    mismatches += int(got != want)
+                    cases += 1
+                    counts.add(want)
+    return {
+        "cases": cases,
+        "mismatches": mismatches,
+        "distinct_counts": sorted(counts),
+        "ok": mismatches == 0,
+    }
 
 
 def host_case(n: int, phi: float, target: str, L: int, specials: bool) -> dict[str, Any]:
@@ -1245,6 +1324,9 @@ def main(argv: list[str] | None = None) -> int:
             report["host"].append(r)
             ok &= r["ok"]
             print("host replay:", json.dumps(r), flush=True)
+        report["host_auto_terms"] = host_auto_terms()
+        ok &= report["host_auto_terms"]["ok"]
+        print("host auto terms (oz2_auto_need):", json.dumps(report["host_auto_terms"]), flush=True)
         report["host_pipeline"] = host_pipeline()
         for r in report["host_pipeline"]:
             ok &= r["ok"]

@@ -492,9 +492,27 @@ extern "C" __global__ void oz2_stats_rows(const double* __restrict__ X, int rows
   }
 }
 
+// Start values of the column statistics, one launch for all six arrays: emax = kSentinelE
+// (-100000, "no entry yet"), esum = count = nfix = bad = shift = 0.
+extern "C" __global__ void oz2_stats_cols_init(int n, int* __restrict__ emax,
+                                               unsigned long long* __restrict__ esum,
+                                               int* __restrict__ count,
+                                               unsigned long long* __restrict__ nfix,
+                                               int* __restrict__ bad,
+                                               long long* __restrict__ shift) {
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= n) return;
+  emax[j] = kSentinelE;
+  esum[j] = 0ull;
+  count[j] = 0;
+  nfix[j] = 0ull;
+  bad[j] = 0;
+  shift[j] = 0;
+}
+
 // Columns of a row-major (rows x cols) float64 matrix, pass 1: grid (cols/256, row chunks),
-// one thread per column and chunk; partial results combined with atomics into emax
-// (initialised to kSentinelE by the host: -100000), esum, count, bad (zeroed).
+// one thread per column and chunk; partial results combined with atomics into emax, esum,
+// count and bad (started by oz2_stats_cols_init).
 extern "C" __global__ void oz2_stats_cols_max(const double* __restrict__ X, int rows, int cols,
                                               int rows_per_chunk, int* __restrict__ emax,
                                               unsigned long long* __restrict__ esum,
@@ -549,6 +567,28 @@ extern "C" __global__ void oz2_shifts(int n, int* __restrict__ emax, const int* 
   int em = c == 0 ? 0 : emax[j];
   emax[j] = em;
   if (has_q2) shift[j] = line_shift(c, em, nfix[j], q2);
+}
+
+// terms="auto" without a host copy of the statistics (ozaki.auto_terms): per line with a
+// nonzero entry, the smallest budget Q2 that keeps its mean-exponent entry p bits,
+// need = 2 min(62, p + spread) + clog2(nfix) - 40 with spread = emax - floor(esum / count),
+// maxed atomically into *need (the host initialises it to INT_MIN = "no such line" and reads
+// the one int back). One thread per line; esum is read as int64 (the column kernels sum it
+// in uint64, two's complement, the same bits).
+extern "C" __global__ void oz2_auto_need(int n, const int* __restrict__ emax,
+                                         const long long* __restrict__ esum,
+                                         const int* __restrict__ count,
+                                         const unsigned long long* __restrict__ nfix, int p,
+                                         int* __restrict__ need) {
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= n || count[j] <= 0) return;
+  long long c = count[j], s = esum[j];
+  long long mean = s >= 0 ? s / c : -((-s + c - 1) / c);  // floor(s / c)
+  long long t = (long long)p + (emax[j] - mean);
+  if (t > 62) t = 62;
+  unsigned long long nf = nfix[j];
+  int cl = nf > 1ull ? 64 - __clzll(nf - 1ull) : 0;  // clog2(nfix) (0 for nfix <= 1)
+  atomicMax(need, (int)(2 * t + cl - 40));
 }
 
 // ------------------------------------------------------------------------------ residues
