@@ -124,6 +124,28 @@ __device__ __forceinline__ void finite_bits(double x, unsigned long long* ab, in
   *ab = b;
 }
 
+// The nfix term of any entry of a line with largest exponent emax: 0 for zero and NaN/Inf
+// entries, nfix_term_fast where it applies (emax >= -1003, uniform per line), else nfix_term.
+struct NfixTerm {
+  int emax;
+  bool fast;
+  double p2;  // 2^(20 - emax) on the fast path
+  __device__ __forceinline__ explicit NfixTerm(int em)
+      : emax(em),
+        fast(em >= -1003),
+        p2(em >= -1003 ? __hiloint2double((20 - em + 1023) << 20, 0) : 0.0) {}
+  __device__ __forceinline__ unsigned long long operator()(double x) const {
+    unsigned long long ab;
+    int dummy = 0;
+    finite_bits(x, &ab, &dummy);
+    if (ab == 0) return 0ull;
+    if (fast) return nfix_term_fast(ab, emax, p2);
+    int mu;
+    int e = exp_mu(ab, &mu);
+    return nfix_term(e, mu, emax);
+  }
+};
+
 // Pass 1 of the line statistics for one entry x: NaN/Inf sets bad; a nonzero finite x updates
 // the running emax (max), exponent sum and count.
 __device__ __forceinline__ void pass1_entry(double x, int& em, long long& es, int& cnt, int& bad) {
@@ -470,16 +492,8 @@ extern "C" __global__ void oz2_stats_rows(const double* __restrict__ X, int rows
   block_reduce_pass1(em, es, cnt, bad);
   unsigned long long nf = 0;
   if (cnt > 0) {
-    for (int k = threadIdx.x; k < cols; k += blockDim.x) {
-      unsigned long long ab;
-      int dummy = 0;
-      finite_bits(row[k], &ab, &dummy);
-      if (ab != 0) {
-        int mu;
-        int e = exp_mu(ab, &mu);
-        nf += nfix_term(e, mu, em);
-      }
-    }
+    NfixTerm term(em);
+    for (int k = threadIdx.x; k < cols; k += blockDim.x) nf += term(row[k]);
   }
   nf = block_sum_u64(nf);
   if (threadIdx.x == 0) {
@@ -494,12 +508,9 @@ extern "C" __global__ void oz2_stats_rows(const double* __restrict__ X, int rows
 
 // Start values of the column statistics, one launch for all six arrays: emax = kSentinelE
 // (-100000, "no entry yet"), esum = count = nfix = bad = shift = 0.
-extern "C" __global__ void oz2_stats_cols_init(int n, int* __restrict__ emax,
-                                               unsigned long long* __restrict__ esum,
-                                               int* __restrict__ count,
-                                               unsigned long long* __restrict__ nfix,
-                                               int* __restrict__ bad,
-                                               long long* __restrict__ shift) {
+extern "C" __global__ void oz2_stats_cols_init(
+    int n, int* __restrict__ emax, unsigned long long* __restrict__ esum, int* __restrict__ count,
+    unsigned long long* __restrict__ nfix, int* __restrict__ bad, long long* __restrict__ shift) {
   int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= n) return;
   emax[j] = kSentinelE;
@@ -542,18 +553,9 @@ extern "C" __global__ void oz2_stats_cols_nfix(const double* __restrict__ X, int
   if (j >= cols) return;
   int r0 = blockIdx.y * rows_per_chunk;
   int r1 = min(rows, r0 + rows_per_chunk);
-  int em = emax[j];
+  NfixTerm term(emax[j]);
   unsigned long long nf = 0;
-  for (int r = r0; r < r1; ++r) {
-    unsigned long long ab;
-    int dummy = 0;
-    finite_bits(X[(size_t)r * cols + j], &ab, &dummy);
-    if (ab != 0) {
-      int mu;
-      int e = exp_mu(ab, &mu);
-      nf += nfix_term(e, mu, em);
-    }
-  }
+  for (int r = r0; r < r1; ++r) nf += term(X[(size_t)r * cols + j]);
   if (nf != 0) atomicAdd(nfix + j, nf);
 }
 
@@ -679,26 +681,10 @@ extern "C" __global__ void __launch_bounds__(OZ_ROWS_T, 3)
   block_reduce_pass1(em, es, cnt, bad);
   unsigned long long nf = 0;
   if (cnt > 0) {
-    bool fast = em >= -1003;  // uniform per block
-    double p2 = fast ? __hiloint2double((20 - em + 1023) << 20, 0) : 0.0;
+    NfixTerm term(em);  // its fast/slow branch is uniform per block
     for (int q = threadIdx.x; q < quads; q += T) {
       double2 lo = s_row2[2 * q], hi = s_row2[2 * q + 1];
-      double x[4] = {lo.x, lo.y, hi.x, hi.y};
-#pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        unsigned long long ab;
-        int dummy = 0;
-        finite_bits(x[v], &ab, &dummy);
-        if (ab != 0) {
-          if (fast) {
-            nf += nfix_term_fast(ab, em, p2);
-          } else {
-            int mu;
-            int e = exp_mu(ab, &mu);
-            nf += nfix_term(e, mu, em);
-          }
-        }
-      }
+      nf += term(lo.x) + term(lo.y) + term(hi.x) + term(hi.y);
     }
   }
   nf = block_sum_u64(nf);
