@@ -145,6 +145,21 @@ def res_constants(moduli: tuple[int, ...]) -> np.ndarray:
     return rec
 
 
+def crt_parts(moduli: tuple[int, ...]) -> tuple[np.ndarray, int]:
+    """The CRT weights ``w_l`` in 40-bit parts for the kernels' fp64 accumulation (float64
+    ``(20, 4)``, row ``l`` = bits ``40k .. 40k + 39`` of ``w_l``, exact) and the number of
+    parts ``ceil(bit length of M / 40)``, which covers every ``w_l < M``."""
+    M = math.prod(moduli)
+    nparts = -(-M.bit_length() // 40)
+    parts = np.zeros((20, 4), dtype=np.float64)
+    for li, m in enumerate(moduli):
+        Mi = M // m
+        w = Mi * pow(Mi, -1, m) % M
+        for k in range(min(nparts, 4)):
+            parts[li, k] = float((w >> (40 * k)) & ((1 << 40) - 1))
+    return parts, nparts
+
+
 _CONSTANTS_SET: list[tuple[int, ...]] = []  # the moduli whose constants the module holds
 
 
@@ -161,6 +176,7 @@ def _set_constants(moduli: tuple[int, ...]) -> int:
         return crt_limbs(moduli)
     W, _, Ml = crt_constants(moduli)
     inv_m = np.array([float(Fraction(1, math.prod(moduli)))], dtype=np.float64)
+    parts, nparts = crt_parts(moduli)
     mod = _module()
     stream = cp.cuda.get_current_stream()
     for name, values in (
@@ -168,6 +184,8 @@ def _set_constants(moduli: tuple[int, ...]) -> int:
         ("c_W", W.ravel().astype(np.uint32)),
         ("c_Ml", Ml.astype(np.uint32)),
         ("c_invM", inv_m),
+        ("c_Wd", parts.ravel()),
+        ("c_nparts", np.array([nparts], dtype=np.int32)),
     ):
         host = np.ascontiguousarray(values)
         # host-to-device copies (constant memory is read-only for kernels); pageable host

@@ -52,7 +52,7 @@ from precision.gemm.ozaki import (
     round_limbs,
 )
 from precision.gemm.ozaki import shifts_from_bounds as line_shifts
-from precision.gemm.ozaki_cuda import res_constants
+from precision.gemm.ozaki_cuda import crt_parts, res_constants
 
 _MASK = (1 << 32) - 1
 
@@ -671,11 +671,13 @@ static void grid1(long long threads, void (*f)()) {
     }
 }
 extern "C" void set_consts(const void* rc, int L, const unsigned* W, int nW, const unsigned* Ml,
-                           int nl, double invM) {
+                           int nl, double invM, const double* Wd, int nparts) {
   memcpy(c_rc, rc, 32 * L);
   memcpy(c_W, W, 4 * nW);
   memcpy(c_Ml, Ml, 4 * nl);
   c_invM = invM;
+  memcpy(c_Wd, Wd, sizeof(c_Wd));
+  c_nparts = nparts;
 }
 static const double* gA;
 static int gM, gK, gMp, gKp, gL;
@@ -879,11 +881,13 @@ extern "C" int launch(const char* name, unsigned gx, unsigned gy, unsigned bx, v
   return 1;  // unknown kernel
 }
 extern "C" int set_global(const char* name, const void* src, size_t n) {
-  void* dst = !strcmp(name, "c_rc")     ? (void*)c_rc
-              : !strcmp(name, "c_W")    ? (void*)c_W
-              : !strcmp(name, "c_Ml")   ? (void*)c_Ml
-              : !strcmp(name, "c_invM") ? (void*)&c_invM
-                                        : nullptr;
+  void* dst = !strcmp(name, "c_rc")       ? (void*)c_rc
+              : !strcmp(name, "c_W")      ? (void*)c_W
+              : !strcmp(name, "c_Ml")     ? (void*)c_Ml
+              : !strcmp(name, "c_invM")   ? (void*)&c_invM
+              : !strcmp(name, "c_Wd")     ? (void*)c_Wd
+              : !strcmp(name, "c_nparts") ? (void*)&c_nparts
+                                          : nullptr;
   if (dst == nullptr) return 1;
   memcpy(dst, src, n);
   return 0;
@@ -1224,7 +1228,9 @@ def host_case(n: int, phi: float, target: str, L: int, specials: bool) -> dict[s
     Wu = np.ascontiguousarray(W.ravel().astype(np.uint32))
     Mu = np.ascontiguousarray(Ml.astype(np.uint32))
     inv = ctypes.c_double(float(Fraction(1, math.prod(moduli))))
-    lib.set_consts(_ptr(rc), L, _ptr(Wu), Wu.size, _ptr(Mu), Mu.size, inv)
+    parts, nparts = crt_parts(moduli)
+    lib.set_consts(_ptr(rc), L, _ptr(Wu), Wu.size, _ptr(Mu), Mu.size, inv,
+                   _ptr(np.ascontiguousarray(parts)), nparts)  # fmt: skip
     kp = -(-n // 16) * 16
     sa = np.ascontiguousarray(r["s_a"], dtype=np.int64)
     sb = np.ascontiguousarray(r["s_b"], dtype=np.int64)
@@ -1319,6 +1325,8 @@ def main(argv: list[str] | None = None) -> int:
             (257, 1.0, "fp64", 15, True), (257, 1.0, "fp32", 8, True),
             (100, 0.0, "fp64", 20, False), (64, 1.0, "fp64", 2, False),
             (100, 1.0, "fp32", 5, False), (257, 4.0, "fp64", 15, False),
+            (100, 1.0, "fp64", 16, False), (64, 2.0, "fp64", 11, False),
+            (64, 0.5, "fp64", 10, False),
         ):  # fmt: skip
             r = host_case(n, phi, target, L, specials)
             report["host"].append(r)

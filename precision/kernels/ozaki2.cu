@@ -34,6 +34,10 @@ extern "C" {
 __constant__ ResConst c_rc[OZ_MAX_MODULI];
 // CRT weights w_l in 32-bit limbs (c_W[l * NL + t]), the limbs of M and fl64(1/M).
 __constant__ unsigned int c_W[OZ_MAX_MODULI * OZ_MAX_LIMBS];
+// The same weights in 40-bit parts as doubles (c_Wd[l * 4 + k] = bits 40k .. 40k + 39 of w_l,
+// exact), and how many parts w_l < M needs (ceil(bit length of M / 40)): the fp64 path.
+__constant__ double c_Wd[OZ_MAX_MODULI * 4];
+__constant__ int c_nparts;
 __constant__ unsigned int c_Ml[OZ_MAX_LIMBS];
 __constant__ double c_invM;
 }
@@ -757,7 +761,12 @@ extern "C" __global__ void oz2_residues_cols(const double* __restrict__ B, int K
 // S' = sum_l r'_l w_l = S + 128 sum_l w_l == S + 128 (mod M) (sum_l w_l == 1 mod every m_l).
 // X = S' - 128 == S, and T = X - q M with q = rint(X / M) (|T| <= M (1/2 - 2^-20)).
 // S' is accumulated in NL 32-bit limbs held in uint64: r' * W[l,t] < 2^40, at most 20 terms,
-// < 2^45 (exact, one IMAD.WIDE.U32 per limb). q: after an unsigned carry pass the limbs a_t
+// < 2^45 (exact, one IMAD.WIDE.U32 per limb). For NL <= 4 (at most 16 moduli: 17 is the
+// first count whose M exceeds 2^128) S' is accumulated in fp64 instead (the FP64 pipe issues
+// these multiply-adds about twice as fast): with w_l = sum_k w_lk 2^(40k), w_lk < 2^40 exact
+// doubles, each part sum P_k = sum_l r'_l w_lk is an integer below 16 * 255 * 2^40 < 2^52,
+// so every DFMA is exact in any order; P_k's bits are those of P_k + 2^52, and the parts
+// enter the limbs at bit 40k (accumulate_fp64). q: after an unsigned carry pass the limbs a_t
 // are non-negative, top < 2^45. z = fl(a_{NL-1} 2^32 + a_{NL-2}') with a_{NL-2}' = a_0 - 128
 // for NL = 2 (exact; nothing else is dropped) and a_{NL-2} otherwise, x = fl(z 2^(32(NL-2))
 // fl(1/M)) (exact scaling, two roundings). For NL >= 3, M >= 2^(32(NL-1)-1) (NL = bit
@@ -821,6 +830,60 @@ __device__ __forceinline__ double small_u64_to_double(unsigned long long u) {
   return __dsub_rn(__hiloint2double(0x43300000 | (int)(u >> 32), (int)(unsigned)u), 0x1p52);
 }
 
+// S' (see above) of four outputs into the uint64 limbs acc (zeroed) through P parts of 40 bits:
+// part k enters at bit 40k = 32 t0 + sh, its low 32 - sh bits into limb t0 (shifted), the rest
+// into limb t0 + 1 (below 2^52 each, so no limb overflows). Part P - 1 may start in the top
+// limb, where S' < 2^(32(NL - 1) + 45) bounds it: it is added there whole.
+template <int NL, int P, typename Plane>
+__device__ __forceinline__ void accumulate_fp64(const Plane* cp, size_t plane, int L,
+                                                unsigned long long (&acc)[4][NL]) {
+  using PQ = PlaneQuad<Plane>;
+  constexpr int G = PQ::kGroup;
+  double part[4][P];
+#pragma unroll
+  for (int v = 0; v < 4; ++v)
+#pragma unroll
+    for (int k = 0; k < P; ++k) part[v][k] = 0.0;
+#pragma unroll
+  for (int l0 = 0; l0 < 16; l0 += G) {
+    if (l0 >= L) break;
+    typename PQ::Raw raw[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+      if (l0 + g < L && l0 + g < 16) raw[g] = PQ::load(cp + (size_t)(l0 + g) * plane);
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      int l = l0 + g;
+      if (l >= L || l >= 16) break;
+      unsigned r[4];
+      PQ::decode(raw[g], c_rc[l], r);
+#pragma unroll
+      for (int v = 0; v < 4; ++v) {
+        double rv = __dsub_rn(__hiloint2double(0x43300000, (int)r[v]), 0x1p52);  // r' exactly
+#pragma unroll
+        for (int k = 0; k < P; ++k) part[v][k] = __fma_rn(rv, c_Wd[l * 4 + k], part[v][k]);
+      }
+    }
+  }
+#pragma unroll
+  for (int v = 0; v < 4; ++v) {
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      unsigned long long u =
+          (unsigned long long)__double_as_longlong(__dadd_rn(part[v][k], 0x1p52)) -
+          0x4330000000000000ull;  // P_k < 2^52: 2^52 + P_k is exact
+      constexpr int kBits = 40;
+      const int t0 = (kBits * k) >> 5, sh = (kBits * k) & 31;
+      if (t0 + 1 < NL) {
+        acc[v][t0] += (u << sh) & 0xFFFFFFFFull;
+        acc[v][t0 + 1] += u >> (32 - sh);
+      } else {
+        acc[v][t0] += u << sh;
+      }
+    }
+  }
+}
+
 template <int NL, typename Plane, typename Out>
 __device__ void reconstruct(const Plane* __restrict__ C, int M, int Mp, int nb, int nbp, int L,
                             const long long* __restrict__ sa, const long long* __restrict__ sb,
@@ -840,29 +903,38 @@ __device__ void reconstruct(const Plane* __restrict__ C, int M, int Mp, int nb, 
   for (int v = 0; v < 4; ++v)
 #pragma unroll
     for (int t = 0; t < NL; ++t) acc[v][t] = 0;
-  using PQ = PlaneQuad<Plane>;
-  constexpr int G = PQ::kGroup;
-  // Unrolled over the largest modulus count (constants as operands, see emit_residues); the
-  // loads of a group of planes are issued together, ahead of their use, so their latency is
-  // paid once per group rather than once per modulus.
+  if constexpr (NL <= 4) {
+    // <= 16 moduli: fp64 parts, ceil(bits(M) / 40) of them (c_nparts, uniform per call)
+    constexpr int kParts = (32 * NL + 39) / 40;
+    if (c_nparts == kParts)
+      accumulate_fp64<NL, kParts, Plane>(cp, plane, L, acc);
+    else
+      accumulate_fp64<NL, (kParts > 1 ? kParts - 1 : 1), Plane>(cp, plane, L, acc);
+  } else {
+    using PQ = PlaneQuad<Plane>;
+    constexpr int G = PQ::kGroup;
+    // Unrolled over the largest modulus count (constants as operands, see emit_residues); the
+    // loads of a group of planes are issued together, ahead of their use, so their latency is
+    // paid once per group rather than once per modulus.
 #pragma unroll
-  for (int l0 = 0; l0 < OZ_MAX_MODULI; l0 += G) {
-    if (l0 >= L) break;
-    typename PQ::Raw raw[G];
+    for (int l0 = 0; l0 < OZ_MAX_MODULI; l0 += G) {
+      if (l0 >= L) break;
+      typename PQ::Raw raw[G];
 #pragma unroll
-    for (int g = 0; g < G; ++g)
-      if (l0 + g < L) raw[g] = PQ::load(cp + (size_t)(l0 + g) * plane);
+      for (int g = 0; g < G; ++g)
+        if (l0 + g < L) raw[g] = PQ::load(cp + (size_t)(l0 + g) * plane);
 #pragma unroll
-    for (int g = 0; g < G; ++g) {
-      int l = l0 + g;
-      if (l >= L) break;
-      unsigned r[4];
-      PQ::decode(raw[g], c_rc[l], r);
+      for (int g = 0; g < G; ++g) {
+        int l = l0 + g;
+        if (l >= L) break;
+        unsigned r[4];
+        PQ::decode(raw[g], c_rc[l], r);
 #pragma unroll
-      for (int t = 0; t < NL; ++t) {
-        unsigned w = c_W[l * NL + t];
+        for (int t = 0; t < NL; ++t) {
+          unsigned w = c_W[l * NL + t];
 #pragma unroll
-        for (int v = 0; v < 4; ++v) acc[v][t] += (unsigned long long)r[v] * w;
+          for (int v = 0; v < 4; ++v) acc[v][t] += (unsigned long long)r[v] * w;
+        }
       }
     }
   }
