@@ -587,12 +587,13 @@ def apply_specials(
 # ------------------------------------------------------------------------------- emulators
 
 
-def _blocks(m: int, n: int, k: int, arrays: int, budget: int) -> tuple[int, int]:
-    """Row and column block sizes whose per-block workspace stays within ``budget`` bytes:
-    the float64 scaled integers of the block's A rows and B columns and one residue copy of
-    each (``16·k·(mb+nb)``) plus ``arrays`` float64/int64 arrays of the block's outputs."""
+def _blocks(m: int, n: int, line_bytes: int, out_bytes: int, budget: int) -> tuple[int, int]:
+    """Row and column block sizes whose per-block workspace ``line_bytes·(mb + nb) +
+    out_bytes·mb·nb`` stays within ``budget`` bytes: ``line_bytes`` per row of A or column of
+    B in the block (its scaled integers and their pieces), ``out_bytes`` per output of the
+    block (limbs, products and temporaries). Halves the larger side until it fits."""
     mb, nb = m, n
-    while 16 * k * (mb + nb) + 8 * arrays * mb * nb > budget and (mb > 8 or nb > 8):
+    while line_bytes * (mb + nb) + out_bytes * mb * nb > budget and (mb > 8 or nb > 8):
         if mb >= nb:
             mb = (mb + 1) // 2
         else:
@@ -654,7 +655,8 @@ def ozaki2_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
     nl = W.shape[1]
     # Residues |r| <= 128: float32 BLAS is exact while every partial sum stays below 2^24.
     rdt = np.float32 if 128 * 128 * k <= 2**24 else np.float64
-    mb, nb = _blocks(m, n, k, nl + 8, workspace_budget(A, B))
+    # per line: float64 scaled integers and one residue copy; per output: nl + 8 float64s
+    mb, nb = _blocks(m, n, 16 * k, 8 * (nl + 8), workspace_budget(A, B))
     for r0 in range(0, m, mb):
         ya = scaled_integers(A[r0 : r0 + mb], s_a[r0 : r0 + mb], 1, "rint")
         for c0 in range(0, n, nb):
@@ -685,12 +687,20 @@ def ozaki2_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
 
 
 def slices(Xi: np.ndarray, t: int) -> list[np.ndarray]:
-    """Signed base-2^7 digits of int64 ``Xi`` (|Xi| < 2^(7t)), most significant first, each
-    with the sign of ``Xi`` and magnitude <= 127."""
+    """Signed base-2^7 digits of int64 ``Xi`` (|Xi| < 2^(7t)) as int8 arrays, most significant
+    first, each with the sign of ``Xi`` and magnitude <= 127. One int64 temporary at a time
+    besides ``|Xi|``."""
     xp = array_module(Xi)
-    sign = xp.sign(Xi)
+    neg = Xi < 0
     mag = xp.abs(Xi)
-    return [sign * ((mag >> (7 * (t - 1 - s))) & 127) for s in range(t)]
+    out = []
+    for s in range(t):
+        digit = mag >> (7 * (t - 1 - s))
+        digit &= 127
+        d8 = digit.astype(np.int8)
+        del digit
+        out.append(xp.where(neg, -d8, d8))
+    return out
 
 
 #: ``slice_products(da, db, g)``: ``sum_s da[s-1] @ db[g-s-1]`` over ``s = 1 .. g-1`` as an
@@ -726,14 +736,17 @@ def ozaki1_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
     s_a, s_b = xp.asarray(s_a), xp.asarray(s_b)
     nl = plan.limbs
     budget = workspace_budget(A, B) if budget is None else budget
-    mb, nb = _blocks(m, n, k, nl + 8, budget // max(1, T))
+    # per line: the int64 scaled integers, their T int8 digits and the T - 1 padded digit
+    # copies of a slice product; per output: nl limbs, the int64 sum G, T - 1 int32 products
+    # and about ten int64 temporaries of round_limbs
+    mb, nb = _blocks(m, n, (8 + 2 * T) * k, 8 * (nl + 11) + 4 * (T - 1), budget)
     for r0 in range(0, m, mb):
         ia = scaled_integers(A[r0 : r0 + mb], s_a[r0 : r0 + mb], 1, "trunc").astype(np.int64)
-        da = [d.astype(np.int8) for d in slices(ia, T)]
+        da = slices(ia, T)
         del ia
         for c0 in range(0, n, nb):
             ib = scaled_integers(B[:, c0 : c0 + nb], s_b[c0 : c0 + nb], 0, "trunc")
-            db = [d.astype(np.int8) for d in slices(ib.astype(np.int64), T)]
+            db = slices(ib.astype(np.int64), T)
             del ib
             acc = [xp.zeros((da[0].shape[0], db[0].shape[1]), dtype=np.int64) for _ in range(nl)]
             for g in range(2, T + 2):  # Horner over g = s + t (1-based slices)
