@@ -192,6 +192,11 @@ CUBLAS_COMPUTE_32I = 72
 #: §4.2) and the eager value of cublasEmulationStrategy_t (0 default, 1 performant, 2 eager).
 CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT = 79
 CUBLAS_EMULATION_STRATEGY_EAGER = 2
+#: cudaEmulationMantissaControl_t (library_types.h, CUDA 13): cuBLAS picks the mantissa bits
+#: per call (dynamic, its default) or uses a fixed maximum (cublasSetFixedPointEmulation-
+#: MaxMantissaBitCount; 0 restores the default).
+CUDA_EMULATION_MANTISSA_CONTROL_DYNAMIC = 0
+CUDA_EMULATION_MANTISSA_CONTROL_FIXED = 1
 
 
 def int8_gemm_strided_batched(
@@ -217,12 +222,18 @@ def int8_gemm_strided_batched(
     )  # fmt: skip
 
 
-def fp64_emulated_gemm() -> tuple[Any, str]:
+def fp64_emulated_gemm(mantissa_bits: int | None = None) -> tuple[Any, str]:
     """``(f, "")`` with ``f(A, B) -> D`` the row-major float64 product by cuBLAS's fixed-point
     FP64 emulation (compute type 79, eager strategy set around each call), or ``(None,
     reason)`` when this cuBLAS does not offer it. A 64 x 64 all-ones product is checked
     first. cuBLAS decides itself when to emulate: results equal to native DGEMM's mean it ran
-    native."""
+    native.
+
+    ``mantissa_bits``: None keeps cuBLAS's dynamic mantissa control (it chooses the bits per
+    call); an int sets the fixed control with at most that many mantissa bits, around each
+    call. After a call, ``f.bits_used()`` is the mantissa bit count cuBLAS reports for it
+    (cublasSetFixedPointEmulationMantissaBitCountPointer, into managed memory), or -1 where
+    this cuBLAS cannot report it."""
     import ctypes
 
     cp = require_gpu("fp64_emulated_gemm")
@@ -236,7 +247,25 @@ def fp64_emulated_gemm() -> tuple[Any, str]:
             continue
     if lib is None or not hasattr(lib, "cublasSetEmulationStrategy"):
         return None, "cublasSetEmulationStrategy not found in libcublas"
+    controls = (
+        "cublasSetFixedPointEmulationMantissaControl",
+        "cublasSetFixedPointEmulationMaxMantissaBitCount",
+    )
+    if mantissa_bits is not None:
+        if not isinstance(mantissa_bits, int) or mantissa_bits < 1:
+            raise ValueError(f"mantissa_bits must be a positive int or None, got {mantissa_bits!r}")
+        missing = [c for c in controls if not hasattr(lib, c)]
+        if missing:
+            return None, f"{', '.join(missing)} not found in libcublas (cuBLAS < 13.0 U2?)"
+    report = hasattr(lib, "cublasSetFixedPointEmulationMantissaBitCountPointer")
+    # where cuBLAS writes the bits it used: managed memory, readable whichever side writes
+    used = cp.cuda.malloc_managed(4) if report else None
     handle = cp.cuda.device.get_cublas_handle()
+    h = ctypes.c_void_p(handle)
+
+    def check(st: int, what: str) -> None:
+        if st != 0:
+            raise RuntimeError(f"{what} returned cuBLAS status {st}")
 
     def f(A: Any, B: Any) -> Any:
         m, k = A.shape
@@ -245,19 +274,40 @@ def fp64_emulated_gemm() -> tuple[Any, str]:
         one = np.array(1.0)
         zero = np.array(0.0)
         eager = ctypes.c_int(CUBLAS_EMULATION_STRATEGY_EAGER)
-        st = lib.cublasSetEmulationStrategy(ctypes.c_void_p(handle), eager)
-        if st != 0:
-            raise RuntimeError(f"cublasSetEmulationStrategy returned {st}")
+        check(lib.cublasSetEmulationStrategy(h, eager), "cublasSetEmulationStrategy")
         try:
+            if mantissa_bits is not None:
+                fixed = ctypes.c_int(CUDA_EMULATION_MANTISSA_CONTROL_FIXED)
+                check(lib.cublasSetFixedPointEmulationMantissaControl(h, fixed), controls[0])
+                check(lib.cublasSetFixedPointEmulationMaxMantissaBitCount(
+                    h, ctypes.c_int(mantissa_bits)), controls[1])  # fmt: skip
+            if used is not None:
+                ptr = ctypes.c_void_p(used.ptr)
+                check(lib.cublasSetFixedPointEmulationMantissaBitCountPointer(h, ptr),
+                      "cublasSetFixedPointEmulationMantissaBitCountPointer")  # fmt: skip
             cublas.gemmEx(
                 handle, 0, 0, n, m, k, one.ctypes.data, B.data.ptr, CUDA_R_64F, n,
                 A.data.ptr, CUDA_R_64F, k, zero.ctypes.data, D.data.ptr, CUDA_R_64F, n,
                 CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT, _const(cublas, "CUBLAS_GEMM_DEFAULT"),
             )  # fmt: skip
-        finally:
-            lib.cublasSetEmulationStrategy(ctypes.c_void_p(handle), ctypes.c_int(0))
+        finally:  # the shared handle goes back to cuBLAS's defaults
+            lib.cublasSetEmulationStrategy(h, ctypes.c_int(0))
+            if mantissa_bits is not None:
+                dynamic = ctypes.c_int(CUDA_EMULATION_MANTISSA_CONTROL_DYNAMIC)
+                lib.cublasSetFixedPointEmulationMantissaControl(h, dynamic)
+                lib.cublasSetFixedPointEmulationMaxMantissaBitCount(h, ctypes.c_int(0))
+            if used is not None:
+                lib.cublasSetFixedPointEmulationMantissaBitCountPointer(h, ctypes.c_void_p(0))
         return D
 
+    def bits_used() -> int:
+        """The mantissa bits cuBLAS reported for the last call (-1: not reported)."""
+        if used is None:
+            return -1
+        cp.cuda.get_current_stream().synchronize()
+        return int(np.frombuffer(ctypes.string_at(used.ptr, 4), dtype=np.int32)[0])
+
+    f.bits_used = bits_used  # type: ignore[attr-defined]
     try:
         a = cp.ones((64, 64))
         if float(f(a, a)[0, 0]) != 64.0:
