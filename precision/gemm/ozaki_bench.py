@@ -9,11 +9,12 @@
    ``DIR/ozaki_cuda_h200.npz`` for tests/data.
 2. **Errors** at ``--err-sizes`` (default 4096 and 8192) for phi in {0, 0.5, 1, 2, 4}:
    median / max elementwise relative error against :func:`precision.reference.exact_matmul`
-   (on the GPU), for DGEMM, SGEMM, the corrected fp16 kernel, cuBLAS's FP64 emulation and
-   ozaki2.
+   (on the GPU), for DGEMM, SGEMM, the corrected fp16 kernel, cuBLAS's FP64 emulation
+   (dynamic mantissa control and each ``--emu-bits`` count) and ozaki2.
 3. **Speed** at each size (phi = 0.5 data; ``terms="auto"`` also on phi = 2 and 4): DGEMM
    (cuBLAS via CuPy), SGEMM, our corrected fp16 kernel, cuBLAS's fixed-point FP64 emulation
-   (eager strategy, when the library exposes it), ozaki2 fp64 for several moduli counts and
+   (eager strategy, when the library exposes it; its dynamic mantissa control and each
+   ``--emu-bits`` fixed count, in ``terms``), ozaki2 fp64 for several moduli counts and
    ``auto``, ozaki2 fp32, per GEMM path. Burst: median of 10 calls; sustained: back to back
    for ``--sustain`` seconds (:func:`precision.telemetry.time_gpu_sampled`), with board
    power; the per-phase times of one more call.
@@ -159,11 +160,28 @@ def identity(out: Path, sizes: list[int]) -> bool:
 # ----------------------------------------------------------------------- cuBLAS emulation
 
 
-def cublas_fp64_emulated(cp: Any) -> tuple[Any, str]:
-    """:func:`precision.vendor.cublas.fp64_emulated_gemm` (eager strategy)."""
+#: Fixed mantissa-bit settings of cuBLAS's FP64 emulation benchmarked next to its dynamic
+#: default (``--emu-bits``). On the H200 at n = 4096, 48 bits is the fewest that met DGEMM's
+#: median error at phi = 0.5 (results/bench/cublas_emulation_bits_h200_2026-11-23.txt).
+EMU_BITS = (48, 56)
+
+
+def cublas_fp64_emulations(bits: list[int]) -> list[tuple[int | str, Any]]:
+    """cuBLAS's fixed-point FP64 emulation (eager strategy) as ``(terms, f)`` pairs: ``""``
+    for its dynamic mantissa control, then one per fixed mantissa-bit count in ``bits``
+    (:func:`precision.vendor.cublas.fp64_emulated_gemm`); the settings this cuBLAS does not
+    offer are logged and left out. In the rows, ``terms`` holds the fixed bit count and
+    ``emu_bits_used`` the count cuBLAS reports for the call."""
     from precision.vendor.cublas import fp64_emulated_gemm
 
-    return fp64_emulated_gemm()
+    out: list[tuple[int | str, Any]] = []
+    for b in [None, *bits]:
+        f, why = fp64_emulated_gemm(b)
+        if f is None:
+            log(f"cuBLAS FP64 emulation (mantissa bits {b or 'dynamic'}):", why)
+            continue
+        out.append(("" if b is None else b, f))
+    return out
 
 
 # --------------------------------------------------------------------------------- speed
@@ -188,16 +206,18 @@ def timed(cp: Any, fn: Any, flops: float, sustain: float) -> dict[str, float]:
 
 
 def speed(
-    sizes: list[int], sustain: float, moduli: list[int], fp32_moduli: list[int]
+    sizes: list[int],
+    sustain: float,
+    moduli: list[int],
+    fp32_moduli: list[int],
+    emu_bits: tuple[int, ...] = EMU_BITS,
 ) -> list[dict]:
     import cupy as cp
 
-    emu, why = cublas_fp64_emulated(cp)
-    if emu is None:
-        log("cuBLAS FP64 emulation:", why)
+    emus = cublas_fp64_emulations(list(emu_bits))
     rows: list[dict] = []
     for n in sizes:
-        rows += _speed_at(cp, n, sustain, moduli, fp32_moduli, emu)
+        rows += _speed_at(cp, n, sustain, moduli, fp32_moduli, emus)
         cp.get_default_memory_pool().free_all_blocks()
     return rows
 
@@ -207,7 +227,12 @@ def _first(f: Any, *args: Any, **kw: Any) -> Any:
 
 
 def _speed_at(
-    cp: Any, n: int, sustain: float, moduli: list[int], fp32_moduli: list[int], emu: Any
+    cp: Any,
+    n: int,
+    sustain: float,
+    moduli: list[int],
+    fp32_moduli: list[int],
+    emus: list[tuple[int | str, Any]],
 ) -> list[dict]:
     from precision.gemm.api import cuda_gemm
     from precision.gemm.ozaki_cuda import ozaki2_cuda
@@ -228,9 +253,9 @@ def _speed_at(
         (meta("dgemm", "fp64", "fp64", "", "cublas"), lambda: A @ B),
         (meta("sgemm", "fp32", "fp32", "", "cublas"), lambda: cublas_gemm(A32, B32, mode="sgemm")),
     ]
-    if emu is not None:
-        cands.append((meta("cublas_fp64_emulated_eager", "fp64", "int8", "", "cublas"),
-                      lambda: emu(A, B)))  # fmt: skip
+    for bits, emu in emus:
+        cands.append((meta("cublas_fp64_emulated_eager", "fp64", "int8", bits, "cublas"),
+                      functools.partial(emu, A, B)))  # fmt: skip
     corrected = get_schedule("corrected", "fp16", "ootomo")
     cands.append((meta("corrected_fp16_ootomo", "fp32", "fp16", "", "cuda"),
                   lambda: cuda_gemm(A32, B32, corrected)))  # fmt: skip
@@ -278,15 +303,26 @@ def _speed_at(
 
 
 def errors(
-    sizes: list[int], moduli: list[int], fp32_moduli: list[int], phis: list[float]
+    sizes: list[int],
+    moduli: list[int],
+    fp32_moduli: list[int],
+    phis: list[float],
+    emu_bits: tuple[int, ...] = EMU_BITS,
 ) -> list[dict]:
     rows: list[dict] = []
+    emus = cublas_fp64_emulations(list(emu_bits))
     for n in sizes:
-        rows += _errors_at(n, moduli, fp32_moduli, phis)
+        rows += _errors_at(n, moduli, fp32_moduli, phis, emus)
     return rows
 
 
-def _errors_at(n: int, moduli: list[int], fp32_moduli: list[int], phis: list[float]) -> list[dict]:
+def _errors_at(
+    n: int,
+    moduli: list[int],
+    fp32_moduli: list[int],
+    phis: list[float],
+    emus: list[tuple[int | str, Any]],
+) -> list[dict]:
     import cupy as cp
 
     from precision.gemm.api import cuda_gemm
@@ -297,7 +333,6 @@ def _errors_at(n: int, moduli: list[int], fp32_moduli: list[int], phis: list[flo
     from precision.vendor.cublas import cublas_gemm
 
     rows = []
-    emu, _ = cublas_fp64_emulated(cp)
     for phi in phis:
         rng = np.random.default_rng(int(phi * 100) + n)
         Ah, Bh = exp_rand(rng, (n, n), phi), exp_rand(rng, (n, n), phi)
@@ -318,9 +353,9 @@ def _errors_at(n: int, moduli: list[int], fp32_moduli: list[int], phis: list[flo
         D32 = cuda_gemm(A.astype(cp.float32), B.astype(cp.float32), corrected)
         add(dict(method="corrected_fp16_ootomo", target="fp32", fmt="fp16", terms="",
                  backend="cuda"), D32)  # fmt: skip
-        if emu is not None:
-            add(dict(method="cublas_fp64_emulated_eager", target="fp64", fmt="int8", terms="",
-                     backend="cublas"), emu(A, B))  # fmt: skip
+        for bits, emu in emus:
+            add(dict(method="cublas_fp64_emulated_eager", target="fp64", fmt="int8", terms=bits,
+                     backend="cublas"), emu(A, B), emu_bits_used=emu.bits_used())  # fmt: skip
         counts: list[int | str] = [*moduli, "auto"]
         for t in counts:
             D, run = ozaki2_cuda(A, B, target="fp64", terms=t)
@@ -416,6 +451,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sustain", type=float, default=4.0)
     ap.add_argument("--moduli", type=int, nargs="*", default=[14, 15, 16])
     ap.add_argument("--fp32-moduli", type=int, nargs="*", default=[7, 8])
+    ap.add_argument("--emu-bits", type=int, nargs="*", default=list(EMU_BITS),
+                    help="fixed mantissa-bit counts of cuBLAS's FP64 emulation (besides its "
+                    "dynamic default)")  # fmt: skip
     ap.add_argument("--commit", default="")
     ap.add_argument("--combine", type=Path, nargs="*", default=[],
                     help="no GPU: join these ozaki_bench.csv files (rows keep their commit) into "
@@ -455,9 +493,11 @@ def main(argv: list[str] | None = None) -> int:
 
     stages = [
         ("identity", lambda: identity(args.out, args.identity_sizes)),
-        ("errors", lambda: errors(args.err_sizes, args.moduli, args.fp32_moduli, args.err_phi)),
-        ("speed", lambda: speed(args.sizes, args.sustain, args.moduli, args.fp32_moduli)),
-    ]
+        ("errors", lambda: errors(args.err_sizes, args.moduli, args.fp32_moduli, args.err_phi,
+                                  tuple(args.emu_bits))),
+        ("speed", lambda: speed(args.sizes, args.sustain, args.moduli, args.fp32_moduli,
+                                tuple(args.emu_bits))),
+    ]  # fmt: skip
     for name, stage in stages:
         if name in args.skip:
             continue

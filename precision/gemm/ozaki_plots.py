@@ -33,10 +33,14 @@ def _label(r: pd.Series) -> str:
         gemm = r.get("gemm")
         path = f", {gemm}" if isinstance(gemm, str) and gemm else ""
         return f"ozaki2 {r['target']} {terms}{path}"
+    if r["method"] == "cublas_fp64_emulated_eager":
+        # terms: the fixed mantissa bits (a CSV gives "48", 48 or 48.0); empty or NaN for
+        # cuBLAS's dynamic control
+        bits = str(r.get("terms", "")).removesuffix(".0")
+        return "cuBLAS FP64 emu." if bits in ("", "nan") else f"cuBLAS FP64 emu. {bits} bits"
     return {
         "dgemm": "DGEMM",
         "sgemm": "SGEMM",
-        "cublas_fp64_emulated_eager": "cuBLAS FP64 emu.",
         "corrected_fp16_ootomo": "corrected fp16",
     }.get(str(r["method"]), str(r["method"]))
 

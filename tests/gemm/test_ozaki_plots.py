@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from precision.gemm.ozaki_plots import plot_bench
+from precision.gemm.ozaki_plots import _label, plot_bench
 
 
 def _row(method: str, n: int, tflops: float, **extra: object) -> dict:
@@ -32,3 +32,15 @@ def test_figures_written_and_empty_table_refused(tmp_path: Path) -> None:
     pd.DataFrame([{**rows[0], "tflops_sustained": float("nan")}]).to_csv(csv, index=False)
     with pytest.raises(ValueError, match="no timed rows"):
         plot_bench(csv, tmp_path / "fig2")
+
+
+@pytest.mark.parametrize(
+    ("terms", "label"),
+    [("", "cuBLAS FP64 emu."), (float("nan"), "cuBLAS FP64 emu."),
+     ("48", "cuBLAS FP64 emu. 48 bits"), (56, "cuBLAS FP64 emu. 56 bits"),
+     (56.0, "cuBLAS FP64 emu. 56 bits")],
+)  # fmt: skip
+def test_cublas_emulation_rows_are_labelled_by_their_bits(terms: object, label: str) -> None:
+    """The dynamic default and each fixed mantissa-bit count get bars of their own."""
+    row = pd.Series({"method": "cublas_fp64_emulated_eager", "target": "fp64", "terms": terms})
+    assert _label(row) == label
