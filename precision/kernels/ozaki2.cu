@@ -830,6 +830,32 @@ __device__ __forceinline__ double small_u64_to_double(unsigned long long u) {
   return __dsub_rn(__hiloint2double(0x43300000 | (int)(u >> 32), (int)(unsigned)u), 0x1p52);
 }
 
+// Calls use(l, r) for l < min(L, LMAX) with r the four residues r'_v = r_v + 128 of plane l at
+// cp. Unrolled over LMAX (the constants c_rc[l], c_W/c_Wd of the caller's use become
+// constant-bank operands, see emit_residues); the loads of a group of planes are issued
+// together, ahead of their use, so their latency is paid once per group, not per modulus.
+template <int LMAX, typename Plane, typename Use>
+__device__ __forceinline__ void for_each_plane(const Plane* cp, size_t plane, int L, Use use) {
+  using PQ = PlaneQuad<Plane>;
+  constexpr int G = PQ::kGroup;
+#pragma unroll
+  for (int l0 = 0; l0 < LMAX; l0 += G) {
+    if (l0 >= L) break;
+    typename PQ::Raw raw[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+      if (l0 + g < L && l0 + g < LMAX) raw[g] = PQ::load(cp + (size_t)(l0 + g) * plane);
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      int l = l0 + g;
+      if (l >= L || l >= LMAX) break;
+      unsigned r[4];
+      PQ::decode(raw[g], c_rc[l], r);
+      use(l, r);
+    }
+  }
+}
+
 // S' (see above) of four outputs into the uint64 limbs acc (zeroed) through P parts of 40 bits:
 // part k enters at bit 40k = 32 t0 + sh, its low 32 - sh bits into limb t0 (shifted), the rest
 // into limb t0 + 1 (below 2^52 each, so no limb overflows). Part P - 1 may start in the top
@@ -837,34 +863,19 @@ __device__ __forceinline__ double small_u64_to_double(unsigned long long u) {
 template <int NL, int P, typename Plane>
 __device__ __forceinline__ void accumulate_fp64(const Plane* cp, size_t plane, int L,
                                                 unsigned long long (&acc)[4][NL]) {
-  using PQ = PlaneQuad<Plane>;
-  constexpr int G = PQ::kGroup;
   double part[4][P];
 #pragma unroll
   for (int v = 0; v < 4; ++v)
 #pragma unroll
     for (int k = 0; k < P; ++k) part[v][k] = 0.0;
+  for_each_plane<16>(cp, plane, L, [&](int l, const unsigned (&r)[4]) {
 #pragma unroll
-  for (int l0 = 0; l0 < 16; l0 += G) {
-    if (l0 >= L) break;
-    typename PQ::Raw raw[G];
+    for (int v = 0; v < 4; ++v) {
+      double rv = __dsub_rn(__hiloint2double(0x43300000, (int)r[v]), 0x1p52);  // r' exactly
 #pragma unroll
-    for (int g = 0; g < G; ++g)
-      if (l0 + g < L && l0 + g < 16) raw[g] = PQ::load(cp + (size_t)(l0 + g) * plane);
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-      int l = l0 + g;
-      if (l >= L || l >= 16) break;
-      unsigned r[4];
-      PQ::decode(raw[g], c_rc[l], r);
-#pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        double rv = __dsub_rn(__hiloint2double(0x43300000, (int)r[v]), 0x1p52);  // r' exactly
-#pragma unroll
-        for (int k = 0; k < P; ++k) part[v][k] = __fma_rn(rv, c_Wd[l * 4 + k], part[v][k]);
-      }
+      for (int k = 0; k < P; ++k) part[v][k] = __fma_rn(rv, c_Wd[l * 4 + k], part[v][k]);
     }
-  }
+  });
 #pragma unroll
   for (int v = 0; v < 4; ++v) {
 #pragma unroll
@@ -910,33 +921,15 @@ __device__ void reconstruct(const Plane* __restrict__ C, int M, int Mp, int nb, 
       accumulate_fp64<NL, kParts, Plane>(cp, plane, L, acc);
     else
       accumulate_fp64<NL, (kParts > 1 ? kParts - 1 : 1), Plane>(cp, plane, L, acc);
-  } else {
-    using PQ = PlaneQuad<Plane>;
-    constexpr int G = PQ::kGroup;
-    // Unrolled over the largest modulus count (constants as operands, see emit_residues); the
-    // loads of a group of planes are issued together, ahead of their use, so their latency is
-    // paid once per group rather than once per modulus.
+  } else {  // 17..20 moduli: one IMAD.WIDE.U32 per residue and limb
+    for_each_plane<OZ_MAX_MODULI>(cp, plane, L, [&](int l, const unsigned (&r)[4]) {
 #pragma unroll
-    for (int l0 = 0; l0 < OZ_MAX_MODULI; l0 += G) {
-      if (l0 >= L) break;
-      typename PQ::Raw raw[G];
+      for (int t = 0; t < NL; ++t) {
+        unsigned w = c_W[l * NL + t];
 #pragma unroll
-      for (int g = 0; g < G; ++g)
-        if (l0 + g < L) raw[g] = PQ::load(cp + (size_t)(l0 + g) * plane);
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-        int l = l0 + g;
-        if (l >= L) break;
-        unsigned r[4];
-        PQ::decode(raw[g], c_rc[l], r);
-#pragma unroll
-        for (int t = 0; t < NL; ++t) {
-          unsigned w = c_W[l * NL + t];
-#pragma unroll
-          for (int v = 0; v < 4; ++v) acc[v][t] += (unsigned long long)r[v] * w;
-        }
+        for (int v = 0; v < 4; ++v) acc[v][t] += (unsigned long long)r[v] * w;
       }
-    }
+    });
   }
   Out out[4];
 #pragma unroll
