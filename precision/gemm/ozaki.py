@@ -450,16 +450,22 @@ def sym_mod(x: np.ndarray, m: int) -> np.ndarray:
     return np.where(r > (m - 1) // 2, r - m, r)
 
 
+def crt_weights(moduli: tuple[int, ...]) -> list[int]:
+    """The CRT weights ``w_l = (M/m_l)·((M/m_l)^-1 mod m_l) mod M`` (``M`` = the product):
+    ``w_l == 1 (mod m_l)`` and ``== 0`` modulo every other modulus, so ``sum_l r_l·w_l`` is
+    the integer with residues ``r_l``, modulo ``M``. Exact Python ints, each below ``M``."""
+    M = math.prod(moduli)
+    return [(M // m) * pow(M // m, -1, m) % M for m in moduli]
+
+
 def crt_constants(moduli: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(W, u, Mlimbs): ``W[l, t]`` the 32-bit limbs of ``w_l`` (int64), ``u[l] = fl(w_l / M)``
-    (float64, correctly rounded) and the limbs of ``M``."""
+    """(W, u, Mlimbs): ``W[l, t]`` the 32-bit limbs of ``w_l`` (:func:`crt_weights`, int64),
+    ``u[l] = fl(w_l / M)`` (float64, correctly rounded) and the limbs of ``M``."""
     M = math.prod(moduli)
     nl = crt_limbs(moduli)
     W = np.zeros((len(moduli), nl), dtype=np.int64)
     u = np.zeros(len(moduli))
-    for i, m in enumerate(moduli):
-        Mi = M // m
-        w = Mi * pow(Mi, -1, m) % M
+    for i, w in enumerate(crt_weights(moduli)):
         u[i] = w / M
         for t in range(nl):
             W[i, t] = (w >> (_LIMB * t)) & _MASK

@@ -32,6 +32,7 @@ import functools
 import math
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +167,7 @@ def identity(out: Path, sizes: list[int]) -> bool:
 EMU_BITS = (48, 56)
 
 
-def cublas_fp64_emulations(bits: list[int]) -> list[tuple[int | str, Any]]:
+def cublas_fp64_emulations(bits: Sequence[int]) -> list[tuple[int | str, Any]]:
     """cuBLAS's fixed-point FP64 emulation (eager strategy) as ``(terms, f)`` pairs: ``""``
     for its dynamic mantissa control, then one per fixed mantissa-bit count in ``bits``
     (:func:`precision.vendor.cublas.fp64_emulated_gemm`); the settings this cuBLAS does not
@@ -210,11 +211,11 @@ def speed(
     sustain: float,
     moduli: list[int],
     fp32_moduli: list[int],
-    emu_bits: tuple[int, ...] = EMU_BITS,
+    emu_bits: Sequence[int] = EMU_BITS,
 ) -> list[dict]:
     import cupy as cp
 
-    emus = cublas_fp64_emulations(list(emu_bits))
+    emus = cublas_fp64_emulations(emu_bits)
     rows: list[dict] = []
     for n in sizes:
         rows += _speed_at(cp, n, sustain, moduli, fp32_moduli, emus)
@@ -307,10 +308,10 @@ def errors(
     moduli: list[int],
     fp32_moduli: list[int],
     phis: list[float],
-    emu_bits: tuple[int, ...] = EMU_BITS,
+    emu_bits: Sequence[int] = EMU_BITS,
 ) -> list[dict]:
     rows: list[dict] = []
-    emus = cublas_fp64_emulations(list(emu_bits))
+    emus = cublas_fp64_emulations(emu_bits)
     for n in sizes:
         rows += _errors_at(n, moduli, fp32_moduli, phis, emus)
     return rows
@@ -494,9 +495,9 @@ def main(argv: list[str] | None = None) -> int:
     stages = [
         ("identity", lambda: identity(args.out, args.identity_sizes)),
         ("errors", lambda: errors(args.err_sizes, args.moduli, args.fp32_moduli, args.err_phi,
-                                  tuple(args.emu_bits))),
+                                  args.emu_bits)),
         ("speed", lambda: speed(args.sizes, args.sustain, args.moduli, args.fp32_moduli,
-                                tuple(args.emu_bits))),
+                                args.emu_bits)),
     ]  # fmt: skip
     for name, stage in stages:
         if name in args.skip:

@@ -48,6 +48,7 @@ from precision.gemm.ozaki import (
     check_args,
     crt_constants,
     crt_limbs,
+    crt_weights,
     fewest_moduli,
     make_plan,
 )
@@ -149,12 +150,9 @@ def crt_parts(moduli: tuple[int, ...]) -> tuple[np.ndarray, int]:
     """The CRT weights ``w_l`` in 40-bit parts for the kernels' fp64 accumulation (float64
     ``(20, 4)``, row ``l`` = bits ``40k .. 40k + 39`` of ``w_l``, exact) and the number of
     parts ``ceil(bit length of M / 40)``, which covers every ``w_l < M``."""
-    M = math.prod(moduli)
-    nparts = -(-M.bit_length() // 40)
+    nparts = -(-math.prod(moduli).bit_length() // 40)
     parts = np.zeros((20, 4), dtype=np.float64)
-    for li, m in enumerate(moduli):
-        Mi = M // m
-        w = Mi * pow(Mi, -1, m) % M
+    for li, w in enumerate(crt_weights(moduli)):
         for k in range(min(nparts, 4)):
             parts[li, k] = float((w >> (40 * k)) & ((1 << 40) - 1))
     return parts, nparts

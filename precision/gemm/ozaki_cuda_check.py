@@ -52,7 +52,6 @@ from precision.gemm.ozaki import (
     round_limbs,
 )
 from precision.gemm.ozaki import shifts_from_bounds as line_shifts
-from precision.gemm.ozaki_cuda import crt_parts, res_constants
 
 _MASK = (1 << 32) - 1
 
@@ -670,15 +669,6 @@ static void grid1(long long threads, void (*f)()) {
       f();
     }
 }
-extern "C" void set_consts(const void* rc, int L, const unsigned* W, int nW, const unsigned* Ml,
-                           int nl, double invM, const double* Wd, int nparts) {
-  memcpy(c_rc, rc, 32 * L);
-  memcpy(c_W, W, 4 * nW);
-  memcpy(c_Ml, Ml, 4 * nl);
-  c_invM = invM;
-  memcpy(c_Wd, Wd, sizeof(c_Wd));
-  c_nparts = nparts;
-}
 static const double* gA;
 static int gM, gK, gMp, gKp, gL;
 static const long long* gS;
@@ -1009,9 +999,6 @@ class _MockCuPy:
     def full(self, shape: Any, value: Any, dtype: Any = np.float64) -> _HostArray:
         return _h(np.full(shape, value, dtype=dtype))
 
-    def maximum(self, a: Any, b: Any) -> _HostArray:
-        return _h(np.maximum(a, b))
-
 
 class _MockKernel:
     def __init__(self, name: str) -> None:
@@ -1222,15 +1209,8 @@ def host_case(n: int, phi: float, target: str, L: int, specials: bool) -> dict[s
     A, B = make_operands(n, phi, seed=1000 * n + int(10 * phi) + 1, specials=specials)
     r = reference(A, B, L, target, crt_samples=8)
     moduli = MODULI[:L]
-    W, _, Ml = crt_constants(moduli)
-    nl = W.shape[1]
-    rc = res_constants(moduli)
-    Wu = np.ascontiguousarray(W.ravel().astype(np.uint32))
-    Mu = np.ascontiguousarray(Ml.astype(np.uint32))
-    inv = ctypes.c_double(float(Fraction(1, math.prod(moduli))))
-    parts, nparts = crt_parts(moduli)
-    lib.set_consts(_ptr(rc), L, _ptr(Wu), Wu.size, _ptr(Mu), Mu.size, inv,
-                   _ptr(np.ascontiguousarray(parts)), nparts)  # fmt: skip
+    with _kernels_on_the_cpu() as oc:  # the constants exactly as the GPU path packs them
+        nl = oc._set_constants(moduli)
     kp = -(-n // 16) * 16
     sa = np.ascontiguousarray(r["s_a"], dtype=np.int64)
     sb = np.ascontiguousarray(r["s_b"], dtype=np.int64)
