@@ -180,7 +180,8 @@ def line_stats(X: np.ndarray, axis: int) -> LineStats:
     esum = xp.zeros(nlines, dtype=np.int64)
     count = xp.zeros(nlines, dtype=np.int64)
     bad = xp.zeros(nlines, dtype=bool)
-    for r0 in range(0, rows, step):
+    rows_with_entries = rows if cols else 0  # K = 0: every line is all-zero
+    for r0 in range(0, rows_with_entries, step):
         blk = X[r0 : r0 + step]
         fin = xp.isfinite(blk)
         mag = xp.where(fin, xp.abs(blk), 0.0)
@@ -199,7 +200,7 @@ def line_stats(X: np.ndarray, axis: int) -> LineStats:
             bad |= ~fin.all(axis=0)
     emax = xp.frexp(mx)[1].astype(np.int64)
     nfix = xp.zeros(nlines, dtype=np.int64)
-    for r0 in range(0, rows, step):
+    for r0 in range(0, rows_with_entries, step):
         blk = X[r0 : r0 + step]
         mag = xp.where(xp.isfinite(blk), xp.abs(blk), 0.0)
         if axis == 1:
@@ -604,7 +605,7 @@ def _blocks(m: int, n: int, line_bytes: int, out_bytes: int, budget: int) -> tup
             mb = (mb + 1) // 2
         else:
             nb = (nb + 1) // 2
-    return mb, nb
+    return max(mb, 1), max(nb, 1)  # >= 1: a range step also for empty operands
 
 
 #: Workspace allowed beyond inputs and output, as a multiple of the float64 size of A and B.
@@ -727,9 +728,9 @@ def float64_slice_products(da: list[Any], db: list[Any], g: int) -> Any:
 def ozaki1_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
                    sb: LineStats, slice_products: SliceProducts = float64_slice_products,
                    budget: int | None = None) -> np.ndarray:  # fmt: skip
-    """Scheme I, blocked over rows and columns (see the module docstring): on the CPU, or on
-    the GPU for CuPy ``A``/``B`` with ``slice_products`` from :mod:`precision.gemm.ozaki1_cuda`
-    (``sa``/``sb`` hold host arrays either way). ``budget``: block workspace bytes (default
+    """Scheme I, blocked over rows and columns (see the module docstring), on the CPU (the
+    steps also run on CuPy arrays; the GPU backend is :mod:`precision.gemm.ozaki1_cuda`'s
+    kernels, same bits). ``budget``: block workspace bytes (default
     :func:`workspace_budget`). Digits are int8 values; every step after the products is exact
     int64 arithmetic, so the result does not depend on how the products are summed."""
     xp = array_module(A)

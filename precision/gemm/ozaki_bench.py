@@ -97,8 +97,8 @@ def _cuda_run(
     if method == "ozaki2":
         D, run = ozaki2_cuda(cp.asarray(A), cp.asarray(B), target=target, terms=terms, gemm=path)
         return cp.asnumpy(D), run.plan.terms
-    D, plan = ozaki1_cuda(cp.asarray(A), cp.asarray(B), fmt=fmt, target=target, terms=terms)
-    return cp.asnumpy(D), plan.terms
+    D1, run1 = ozaki1_cuda(cp.asarray(A), cp.asarray(B), fmt=fmt, target=target, terms=terms)
+    return cp.asnumpy(D1), run1.plan.terms
 
 
 def identity(out: Path, sizes: list[int]) -> bool:

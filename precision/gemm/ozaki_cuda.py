@@ -67,20 +67,27 @@ ROWS_FUSED_MAX_KP = 24576
 _ROWS_FUSED_THREADS = 384  # ozaki2.cu OZ_ROWS_T
 
 
-@functools.cache
-def _module() -> Any:
+def raw_module(source: str, what: str) -> Any:
+    """The CuPy module of a kernel source of this package, built for sm_90 (cached cubin);
+    ``what`` names the kernels in the error when no GPU is there."""
     from precision.gpu import require_gpu
     from precision.kernels.build import build_cubin
 
-    cp = require_gpu("the Ozaki-II kernels")
-    return cp.RawModule(path=str(build_cubin(SOURCE, arch="sm_90")))
+    cp = require_gpu(what)
+    return cp.RawModule(path=str(build_cubin(source, arch="sm_90")))
+
+
+@functools.cache
+def _module() -> Any:
+    return raw_module(SOURCE, "the Ozaki-II kernels")
 
 
 def _kernel(name: str) -> Any:
     return _module().get_function(name)
 
 
-def _round_up(x: int, m: int) -> int:
+def round_up(x: int, m: int) -> int:
+    """The smallest multiple of ``m`` that is >= ``x``."""
     return -(-x // m) * m
 
 
@@ -347,6 +354,42 @@ def residues_cols(
     )  # fmt: skip
 
 
+def specials_if_bad(cp: Any, D: Any, A: Any, B: Any, bad_all: Any, dsa: DeviceStats,
+                    dsb: DeviceStats, target: str) -> None:  # fmt: skip
+    """The one synchronisation of a call: is any line of A or B NaN/Inf-bad (``bad_all``: the
+    flags of A's rows, then B's columns)? Only then are the flags copied to the host and
+    :func:`~precision.gemm.ozaki.apply_specials` writes the affected outputs of ``D``."""
+    if bad_all.size and D.size and int(bad_all.max().get()):
+        apply_specials(D, A, B, dsa.to_host(), dsb.to_host(), target, xp=cp)
+
+
+class PhaseTimer:
+    """CUDA events between the phases of one call, when ``enabled``: ``timer(name)`` records
+    the end of phase ``name`` (the first call marks the start); :meth:`totals` waits for the
+    last event and returns device milliseconds summed per name (empty when disabled). No
+    synchronisation before that."""
+
+    def __init__(self, cp: Any, enabled: bool) -> None:
+        self.cp = cp
+        self.enabled = enabled
+        self.events: list[tuple[str, Any]] = []
+
+    def __call__(self, name: str) -> None:
+        if self.enabled:
+            ev = self.cp.cuda.Event()
+            ev.record()
+            self.events.append((name, ev))
+
+    def totals(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        if not self.events:
+            return out
+        self.events[-1][1].synchronize()
+        for (_, e0), (name, e1) in zip(self.events[:-1], self.events[1:], strict=True):
+            out[name] = out.get(name, 0.0) + self.cp.cuda.get_elapsed_time(e0, e1)
+        return out
+
+
 @dataclass
 class CudaRun:
     """What one call did: the plan (moduli, target), ``q2``, the GEMM path, the column block,
@@ -412,13 +455,7 @@ def ozaki2_cuda(
         isinstance(terms, int | np.integer) and not isinstance(terms, bool)
     ):
         raise ValueError(f"terms must be a positive int or 'auto', got {terms!r}")
-    events: list[tuple[str, Any]] = []
-
-    def mark(name: str) -> None:
-        if timed:
-            ev = cp.cuda.Event()
-            ev.record()
-            events.append((name, ev))
+    mark = PhaseTimer(cp, timed)
 
     def prepare(n_terms: int) -> tuple[OzakiPlan, int, int]:
         plan = make_plan("ozaki2", "int8", target, n_terms, K)
@@ -429,7 +466,7 @@ def ozaki2_cuda(
         return plan, q2, nl
 
     pad = PAD[gemm]
-    kp = _round_up(K, pad)
+    kp = round_up(K, pad)
     # A fixed `terms` fixes q2 before the statistics, so A's rows need one kernel and one read
     fuse_rows = terms != "auto" and kp <= ROWS_FUSED_MAX_KP
     # the bad-line flags of A's rows and B's columns in one buffer: one reduction at the end
@@ -445,13 +482,13 @@ def ozaki2_cuda(
     else:
         plan, q2, nl = prepare(int(terms))  # errors before any launch; no sync
     L = plan.terms
-    mp = M if gemm == "cublas" else _round_up(M, pad)
+    mp = M if gemm == "cublas" else round_up(M, pad)
     cbytes = 4 if gemm == "cublas" else 1
     budget = int(workspace_factor * 8 * (A.size + B.size)) - L * mp * kp
     per_col = L * kp + cbytes * L * mp
     nb = max(pad, budget // per_col)
     nb = nb // 256 * 256 if nb >= 256 else nb // pad * pad  # GEMM-friendly widths
-    nb = max(pad, min(nb, _round_up(N, pad)))
+    nb = max(pad, min(nb, round_up(N, pad)))
     ares = cp.empty((L, mp, kp), dtype=cp.int8)
     if fuse_rows:
         # the longest memory-bound kernel first: the host queues the short ones behind it
@@ -474,7 +511,7 @@ def ozaki2_cuda(
     recon = _kernel(f"oz2_recon_{'i32' if gemm == 'cublas' else 'i8'}_nl{nl}_{suffix}")
     for c0 in range(0, N, nb):
         nbc = min(nb, N - c0)
-        nbp = _round_up(nbc, pad)
+        nbp = round_up(nbc, pad)
         bblk = bres.reshape(-1)[: L * nbp * kp].reshape(L, nbp, kp)  # the buffer's prefix
         residues_cols(cp, B, dsb.shift, L, c0, nbc, nbp, kp, bblk)
         mark("split")
@@ -493,11 +530,7 @@ def ozaki2_cuda(
              dsa.shift, dsb.shift, np.int32(c0), np.int32(N), np.int32(p), np.int32(emin_sub), D),
         )  # fmt: skip
         mark("reconstruct")
-    # The one synchronisation of the call: is any line bad? Only then the flags themselves.
-    any_bad = int(bad_all.max().get()) if M and N else 0
-    if any_bad:
-        ha, hb = dsa.to_host(), dsb.to_host()
-        apply_specials(D, A, B, ha, hb, plan.target, xp=cp)
+    specials_if_bad(cp, D, A, B, bad_all, dsa, dsb, plan.target)
     mark("specials")
     run = CudaRun(
         plan=plan,
@@ -506,11 +539,7 @@ def ozaki2_cuda(
         nb=nb,
         workspace_bytes=int(ares.nbytes + bres.nbytes + C.nbytes),
     )
-    if timed:
-        events[-1][1].synchronize()
-        for (_, e0), (name, e1) in zip(events[:-1], events[1:], strict=True):
-            ms = cp.cuda.get_elapsed_time(e0, e1)
-            run.phase_ms[name] = run.phase_ms.get(name, 0.0) + ms
+    run.phase_ms = mark.totals()
     return D, run
 
 

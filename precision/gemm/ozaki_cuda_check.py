@@ -621,6 +621,7 @@ bool g_threaded = false;
 unsigned long long g_slot[1024];
 BlockBarrier g_bar;
 #include "ozaki2.cu"
+#include "ozaki1.cu"
 // A block-cooperative kernel body run as `blocks` blocks of nt CUDA threads, one std::thread
 // per CUDA thread, one block at a time (nt: any multiple of 32).
 template <class Body>
@@ -804,6 +805,30 @@ extern "C" void round_test(const long long* a, const long long* e, int n, int nl
                                        OZ_ARG(11, int), OZ_ARG(12, OT*)));                      \
     return 0;                                                                                  \
   }
+// Scheme I (ozaki1.cu): oz1_digits_cols fills a shared tile first (two passes per block).
+#define OZ1_DIGITS_CASES(SUF, D)                                                           \
+  if (!strcmp(name, "oz1_digits_rows_" #SUF)) {                                            \
+    OZ_GRID(1, digits_rows<D>(OZ_ARG(0, const double*), OZ_ARG(1, int), OZ_ARG(2, int),     \
+                              OZ_ARG(3, int), OZ_ARG(4, int), OZ_ARG(5, const int*),        \
+                              OZ_ARG(6, int), OZ_ARG(7, D*)));                              \
+    return 0;                                                                              \
+  }                                                                                        \
+  if (!strcmp(name, "oz1_digits_cols_" #SUF)) {                                            \
+    OZ_GRID(2, digits_cols<D>(OZ_ARG(0, const double*), OZ_ARG(1, int), OZ_ARG(2, int),     \
+                              OZ_ARG(3, int), OZ_ARG(4, int), OZ_ARG(5, int), OZ_ARG(6, int), \
+                              OZ_ARG(7, const int*), OZ_ARG(8, int), OZ_ARG(9, D*)));       \
+    return 0;                                                                              \
+  }
+#define OZ1_COMBINE_CASE(NM, PL, OT)                                                        \
+  if (!strcmp(name, #NM)) {                                                                \
+    OZ_GRID(1, combine<PL, OT>(OZ_ARG(0, const PL*), OZ_ARG(1, int), OZ_ARG(2, const int*),  \
+                               OZ_ARG(3, int), OZ_ARG(4, int), OZ_ARG(5, int),              \
+                               OZ_ARG(6, __int128*), OZ_ARG(7, int), OZ_ARG(8, int),        \
+                               OZ_ARG(9, const int*), OZ_ARG(10, const int*), OZ_ARG(11, int), \
+                               OZ_ARG(12, int), OZ_ARG(13, int), OZ_ARG(14, int),           \
+                               OZ_ARG(15, int), OZ_ARG(16, int), OZ_ARG(17, OT*)));         \
+    return 0;                                                                              \
+  }
 extern "C" int launch(const char* name, unsigned gx, unsigned gy, unsigned bx, void** a) {
   blockDim = {bx, 1, 1};
   gridDim = {gx, gy, 1};
@@ -868,6 +893,12 @@ extern "C" int launch(const char* name, unsigned gx, unsigned gy, unsigned bx, v
   OZ_RECON_CASE(oz2_recon_i8_nl3_f32, 3, int8_t, float)
   OZ_RECON_CASE(oz2_recon_i8_nl4_f32, 4, int8_t, float)
   OZ_RECON_CASE(oz2_recon_i8_nl5_f32, 5, int8_t, float)
+  OZ1_DIGITS_CASES(i8, int8_t)
+  OZ1_DIGITS_CASES(f16, uint16_t)
+  OZ1_COMBINE_CASE(oz1_combine_i32_f64, int, double)
+  OZ1_COMBINE_CASE(oz1_combine_i32_f32, int, float)
+  OZ1_COMBINE_CASE(oz1_combine_f32_f64, float, double)
+  OZ1_COMBINE_CASE(oz1_combine_f32_f32, float, float)
   return 1;  // unknown kernel
 }
 extern "C" int set_global(const char* name, const void* src, size_t n) {
@@ -901,7 +932,8 @@ def _host_lib() -> Any:
     tmp = Path(tempfile.mkdtemp(prefix="oz2host"))
     (tmp / "shim.h").write_text(_HOST_SHIM)
     (tmp / "harness.cpp").write_text(_HOST_HARNESS)
-    shutil.copy(KERNEL_DIR / "ozaki2.cu", tmp / "ozaki2.cu")
+    for name in ("ozaki2.cu", "ozaki1.cu", "ozaki_round.cuh"):
+        shutil.copy(KERNEL_DIR / name, tmp / name)
     cmd = [cxx, "-O2", "-std=c++17", "-ffp-contract=off", "-fPIC", "-shared", "-pthread",
            "-o", str(tmp / "liboz2host.so"), str(tmp / "harness.cpp")]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True)

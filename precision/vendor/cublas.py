@@ -26,7 +26,8 @@ once here), then, per mode:
     become zero).
 
 For the Ozaki methods (docs/ozaki.md) the module also offers :func:`int8_gemm_strided_batched`
-(exact INT8 x INT8 -> INT32 products) and :func:`fp64_emulated_gemm` (cuBLAS 13's fixed-point
+(exact INT8 x INT8 -> INT32 products), :func:`slice_products_batched` (scheme I's exact
+slice products on raw pointers) and :func:`fp64_emulated_gemm` (cuBLAS 13's fixed-point
 FP64 emulation, eager strategy); native DGEMM is CuPy's float64 ``matmul``.
 
 cuBLAS's accumulation order and split-K choice are its own and change with shape, library
@@ -220,6 +221,45 @@ def int8_gemm_strided_batched(
         zero.ctypes.data, C.data.ptr, CUDA_R_32I, nbp, M * nbp,
         L, CUBLAS_COMPUTE_32I, _const(cublas, "CUBLAS_GEMM_DEFAULT"),
     )  # fmt: skip
+
+
+def slice_products_batched(
+    cp: ModuleType, fmt: str, b_ptr: int, a_ptr: int, c_ptr: int, *, m: int, n: int, k: int,
+    ld: int, stride: int, batch: int,
+) -> None:  # fmt: skip
+    """Column-major ``C_b = B_b^T · A_b`` (``m x n``, ``ldc = m``, ``strideC = m·n``) for
+    ``b < batch``, on raw device pointers: ``B_b`` is ``k x m`` at ``b_ptr + b·stride``
+    elements, ``A_b`` is ``k x n`` at ``a_ptr + b·stride``, both with leading dimension ``ld``.
+    In row-major terms: rows of ``k`` digits, ``C_b[i][j] = sum_k A[i][k]·B[j][k]``.
+    ``fmt="int8"``: CUDA_R_8I inputs, CUDA_R_32I output, CUBLAS_COMPUTE_32I (exact integer
+    sums); ``fmt="fp16"``: CUDA_R_16F inputs, fp32 output, CUBLAS_COMPUTE_32F in
+    ``CUBLAS_DEFAULT_MATH`` (exact while every partial sum is an integer below 2^24). The
+    callers (:mod:`precision.gemm.ozaki1_cuda`) keep those bounds."""
+    cublas = _cublas_module()
+    handle = cp.cuda.device.get_cublas_handle()
+    if fmt == "int8":
+        one: Any = np.array(1, dtype=np.int32)
+        zero: Any = np.array(0, dtype=np.int32)
+        in_t, out_t, compute = CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I
+    elif fmt == "fp16":
+        one = np.array(1.0, dtype=np.float32)
+        zero = np.array(0.0, dtype=np.float32)
+        in_t, out_t = _CUDA_R_16F, _CUDA_R_32F
+        compute = _const(cublas, "CUBLAS_COMPUTE_32F")
+    else:
+        raise ValueError(f"slice_products_batched: fmt must be 'int8' or 'fp16', got {fmt!r}")
+    old_mode = cublas.getMathMode(handle)
+    cublas.setMathMode(handle, _const(cublas, "CUBLAS_DEFAULT_MATH"))
+    try:
+        cublas.gemmStridedBatchedEx(
+            handle, 1, 0, m, n, k, one.ctypes.data,
+            b_ptr, in_t, ld, stride,
+            a_ptr, in_t, ld, stride,
+            zero.ctypes.data, c_ptr, out_t, m, m * n,
+            batch, compute, _const(cublas, "CUBLAS_GEMM_DEFAULT"),
+        )  # fmt: skip
+    finally:
+        cublas.setMathMode(handle, old_mode)
 
 
 def fp64_emulated_gemm(mantissa_bits: int | None = None) -> tuple[Any, str]:
