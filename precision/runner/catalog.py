@@ -29,7 +29,7 @@ SUPPORTED_FORMATS: dict[tuple[str, str], tuple[str, ...]] = {
     # tensor-core pieces, the result rounded once to the sweep's `target` (fp64 or fp32).
     ("ozaki1", "emulator"): ("int8", "fp16"),
     ("ozaki2", "emulator"): ("int8",),
-    ("ozaki1", "cuda"): ("int8", "fp16"),  # precision.gemm.ozaki1_cuda (cuBLAS products)
+    ("ozaki1", "cuda"): ("int8", "fp16"),  # precision.gemm.ozaki1_cuda (ozaki1.cu + cuBLAS)
     ("ozaki2", "cuda"): ("int8",),  # precision.gemm.ozaki_cuda
 }
 # The CPU fp32/fp64 baselines (gemm.api.CPU_BASELINES): the exact fp32 FMA chain on the
