@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from precision.gemm import ozaki_cuda as oc
 from precision.gemm.ozaki import (
     FP16_KBLOCK,
     OZAKI1_INT8_KMAX,
@@ -48,7 +49,6 @@ from precision.gemm.ozaki import (
     make_plan,
     plan_for,
 )
-from precision.gemm.ozaki_cuda import raw_module, round_up
 
 SOURCE = "ozaki1.cu"
 _THREADS = 256
@@ -60,7 +60,7 @@ GROUP_PLANES = 16
 
 @functools.cache
 def _module() -> Any:
-    return raw_module(SOURCE, "the Ozaki-I kernels")
+    return oc.raw_module(SOURCE, "the Ozaki-I kernels")
 
 
 def _kernel(name: str) -> Any:
@@ -129,14 +129,15 @@ def slice_gemm(cp: Any, fmt: str, adig: Any, bdig: Any, C: Any, plane0: int, pie
     ``j < nbp`` (rows of ``ld = T·kp`` digits). int8 -> int32 or fp16 -> fp32, exact (the
     pieces' lengths, :func:`slice_pieces`). cuBLAS column-major "TN": ``C^T = B_run ·
     A_run^T``."""
-    from precision.vendor.cublas import slice_products_batched
+    from precision.vendor.cublas import exact_gemm_batched
 
     item = 1 if fmt == "int8" else 2
-    slice_products_batched(
+    exact_gemm_batched(
         cp, fmt,
         bdig.data.ptr + item * piece.b_off, adig.data.ptr + item * piece.a_off,
         C.data.ptr + 4 * plane0 * mb * nbp,
-        m=nbp, n=mb, k=piece.length, ld=ld, stride=piece.stride, batch=piece.batch,
+        m=nbp, n=mb, k=piece.length, ld=ld, stride_b=piece.stride, stride_a=piece.stride,
+        batch=piece.batch,
     )  # fmt: skip
 
 
@@ -169,7 +170,6 @@ def ozaki1_cuda(
     array of ``target``'s dtype, :class:`Ozaki1Run`). ``timed`` records CUDA events per phase.
     One host synchronisation for an int ``terms`` (whether any line is NaN/Inf-bad); ``"auto"``
     also copies the line statistics (a few KB) to the host to pick the count."""
-    from precision.gemm import ozaki_cuda as oc
     from precision.gpu import require_gpu
 
     cp = require_gpu("ozaki1 backend='cuda'")
@@ -204,7 +204,7 @@ def ozaki1_cuda(
     p, emin_sub, dtype = TARGETS[plan.target]
     if M == 0 or N == 0:
         return cp.zeros((M, N), dtype=dtype), Ozaki1Run(plan=plan)
-    kp = round_up(max(K, 1), PAD)
+    kp = oc.round_up(max(K, 1), PAD)
     item = 1 if fmt == "int8" else 2
     pieces = slice_pieces(T, K, kp, fmt)
     groups = _groups(pieces)
@@ -214,7 +214,7 @@ def ozaki1_cuda(
     out_bytes = 4 * gplanes + (16 if len(groups) > 1 else 0)
     mb, nb = _blocks(M, N, item * T * kp, out_bytes, budget)
     nb = max(PAD, nb // PAD * PAD) if nb < N else nb  # whole GEMM-friendly column blocks
-    nbp_max = round_up(nb, PAD)
+    nbp_max = oc.round_up(nb, PAD)
     dig_type = cp.int8 if fmt == "int8" else cp.uint16
     adig = cp.empty((mb, T, kp), dtype=dig_type)
     bdig = cp.empty((nbp_max, T, kp), dtype=dig_type)
@@ -222,21 +222,23 @@ def ozaki1_cuda(
     acc = cp.empty(2 * mb * nbp_max if len(groups) > 1 else 2, dtype=cp.int64)
     D = cp.empty((M, N), dtype=dtype)
     suffix = "i8" if fmt == "int8" else "f16"
+    digits_rows = _kernel(f"oz1_digits_rows_{suffix}")
+    digits_cols = _kernel(f"oz1_digits_cols_{suffix}")
     combine = _kernel(f"oz1_combine_{'i32' if fmt == 'int8' else 'f32'}_"
                       f"{'f64' if plan.target == 'fp64' else 'f32'}")  # fmt: skip
     ld = T * kp
     calls = 0
     for r0 in range(0, M, mb):
         mbc = min(mb, M - r0)
-        _kernel(f"oz1_digits_rows_{suffix}")(
+        digits_rows(
             (max(1, -(-mbc * (kp // 4) // _THREADS)),), (_THREADS,),
             (A, np.int32(K), np.int32(r0), np.int32(mbc), np.int32(kp), dsa.emax, np.int32(T),
              adig),
         )  # fmt: skip
         for c0 in range(0, N, nb):
             nbc = min(nb, N - c0)
-            nbp = round_up(nbc, PAD)
-            _kernel(f"oz1_digits_cols_{suffix}")(
+            nbp = oc.round_up(nbc, PAD)
+            digits_cols(
                 (-(-nbp // 32), -(-kp // 128)), (_THREADS,),
                 (B, np.int32(K), np.int32(N), np.int32(c0), np.int32(nbc), np.int32(nbp),
                  np.int32(kp), dsb.emax, np.int32(T), bdig),
@@ -261,7 +263,7 @@ def ozaki1_cuda(
                 mark("combine")
     oc.specials_if_bad(cp, D, A, B, bad_all, dsa, dsb, plan.target)
     mark("specials")
-    run = Ozaki1Run(plan, mb, nb, calls, int(shifts.size))
+    run = Ozaki1Run(plan=plan, mb=mb, nb=nb, gemm_calls=calls, planes=int(shifts.size))
     run.workspace_bytes = int(adig.nbytes + bdig.nbytes + C.nbytes + acc.nbytes)
     run.phase_ms = mark.totals()
     return D, run

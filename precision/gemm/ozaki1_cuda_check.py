@@ -82,6 +82,7 @@ def pieces_cover_every_pair() -> dict[str, Any]:
                 if fmt == "int8" and K > OZAKI1_INT8_KMAX:
                     continue
                 kp = -(-K // PAD) * PAD
+                limit = OZAKI1_INT8_KMAX if fmt == "int8" else FP16_KBLOCK
                 # one count per (s, t, k), s and t 1-based: key = ((s - 1)·T + t - 1)·K + k
                 seen = np.zeros(T * T * K, dtype=np.int64)
                 for pc in slice_pieces(T, K, kp, fmt):
@@ -97,7 +98,6 @@ def pieces_cover_every_pair() -> dict[str, Any]:
                         t, su, kl = t[inside], su[inside], k[live][inside]
                         bad += int(np.count_nonzero(su + 1 + t != pc.g))
                         bad += pc.shift != 7 * (T + 1 - pc.g)
-                        limit = OZAKI1_INT8_KMAX if fmt == "int8" else FP16_KBLOCK
                         bad += int(np.count_nonzero(live)) > limit
                         np.add.at(seen, (su * T + t - 1) * K + kl, 1)
                 want = np.zeros_like(seen)

@@ -26,9 +26,10 @@ once here), then, per mode:
     become zero).
 
 For the Ozaki methods (docs/ozaki.md) the module also offers :func:`int8_gemm_strided_batched`
-(exact INT8 x INT8 -> INT32 products), :func:`slice_products_batched` (scheme I's exact
-slice products on raw pointers) and :func:`fp64_emulated_gemm` (cuBLAS 13's fixed-point
-FP64 emulation, eager strategy); native DGEMM is CuPy's float64 ``matmul``.
+(exact INT8 x INT8 -> INT32 products), :func:`exact_gemm_batched` (the same, or exact fp16
+products, on raw pointers with any leading dimension) and :func:`fp64_emulated_gemm`
+(cuBLAS 13's fixed-point FP64 emulation, eager strategy); native DGEMM is CuPy's float64
+``matmul``.
 
 cuBLAS's accumulation order and split-K choice are its own and change with shape, library
 version and GPU; treat these as "as deployed" comparators, never as a model of the hardware.
@@ -204,37 +205,31 @@ def int8_gemm_strided_batched(
     cp: ModuleType, bres: Any, ares: Any, C: Any, M: int, nbp: int, kp: int, L: int
 ) -> None:
     """``C[l] = Ares[l] @ Bres[l]^T`` for ``l < L`` in exact INT32 (CUDA_R_8I inputs,
-    CUDA_R_32I output, CUBLAS_COMPUTE_32I), one ``cublasGemmStridedBatchedEx``.
+    CUDA_R_32I output, CUBLAS_COMPUTE_32I), one ``cublasGemmStridedBatchedEx``
+    (:func:`exact_gemm_batched` on the arrays' pointers).
 
     Row-major layouts: ``Ares[l]`` is ``M x kp``, ``Bres[l]`` is ``nbp x kp`` (B transposed, K
     contiguous) and ``C[l]`` is ``M x nbp``, all contiguous per ``l``. In cuBLAS's
     column-major terms this is the IMMA-friendly "TN" product ``C^T = Bres · Ares^T``.
     Exact while ``max|a|·max|b|·kp <= 2^31 - 1``."""
-    cublas = _cublas_module()
-    handle = cp.cuda.device.get_cublas_handle()
-    one = np.array(1, dtype=np.int32)
-    zero = np.array(0, dtype=np.int32)
-    cublas.gemmStridedBatchedEx(
-        handle, 1, 0, nbp, M, kp, one.ctypes.data,
-        bres.data.ptr, CUDA_R_8I, kp, nbp * kp,
-        ares.data.ptr, CUDA_R_8I, kp, M * kp,
-        zero.ctypes.data, C.data.ptr, CUDA_R_32I, nbp, M * nbp,
-        L, CUBLAS_COMPUTE_32I, _const(cublas, "CUBLAS_GEMM_DEFAULT"),
+    exact_gemm_batched(
+        cp, "int8", bres.data.ptr, ares.data.ptr, C.data.ptr, m=nbp, n=M, k=kp,
+        ld=kp, stride_b=nbp * kp, stride_a=M * kp, batch=L,
     )  # fmt: skip
 
 
-def slice_products_batched(
+def exact_gemm_batched(
     cp: ModuleType, fmt: str, b_ptr: int, a_ptr: int, c_ptr: int, *, m: int, n: int, k: int,
-    ld: int, stride: int, batch: int,
+    ld: int, stride_b: int, stride_a: int, batch: int,
 ) -> None:  # fmt: skip
     """Column-major ``C_b = B_b^T · A_b`` (``m x n``, ``ldc = m``, ``strideC = m·n``) for
-    ``b < batch``, on raw device pointers: ``B_b`` is ``k x m`` at ``b_ptr + b·stride``
-    elements, ``A_b`` is ``k x n`` at ``a_ptr + b·stride``, both with leading dimension ``ld``.
-    In row-major terms: rows of ``k`` digits, ``C_b[i][j] = sum_k A[i][k]·B[j][k]``.
+    ``b < batch``, on raw device pointers: ``B_b`` is ``k x m`` at ``b_ptr + b·stride_b``
+    elements, ``A_b`` is ``k x n`` at ``a_ptr + b·stride_a``, both with leading dimension
+    ``ld``. In row-major terms: rows of ``k`` digits, ``C_b[i][j] = sum_k A[i][k]·B[j][k]``.
     ``fmt="int8"``: CUDA_R_8I inputs, CUDA_R_32I output, CUBLAS_COMPUTE_32I (exact integer
     sums); ``fmt="fp16"``: CUDA_R_16F inputs, fp32 output, CUBLAS_COMPUTE_32F in
     ``CUBLAS_DEFAULT_MATH`` (exact while every partial sum is an integer below 2^24). The
-    callers (:mod:`precision.gemm.ozaki1_cuda`) keep those bounds."""
+    callers (the Ozaki schemes' residue and slice products) keep those bounds."""
     cublas = _cublas_module()
     handle = cp.cuda.device.get_cublas_handle()
     if fmt == "int8":
@@ -247,14 +242,14 @@ def slice_products_batched(
         in_t, out_t = _CUDA_R_16F, _CUDA_R_32F
         compute = _const(cublas, "CUBLAS_COMPUTE_32F")
     else:
-        raise ValueError(f"slice_products_batched: fmt must be 'int8' or 'fp16', got {fmt!r}")
+        raise ValueError(f"exact_gemm_batched: fmt must be 'int8' or 'fp16', got {fmt!r}")
     old_mode = cublas.getMathMode(handle)
     cublas.setMathMode(handle, _const(cublas, "CUBLAS_DEFAULT_MATH"))
     try:
         cublas.gemmStridedBatchedEx(
             handle, 1, 0, m, n, k, one.ctypes.data,
-            b_ptr, in_t, ld, stride,
-            a_ptr, in_t, ld, stride,
+            b_ptr, in_t, ld, stride_b,
+            a_ptr, in_t, ld, stride_a,
             zero.ctypes.data, c_ptr, out_t, m, m * n,
             batch, compute, _const(cublas, "CUBLAS_GEMM_DEFAULT"),
         )  # fmt: skip
