@@ -428,7 +428,7 @@ def cpu_checks() -> dict[str, Any]:
 
 #: Shims that let g++ compile ozaki2.cu as host code (intrinsics by their IEEE definitions:
 #: fmaf, RN add/mul through volatile, llrint; blockIdx/threadIdx as globals) so the kernels
-#: run on the CPU (serially; oz2_stats_rows with one std::thread per CUDA thread).
+#: run on the CPU (serially; the block-cooperative ones with one fiber per CUDA thread).
 _HOST_SHIM = r"""
 // Host shims to compile precision/kernels/ozaki2.cu with g++ and run kernels serially.
 #pragma once
@@ -537,29 +537,18 @@ template <typename T>
 inline T __ldg(const T* p) {
   return *p;
 }
-// Block-cooperative emulation for oz2_stats_rows: when g_threaded, every thread of the block is
-// a std::thread, __syncthreads is a barrier and warp shuffles / votes go through shared slots
-// (all threads of a block call them uniformly in that kernel). Serial launches: no-ops.
-#include <condition_variable>
-#include <mutex>
+// Block-cooperative emulation for oz2_stats_rows / oz2_rows_fused: when g_threaded, every
+// thread of the block is a fiber (ucontext) of one OS thread. __syncthreads yields to the
+// scheduler, which runs the block's fibers in turn up to their next barrier, so one round of the
+// scheduler is one barrier interval. Warp shuffles / votes go through shared slots between two
+// barriers (all threads of a block call them uniformly in those kernels). Serial launches: no-ops.
+#include <ucontext.h>
 extern bool g_threaded;
 extern unsigned long long g_slot[1024];
 struct BlockBarrier {
-  std::mutex mu;
-  std::condition_variable cv;
-  unsigned count = 0, n = 0;
-  unsigned long long gen = 0;
-  void wait() {
-    std::unique_lock<std::mutex> lk(mu);
-    unsigned long long g = gen;
-    if (++count == n) {
-      count = 0;
-      ++gen;
-      cv.notify_all();
-    } else {
-      cv.wait(lk, [&] { return gen != g; });
-    }
-  }
+  ucontext_t scheduler;
+  ucontext_t* current = nullptr;
+  void wait() { swapcontext(current, &scheduler); }
 };
 extern BlockBarrier g_bar;
 inline void __syncthreads() {
@@ -613,7 +602,7 @@ inline int atomicOr(int* a, int v) {
 #: (the first pass fills the shared tile, the second computes from it).
 _HOST_HARNESS = r"""
 #include "shim.h"
-#include <thread>
+#include <functional>
 #include <vector>
 dim3s blockIdx, blockDim, gridDim;
 thread_local dim3s threadIdx;
@@ -622,23 +611,50 @@ unsigned long long g_slot[1024];
 BlockBarrier g_bar;
 #include "ozaki2.cu"
 #include "ozaki1.cu"
-// A block-cooperative kernel body run as `blocks` blocks of nt CUDA threads, one std::thread
-// per CUDA thread, one block at a time (nt: any multiple of 32).
+// A block-cooperative kernel body run as `blocks` blocks of nt CUDA threads, one fiber per CUDA
+// thread, one block at a time (nt: any multiple of 32). Deterministic: fibers run in thread
+// order within each barrier interval.
+static std::function<void()> g_body;
+static bool g_fiber_ended;
+static void fiber_entry() {
+  g_body();
+  g_fiber_ended = true;
+}
 template <class Body>
 static void blocks_threaded(unsigned blocks, unsigned nt, Body body) {
+  constexpr size_t kStack = 256 * 1024;
   blockDim = {nt, 1, 1};
   gridDim = {blocks, 1, 1};
   g_threaded = true;
-  g_bar.n = nt;
+  g_body = body;
+  std::vector<ucontext_t> fib(nt);
+  std::vector<char> stacks(kStack * nt);
+  std::vector<char> done(nt);
   for (unsigned r = 0; r < blocks; ++r) {
     blockIdx = {r, 0, 0};
-    std::vector<std::thread> th;
-    for (unsigned t = 0; t < nt; ++t)
-      th.emplace_back([=] {
+    for (unsigned t = 0; t < nt; ++t) {
+      getcontext(&fib[t]);
+      fib[t].uc_stack.ss_sp = stacks.data() + kStack * t;
+      fib[t].uc_stack.ss_size = kStack;
+      fib[t].uc_link = &g_bar.scheduler;
+      makecontext(&fib[t], fiber_entry, 0);
+      done[t] = 0;
+    }
+    for (unsigned left = nt; left > 0;) {
+      for (unsigned t = 0; t < nt; ++t) {
+        if (done[t]) continue;
         threadIdx = {t, 0, 0};
-        body();
-      });
-    for (auto& x : th) x.join();
+        g_bar.current = &fib[t];
+        // Returns when the fiber reaches a barrier, or ends (uc_link); an ended fiber's
+        // context is left at its entry, so ending is told apart by a flag set below.
+        g_fiber_ended = false;
+        swapcontext(&g_bar.scheduler, &fib[t]);
+        if (g_fiber_ended) {
+          done[t] = 1;
+          --left;
+        }
+      }
+    }
   }
   g_threaded = false;
 }
@@ -934,7 +950,7 @@ def _host_lib() -> Any:
     (tmp / "harness.cpp").write_text(_HOST_HARNESS)
     for name in ("ozaki2.cu", "ozaki1.cu", "ozaki_round.cuh"):
         shutil.copy(KERNEL_DIR / name, tmp / name)
-    cmd = [cxx, "-O2", "-std=c++17", "-ffp-contract=off", "-fPIC", "-shared", "-pthread",
+    cmd = [cxx, "-O2", "-std=c++17", "-ffp-contract=off", "-fPIC", "-shared",
            "-o", str(tmp / "liboz2host.so"), str(tmp / "harness.cpp")]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -1059,13 +1075,12 @@ class _MockKernel:
             *[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders]
         )
         gy = grid[1] if len(grid) > 1 else 1
-        if self.name == "oz2_stats_rows":  # block-cooperative: one std::thread per thread
-            # 64 threads per block (2 warps: same code paths as 256, 4x fewer OS threads)
-            _host_lib().stats_rows_threaded(*holders, ctypes.c_uint(64))
+        if self.name == "oz2_stats_rows":  # block-cooperative: one fiber per CUDA thread
+            _host_lib().stats_rows_threaded(*holders, ctypes.c_uint(block[0]))
             return
         if self.name == "oz2_rows_fused":  # block-cooperative as well
             assert shared_mem >= 8 * int(args[4]), (shared_mem, args[4])  # the staged row
-            _host_lib().rows_fused_threaded(*holders, ctypes.c_uint(64))
+            _host_lib().rows_fused_threaded(*holders, ctypes.c_uint(block[0]))
             return
         rc = _host_lib().launch(self.name.encode(), grid[0], gy, block[0], params)
         if rc != 0:
