@@ -2,16 +2,24 @@
 
 A number in a paper should be traceable to the package version and git commit that produced it,
 the GPU and driver, and the library versions that did the arithmetic.
+
+The git commit alone can mislead: a tree copied to a GPU node with a stale ``.git`` reports the
+old commit (plus ``-dirty``). So every record also carries ``source_digest``, a hash of the
+package's source files themselves; ``python -m precision.provenance --at COMMIT`` prints the
+digest of any commit's tree, read from git without a checkout, to check a row against it.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import functools
+import hashlib
 import os
 import platform
 import socket
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +54,78 @@ def git_commit() -> str | None:
         return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+#: The repository root (the folder holding the ``precision`` package).
+REPO_ROOT = Path(__file__).resolve().parent.parent
+#: Files that make up the package's code, by suffix (what ``source_digest`` hashes).
+SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".sh")
+#: Hex digits kept of the SHA-256 (64 bits: collisions among a project's trees are negligible).
+DIGEST_HEX = 16
+
+
+def _digest(files: Iterable[tuple[str, bytes]]) -> str:
+    """SHA-256 over (path, content) pairs in path order: path, NUL, length, NUL, content."""
+    h = hashlib.sha256()
+    for path, data in sorted(files):
+        h.update(path.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
+    return h.hexdigest()[:DIGEST_HEX]
+
+
+def _is_source(relpath: str) -> bool:
+    return relpath.endswith(SOURCE_SUFFIXES) and "__pycache__" not in relpath
+
+
+def source_digest(root: Path | None = None) -> str:
+    """Digest of the package source under ``root`` (default: this installation's repository):
+    every ``precision/**`` file with a suffix in :data:`SOURCE_SUFFIXES`, by its path relative
+    to ``root`` and its bytes. Independent of git, file times and caches, so two trees with the
+    same code give the same digest wherever they were copied."""
+    base = (root or REPO_ROOT).resolve()
+    files = []
+    for f in (base / "precision").rglob("*"):
+        rel = f.relative_to(base).as_posix()
+        if f.is_file() and _is_source(rel):
+            files.append((rel, f.read_bytes()))
+    return _digest(files)
+
+
+@functools.cache
+def _source_digest_here() -> str:
+    return source_digest()
+
+
+def source_digest_at(commit: str, repo: Path | None = None) -> str:
+    """:func:`source_digest` of the tree of git ``commit`` in ``repo`` (default: this
+    repository), read from git's objects (no checkout). Raises ``ValueError`` naming the
+    commit when git cannot resolve it."""
+    repo = (repo or REPO_ROOT).resolve()
+
+    def git(*args: str, stdin: bytes | None = None) -> bytes:
+        res = subprocess.run(["git", *args], cwd=repo, input=stdin, capture_output=True)
+        if res.returncode != 0:
+            msg = res.stderr.decode(errors="replace").strip()
+            raise ValueError(f"git {' '.join(args)} in {repo}: {msg}")
+        return res.stdout
+
+    listing = git("ls-tree", "-r", "-z", commit, "--", "precision").split(b"\0")
+    entries = []  # (path, blob id) of regular files
+    for line in listing:
+        if not line:
+            continue
+        meta, raw_path = line.split(b"\t", 1)
+        mode, kind, blob = meta.split()
+        if kind == b"blob" and mode != b"120000" and _is_source(raw_path.decode()):
+            entries.append((raw_path.decode(), blob.decode()))
+    batch = git("cat-file", "--batch", stdin="".join(f"{b}\n" for _, b in entries).encode())
+    files: list[tuple[str, bytes]] = []
+    pos = 0
+    for path, _ in entries:  # "<id> blob <size>\n<content>\n" per entry, in order
+        end = batch.index(b"\n", pos)
+        size = int(batch[pos:end].split()[2])
+        files.append((path, batch[end + 1 : end + 1 + size]))
+        pos = end + 1 + size + 1
+    return _digest(files)
 
 
 @functools.cache
@@ -86,9 +166,9 @@ def _gpu_fields() -> dict:
 def collect(seed: int | None = None) -> dict:
     """A flat dict of provenance fields, ready to become columns of a results table.
 
-    Keys: version, git_commit, host, python, numpy, ml_dtypes, gpu, driver (release from
-    nvidia-smi), driver_api (CUDA driver API version), cuda (runtime version), cupy, seed,
-    created_utc (ISO 8601).
+    Keys: version, git_commit, source_digest (:func:`source_digest`), host, python, numpy,
+    ml_dtypes, gpu, driver (release from nvidia-smi), driver_api (CUDA driver API version),
+    cuda (runtime version), cupy, seed, created_utc (ISO 8601).
     """
     import ml_dtypes
 
@@ -97,6 +177,7 @@ def collect(seed: int | None = None) -> dict:
     return {
         "version": __version__,
         "git_commit": git_commit(),
+        "source_digest": _source_digest_here(),
         "host": socket.gethostname(),
         "python": platform.python_version(),
         "numpy": np.__version__,
@@ -105,3 +186,30 @@ def collect(seed: int | None = None) -> dict:
         "seed": seed,
         "created_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m precision.provenance [--at COMMIT ...]``: print the source digest of this
+    tree, or of each named commit (to match a result's ``source_digest`` to a commit)."""
+    ap = argparse.ArgumentParser(
+        prog="python -m precision.provenance",
+        description="Print the package's source digest (the source_digest column of results): "
+        "of this tree, or with --at of git commits, read without a checkout.",
+    )
+    ap.add_argument("--at", nargs="+", metavar="COMMIT", help="commits (or refs) to digest")
+    args = ap.parse_args(argv)
+    if not args.at:
+        print(f"{source_digest()}  {REPO_ROOT} (working tree, git_commit {git_commit()})")
+        return 0
+    status = 0
+    for commit in args.at:
+        try:
+            print(f"{source_digest_at(commit)}  {commit}")
+        except ValueError as exc:
+            print(f"error: {exc}")
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -351,10 +351,19 @@ def run_experiment(
     return summary
 
 
-def _code_of(rows: pd.DataFrame) -> str:
-    version = rows["version"].iloc[0] if "version" in rows else None
-    commit = rows["git_commit"].iloc[0] if "git_commit" in rows else None
-    return f"version {version} commit {commit}"
+def _code_of(rows: pd.DataFrame | dict) -> str:
+    """The code of stored rows (or provenance fields), as "version V commit C source D"; rows
+    written before the source digest was recorded give "version V commit C"."""
+    first = rows.iloc[0] if isinstance(rows, pd.DataFrame) else pd.Series(rows)
+    version, commit = first.get("version"), first.get("git_commit")
+    digest = first.get("source_digest")
+    code = f"version {version} commit {commit}"
+    return code if digest is None or pd.isna(digest) else f"{code} source {digest}"
+
+
+def _same_code(stored: str, current: str) -> bool:
+    """Stored rows without a source digest match on version and commit alone."""
+    return stored == current or (" source " not in stored and current.startswith(stored + " "))
 
 
 def _resolve_gpus(
@@ -402,7 +411,7 @@ def _run_locked(
             "table holds the points of this config only"
         )
     info = collect(seed=config.seed)
-    current = f"version {info['version']} commit {info['git_commit']}"
+    current = _code_of(info)
     pending: list[Point] = []
     reused_code: dict[str, int] = {}
     for p in points:
@@ -416,7 +425,7 @@ def _run_locked(
             reused_code[code] = reused_code.get(code, 0) + 1
         else:
             pending.append(p)
-    other = {code: n for code, n in reused_code.items() if code != current}
+    other = {code: n for code, n in reused_code.items() if not _same_code(code, current)}
     if other:
         listed = "; ".join(f"{n} by {code}" for code, n in other.items())
         warnings.append(

@@ -1,6 +1,10 @@
-"""git_commit() provenance: the PRECISION_GIT_COMMIT override for copied source trees."""
+"""Provenance: the PRECISION_GIT_COMMIT override for copied source trees, and the source
+digest that identifies the code without git."""
 
 from __future__ import annotations
+
+import shutil
+import subprocess
 
 import pytest
 
@@ -26,3 +30,52 @@ def test_without_override_the_commit_is_a_hex_hash_or_unknown(
     finally:
         provenance.git_commit.cache_clear()
     assert commit is None or all(c in "0123456789abcdef" for c in commit.removesuffix("-dirty"))
+
+
+def _write(root, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        f = root / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text)
+
+
+def test_source_digest_follows_the_code_not_caches_or_other_files(tmp_path) -> None:
+    _write(tmp_path, {"precision/a.py": "x = 1\n", "precision/k/b.cu": "// k\n"})
+    first = provenance.source_digest(tmp_path)
+    assert len(first) == provenance.DIGEST_HEX and int(first, 16) >= 0
+    # caches, data and files outside the package do not count
+    _write(tmp_path, {"precision/__pycache__/a.cpython-311.pyc": "junk",
+                      "precision/notes.txt": "n", "tests/t.py": "y"})  # fmt: skip
+    assert provenance.source_digest(tmp_path) == first
+    # a one-character change to any source file does, and so does a rename
+    _write(tmp_path, {"precision/k/b.cu": "// K\n"})
+    changed = provenance.source_digest(tmp_path)
+    assert changed != first
+    (tmp_path / "precision/a.py").rename(tmp_path / "precision/c.py")
+    assert provenance.source_digest(tmp_path) not in (first, changed)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_digest_of_a_commit_equals_the_digest_of_its_checkout(tmp_path) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                       cwd=tmp_path, check=True, capture_output=True)  # fmt: skip
+
+    git("init", "-q")
+    _write(tmp_path, {"precision/a.py": "x = 1\n", "precision/k/b.cuh": "#pragma once\n",
+                      "precision/empty.py": ""})  # fmt: skip
+    git("add", ".")
+    git("commit", "-q", "-m", "one")
+    one = provenance.source_digest(tmp_path)
+    _write(tmp_path, {"precision/a.py": "x = 2\n"})
+    git("commit", "-q", "-am", "two")
+    two = provenance.source_digest(tmp_path)
+    assert one != two
+    assert provenance.source_digest_at("HEAD~1", tmp_path) == one
+    assert provenance.source_digest_at("HEAD", tmp_path) == two
+    with pytest.raises(ValueError, match="no-such-ref"):
+        provenance.source_digest_at("no-such-ref", tmp_path)
+
+
+def test_collect_records_this_trees_digest() -> None:
+    assert provenance.collect()["source_digest"] == provenance.source_digest()

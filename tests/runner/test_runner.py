@@ -35,6 +35,7 @@ REQUIRED_COLUMNS = [
     "error",
     "version",
     "git_commit",
+    "source_digest",
     "host",
     "gpu",
     "created_utc",

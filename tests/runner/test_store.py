@@ -296,6 +296,21 @@ def test_changed_config_and_code_warn_and_are_recorded(tmp_path):
     assert quiet.warnings == [] and quiet.computed == 0
 
 
+def test_edited_code_under_the_same_commit_is_told_apart_by_its_source_digest(tmp_path):
+    run(tmp_path)
+    rd = ResultsDir(tmp_path, "s")
+    files = sorted(rd.points_dir.glob("*.parquet"))
+    # rows written before the digest was recorded: same version and commit, no warning
+    for path in files:
+        pd.read_parquet(path).drop(columns="source_digest").to_parquet(path, index=False)
+    assert run(tmp_path).warnings == []
+    # the same commit, but the stored points came from edited (uncommitted) code
+    for path in files[:2]:
+        pd.read_parquet(path).assign(source_digest="feedfacefeedface").to_parquet(path, index=False)
+    text = "\n".join(run(tmp_path).warnings)
+    assert "2 by version" in text and "source feedfacefeedface" in text, text
+
+
 def test_nan_errors_are_reported_as_nan_not_ok(tmp_path, monkeypatch):
     def nan_gemm(A, B, **kwargs):
         out = doubles.fake_gemm(A, B, **kwargs)
