@@ -101,7 +101,7 @@ def gemm(
     B: Any,
     *,
     method: str = "plain",
-    fmt: Any = "f16",
+    fmt: Any = None,
     backend: str = "emulator",
     arch: str = "sm90",
     correction: str = "ootomo",
@@ -116,7 +116,8 @@ def gemm(
     tf32: ``schedule.OOTOMO_BLOCK_K``) in fp32 RN, corrections inside, scaled by 2^s;
     ``"markidis"``: unscaled, all inside the tensor core), or
     ``"satf"`` (plain with the floating-point satf clamp after every MMA; int8 uses the s32
-    ``.satfinite``). ``fmt``: fp16, bf16, tf32, e4m3, e5m2, int8 (aliases accepted). fp32
+    ``.satfinite``). ``fmt``: fp16, bf16, tf32, e4m3, e5m2, int8 (aliases accepted; default
+    fp16, and int8 for the Ozaki methods). fp32
     (``method="plain"`` only): ``backend="emulator"`` is the fp32 FMA chain in increasing k,
     bit exact (:func:`precision.gemm.sgemm.fma_chain_sgemm`), ``"cublas"`` cuBLAS SGEMM,
     ``"numpy"`` numpy's float32 matmul. fp64 only with ``backend="numpy"`` (plain).
@@ -130,6 +131,7 @@ def gemm(
     if method in OZAKI_METHODS:
         from precision.gemm.ozaki import ozaki_gemm
 
+        fmt = "int8" if fmt is None else fmt
         _check_matrices(A, B)
         return ozaki_gemm(A, B, method=method, fmt=fmt, target=target, terms=terms, backend=backend)
     if backend not in BACKENDS:
@@ -139,6 +141,7 @@ def gemm(
     if method == "corrected" and correction not in CORRECTIONS:
         raise ValueError(f"correction={correction!r}: expected one of {CORRECTIONS}")
     _check_matrices(A, B)
+    fmt = "f16" if fmt is None else fmt
     cpu_fp = _cpu_float_baseline(method, fmt, backend)
     if cpu_fp == "numpy":
         from precision.vendor.numpy_blas import numpy_gemm

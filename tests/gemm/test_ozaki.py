@@ -362,6 +362,15 @@ def test_float32_inputs_and_errors() -> None:
         gemm(A.astype(np.int8), B, method="ozaki2", fmt="int8")
 
 
+def test_int8_is_the_default_format_of_both_schemes() -> None:
+    rng = np.random.default_rng(5)
+    A, B = rng.standard_normal((9, 33)), rng.standard_normal((33, 7))
+    for method in ("ozaki1", "ozaki2"):
+        default = gemm(A, B, method=method, terms=4)
+        int8 = gemm(A, B, method=method, fmt="int8", terms=4)
+        assert default.dtype == np.float64 and np.array_equal(default, int8)
+
+
 # --------------------------------------------------------------------- recorded GPU outputs
 
 RECORDED = Path(__file__).resolve().parents[1] / "data" / "ozaki" / "ozaki_cuda_h200.npz"
