@@ -156,6 +156,13 @@ def cluster_spec(
     one task at a time. With ``processes=False`` the workers are threads of this process
     (tests only: no per-worker environment, so no pinning).
 
+    Each worker process may use an equal share of the machine's memory
+    (:func:`worker_memory_limit`). Dask's default for a one-thread worker is the share of one
+    *core* (8 GiB on a 32-core, 256 GiB node), and its nanny restarts a worker above 95 % of
+    it: a sweep point at n = 16384 needs more than that on the host (fp32 inputs, their
+    float64 copies, the reference and the result), so such points were killed on every
+    worker and left uncomputed.
+
     The ``"fp64"`` reference (a BLAS matmul) can differ in its last bits with the number of
     BLAS threads, and so can error columns near the rounding level: set
     ``PRECISION_BLAS_THREADS`` and ``OPENBLAS_NUM_THREADS`` alike to compare runs bit for bit.
@@ -163,20 +170,31 @@ def cluster_spec(
     from distributed import Nanny, Scheduler, Worker
 
     threads = blas_threads(len(gpus), cpu_workers) if gpus else 1
+    memory = worker_memory_limit(len(gpus) + cpu_workers)
     workers: dict[str, dict] = {}
     for gpu in gpus:
         options: dict = {"nthreads": 1, "resources": {GPU_RESOURCE: 1}, "name": f"gpu-{gpu}"}
         if processes:
             options["env"] = {"CUDA_VISIBLE_DEVICES": gpu}
             options["blas_threads"] = threads
+            options["memory_limit"] = memory
         workers[f"gpu-{gpu}"] = {"cls": _blas_nanny() if processes else Worker, "options": options}
     for j in range(cpu_workers):
-        workers[f"cpu-{j}"] = {
-            "cls": Nanny if processes else Worker,
-            "options": {"nthreads": 1, "name": f"cpu-{j}"},
-        }
+        cpu_options: dict = {"nthreads": 1, "name": f"cpu-{j}"}
+        if processes:
+            cpu_options["memory_limit"] = memory
+        workers[f"cpu-{j}"] = {"cls": Nanny if processes else Worker, "options": cpu_options}
     scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
     return scheduler, workers
+
+
+def worker_memory_limit(n_workers: int) -> int:
+    """Bytes each of ``n_workers`` worker processes may use: an equal share of the memory Dask
+    sees for this machine (``distributed.system.MEMORY_LIMIT``: physical memory, or the cgroup
+    / rlimit cap when lower)."""
+    from distributed.system import MEMORY_LIMIT
+
+    return int(MEMORY_LIMIT // max(1, n_workers))
 
 
 def local_cluster(gpus: Sequence[str], cpu_workers: int, processes: bool = True):

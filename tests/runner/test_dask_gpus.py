@@ -84,8 +84,13 @@ def test_gpus_all_without_a_gpu_is_a_clear_error(tmp_path, monkeypatch):
 
 
 def test_cluster_spec_pins_one_single_threaded_worker_per_gpu(monkeypatch):
+    from distributed.system import MEMORY_LIMIT
+
     monkeypatch.setenv("PRECISION_BLAS_THREADS", "3")
     _, workers = cluster_spec(["0", "GPU-b"], cpu_workers=2)
+    # every worker gets a quarter of the machine's memory, not Dask's one-core share
+    share = MEMORY_LIMIT // 4
+    assert [w["options"].pop("memory_limit") for w in workers.values()] == [share] * 4
     gpu = {name: w["options"] for name, w in workers.items() if name.startswith("gpu-")}
     assert gpu == {
         "gpu-0": {
