@@ -10,12 +10,16 @@ import numpy as np
 import pytest
 
 from precision import mma
-from precision.runner.commands.bench import FORMATS
+from precision.runner.commands.bench import CPU_ONLY, FORMATS
 from precision.tensorcore.gpu_engine import _fp8_permutation
 
-# name -> (input dtype, accumulator dtype, fmt): the benchmark's formats plus fp8 with f16 acc
+# name -> (input dtype, accumulator dtype, fmt): the benchmark's GPU-engine formats plus fp8
+# with f16 acc (u8, s4, b1 and f64 run on the CPU engine only)
 _mma_module = import_module("precision.tensorcore.chain")
-CASES = {**FORMATS, "e4m3_f16acc": (ml_dtypes.float8_e4m3fn, np.float16, None)}
+CASES = {
+    **{k: v for k, v in FORMATS.items() if k not in CPU_ONLY},
+    "e4m3_f16acc": (ml_dtypes.float8_e4m3fn, np.float16, None),
+}
 
 
 def test_fp8_permutation_matches_the_cpu_engine_order():
@@ -74,6 +78,16 @@ def test_gpu_equals_cpu(name, specials, satf):
     cpu = mma(a, b, c, fmt=fmt, satf=satf)
     gpu = mma(a, b, c, fmt=fmt, satf=satf, device="gpu")
     _same_bits(cpu, gpu)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", CPU_ONLY)
+def test_cpu_only_formats_are_refused_on_the_gpu_by_name(name):
+    in_dt, acc_dt, fmt = FORMATS[name]
+    a, b = np.ones((16, 32), in_dt), np.ones((32, 8), in_dt)
+    c = np.zeros((16, 8), acc_dt)
+    with pytest.raises(TypeError, match="has dtype .*; expected"):
+        mma(a, b, c, fmt=fmt, device="gpu")
 
 
 @pytest.mark.gpu
