@@ -113,6 +113,12 @@ def mma(
             f"{ins.ptx}: c ({c_fmt}) and d ({out_fmt}) differ, which is one instruction on "
             f"the CPU only: K must equal k = {ins.k} (got {k_dim}), device 'cpu' (got {device!r})"
         )
+    if device == "gpu":
+        from precision.tensorcore.gpu_engine import unsupported
+
+        reason = unsupported(ins)
+        if reason:
+            raise ValueError(f"{ins.ptx}: device='gpu' cannot run {reason}; use device='cpu'")
     if m == 0 or n == 0 or 0 in batch:
         if device == "gpu":
             import cupy as cp
