@@ -12,7 +12,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "info",
         help="show package/library versions, git commit, GPU and CUDA",
         description="Print the provenance recorded with every result: package version, git "
-        "commit, host, Python/numpy/ml_dtypes versions, GPU, driver, CUDA and CuPy.",
+        "commit, source digest, host, Python/numpy/ml_dtypes versions, GPU, driver, CUDA and CuPy.",
     )
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.set_defaults(func=main)
@@ -27,6 +27,7 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(info, indent=2, default=str))
         return 0
+    width = max(map(len, info))
     for key, value in info.items():
-        print(f"{key:<12} {value if value is not None else '-'}")
+        print(f"{key:<{width}} {value if value is not None else '-'}")
     return 0
