@@ -6,7 +6,8 @@ the GPU and driver, and the library versions that did the arithmetic.
 The git commit alone can mislead: a tree copied to a GPU node with a stale ``.git`` reports the
 old commit (plus ``-dirty``). So every record also carries ``source_digest``, a hash of the
 package's source files themselves; ``python -m precision.provenance --at COMMIT`` prints the
-digest of any commit's tree, read from git without a checkout, to check a row against it.
+digest of any commit's tree, read from git without a checkout, and ``--find DIGEST`` lists the
+commits whose source has a row's digest.
 """
 
 from __future__ import annotations
@@ -188,16 +189,48 @@ def collect(seed: int | None = None) -> dict:
     }
 
 
+def commits_with_digest(digest: str, repo: Path | None = None) -> list[str]:
+    """Every commit reachable from any ref of ``repo`` whose package source has ``digest``
+    (a prefix of at least 8 hex digits is enough), newest first. Several commits match when
+    only files outside the package changed between them."""
+    digest = digest.strip().lower()
+    if len(digest) < 8 or any(c not in "0123456789abcdef" for c in digest):
+        raise ValueError(f"digest {digest!r}: expected at least 8 hex digits")
+    repo = (repo or REPO_ROOT).resolve()
+    revs = subprocess.run(
+        ["git", "rev-list", "--all"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.split()
+    return [rev for rev in revs if source_digest_at(rev, repo).startswith(digest)]
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m precision.provenance [--at COMMIT ...]``: print the source digest of this
-    tree, or of each named commit (to match a result's ``source_digest`` to a commit)."""
+    """``python -m precision.provenance [--at COMMIT ... | --find DIGEST]``: print the source
+    digest of this tree or of each named commit, or the commits whose source has a digest (to
+    match a result's ``source_digest`` to a commit)."""
     ap = argparse.ArgumentParser(
         prog="python -m precision.provenance",
         description="Print the package's source digest (the source_digest column of results): "
-        "of this tree, or with --at of git commits, read without a checkout.",
+        "of this tree, or with --at of git commits, read without a checkout; --find lists "
+        "the commits whose source has a given digest.",
     )
     ap.add_argument("--at", nargs="+", metavar="COMMIT", help="commits (or refs) to digest")
+    ap.add_argument("--find", metavar="DIGEST", help="commits (all refs) with this digest")
     args = ap.parse_args(argv)
+    if args.find:
+        try:
+            found = commits_with_digest(args.find)
+        except (ValueError, subprocess.CalledProcessError, OSError) as exc:
+            print(f"error: {exc}")
+            return 2
+        here = source_digest().startswith(args.find.strip().lower())
+        for rev in found:
+            print(rev)
+        if here:
+            print(f"(and the working tree {REPO_ROOT})")
+        if not found and not here:
+            print(f"no commit of {REPO_ROOT} has source digest {args.find}")
+            return 1
+        return 0
     if not args.at:
         print(f"{source_digest()}  {REPO_ROOT} (working tree, git_commit {git_commit()})")
         return 0

@@ -75,6 +75,18 @@ def test_digest_of_a_commit_equals_the_digest_of_its_checkout(tmp_path) -> None:
     assert provenance.source_digest_at("HEAD", tmp_path) == two
     with pytest.raises(ValueError, match="no-such-ref"):
         provenance.source_digest_at("no-such-ref", tmp_path)
+    # from a digest back to its commits: a commit touching only files outside the package
+    # has the same source digest as its parent
+    _write(tmp_path, {"README.md": "docs\n"})
+    git("add", ".")
+    git("commit", "-q", "-m", "docs only")
+    head = subprocess.run(["git", "rev-list", "HEAD"], cwd=tmp_path, capture_output=True,
+                          text=True, check=True).stdout.split()  # fmt: skip
+    assert provenance.commits_with_digest(two, tmp_path) == head[:2]
+    assert provenance.commits_with_digest(one[:8], tmp_path) == head[2:]
+    assert provenance.commits_with_digest("0" * 16, tmp_path) == []
+    with pytest.raises(ValueError, match="at least 8 hex digits"):
+        provenance.commits_with_digest("abc", tmp_path)
 
 
 def test_collect_records_this_trees_digest() -> None:
