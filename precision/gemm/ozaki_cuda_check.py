@@ -603,6 +603,7 @@ inline int atomicOr(int* a, int v) {
 _HOST_HARNESS = r"""
 #include "shim.h"
 #include <functional>
+#include <memory>
 #include <vector>
 dim3s blockIdx, blockDim, gridDim;
 thread_local dim3s threadIdx;
@@ -628,13 +629,15 @@ static void blocks_threaded(unsigned blocks, unsigned nt, Body body) {
   g_threaded = true;
   g_body = body;
   std::vector<ucontext_t> fib(nt);
-  std::vector<char> stacks(kStack * nt);
+  // Not value-initialised: a stack's pages are touched (and committed) only as deep as
+  // the kernel goes.
+  std::unique_ptr<char[]> stacks(new char[kStack * nt]);
   std::vector<char> done(nt);
   for (unsigned r = 0; r < blocks; ++r) {
     blockIdx = {r, 0, 0};
     for (unsigned t = 0; t < nt; ++t) {
       getcontext(&fib[t]);
-      fib[t].uc_stack.ss_sp = stacks.data() + kStack * t;
+      fib[t].uc_stack.ss_sp = stacks.get() + kStack * t;
       fib[t].uc_stack.ss_size = kStack;
       fib[t].uc_link = &g_bar.scheduler;
       makecontext(&fib[t], fiber_entry, 0);
