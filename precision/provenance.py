@@ -27,6 +27,13 @@ import numpy as np
 
 from precision.gpu import cupy_or_none, device_name
 
+#: The repository root (the folder holding the ``precision`` package).
+REPO_ROOT = Path(__file__).resolve().parent.parent
+#: Files that make up the package's code, by suffix (what ``source_digest`` hashes).
+SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".sh")
+#: Hex digits kept of the SHA-256 (64 bits: collisions among a project's trees are negligible).
+DIGEST_HEX = 16
+
 
 @functools.cache
 def git_commit() -> str | None:
@@ -38,7 +45,7 @@ def git_commit() -> str | None:
     override = os.environ.get("PRECISION_GIT_COMMIT", "").strip()
     if override:
         return override
-    root = Path(__file__).resolve().parent.parent
+    root = REPO_ROOT
     try:
         head = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5
@@ -57,14 +64,6 @@ def git_commit() -> str | None:
         return None
 
 
-#: The repository root (the folder holding the ``precision`` package).
-REPO_ROOT = Path(__file__).resolve().parent.parent
-#: Files that make up the package's code, by suffix (what ``source_digest`` hashes).
-SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".sh")
-#: Hex digits kept of the SHA-256 (64 bits: collisions among a project's trees are negligible).
-DIGEST_HEX = 16
-
-
 def _digest(files: Iterable[tuple[str, bytes]]) -> str:
     """SHA-256 over (path, content) pairs in path order: path, NUL, length, NUL, content."""
     h = hashlib.sha256()
@@ -81,7 +80,8 @@ def source_digest(root: Path | None = None) -> str:
     """Digest of the package source under ``root`` (default: this installation's repository):
     every ``precision/**`` file with a suffix in :data:`SOURCE_SUFFIXES`, by its path relative
     to ``root`` and its bytes. Independent of git, file times and caches, so two trees with the
-    same code give the same digest wherever they were copied."""
+    same code give the same digest wherever they were copied. Untracked source files count
+    too (they are code that runs), so such a tree matches no commit."""
     base = (root or REPO_ROOT).resolve()
     files = []
     for f in (base / "precision").rglob("*"):
