@@ -26,6 +26,12 @@ GPU_BACKENDS = ("cuda", "cublas")
 #: workers, shared among the GPU workers).
 BLAS_THREADS_ENV = "PRECISION_BLAS_THREADS"
 _BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: OpenBLAS's idle threads spin for 2^N cycles after each call before they sleep (measured on
+#: this project's 2-core machine: about 0.12 CPU-s per thread and call by default, 0 with 4,
+#: the smallest value). GPU workers set 4: on a node whose cores the GPU workers' BLAS threads
+#: fill, a worker's spinning threads would otherwise compete with another worker's timed,
+#: launch-bound GEMMs (suspected, not measured, in the small-n spread of the 2-GPU run).
+OPENBLAS_TIMEOUT_VAR, OPENBLAS_TIMEOUT = "OPENBLAS_THREAD_TIMEOUT", "4"
 
 
 class ClusterError(RuntimeError):
@@ -134,11 +140,14 @@ def _blas_nanny() -> type:
         Dask starts every worker process with ``OMP_NUM_THREADS=1`` (and the OpenBLAS and MKL
         equivalents) through ``distributed.nanny.pre-spawn-environ``, which must be set before
         the process imports numpy; this nanny replaces those values for its worker only.
+        It also sets :data:`OPENBLAS_TIMEOUT_VAR`, so that the worker's BLAS threads sleep as
+        soon as its fp64 reference is done instead of spinning beside the timed GEMMs.
         """
 
         def __init__(self, *args, blas_threads: int = 1, **kwargs):
             super().__init__(*args, **kwargs)
             blas = dict.fromkeys(_BLAS_VARS, str(blas_threads))
+            blas[OPENBLAS_TIMEOUT_VAR] = OPENBLAS_TIMEOUT
             self.pre_spawn_env.update(blas)  # set before the process starts (and numpy loads)
             self.env.update(blas)  # set again in the process; would otherwise restore Dask's
 

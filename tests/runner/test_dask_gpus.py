@@ -152,11 +152,16 @@ def test_killed_worker_loses_no_finished_point(tmp_path, monkeypatch):
     with cluster, dd.Client(cluster) as client:
         client.register_plugin(doubles.DoublesPlugin(str(log), sleep=0.15))
         env = client.run(
-            lambda: (os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ["OPENBLAS_NUM_THREADS"])
+            lambda: (
+                os.environ.get("CUDA_VISIBLE_DEVICES"),
+                os.environ["OPENBLAS_NUM_THREADS"],
+                os.environ.get("OPENBLAS_THREAD_TIMEOUT"),
+            )
         )
         pids = client.run(os.getpid)
         by_name = {w["name"]: a for a, w in client.scheduler_info()["workers"].items()}
-        assert env[by_name["gpu-7"]] == ("7", "2") and env[by_name["cpu-0"]] == (None, "1")
+        assert env[by_name["gpu-7"]] == ("7", "2", "4")
+        assert env[by_name["cpu-0"]][:2] == (None, "1")
         points_dir = tmp_path / "g" / "points"
 
         def kill_when_two_points_are_written() -> None:
