@@ -614,7 +614,8 @@ BlockBarrier g_bar;
 #include "ozaki1.cu"
 // A block-cooperative kernel body run as `blocks` blocks of nt CUDA threads, one fiber per CUDA
 // thread, one block at a time (nt: any multiple of 32). Deterministic: fibers run in thread
-// order within each barrier interval.
+// order within each barrier interval. Returns 1 if the threads of a block diverge at a barrier
+// (some end while others wait: a deadlock on the GPU), else 0.
 static std::function<void()> g_body;
 static bool g_fiber_ended;
 static void fiber_entry() {
@@ -622,7 +623,7 @@ static void fiber_entry() {
   g_fiber_ended = true;
 }
 template <class Body>
-static void blocks_threaded(unsigned blocks, unsigned nt, Body body) {
+static int blocks_threaded(unsigned blocks, unsigned nt, Body body) {
   constexpr size_t kStack = 256 * 1024;
   blockDim = {nt, 1, 1};
   gridDim = {blocks, 1, 1};
@@ -643,39 +644,62 @@ static void blocks_threaded(unsigned blocks, unsigned nt, Body body) {
       makecontext(&fib[t], fiber_entry, 0);
       done[t] = 0;
     }
-    for (unsigned left = nt; left > 0;) {
+    for (unsigned left = nt; left > 0;) {  // one round: every live fiber to its next barrier
+      unsigned ended = 0;
       for (unsigned t = 0; t < nt; ++t) {
         if (done[t]) continue;
         threadIdx = {t, 0, 0};
         g_bar.current = &fib[t];
-        // Returns when the fiber reaches a barrier, or ends (uc_link); an ended fiber's
-        // context is left at its entry, so ending is told apart by a flag set below.
+        // Returns when the fiber waits at a barrier, or when it ends (through uc_link, after
+        // fiber_entry has set g_fiber_ended).
         g_fiber_ended = false;
         swapcontext(&g_bar.scheduler, &fib[t]);
         if (g_fiber_ended) {
           done[t] = 1;
-          --left;
+          ++ended;
         }
       }
+      if (ended != 0 && ended != left) {  // the rest wait at a barrier the ended ones never reach
+        g_threaded = false;
+        return 1;
+      }
+      left -= ended;
     }
   }
   g_threaded = false;
+  return 0;
+}
+// Self-test of the fiber scheduler: a block whose threads exchange values through shared
+// memory across a barrier (must see every other thread's write: returns 0 when all did), and
+// one whose thread 0 skips the barrier (must be reported as divergent: returns 1).
+extern "C" int barrier_selftest(int divergent) {
+  static int slot[64], wrong;
+  wrong = 0;
+  int rc = blocks_threaded(2, 64, [=] {
+    const unsigned t = threadIdx.x;
+    slot[t] = (int)(t + 100 * blockIdx.x);
+    if (divergent && t == 0) return;
+    __syncthreads();
+    if (slot[63 - t] != (int)(63 - t + 100 * blockIdx.x)) wrong = 1;
+    __syncthreads();
+  });
+  return divergent ? rc : rc + 2 * wrong;
 }
 // oz2_stats_rows, one block per row (the GPU uses 256 threads).
-extern "C" void stats_rows_threaded(const double* X, int rows, int cols, int q2, int has_q2,
+extern "C" int stats_rows_threaded(const double* X, int rows, int cols, int q2, int has_q2,
                                     int* emax, long long* esum, int* count,
                                     unsigned long long* nfix, int* bad, long long* shift,
                                     unsigned nt) {
-  blocks_threaded((unsigned)rows, nt, [=] {
+  return blocks_threaded((unsigned)rows, nt, [=] {
     oz2_stats_rows(X, rows, cols, q2, has_q2, emax, esum, count, nfix, bad, shift);
   });
 }
 // oz2_rows_fused, one block per padded row.
-extern "C" void rows_fused_threaded(const double* A, int M, int K, int Mp, int Kp, int q2,
+extern "C" int rows_fused_threaded(const double* A, int M, int K, int Mp, int Kp, int q2,
                                     int* emax, long long* esum, int* count,
                                     unsigned long long* nfix, int* bad, long long* shift, int L,
                                     int8_t* res, unsigned nt) {
-  blocks_threaded((unsigned)Mp, nt, [=] {
+  return blocks_threaded((unsigned)Mp, nt, [=] {
     oz2_rows_fused(A, M, K, Mp, Kp, q2, emax, esum, count, nfix, bad, shift, L, res);
   });
 }
@@ -1078,12 +1102,14 @@ class _MockKernel:
             *[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders]
         )
         gy = grid[1] if len(grid) > 1 else 1
-        if self.name == "oz2_stats_rows":  # block-cooperative: one fiber per CUDA thread
-            _host_lib().stats_rows_threaded(*holders, ctypes.c_uint(block[0]))
-            return
-        if self.name == "oz2_rows_fused":  # block-cooperative as well
-            assert shared_mem >= 8 * int(args[4]), (shared_mem, args[4])  # the staged row
-            _host_lib().rows_fused_threaded(*holders, ctypes.c_uint(block[0]))
+        cooperative = {"oz2_stats_rows": "stats_rows_threaded",  # one fiber per CUDA thread
+                       "oz2_rows_fused": "rows_fused_threaded"}  # fmt: skip
+        if self.name in cooperative:
+            if self.name == "oz2_rows_fused":
+                assert shared_mem >= 8 * int(args[4]), (shared_mem, args[4])  # the staged row
+            run = getattr(_host_lib(), cooperative[self.name])
+            if run(*holders, ctypes.c_uint(block[0])) != 0:
+                raise RuntimeError(f"{self.name}: threads of a block diverge at a barrier")
             return
         rc = _host_lib().launch(self.name.encode(), grid[0], gy, block[0], params)
         if rc != 0:
@@ -1199,6 +1225,16 @@ def host_pipeline() -> list[dict[str, Any]]:
             r["ok"] = diff == 0 and r["q2_match"] and r["terms_match"]
             results.append(r)
     return results
+
+
+def host_barriers() -> dict[str, Any]:
+    """The host replay's fiber scheduler: shared-memory exchange across ``__syncthreads``
+    sees every thread's write (``uniform`` 0), and a thread that skips a barrier is reported
+    (``divergent`` 1) instead of passing silently (on a GPU it would hang)."""
+    lib = _host_lib()
+    res = {"uniform": int(lib.barrier_selftest(0)), "divergent": int(lib.barrier_selftest(1))}
+    res["ok"] = res == {"uniform": 0, "divergent": 1}
+    return res
 
 
 def host_auto_terms(seed: int = 5) -> dict[str, Any]:
@@ -1362,6 +1398,9 @@ def main(argv: list[str] | None = None) -> int:
             report["host"].append(r)
             ok &= r["ok"]
             print("host replay:", json.dumps(r), flush=True)
+        report["host_barriers"] = host_barriers()
+        ok &= report["host_barriers"]["ok"]
+        print("host fiber barriers:", json.dumps(report["host_barriers"]), flush=True)
         report["host_auto_terms"] = host_auto_terms()
         ok &= report["host_auto_terms"]["ok"]
         print("host auto terms (oz2_auto_need):", json.dumps(report["host_auto_terms"]), flush=True)
