@@ -23,28 +23,34 @@ def error_metrics(
       and ``inf`` otherwise.
     Non-finite values in ``approx`` give ``nan``/``inf`` errors rather than being hidden.
     """
-    a = np.asarray(approx, dtype=np.float64)
+    a = np.asarray(approx)
     e = np.asarray(exact, dtype=np.float64)
     if a.shape != e.shape:
         raise ValueError(f"approx has shape {a.shape} but exact has shape {e.shape}")
-    diff = a - e
+    # approx widened to float64 inside the ufunc (exact for float16/32), no float64 copy of it;
+    # diff is a new array that the steps below may overwrite (never approx or exact)
+    diff = np.subtract(a, e, dtype=np.float64)
     if exact_lo is not None:
-        diff = diff - np.asarray(exact_lo, dtype=np.float64)
+        np.subtract(diff, np.asarray(exact_lo, dtype=np.float64), out=diff)
     norm = np.linalg.norm(e)
     dnorm = np.linalg.norm(diff)
     err_fro = dnorm / norm if norm > 0 else (0.0 if dnorm == 0 else np.inf)
-    absdiff = np.abs(diff)
-    abse = np.abs(e)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(
-            abse > 0, absdiff / np.where(abse > 0, abse, 1.0), np.where(absdiff == 0, 0.0, np.inf)
-        )
-    if rel.size == 0:
+    if diff.size == 0:
         return {"err_fro": float(err_fro), "err_max": 0.0, "err_median": 0.0}
+    # In place: two full-size float64 arrays (diff, rel) and boolean masks in all.
+    # rel = |diff| / |e| where e != 0; 0 where both are 0; inf where only approx is nonzero
+    # (or NaN). The same IEEE operations on the same values as a plain np.where: the same bits.
+    absdiff = np.abs(diff, out=diff)
+    rel = np.abs(e)
+    exact_nonzero = rel > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.divide(absdiff, rel, out=rel, where=exact_nonzero)
+    rel[~exact_nonzero & (absdiff != 0)] = np.inf  # elsewhere rel keeps |e| = +0.0
+    err_max = float(np.max(rel))
     return {
         "err_fro": float(err_fro),
-        "err_max": float(np.max(rel)),
-        "err_median": float(np.median(rel)),
+        "err_max": err_max,
+        "err_median": float(np.median(rel, overwrite_input=True)),
     }
 
 
