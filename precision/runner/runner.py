@@ -221,10 +221,23 @@ def _run_dask(
         future.release()
         for point, rows in zip(part, results, strict=True):
             on_done(point, rows)
-    notes += [
-        f"{n} point(s) not computed ({reason}); a rerun computes them" for reason, n in lost.items()
-    ]
+    notes += [lost_points_note(reason, n) for reason, n in lost.items()]
     return not_run, notes
+
+
+def lost_points_note(reason: str, n: int) -> str:
+    """The warning for ``n`` points whose Dask task failed with ``reason`` ("Type: message").
+    A task whose workers all died (``KilledWorker``) most often ran out of memory: the note
+    says so, since a rerun with the same memory would lose them again."""
+    note = f"{n} point(s) not computed ({reason}); a rerun retries them"
+    if reason.startswith("KilledWorker"):
+        note += (
+            ". Every worker that ran them died; the usual cause is memory: Dask's nanny "
+            "restarts a worker above 95 % of its memory limit (with --gpus each worker may use "
+            "an equal share of the machine's memory; on a cluster, start workers with "
+            "--memory-limit: docs/runner.md, 'Memory'). The workers' log lines say which"
+        )
+    return note
 
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>

@@ -18,7 +18,7 @@ import pytest
 
 from precision.runner.cluster import ClusterError, cluster_spec, needs_gpu, parse_gpus
 from precision.runner.config import parse_config
-from precision.runner.runner import RunnerError, run_experiment
+from precision.runner.runner import RunnerError, lost_points_note, run_experiment
 from precision.runner.sweep import expand
 
 dd = pytest.importorskip("dask.distributed")
@@ -191,3 +191,11 @@ def test_killed_worker_loses_no_finished_point(tmp_path, monkeypatch):
 def test_needs_gpu():
     kinds = {(p.backend, needs_gpu(p)) for p in expand(parse_config(CONFIG, "g.toml"))}
     assert kinds == {("emulator", False), ("cuda", True)}
+
+
+def test_points_lost_with_their_workers_point_at_memory():
+    killed = lost_points_note("KilledWorker: Attempted to run task 'compute_group-1' on 4 ...", 11)
+    assert killed.startswith("11 point(s) not computed (KilledWorker: ")
+    assert "memory limit" in killed and "--memory-limit" in killed
+    other = lost_points_note("ValueError: bad", 2)
+    assert other == "2 point(s) not computed (ValueError: bad); a rerun retries them"
