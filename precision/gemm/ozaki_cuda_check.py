@@ -633,7 +633,6 @@ static int blocks_threaded(unsigned blocks, unsigned nt, Body body) {
   // Not value-initialised: a stack's pages are touched (and committed) only as deep as
   // the kernel goes.
   std::unique_ptr<char[]> stacks(new char[kStack * nt]);
-  std::vector<char> done(nt);
   for (unsigned r = 0; r < blocks; ++r) {
     blockIdx = {r, 0, 0};
     for (unsigned t = 0; t < nt; ++t) {
@@ -642,28 +641,24 @@ static int blocks_threaded(unsigned blocks, unsigned nt, Body body) {
       fib[t].uc_stack.ss_size = kStack;
       fib[t].uc_link = &g_bar.scheduler;
       makecontext(&fib[t], fiber_entry, 0);
-      done[t] = 0;
     }
-    for (unsigned left = nt; left > 0;) {  // one round: every live fiber to its next barrier
-      unsigned ended = 0;
+    // One round runs every fiber to its next barrier. All of them wait there (next round), or
+    // all end (the block is done); anything else is a divergent barrier.
+    for (unsigned ended = 0; ended < nt;) {
+      ended = 0;
       for (unsigned t = 0; t < nt; ++t) {
-        if (done[t]) continue;
         threadIdx = {t, 0, 0};
         g_bar.current = &fib[t];
         // Returns when the fiber waits at a barrier, or when it ends (through uc_link, after
         // fiber_entry has set g_fiber_ended).
         g_fiber_ended = false;
         swapcontext(&g_bar.scheduler, &fib[t]);
-        if (g_fiber_ended) {
-          done[t] = 1;
-          ++ended;
-        }
+        ended += g_fiber_ended;
       }
-      if (ended != 0 && ended != left) {  // the rest wait at a barrier the ended ones never reach
+      if (ended != 0 && ended != nt) {  // the rest wait at a barrier the ended ones never reach
         g_threaded = false;
         return 1;
       }
-      left -= ended;
     }
   }
   g_threaded = false;
@@ -1075,6 +1070,10 @@ class _MockCuPy:
         return _h(np.full(shape, value, dtype=dtype))
 
 
+#: Block-cooperative kernels -> their harness entry (one fiber per CUDA thread).
+_COOPERATIVE = {"oz2_stats_rows": "stats_rows_threaded", "oz2_rows_fused": "rows_fused_threaded"}
+
+
 class _MockKernel:
     def __init__(self, name: str) -> None:
         self.name = name
@@ -1102,12 +1101,10 @@ class _MockKernel:
             *[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders]
         )
         gy = grid[1] if len(grid) > 1 else 1
-        cooperative = {"oz2_stats_rows": "stats_rows_threaded",  # one fiber per CUDA thread
-                       "oz2_rows_fused": "rows_fused_threaded"}  # fmt: skip
-        if self.name in cooperative:
+        if self.name in _COOPERATIVE:
             if self.name == "oz2_rows_fused":
                 assert shared_mem >= 8 * int(args[4]), (shared_mem, args[4])  # the staged row
-            run = getattr(_host_lib(), cooperative[self.name])
+            run = getattr(_host_lib(), _COOPERATIVE[self.name])
             if run(*holders, ctypes.c_uint(block[0])) != 0:
                 raise RuntimeError(f"{self.name}: threads of a block diverge at a barrier")
             return
