@@ -141,10 +141,9 @@ def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = Fa
     """
     cp = require_gpu("mma(device='gpu')")
     ins = instruction
-    if not ins.is_integer and ins.block not in (4, 8, 16):
-        raise NotImplementedError(f"GPU engine supports blocks of 4, 8 or 16; got {ins.block}")
-    if not ins.is_integer and ins.frac_bits + 2 + (ins.block - 1).bit_length() > 31:
-        raise NotImplementedError(f"frac_bits {ins.frac_bits} too wide for int32 block sums")
+    reason = unsupported(ins)
+    if reason:
+        raise NotImplementedError(f"{ins.ptx}: the GPU engine cannot run {reason}")
     c_dtype = np.dtype(c.dtype)
     acc = {get_format(n).storage: get_format(n) for n in _ACC_FORMATS}.get(c_dtype)
     if acc is None:
