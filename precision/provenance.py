@@ -96,20 +96,21 @@ def _source_digest_here() -> str:
     return source_digest()
 
 
+def _git(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    """stdout of ``git ARGS`` in ``repo``; ``ValueError`` with git's message if it fails."""
+    res = subprocess.run(["git", *args], cwd=repo, input=stdin, capture_output=True)
+    if res.returncode != 0:
+        msg = res.stderr.decode(errors="replace").strip()
+        raise ValueError(f"git {' '.join(args)} in {repo}: {msg}")
+    return res.stdout
+
+
 def source_digest_at(commit: str, repo: Path | None = None) -> str:
     """:func:`source_digest` of the tree of git ``commit`` in ``repo`` (default: this
     repository), read from git's objects (no checkout). Raises ``ValueError`` naming the
     commit when git cannot resolve it."""
     repo = (repo or REPO_ROOT).resolve()
-
-    def git(*args: str, stdin: bytes | None = None) -> bytes:
-        res = subprocess.run(["git", *args], cwd=repo, input=stdin, capture_output=True)
-        if res.returncode != 0:
-            msg = res.stderr.decode(errors="replace").strip()
-            raise ValueError(f"git {' '.join(args)} in {repo}: {msg}")
-        return res.stdout
-
-    listing = git("ls-tree", "-r", "-z", commit, "--", "precision").split(b"\0")
+    listing = _git(repo, "ls-tree", "-r", "-z", commit, "--", "precision").split(b"\0")
     entries = []  # (path, blob id) of regular files
     for line in listing:
         if not line:
@@ -118,7 +119,8 @@ def source_digest_at(commit: str, repo: Path | None = None) -> str:
         mode, kind, blob = meta.split()
         if kind == b"blob" and mode != b"120000" and _is_source(raw_path.decode()):
             entries.append((raw_path.decode(), blob.decode()))
-    batch = git("cat-file", "--batch", stdin="".join(f"{b}\n" for _, b in entries).encode())
+    stdin = "".join(f"{b}\n" for _, b in entries).encode()
+    batch = _git(repo, "cat-file", "--batch", stdin=stdin)
     files: list[tuple[str, bytes]] = []
     pos = 0
     for path, _ in entries:  # "<id> blob <size>\n<content>\n" per entry, in order
@@ -197,9 +199,7 @@ def commits_with_digest(digest: str, repo: Path | None = None) -> list[str]:
     if len(digest) < 8 or any(c not in "0123456789abcdef" for c in digest):
         raise ValueError(f"digest {digest!r}: expected at least 8 hex digits")
     repo = (repo or REPO_ROOT).resolve()
-    revs = subprocess.run(
-        ["git", "rev-list", "--all"], cwd=repo, capture_output=True, text=True, check=True
-    ).stdout.split()
+    revs = _git(repo, "rev-list", "--all").decode().split()
     return [rev for rev in revs if source_digest_at(rev, repo).startswith(digest)]
 
 
@@ -219,10 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.find:
         try:
             found = commits_with_digest(args.find)
-        except (ValueError, subprocess.CalledProcessError, OSError) as exc:
+        except (ValueError, OSError) as exc:
             print(f"error: {exc}")
             return 2
-        here = source_digest().startswith(args.find.strip().lower())
+        here = _source_digest_here().startswith(args.find.strip().lower())
         for rev in found:
             print(rev)
         if here:
