@@ -54,6 +54,12 @@ def exp_rand(rng: np.random.Generator, shape: tuple[int, int], phi: float) -> np
     return get_distribution("exp_rand").func(rng, shape, phi=phi)
 
 
+def error_inputs(n: int, phi: float) -> tuple[np.ndarray, np.ndarray]:
+    """A and B (n x n, exp_rand with ``phi``) of the errors stage, seeded by ``n`` and ``phi``."""
+    rng = np.random.default_rng(int(phi * 100) + n)
+    return exp_rand(rng, (n, n), phi), exp_rand(rng, (n, n), phi)
+
+
 def inject_specials(A: np.ndarray, B: np.ndarray, rng: np.random.Generator) -> None:
     """A NaN, +Inf, -Inf in A, an Inf in B, an Inf·0 pair and a subnormal row, in place."""
     m, k = A.shape
@@ -335,8 +341,7 @@ def _errors_at(
 
     rows = []
     for phi in phis:
-        rng = np.random.default_rng(int(phi * 100) + n)
-        Ah, Bh = exp_rand(rng, (n, n), phi), exp_rand(rng, (n, n), phi)
+        Ah, Bh = error_inputs(n, phi)
         A, B = cp.asarray(Ah), cp.asarray(Bh)
         ex = cp.asnumpy(exact_matmul(A, B, device="gpu"))
         base = dict(n=n, phi=phi, tflops=math.nan, tflops_sustained=math.nan)

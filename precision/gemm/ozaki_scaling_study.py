@@ -1,0 +1,171 @@
+"""What scheme II's error would be under another scaling, measured without running it.
+
+``python -m precision.gemm.ozaki_scaling_study [--sizes 4096 8192] [--phi 0 0.5 1]
+[--moduli 14] [--bits 8]`` prints a markdown table: per size and φ, the median and maximum
+elementwise relative error of ozaki2 (fp64) with the shipped power-of-two scaling and with
+a finer, non-power-of-two one, on the error stage's own matrices of
+:mod:`precision.gemm.ozaki_bench` (same seeds). About 20 s per φ at n = 4096 and 95 s at
+8192 on 2 CPU cores.
+
+Why this is exact enough to decide with. Whenever the CRT range holds (``|T| < M/2``, which
+the scaling guarantees), scheme II returns ``RN(A'·B' / (σ_i·τ_j))`` with the scaled
+integers ``A'[i,k] = rint(A[i,k]·σ_i)`` and ``B'[k,j] = rint(B[k,j]·τ_j)``. Its error before
+that one rounding is therefore exactly ``E = ΔA·B + A·ΔB + ΔA·ΔB`` with ``ΔA = A'/σ − A``,
+``ΔB = B'/τ − B``. This module forms ``ΔA``, ``ΔB`` per entry (:func:`quantisation_error`)
+and ``E`` with float64 GEMMs (relative error of ``E`` about 1e-13, irrelevant here), so
+``|E| / |AB|`` is the error of the scheme up to its final rounding (≤ 2^-53 relative). That
+is the right measure wherever the quantisation error dominates, as it does with 14 moduli
+(about 1e-15). The median uses ``|AB|`` from a float64 GEMM; the maximum re-evaluates the
+``candidates`` largest ratios against :func:`precision.reference.exact_matmul`, since it
+sits where ``|AB|`` is tiny. With the power-of-two scaling these numbers reproduce the GPU
+bench's 14-moduli errors (docs/ozaki.md, "Measured").
+
+The finer scaling (:func:`fine_scales`): per line, ``σ = c·2^e`` with an integer
+``c < 2^bits`` chosen as large as the CRT budget allows, instead of ``2^s``. The power of two
+leaves each scaled line's norm bound between half the budget and the budget (on average
+about half a bit per operand unused); ``c`` recovers nearly all of it. Not implemented in
+the kernels: ``A·c`` is no longer exact in float64 and the result needs a division by
+``c_i·c_j``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from precision.gemm import ozaki as oz
+from precision.reference import exact_matmul
+
+#: Ratios re-evaluated against the exact product when taking the maximum.
+CANDIDATES = 20
+
+
+def line_budget(moduli: tuple[int, ...], k: int) -> int:
+    """The largest 2-norm a scaled line may have before rounding: ``X`` with
+    ``(X + sqrt(K)/2)^2 <=`` :func:`precision.gemm.ozaki.crt_bound` (the quantity behind
+    :func:`precision.gemm.ozaki.crt_q2`, which rounds ``X^2`` down to a power of two)."""
+    return math.isqrt(oz.crt_bound(moduli)) - (math.isqrt(max(k, 1) - 1) + 2) // 2
+
+
+def power_of_two_scales(stats: oz.LineStats, moduli: tuple[int, ...], k: int) -> np.ndarray:
+    """The shipped scales ``2^s`` per line (:func:`precision.gemm.ozaki.norm_shifts`)."""
+    return np.ldexp(1.0, oz.norm_shifts(stats, oz.crt_q2(moduli, k)))
+
+
+def fine_scales(stats: oz.LineStats, moduli: tuple[int, ...], k: int, bits: int = 8) -> np.ndarray:
+    """Per line the largest ``σ = c·2^e``, ``c`` an integer below ``2^bits``, with
+    ``σ^2·N <= X^2``: ``N = nfix·2^(2·emax − 40)`` is the line's norm bound
+    (:class:`precision.gemm.ozaki.LineStats`) and ``X`` the :func:`line_budget`. Computed in
+    float64 with a relative safety margin of 2^-40, so the inequality holds strictly. 1 for
+    all-zero lines."""
+    norm2 = stats.nfix.astype(np.float64) * np.ldexp(1.0, 2 * stats.emax - oz.NORM_FRAC)
+    with np.errstate(divide="ignore"):
+        s = float(line_budget(moduli, k)) / np.sqrt(norm2) * (1.0 - 2.0**-40)
+    e = np.frexp(s)[1]
+    c = np.floor(np.ldexp(s, bits - e))
+    return np.where(stats.zero, 1.0, np.ldexp(c, e - bits))
+
+
+def quantisation_error(X: np.ndarray, scale: np.ndarray, axis: int) -> np.ndarray:
+    """``ΔX = rint(X·σ)/σ − X`` per entry (float64), ``σ`` per row (``axis=1``) or column
+    (``axis=0``) with at most 8 significant bits.
+
+    ``X·σ`` has up to 61 bits, so it is formed exactly as ``p_hi + p_lo`` (Veltkamp split of
+    ``X`` into parts of 26 and 27 bits, each times ``σ`` exact; ``|X|`` below 2^996). Both
+    parts' distances to their nearest integers are exact, and ``f`` = their sum (one rounding,
+    at most 2^-54 absolute) differs from ``X·σ`` by an integer, so
+    ``rint(X·σ) − X·σ = rint(f) − f``. A tie of ``X·σ`` may resolve differently from the
+    kernels' ``rint``; its error has the same magnitude."""
+    sig = scale[:, None] if axis == 1 else scale[None, :]
+    split = X * 134217729.0  # 2^27 + 1
+    hi = split - (split - X)
+    lo = X - hi
+    p_hi, p_lo = hi * sig, lo * sig
+    f = (p_hi - np.rint(p_hi)) + (p_lo - np.rint(p_lo))
+    return (np.rint(f) - f) / sig
+
+
+@dataclass(frozen=True)
+class Errors:
+    """Median and maximum elementwise relative error (the bench's err_median / err_max)."""
+
+    median: float
+    max: float
+
+
+def simulated_errors(
+    A: np.ndarray, B: np.ndarray, sa: np.ndarray, sb: np.ndarray, candidates: int = CANDIDATES
+) -> Errors:
+    """:class:`Errors` of scheme II with row scales ``sa`` and column scales ``sb`` (finite
+    inputs, no exact zero in ``A·B``), from the quantisation error (module docstring)."""
+    dA = quantisation_error(A, sa, axis=1)
+    dB = quantisation_error(B, sb, axis=0)
+    E = dA @ B
+    E += A @ dB
+    E += dA @ dB
+    del dA, dB
+    rel = np.abs(E)
+    rel /= np.abs(A @ B)
+    median = float(np.median(rel))
+    top = np.argsort(rel, axis=None)[-candidates:]
+    rows, cols = np.unravel_index(top, rel.shape)
+    del rel
+    exact = np.diagonal(exact_matmul(A[rows], B[:, cols]))  # A[rows[c]] · B[:, cols[c]]
+    return Errors(median, float(np.max(np.abs(E[rows, cols]) / np.abs(exact))))
+
+
+def bench_inputs(n: int, phi: float) -> tuple[np.ndarray, np.ndarray]:
+    """The error stage's matrices of :mod:`precision.gemm.ozaki_bench` (same seed)."""
+    from precision.gemm.ozaki_bench import error_inputs
+
+    return error_inputs(n, phi)
+
+
+def study(n: int, phi: float, terms: int, bits: int) -> dict[str, Errors]:
+    """Errors of ``terms`` moduli at size ``n`` and ``phi``, power-of-two vs ``bits``-bit
+    scales."""
+    A, B = bench_inputs(n, phi)
+    moduli = oz.MODULI[:terms]
+    sa, sb = oz.line_stats(A, 1), oz.line_stats(B, 0)
+    return {
+        "power of two": simulated_errors(
+            A, B, power_of_two_scales(sa, moduli, n), power_of_two_scales(sb, moduli, n)
+        ),
+        f"{bits}-bit": simulated_errors(
+            A, B, fine_scales(sa, moduli, n, bits), fine_scales(sb, moduli, n, bits)
+        ),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m precision.gemm.ozaki_scaling_study", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
+    ap.add_argument("--phi", type=float, nargs="+", default=[0.0, 0.5, 1.0])
+    ap.add_argument("--moduli", type=int, default=14, help="number of moduli (default 14)")
+    ap.add_argument("--bits", type=int, default=8, help="bits of the finer scales (default 8)")
+    args = ap.parse_args(argv)
+    if not 2 <= args.moduli <= len(oz.MODULI):
+        ap.error(f"--moduli must be in [2, {len(oz.MODULI)}], got {args.moduli}")
+    if not 1 <= args.bits <= 26:
+        ap.error(f"--bits must be in [1, 26], got {args.bits}")
+    print(f"ozaki2 fp64, {args.moduli} moduli: median / max elementwise relative error")
+    print("| n | phi | power-of-two scales | " + f"{args.bits}-bit scales | seconds |")
+    print("|---|---|---|---|---|")
+    for n in args.sizes:
+        for phi in args.phi:
+            t0 = time.perf_counter()
+            res = list(study(n, phi, args.moduli, args.bits).values())
+            cells = " | ".join(f"{e.median:.3g} / {e.max:.3g}" for e in res)
+            print(f"| {n} | {phi:g} | {cells} | {time.perf_counter() - t0:.0f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,97 @@
+"""The scaling study (precision.gemm.ozaki_scaling_study): its simulated errors equal those of
+the real emulator, its quantisation errors are exact, and its finer scales respect the CRT
+budget and are the largest that do."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from precision.gemm import gemm
+from precision.gemm.ozaki import MODULI, line_stats
+from precision.gemm.ozaki_bench import exp_rand
+from precision.gemm.ozaki_scaling_study import (
+    fine_scales,
+    line_budget,
+    main,
+    power_of_two_scales,
+    quantisation_error,
+    simulated_errors,
+)
+from precision.metrics import error_metrics
+from precision.reference import exact_matmul
+
+
+def _inputs(m: int, k: int, n: int, phi: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return exp_rand(rng, (m, k), phi), exp_rand(rng, (k, n), phi)
+
+
+@pytest.mark.parametrize("phi", [0.0, 1.0])
+def test_power_of_two_simulation_matches_the_emulator(phi: float) -> None:
+    # 6 moduli: errors around 1e-6, far above the final rounding the simulation leaves out
+    A, B = _inputs(40, 512, 36, phi, seed=3)
+    terms = 6
+    D = gemm(A, B, method="ozaki2", fmt="int8", target="fp64", terms=terms, backend="emulator")
+    real = error_metrics(D, exact_matmul(A, B))
+    sa, sb = line_stats(A, 1), line_stats(B, 0)
+    moduli = MODULI[:terms]
+    sim = simulated_errors(
+        A, B, power_of_two_scales(sa, moduli, 512), power_of_two_scales(sb, moduli, 512)
+    )
+    assert real["err_median"] > 1e-9
+    assert sim.median == pytest.approx(real["err_median"], rel=1e-6)
+    assert sim.max == pytest.approx(real["err_max"], rel=1e-6)
+
+
+def test_quantisation_error_is_exact() -> None:
+    A, _ = _inputs(64, 96, 1, 1.0, seed=5)
+    moduli = MODULI[:14]
+    sigma = fine_scales(line_stats(A, 1), moduli, 96)
+    got = quantisation_error(A, sigma, axis=1)
+    for i, k in np.random.default_rng(0).integers(0, [64, 96], size=(200, 2)):
+        s = Fraction(float(sigma[i]))
+        xs = Fraction(float(A[i, k])) * s
+        want = (round(xs) - xs) / s  # round(): nearest, ties to even
+        assert abs(Fraction(float(got[i, k])) - want) <= abs(want) * 2**-52 + 2**-54 / s
+
+
+def test_fine_scales_fill_the_budget_and_no_more() -> None:
+    B = _inputs(1, 300, 80, 2.0, seed=7)[1]
+    B[:, 5] = 0.0  # an all-zero column
+    moduli = MODULI[:14]
+    st = line_stats(B, 0)
+    tau = fine_scales(st, moduli, 300)
+    budget2 = Fraction(line_budget(moduli, 300)) ** 2
+    assert tau[5] == 1.0
+    for j in range(80):
+        if j == 5:
+            continue
+        norm2 = sum(Fraction(float(b)) ** 2 for b in B[:, j])
+        m, e = np.frexp(tau[j])
+        c = int(np.ldexp(m, 8))
+        assert 128 <= c <= 255
+        assert Fraction(float(tau[j])) ** 2 * norm2 <= budget2
+        # the bound used (nfix) exceeds the true norm by < 2^-6 relative: the next scale up
+        # overshoots the budget unless it stays within that slack
+        up = Fraction(c + 1) * Fraction(2) ** (int(e) - 8)
+        assert up**2 * norm2 * (1 + Fraction(1, 32)) > budget2
+
+
+def test_finer_scales_lower_the_median_error() -> None:
+    A, B = _inputs(96, 2048, 96, 0.5, seed=11)
+    moduli = MODULI[:10]
+    sa, sb = line_stats(A, 1), line_stats(B, 0)
+    pow2 = simulated_errors(
+        A, B, power_of_two_scales(sa, moduli, 2048), power_of_two_scales(sb, moduli, 2048)
+    )
+    fine = simulated_errors(A, B, fine_scales(sa, moduli, 2048), fine_scales(sb, moduli, 2048))
+    assert fine.median < pow2.median / 1.2
+
+
+def test_cli_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--moduli", "1"])
+    assert "--moduli must be in [2, 20], got 1" in capsys.readouterr().err
