@@ -109,5 +109,5 @@ def main(args: argparse.Namespace) -> int:
         print(f"  ... and {len(summary.problems) - 10} more reasons (see the 'error' column)")
     print(f"results: {summary.results_dir / 'results.parquet'} (+ .csv)")
     for fig in summary.figures:
-        print(f"figure:  {fig}")
+        print(f"{'table' if fig.stem.endswith('summary') else 'figure'}:  {fig}")
     return 1 if summary.failed or summary.not_run else 0
