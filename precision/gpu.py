@@ -7,6 +7,7 @@ machine without CuPy or a GPU, and GPU paths fail with a message that names what
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable
 from types import ModuleType
@@ -68,17 +69,27 @@ def device_name() -> str | None:
 
 
 def time_gpu(
-    fn: Callable[[], object], *, repeats: int = 10, warmup: int = 3, min_seconds: float = 0.0
+    fn: Callable[[], object],
+    *,
+    repeats: int = 10,
+    warmup: int = 3,
+    min_seconds: float = 0.0,
+    batch: int = 1,
 ) -> list[float]:
-    """Wall time in seconds of each timed call of ``fn`` on the GPU (``repeats`` of them), by
-    CUDA events.
+    """Device time in seconds of one call of ``fn`` on the GPU, per timed sample (``repeats``
+    of them), by CUDA events.
 
-    ``warmup`` untimed calls come first (compilation, caches, clocks). Each timed call is
-    bracketed by events on the current stream and synchronised, so the times are device times
-    of everything ``fn`` enqueued on that stream. With ``min_seconds`` > 0 the calls go on,
-    back to back, until at least that much host time has passed (and at least ``repeats``
-    calls): long enough, a run reaches the card's steady state under its power limit.
+    ``warmup`` untimed calls come first (compilation, caches, clocks). Each sample runs
+    ``batch`` calls back to back between one pair of events on the current stream, then
+    synchronises; its time divided by ``batch`` is the sample's entry. With ``batch = 1``
+    the entry is one call's time including any wait for the host to launch it, which for
+    calls under about 0.5 ms is a large part (see :func:`calls_per_sample`). With
+    ``min_seconds`` > 0 the samples go on, back to back, until at least that much host time
+    has passed (and at least ``repeats`` samples): long enough, a run reaches the card's
+    steady state under its power limit.
     """
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
     cp = require_gpu("time_gpu")
     for _ in range(warmup):
         fn()
@@ -88,11 +99,41 @@ def time_gpu(
     while len(times) < repeats or time.perf_counter() < deadline:
         start, stop = cp.cuda.Event(), cp.cuda.Event()
         start.record()
-        fn()
+        for _ in range(batch):
+            fn()
         stop.record()
         stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
+        times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3 / batch)
     return times
+
+
+#: Device time one timed sample of the runner aims at (:func:`calls_per_sample`).
+SAMPLE_SECONDS = 2e-3
+
+
+def calls_per_sample(
+    fn: Callable[[], object], target_s: float = SAMPLE_SECONDS, max_calls: int = 1000
+) -> int:
+    """How many back-to-back calls of ``fn`` make one timed sample last about ``target_s``:
+    ``ceil(target_s / t)`` in ``[1, max_calls]``, with ``t`` one call's event time (after
+    whatever warm-up the caller did).
+
+    Why: a sample of one call also times the gap while the host launches it (Python, CuPy,
+    cuBLAS: 25-100 µs per call measured on an H200 host), and the card idles between
+    samples. Back to back, the launches overlap the previous call's GPU work, so the sample
+    measures the GPU as long as a call's GPU work outlasts its launch (on the H200 from
+    n = 4096 for our fp16 kernels), and the host's launch rate below that."""
+    cp = require_gpu("calls_per_sample")
+    cp.cuda.Device().synchronize()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    fn()
+    stop.record()
+    stop.synchronize()
+    t = cp.cuda.get_elapsed_time(start, stop) / 1e3
+    if not t > 0:
+        return max_calls
+    return max(1, min(max_calls, math.ceil(target_s / t)))
 
 
 @functools.cache

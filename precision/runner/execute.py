@@ -167,6 +167,7 @@ def _base_row(point: Point, repeat: int) -> dict:
         "time_s": np.nan,
         "time_min_s": np.nan,
         "timed_calls": point.calls,
+        "calls_per_sample": 1,
         "tflops": np.nan,
         "timing": None,
         "gpu_uuid": None,
@@ -231,7 +232,7 @@ def _run_timed(gemm: GemmFn | None, A, B, point: Point, row: dict) -> np.ndarray
     gemm = gemm or _default_gemm()
     device = _device_call(point) if _is_library_gemm(gemm) else None
     if device is not None:
-        from precision.gpu import require_gpu, time_gpu
+        from precision.gpu import calls_per_sample, require_gpu, time_gpu
 
         cp = require_gpu(f"backend {point.backend!r}")
         # fp32-input GEMMs get float32 device copies (float64 inputs are converted here,
@@ -240,8 +241,13 @@ def _run_timed(gemm: GemmFn | None, A, B, point: Point, row: dict) -> np.ndarray
         dtype = None if wide else cp.float32
         dA, dB = cp.asarray(A, dtype=dtype), cp.asarray(B, dtype=dtype)
         out = cp.asnumpy(device(dA, dB))
-        times = time_gpu(lambda: device(dA, dB), repeats=point.calls, warmup=point.warmup)
+        call = lambda: device(dA, dB)  # noqa: E731
+        for _ in range(point.warmup):
+            call()
+        batch = calls_per_sample(call)
+        times = time_gpu(call, repeats=point.calls, warmup=0, batch=batch)
         row["timing"] = "cuda_events"
+        row["calls_per_sample"] = batch
     else:
         for _ in range(point.warmup):
             _call(gemm, A, B, point, point.backend)

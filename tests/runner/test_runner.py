@@ -241,6 +241,7 @@ def test_compare_backend_records_identical_bits(tmp_path, monkeypatch):
     # the double computes the same bits on every backend
     assert (table["identical_bits"] == 1.0).all()
     assert (table["timing"] == "wall").all()
+    assert (table["calls_per_sample"] == 1).all()  # wall timing: one call per sample
 
 
 def test_figures_are_written(tmp_path):

@@ -125,3 +125,70 @@ def test_time_gpu_sampled_samples_the_timed_calls_only(monkeypatch: pytest.Monke
     # the warm-up first, before any sample; the timed calls after the sampler's first sample
     assert calls == [(0, 2, 0.0, 0), (3, 0, 1.5, 1)]
     assert len(samples) == len(sampled) >= 2
+
+
+class _FakeClockCupy:
+    """Just enough of CuPy for time_gpu / calls_per_sample: a device clock that each call of
+    the timed function advances by ``cost`` seconds, events that read it."""
+
+    def __init__(self, cost: float) -> None:
+        self.now = 0.0
+        self.cost = cost
+        fake = self
+
+        class Event:
+            def record(self) -> None:
+                self.t = fake.now
+
+            def synchronize(self) -> None:
+                pass
+
+        class Device:
+            def synchronize(self) -> None:
+                pass
+
+        self.cuda = type(
+            "cuda",
+            (),
+            {
+                "Event": Event,
+                "Device": Device,
+                "get_elapsed_time": staticmethod(lambda a, b: (b.t - a.t) * 1e3),  # ms
+            },
+        )
+
+    def call(self) -> None:
+        self.now += self.cost
+
+
+def test_time_gpu_batches_calls_between_one_pair_of_events(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from precision import gpu
+
+    fake = _FakeClockCupy(cost=50e-6)
+    count = [0]
+
+    def fn() -> None:
+        count[0] += 1
+        fake.call()
+
+    monkeypatch.setattr(gpu, "require_gpu", lambda what: fake)
+    times = gpu.time_gpu(fn, repeats=4, warmup=2, batch=8)
+    assert count[0] == 2 + 4 * 8
+    assert times == pytest.approx([50e-6] * 4)
+    with pytest.raises(ValueError, match="batch must be >= 1, got 0"):
+        gpu.time_gpu(fn, batch=0)
+
+
+@pytest.mark.parametrize(
+    ("cost", "expected"), [(50e-6, 40), (3e-3, 1), (2e-3, 1), (1.5e-6, 1000), (0.0, 1000)]
+)
+def test_calls_per_sample_fills_about_two_milliseconds(
+    monkeypatch: pytest.MonkeyPatch, cost: float, expected: int
+) -> None:
+    from precision import gpu
+
+    fake = _FakeClockCupy(cost)
+    monkeypatch.setattr(gpu, "require_gpu", lambda what: fake)
+    assert gpu.calls_per_sample(fake.call) == expected
