@@ -119,7 +119,7 @@ def calls_per_sample(
     whatever warm-up the caller did).
 
     Why: a sample of one call also times the gap while the host launches it (Python, CuPy,
-    cuBLAS: 25-100 µs per call measured on an H200 host), and the card idles between
+    cuBLAS: 20-110 µs per call measured on an H200 host), and the card idles between
     samples. Back to back, the launches overlap the previous call's GPU work, so the sample
     measures the GPU as long as a call's GPU work outlasts its launch (on the H200 from
     n = 4096 for our fp16 kernels), and the host's launch rate below that."""
