@@ -120,7 +120,12 @@ class PowerSampler:
 
 
 def time_gpu_sampled(
-    fn: Callable[[], object], *, repeats: int, warmup: int, min_seconds: float = 0.0
+    fn: Callable[[], object],
+    *,
+    repeats: int,
+    warmup: int,
+    min_seconds: float = 0.0,
+    batch: int = 1,
 ) -> tuple[list[float], list[Sample]]:
     """``precision.gpu.time_gpu`` with the card sampled during the timed calls only: the
     ``warmup`` calls run first, outside the sampler. Returns (seconds per call, samples)."""
@@ -128,7 +133,7 @@ def time_gpu_sampled(
 
     time_gpu(fn, repeats=0, warmup=warmup)
     with PowerSampler() as sampler:
-        times = time_gpu(fn, repeats=repeats, warmup=0, min_seconds=min_seconds)
+        times = time_gpu(fn, repeats=repeats, warmup=0, min_seconds=min_seconds, batch=batch)
     return times, sampler.samples
 
 

@@ -110,7 +110,7 @@ def test_time_gpu_sampled_samples_the_timed_calls_only(monkeypatch: pytest.Monke
 
     calls: list[tuple[int, int, float, int]] = []
 
-    def fake_time_gpu(fn, *, repeats, warmup, min_seconds=0.0):  # noqa: ANN001, ANN202
+    def fake_time_gpu(fn, *, repeats, warmup, min_seconds=0.0, batch=1):  # noqa: ANN001, ANN202
         calls.append((repeats, warmup, min_seconds, len(sampled)))
         return [0.5] * repeats
 

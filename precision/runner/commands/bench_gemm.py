@@ -1,10 +1,12 @@
 """``precision bench-gemm``: our CUDA GEMM kernels and cuBLAS baselines, in one process.
 
 Writes one row per (distribution, n, method, format, correction, backend) with TFLOP/s (2·n³
-useful flops over the median of CUDA-event timings of whole calls from fp32 device inputs,
-conversions included) and the relative Frobenius / max elementwise error against a reference
-product (``precision.reference.exact_matmul`` when available, else a float64 GEMM, named in
-the ``reference`` column), plus provenance columns.
+useful flops over the median time of a whole call from fp32 device inputs, conversions
+included; CUDA events around samples of ``calls_per_sample`` calls back to back, about 2 ms
+each, as in the runner: :func:`precision.gpu.calls_per_sample`) and the relative Frobenius /
+max elementwise error against a reference product (``precision.reference.exact_matmul``
+when available, else a float64 GEMM, named in the ``reference`` column), plus provenance
+columns.
 
 The card's state during the timed calls goes next to each timing (``precision.telemetry``):
 mean board power, mean SM clock, peak temperature, the fraction of NVML samples with the power
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from precision.distributions import make_inputs
-    from precision.gpu import cupy_or_none, device_name, require_gpu
+    from precision.gpu import calls_per_sample, cupy_or_none, device_name, require_gpu
     from precision.metrics import error_metrics
     from precision.provenance import collect
     from precision.runner.bench_output import check_out, default_path
@@ -155,7 +157,10 @@ def run(args: argparse.Namespace) -> int:
             fn = _runner(cp, method, fmt, corr, backend, Ad, Bd)
             D = cp.asnumpy(fn()).astype(np.float64)
             err = error_metrics(D, ref)
-            times, samples = time_gpu_sampled(fn, repeats=args.repeats, warmup=args.warmup)
+            for _ in range(args.warmup):
+                fn()
+            batch = calls_per_sample(fn)
+            times, samples = time_gpu_sampled(fn, repeats=args.repeats, warmup=0, batch=batch)
             t = statistics.median(times)
             flops = 2.0 * n**3
             row = {
@@ -174,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
                 "time_s_median": t,
                 "time_s_min": min(times),
                 "repeats": len(times),
+                "calls_per_sample": batch,
                 "reference": ref_name,
                 **summarize(samples, t, flops),
             }
