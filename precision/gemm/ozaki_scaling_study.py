@@ -73,10 +73,11 @@ def fine_scales(stats: oz.LineStats, moduli: tuple[int, ...], k: int, bits: int 
 
 def quantisation_error(X: np.ndarray, scale: np.ndarray, axis: int) -> np.ndarray:
     """``ΔX = rint(X·σ)/σ − X`` per entry (float64), ``σ`` per row (``axis=1``) or column
-    (``axis=0``) with at most 8 significant bits.
+    (``axis=0``) with at most 26 significant bits.
 
-    ``X·σ`` has up to 61 bits, so it is formed exactly as ``p_hi + p_lo`` (Veltkamp split of
-    ``X`` into parts of 26 and 27 bits, each times ``σ`` exact; ``|X|`` below 2^996). Both
+    ``X·σ`` has up to 79 bits, so it is formed exactly as ``p_hi + p_lo`` (Veltkamp split of
+    ``X`` into two parts of at most 26 significant bits, each times ``σ`` exact; ``|X|``
+    below 2^996). Both
     parts' distances to their nearest integers are exact, and ``f`` = their sum (one rounding,
     at most 2^-54 absolute) differs from ``X·σ`` by an integer, so
     ``rint(X·σ) − X·σ = rint(f) − f``. A tie of ``X·σ`` may resolve differently from the
