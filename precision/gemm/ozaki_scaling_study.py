@@ -20,6 +20,10 @@ is the right measure wherever the quantisation error dominates, as it does with 
 sits where ``|AB|`` is tiny. With the power-of-two scaling these numbers reproduce the GPU
 bench's 14-moduli errors (docs/ozaki.md, "Measured").
 
+The CRT headroom (:func:`crt_headroom_bits`) says how much larger the scales could have been
+on the given inputs, and the errors with the shipped scales grown by that much show what a
+scheme that checks for CRT wrap-around at run time could gain.
+
 The finer scaling (:func:`fine_scales`): per line, ``σ = c·2^e`` with an integer
 ``c < 2^bits`` chosen as large as the CRT budget allows, instead of ``2^s``. The power of two
 leaves each scaled line's norm bound between half the budget and the budget (on average
@@ -127,20 +131,48 @@ def bench_inputs(n: int, phi: float) -> tuple[np.ndarray, np.ndarray]:
     return error_inputs(n, phi)
 
 
-def study(n: int, phi: float, terms: int, bits: int) -> dict[str, Errors]:
-    """Errors of ``terms`` moduli at size ``n`` and ``phi``, power-of-two vs ``bits``-bit
-    scales."""
+def crt_headroom_bits(
+    A: np.ndarray, B: np.ndarray, sa: np.ndarray, sb: np.ndarray, moduli: tuple[int, ...]
+) -> float:
+    """``log2(bound / max_ij |A·B|_ij·sa_i·sb_j)`` with ``bound`` =
+    :func:`precision.gemm.ozaki.crt_bound`: by how many bits the scales' products could grow
+    on *these* inputs before some exact ``T_ij`` left the CRT range. The Cauchy–Schwarz
+    budget behind the shipped scales guarantees ``>= 0`` for every input; more is a property
+    of the data (random signs make ``|T|`` far smaller than the bound), which a scheme could
+    use only with a run-time check for wrap-around. ``A·B`` in float64: its largest entries
+    are not cancellations, so this is accurate to far better than a bit."""
+    top = float(np.max(np.abs(A @ B) * sa[:, None] * sb[None, :]))
+    return math.log2(oz.crt_bound(moduli)) - math.log2(top) if top > 0 else math.inf
+
+
+@dataclass(frozen=True)
+class Study:
+    """One (n, phi) case: errors per scaling, and the CRT headroom of the shipped scales."""
+
+    errors: dict[str, Errors]
+    headroom_bits: float
+    #: Extra bits given to each side in the "shipped, grown" errors (``floor(headroom / 2)``).
+    grown_bits: int
+
+
+def study(n: int, phi: float, terms: int, bits: int) -> Study:
+    """Errors of ``terms`` moduli at size ``n`` and ``phi``: the shipped power-of-two scales,
+    ``bits``-bit scales, and the shipped scales times ``2^g`` on both sides with
+    ``g = floor(headroom / 2)`` (:func:`crt_headroom_bits`: no entry leaves the CRT range)."""
     A, B = bench_inputs(n, phi)
     moduli = oz.MODULI[:terms]
     sa, sb = oz.line_stats(A, 1), oz.line_stats(B, 0)
-    return {
-        "power of two": simulated_errors(
-            A, B, power_of_two_scales(sa, moduli, n), power_of_two_scales(sb, moduli, n)
-        ),
+    pa, pb = power_of_two_scales(sa, moduli, n), power_of_two_scales(sb, moduli, n)
+    head = crt_headroom_bits(A, B, pa, pb, moduli)
+    grow = max(0, math.floor(head / 2)) if math.isfinite(head) else 0
+    errors = {
+        "power of two": simulated_errors(A, B, pa, pb),
         f"{bits}-bit": simulated_errors(
             A, B, fine_scales(sa, moduli, n, bits), fine_scales(sb, moduli, n, bits)
         ),
+        "power of two, grown": simulated_errors(A, B, pa * 2.0**grow, pb * 2.0**grow),
     }
+    return Study(errors, head, grow)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -157,14 +189,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 1 <= args.bits <= 26:
         ap.error(f"--bits must be in [1, 26], got {args.bits}")
     print(f"ozaki2 fp64, {args.moduli} moduli: median / max elementwise relative error")
-    print("| n | phi | power-of-two scales | " + f"{args.bits}-bit scales | seconds |")
-    print("|---|---|---|---|---|")
+    print(
+        "| n | phi | power-of-two scales | "
+        + f"{args.bits}-bit scales | CRT headroom (bits) | power-of-two x 2^g per side | g "
+        + "| seconds |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for n in args.sizes:
         for phi in args.phi:
             t0 = time.perf_counter()
-            res = list(study(n, phi, args.moduli, args.bits).values())
-            cells = " | ".join(f"{e.median:.3g} / {e.max:.3g}" for e in res)
-            print(f"| {n} | {phi:g} | {cells} | {time.perf_counter() - t0:.0f} |", flush=True)
+            res = study(n, phi, args.moduli, args.bits)
+            e = list(res.errors.values())
+            cells = " | ".join(f"{x.median:.3g} / {x.max:.3g}" for x in e[:2])
+            print(
+                f"| {n} | {phi:g} | {cells} | {res.headroom_bits:.2f} | "
+                f"{e[2].median:.3g} / {e[2].max:.3g} | {res.grown_bits} | "
+                f"{time.perf_counter() - t0:.0f} |",
+                flush=True,
+            )
     return 0
 
 

@@ -13,6 +13,7 @@ from precision.gemm import gemm
 from precision.gemm.ozaki import MODULI, line_stats
 from precision.gemm.ozaki_bench import exp_rand
 from precision.gemm.ozaki_scaling_study import (
+    crt_headroom_bits,
     fine_scales,
     line_budget,
     main,
@@ -89,6 +90,23 @@ def test_finer_scales_lower_the_median_error() -> None:
     )
     fine = simulated_errors(A, B, fine_scales(sa, moduli, 2048), fine_scales(sb, moduli, 2048))
     assert fine.median < pow2.median / 1.2
+
+
+def test_crt_headroom_is_small_for_aligned_lines_and_large_for_random_signs() -> None:
+    moduli = MODULI[:14]
+
+    def headroom(A: np.ndarray, B: np.ndarray) -> float:
+        k = A.shape[1]
+        sa = power_of_two_scales(line_stats(A, 1), moduli, k)
+        sb = power_of_two_scales(line_stats(B, 0), moduli, k)
+        return crt_headroom_bits(A, B, sa, sb, moduli)
+
+    # equal rows and columns: Cauchy-Schwarz is tight, only the power-of-two steps remain
+    aligned = headroom(np.ones((4, 1000)), np.ones((1000, 3)))
+    assert 0.0 <= aligned < 2.0
+    # random signs: |T| ~ sqrt(K) below the bound (6 bits at K = 4096), less the tail's max
+    A, B = _inputs(64, 4096, 64, 0.0, seed=13)
+    assert headroom(A, B) > 3.0
 
 
 def test_cli_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
