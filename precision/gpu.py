@@ -112,25 +112,22 @@ SAMPLE_SECONDS = 2e-3
 
 
 def calls_per_sample(
-    fn: Callable[[], object], target_s: float = SAMPLE_SECONDS, max_calls: int = 1000
+    fn: Callable[[], object],
+    *,
+    warmup: int = 0,
+    target_s: float = SAMPLE_SECONDS,
+    max_calls: int = 1000,
 ) -> int:
     """How many back-to-back calls of ``fn`` make one timed sample last about ``target_s``:
-    ``ceil(target_s / t)`` in ``[1, max_calls]``, with ``t`` one call's event time (after
-    whatever warm-up the caller did).
+    ``ceil(target_s / t)`` in ``[1, max_calls]``, with ``t`` the event time of one call made
+    after ``warmup`` untimed ones (:func:`time_gpu`).
 
     Why: a sample of one call also times the gap while the host launches it (Python, CuPy,
     cuBLAS: 20-110 µs per call measured on an H200 host), and the card idles between
     samples. Back to back, the launches overlap the previous call's GPU work, so the sample
     measures the GPU as long as a call's GPU work outlasts its launch (on the H200 from
     n = 4096 for our fp16 kernels), and the host's launch rate below that."""
-    cp = require_gpu("calls_per_sample")
-    cp.cuda.Device().synchronize()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    start.record()
-    fn()
-    stop.record()
-    stop.synchronize()
-    t = cp.cuda.get_elapsed_time(start, stop) / 1e3
+    (t,) = time_gpu(fn, repeats=1, warmup=warmup)
     if not t > 0:
         return max_calls
     return max(1, min(max_calls, math.ceil(target_s / t)))

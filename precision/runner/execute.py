@@ -242,9 +242,7 @@ def _run_timed(gemm: GemmFn | None, A, B, point: Point, row: dict) -> np.ndarray
         dA, dB = cp.asarray(A, dtype=dtype), cp.asarray(B, dtype=dtype)
         out = cp.asnumpy(device(dA, dB))
         call = lambda: device(dA, dB)  # noqa: E731
-        for _ in range(point.warmup):
-            call()
-        batch = calls_per_sample(call)
+        batch = calls_per_sample(call, warmup=point.warmup)
         times = time_gpu(call, repeats=point.calls, warmup=0, batch=batch)
         row["timing"] = "cuda_events"
         row["calls_per_sample"] = batch

@@ -192,3 +192,18 @@ def test_calls_per_sample_fills_about_two_milliseconds(
     fake = _FakeClockCupy(cost)
     monkeypatch.setattr(gpu, "require_gpu", lambda what: fake)
     assert gpu.calls_per_sample(fake.call) == expected
+
+
+def test_calls_per_sample_warms_up_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    from precision import gpu
+
+    fake = _FakeClockCupy(cost=1e-3)
+    count = [0]
+
+    def fn() -> None:
+        count[0] += 1
+        fake.call()
+
+    monkeypatch.setattr(gpu, "require_gpu", lambda what: fake)
+    assert gpu.calls_per_sample(fn, warmup=2) == 2
+    assert count[0] == 3  # two untimed, one timed

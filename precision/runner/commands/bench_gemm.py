@@ -157,9 +157,7 @@ def run(args: argparse.Namespace) -> int:
             fn = _runner(cp, method, fmt, corr, backend, Ad, Bd)
             D = cp.asnumpy(fn()).astype(np.float64)
             err = error_metrics(D, ref)
-            for _ in range(args.warmup):
-                fn()
-            batch = calls_per_sample(fn)
+            batch = calls_per_sample(fn, warmup=args.warmup)
             times, samples = time_gpu_sampled(fn, repeats=args.repeats, warmup=0, batch=batch)
             t = statistics.median(times)
             flops = 2.0 * n**3
