@@ -261,13 +261,22 @@ def crt_bound(moduli: tuple[int, ...]) -> int:
     return (math.prod(moduli) * ((1 << (MARGIN_LOG2 - 1)) - 1)) >> MARGIN_LOG2
 
 
+def crt_line_budget(moduli: tuple[int, ...], k: int) -> int:
+    """The largest 2-norm a scaled line may have before rounding, as an integer ``X`` with
+    ``(X + sqrt(K)/2)^2 <=`` :func:`crt_bound`: ``isqrt(bound) - (isqrt(K - 1) + 2) // 2``
+    (the ``sqrt(K)/2`` rounded up through ``(isqrt(K - 1) + 2) / 2 >= sqrt(K)/2``). Exact
+    integer arithmetic; below 1 when no budget is left."""
+    return math.isqrt(crt_bound(moduli)) - (math.isqrt(max(k, 1) - 1) + 2) // 2
+
+
 def crt_q2(moduli: tuple[int, ...], k: int) -> int:
     """Scheme II's norm budget: the largest ``q2`` with ``(2^(q2/2) + sqrt(K)/2)^2 <=``
     :func:`crt_bound`. A scaled line ``A'[i,:] = rint(A[i,:]·2^s)`` whose unrounded 2-norm is
     at most ``2^(q2/2)`` has ``||A'[i,:]|| <= 2^(q2/2) + sqrt(K)/2`` (each rounding adds at
     most 1/2 to a magnitude); by Cauchy-Schwarz every ``|A'[i,:]·B'[:,j]|`` then lies in the
-    CRT range. Exact integer arithmetic; -1 when no budget is left."""
-    x = math.isqrt(crt_bound(moduli)) - (math.isqrt(max(k, 1) - 1) + 2) // 2
+    CRT range. ``X^2`` of :func:`crt_line_budget` rounded down to a power of two; -1 when no
+    budget is left."""
+    x = crt_line_budget(moduli, k)
     if x < 1:
         return -1
     return (x * x).bit_length() - 1

@@ -43,17 +43,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from precision.gemm import ozaki as oz
+from precision.gemm.ozaki_bench import error_inputs
 from precision.reference import exact_matmul
 
 #: Ratios re-evaluated against the exact product when taking the maximum.
 CANDIDATES = 20
-
-
-def line_budget(moduli: tuple[int, ...], k: int) -> int:
-    """The largest 2-norm a scaled line may have before rounding: ``X`` with
-    ``(X + sqrt(K)/2)^2 <=`` :func:`precision.gemm.ozaki.crt_bound` (the quantity behind
-    :func:`precision.gemm.ozaki.crt_q2`, which rounds ``X^2`` down to a power of two)."""
-    return math.isqrt(oz.crt_bound(moduli)) - (math.isqrt(max(k, 1) - 1) + 2) // 2
 
 
 def power_of_two_scales(stats: oz.LineStats, moduli: tuple[int, ...], k: int) -> np.ndarray:
@@ -64,12 +58,12 @@ def power_of_two_scales(stats: oz.LineStats, moduli: tuple[int, ...], k: int) ->
 def fine_scales(stats: oz.LineStats, moduli: tuple[int, ...], k: int, bits: int = 8) -> np.ndarray:
     """Per line the largest ``σ = c·2^e``, ``c`` an integer below ``2^bits``, with
     ``σ^2·N <= X^2``: ``N = nfix·2^(2·emax − 40)`` is the line's norm bound
-    (:class:`precision.gemm.ozaki.LineStats`) and ``X`` the :func:`line_budget`. Computed in
-    float64 with a relative safety margin of 2^-40, so the inequality holds strictly. 1 for
-    all-zero lines."""
+    (:class:`precision.gemm.ozaki.LineStats`) and ``X`` the
+    :func:`precision.gemm.ozaki.crt_line_budget`. Computed in float64 with a relative safety
+    margin of 2^-40, so the inequality holds strictly. 1 for all-zero lines."""
     norm2 = stats.nfix.astype(np.float64) * np.ldexp(1.0, 2 * stats.emax - oz.NORM_FRAC)
     with np.errstate(divide="ignore"):
-        s = float(line_budget(moduli, k)) / np.sqrt(norm2) * (1.0 - 2.0**-40)
+        s = float(oz.crt_line_budget(moduli, k)) / np.sqrt(norm2) * (1.0 - 2.0**-40)
     e = np.frexp(s)[1]
     c = np.floor(np.ldexp(s, bits - e))
     return np.where(stats.zero, 1.0, np.ldexp(c, e - bits))
@@ -104,10 +98,16 @@ class Errors:
 
 
 def simulated_errors(
-    A: np.ndarray, B: np.ndarray, sa: np.ndarray, sb: np.ndarray, candidates: int = CANDIDATES
+    A: np.ndarray,
+    B: np.ndarray,
+    sa: np.ndarray,
+    sb: np.ndarray,
+    candidates: int = CANDIDATES,
+    product: np.ndarray | None = None,
 ) -> Errors:
     """:class:`Errors` of scheme II with row scales ``sa`` and column scales ``sb`` (finite
-    inputs, no exact zero in ``A·B``), from the quantisation error (module docstring)."""
+    inputs, no exact zero in ``A·B``), from the quantisation error (module docstring).
+    ``product``: ``A @ B`` in float64 if the caller has it (else computed here)."""
     dA = quantisation_error(A, sa, axis=1)
     dB = quantisation_error(B, sb, axis=0)
     E = dA @ B
@@ -115,7 +115,7 @@ def simulated_errors(
     E += dA @ dB
     del dA, dB
     rel = np.abs(E)
-    rel /= np.abs(A @ B)
+    rel /= np.abs(A @ B if product is None else product)
     median = float(np.median(rel))
     top = np.argsort(rel, axis=None)[-candidates:]
     rows, cols = np.unravel_index(top, rel.shape)
@@ -124,24 +124,24 @@ def simulated_errors(
     return Errors(median, float(np.max(np.abs(E[rows, cols]) / np.abs(exact))))
 
 
-def bench_inputs(n: int, phi: float) -> tuple[np.ndarray, np.ndarray]:
-    """The error stage's matrices of :mod:`precision.gemm.ozaki_bench` (same seed)."""
-    from precision.gemm.ozaki_bench import error_inputs
-
-    return error_inputs(n, phi)
-
-
 def crt_headroom_bits(
-    A: np.ndarray, B: np.ndarray, sa: np.ndarray, sb: np.ndarray, moduli: tuple[int, ...]
+    A: np.ndarray,
+    B: np.ndarray,
+    sa: np.ndarray,
+    sb: np.ndarray,
+    moduli: tuple[int, ...],
+    product: np.ndarray | None = None,
 ) -> float:
     """``log2(bound / max_ij |A·B|_ij·sa_i·sb_j)`` with ``bound`` =
     :func:`precision.gemm.ozaki.crt_bound`: by how many bits the scales' products could grow
     on *these* inputs before some exact ``T_ij`` left the CRT range. The Cauchy–Schwarz
     budget behind the shipped scales guarantees ``>= 0`` for every input; more is a property
     of the data (random signs make ``|T|`` far smaller than the bound), which a scheme could
-    use only with a run-time check for wrap-around. ``A·B`` in float64: its largest entries
-    are not cancellations, so this is accurate to far better than a bit."""
-    top = float(np.max(np.abs(A @ B) * sa[:, None] * sb[None, :]))
+    use only with a run-time check for wrap-around. ``A·B`` in float64 (``product`` if the
+    caller has it): its largest entries are not cancellations, so this is accurate to far
+    better than a bit."""
+    C = A @ B if product is None else product
+    top = float(np.max(np.abs(C) * sa[:, None] * sb[None, :]))
     return math.log2(oz.crt_bound(moduli)) - math.log2(top) if top > 0 else math.inf
 
 
@@ -159,18 +159,18 @@ def study(n: int, phi: float, terms: int, bits: int) -> Study:
     """Errors of ``terms`` moduli at size ``n`` and ``phi``: the shipped power-of-two scales,
     ``bits``-bit scales, and the shipped scales times ``2^g`` on both sides with
     ``g = floor(headroom / 2)`` (:func:`crt_headroom_bits`: no entry leaves the CRT range)."""
-    A, B = bench_inputs(n, phi)
+    A, B = error_inputs(n, phi)
+    C = A @ B  # shared by every scaling below
     moduli = oz.MODULI[:terms]
     sa, sb = oz.line_stats(A, 1), oz.line_stats(B, 0)
     pa, pb = power_of_two_scales(sa, moduli, n), power_of_two_scales(sb, moduli, n)
-    head = crt_headroom_bits(A, B, pa, pb, moduli)
+    head = crt_headroom_bits(A, B, pa, pb, moduli, product=C)
     grow = max(0, math.floor(head / 2)) if math.isfinite(head) else 0
+    fa, fb = fine_scales(sa, moduli, n, bits), fine_scales(sb, moduli, n, bits)
     errors = {
-        "power of two": simulated_errors(A, B, pa, pb),
-        f"{bits}-bit": simulated_errors(
-            A, B, fine_scales(sa, moduli, n, bits), fine_scales(sb, moduli, n, bits)
-        ),
-        "power of two, grown": simulated_errors(A, B, pa * 2.0**grow, pb * 2.0**grow),
+        "power of two": simulated_errors(A, B, pa, pb, product=C),
+        f"{bits}-bit": simulated_errors(A, B, fa, fb, product=C),
+        "power of two, grown": simulated_errors(A, B, pa * 2.0**grow, pb * 2.0**grow, product=C),
     }
     return Study(errors, head, grow)
 

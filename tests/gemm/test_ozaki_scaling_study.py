@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 
 from precision.gemm import gemm
-from precision.gemm.ozaki import MODULI, line_stats
+from precision.gemm.ozaki import MODULI, crt_line_budget, line_stats
 from precision.gemm.ozaki_bench import exp_rand
 from precision.gemm.ozaki_scaling_study import (
     crt_headroom_bits,
     fine_scales,
-    line_budget,
     main,
     power_of_two_scales,
     quantisation_error,
@@ -65,7 +64,7 @@ def test_fine_scales_fill_the_budget_and_no_more() -> None:
     moduli = MODULI[:14]
     st = line_stats(B, 0)
     tau = fine_scales(st, moduli, 300)
-    budget2 = Fraction(line_budget(moduli, 300)) ** 2
+    budget2 = Fraction(crt_line_budget(moduli, 300)) ** 2
     assert tau[5] == 1.0
     for j in range(80):
         if j == 5:
