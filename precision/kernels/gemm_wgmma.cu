@@ -8,7 +8,8 @@
 //  * All fp32 CUDA-core arithmetic is __fadd_rn/__fmul_rn; built by nvcc with -ftz=false
 //    -fmad=false, so subnormals are kept and nothing is contracted into an FMA.
 //  * plain / satf: the inputs are rounded (f16/bf16 cvt.rn, tf32 RNE on the bits) by the
-//    wg_round_* kernels into K-major operand arrays (B transposed), then
+//    wg_round_operands_* kernel (one launch for both) into K-major operand arrays (B
+//    transposed), then
 //    acc = mma(A, B, acc) chained over k in increasing order, acc starting at +0.
 //    satf (fast launch) computes the plain chain and sets *flag if any result is not finite;
 //    the host then runs the per-step-clamp kernel of gemm_mma.cu (see launch.py).
@@ -135,27 +136,33 @@ __device__ __forceinline__ void store_tile(const float (&v)[NACC], float* __rest
 }
 
 // ---- input rounding (plain / satf) ----------------------------------------------------------
-// Y (rows_p x cols_p, storage format, row-major) = fmt(X) with zero padding; X is rows x cols.
+// One launch rounds both operands into zero-padded K-major storage arrays, tile by tile: blocks
+// of 32 x 8 threads, each a 32 x 32 tile; the first (Mp/32)(Kp/32) blocks write A's tiles, the
+// rest B's, transposed through shared memory. storage_bits<FMT> rounds one fp32 value (f16/bf16
+// cvt.rn, tf32 RNE on the bits); padding is +0.
+
+// Y[r][c] = fmt(X[r][c]) (Y: rows_p x cols_p, X: rows x cols) for the tile at (32 tr, 32 tc).
 template <int FMT>
-__device__ __forceinline__ void round_rows(const float* __restrict__ X, int rows, int cols,
-                                           void* __restrict__ Y, int rows_p, int cols_p) {
-  const size_t total = size_t(rows_p) * cols_p;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
-       i += size_t(gridDim.x) * blockDim.x) {
-    const int r = int(i / cols_p), c = int(i % cols_p);
+__device__ __forceinline__ void round_tile(const float* __restrict__ X, int rows, int cols,
+                                           void* __restrict__ Y, int cols_p, int tr, int tc) {
+  const int c = tc * 32 + threadIdx.x;
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    const int r = tr * 32 + i;
     const float x = (r < rows && c < cols) ? X[size_t(r) * cols + c] : 0.0f;
+    const size_t o = size_t(r) * cols_p + c;
     if constexpr (FMT == TF32)
-      static_cast<uint32_t*>(Y)[i] = storage_bits<FMT>(x);
+      static_cast<uint32_t*>(Y)[o] = storage_bits<FMT>(x);
     else
-      static_cast<uint16_t*>(Y)[i] = uint16_t(storage_bits<FMT>(x));
+      static_cast<uint16_t*>(Y)[o] = uint16_t(storage_bits<FMT>(x));
   }
 }
-// Y (cols_p x rows_p) = fmt(X)^T with zero padding: 32 x 32 tiles through shared memory.
+// Y[c][r] = fmt(X[r][c]) (Y: cols_p x rows_p) for the source tile at (32 tr, 32 tc).
 template <int FMT>
-__device__ __forceinline__ void round_transpose(const float* __restrict__ X, int rows, int cols,
-                                                void* __restrict__ Y, int rows_p, int cols_p) {
+__device__ __forceinline__ void round_tile_transposed(const float* __restrict__ X, int rows,
+                                                      int cols, void* __restrict__ Y, int rows_p,
+                                                      int tr, int tc) {
   __shared__ uint32_t t[32][33];
-  const int r0 = blockIdx.y * 32, c0 = blockIdx.x * 32;
+  const int r0 = tr * 32, c0 = tc * 32;
   for (int i = threadIdx.y; i < 32; i += blockDim.y) {
     const int r = r0 + i, c = c0 + threadIdx.x;
     const float x = (r < rows && c < cols) ? X[size_t(r) * cols + c] : 0.0f;
@@ -163,14 +170,26 @@ __device__ __forceinline__ void round_transpose(const float* __restrict__ X, int
   }
   __syncthreads();
   for (int i = threadIdx.y; i < 32; i += blockDim.y) {
-    const int c = c0 + i, r = r0 + threadIdx.x;  // output row c, column r
-    if (c < cols_p && r < rows_p) {
-      const size_t o = size_t(c) * rows_p + r;
-      if constexpr (FMT == TF32)
-        static_cast<uint32_t*>(Y)[o] = t[threadIdx.x][i];
-      else
-        static_cast<uint16_t*>(Y)[o] = uint16_t(t[threadIdx.x][i]);
-    }
+    const size_t o = size_t(c0 + i) * rows_p + r0 + threadIdx.x;  // output row c, column r
+    if constexpr (FMT == TF32)
+      static_cast<uint32_t*>(Y)[o] = t[threadIdx.x][i];
+    else
+      static_cast<uint16_t*>(Y)[o] = uint16_t(t[threadIdx.x][i]);
+  }
+}
+// A (M x K) -> Ar (Mp x Kp); B (K x N) -> Bt (Np x Kp) = fmt(B)^T. Mp, Np, Kp: multiples of 32.
+template <int FMT>
+__device__ __forceinline__ void round_operands(const float* __restrict__ A, int M, int K,
+                                               void* __restrict__ Ar, int Mp, int Kp,
+                                               const float* __restrict__ B, int N,
+                                               void* __restrict__ Bt, int Np) {
+  const int k_tiles = Kp / 32, a_tiles = (Mp / 32) * k_tiles;
+  const int t = int(blockIdx.x);
+  if (t < a_tiles) {
+    round_tile<FMT>(A, M, K, Ar, Kp, t / k_tiles, t % k_tiles);
+  } else {
+    const int n_tiles = Np / 32, u = t - a_tiles;
+    round_tile_transposed<FMT>(B, K, N, Bt, Kp, u / n_tiles, u % n_tiles);
   }
 }
 
@@ -599,16 +618,11 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps, fl
 }  // namespace wg
 
 // ---- entry points ---------------------------------------------------------------------------
-#define WG_ROUND_KERNELS(SUFFIX, FMT)                                                           \
-  extern "C" __global__ void wg_round_rows_##SUFFIX(const float* __restrict__ X, int rows,      \
-                                                    int cols, void* __restrict__ Y, int rows_p, \
-                                                    int cols_p) {                               \
-    wg::round_rows<FMT>(X, rows, cols, Y, rows_p, cols_p);                                      \
-  }                                                                                             \
-  extern "C" __global__ void wg_round_transpose_##SUFFIX(const float* __restrict__ X, int rows, \
-                                                         int cols, void* __restrict__ Y,        \
-                                                         int rows_p, int cols_p) {              \
-    wg::round_transpose<FMT>(X, rows, cols, Y, rows_p, cols_p);                                 \
+#define WG_ROUND_KERNEL(SUFFIX, FMT)                                                    \
+  extern "C" __global__ void __launch_bounds__(256) wg_round_operands_##SUFFIX(         \
+      const float* __restrict__ A, int M, int K, void* __restrict__ Ar, int Mp, int Kp, \
+      const float* __restrict__ B, int N, void* __restrict__ Bt, int Np) {              \
+    wg::round_operands<FMT>(A, M, K, Ar, Mp, Kp, B, N, Bt, Np);                         \
   }
 
 #define WG_PLAIN_KERNEL(NAME, FMT, MODE)                                                         \
@@ -625,9 +639,9 @@ __device__ __forceinline__ void split_body(const uint8_t* __restrict__ tmaps, fl
     wg::split_body<FMT, MODE>(tmaps, D, Mp, Np, Kp, lo_scale, out_scale, nonfinite);         \
   }
 
-WG_ROUND_KERNELS(f16, wg::F16)
-WG_ROUND_KERNELS(bf16, wg::BF16)
-WG_ROUND_KERNELS(tf32, wg::TF32)
+WG_ROUND_KERNEL(f16, wg::F16)
+WG_ROUND_KERNEL(bf16, wg::BF16)
+WG_ROUND_KERNEL(tf32, wg::TF32)
 WG_PLAIN_KERNEL(wg_plain_f16, wg::F16, wg::PLAIN)
 WG_PLAIN_KERNEL(wg_plain_bf16, wg::BF16, wg::PLAIN)
 WG_PLAIN_KERNEL(wg_plain_tf32, wg::TF32, wg::PLAIN)

@@ -167,27 +167,34 @@ def split_tensor_maps(fmt: str, Ap: Any, Bp: Any) -> Any:
     return _split_tensor_maps(fmt, Ap.data.ptr, Bp.data.ptr, mp, np_, kp)
 
 
-def _round_operand(cp: Any, fmt: str, X: Any, rows_p: int, cols_p: int, transpose: bool) -> Any:
-    """``X`` rounded to ``fmt`` (storage bits), zero-padded, transposed if asked, on device."""
-    X = cp.ascontiguousarray(X, dtype=cp.float32)
-    rows, cols = X.shape
+def _round_operands(cp: Any, fmt: str, A: Any, B: Any, Mp: int, Np: int, Kp: int) -> Any:
+    """A and B rounded to ``fmt`` (storage bits) into zero-padded K-major arrays on the device,
+    A as Mp x Kp and B transposed as Np x Kp, by one launch of ``wg_round_operands_<fmt>``."""
+    A = cp.ascontiguousarray(A, dtype=cp.float32)
+    B = cp.ascontiguousarray(B, dtype=cp.float32)
+    (M, K), N = A.shape, B.shape[1]
     dtype = cp.uint32 if fmt == "tf32" else cp.uint16
-    if transpose:
-        Y = cp.empty((cols_p, rows_p), dtype=dtype)
-        grid = (-(-max(cols, cols_p) // 32), -(-max(rows, rows_p) // 32), 1)
-        get_kernel(f"wg_round_transpose_{fmt}")(
-            grid,
-            (32, 8, 1),
-            (X, cp.int32(rows), cp.int32(cols), Y, cp.int32(rows_p), cp.int32(cols_p)),
-        )
-    else:
-        Y = cp.empty((rows_p, cols_p), dtype=dtype)
-        get_kernel(f"wg_round_rows_{fmt}")(
-            (min(-(-rows_p * cols_p // 256), 65535), 1, 1),
-            (256, 1, 1),
-            (X, cp.int32(rows), cp.int32(cols), Y, cp.int32(rows_p), cp.int32(cols_p)),
-        )
-    return Y
+    Ar = cp.empty((Mp, Kp), dtype=dtype)
+    Bt = cp.empty((Np, Kp), dtype=dtype)
+    tiles = (Mp // 32) * (Kp // 32) + (Np // 32) * (Kp // 32)
+    get_kernel(f"wg_round_operands_{fmt}")(
+        (tiles, 1, 1),
+        (32, 8, 1),
+        (A, cp.int32(M), cp.int32(K), Ar, cp.int32(Mp), cp.int32(Kp), B, cp.int32(N), Bt,
+         cp.int32(Np)),
+    )  # fmt: skip
+    return Ar, Bt
+
+
+@functools.cache
+def _unused_flag(device_id: int) -> Any:
+    """A zeroed int32 on device ``device_id`` for the plain kernels' flag argument, which only
+    the satf build writes (one buffer per device, never written)."""
+    from precision.gpu import require_gpu
+
+    cp = require_gpu("the CUDA GEMM kernels")
+    with cp.cuda.Device(device_id):
+        return cp.zeros(1, dtype=cp.int32)
 
 
 def _launch_wgmma(
@@ -212,9 +219,8 @@ def _launch_wgmma(
     kern = get_kernel(name)
     smem = spec.smem_bytes
     if mode in ("plain", "satf"):
-        Ar = _round_operand(cp, fmt, A, Mp, Kp, transpose=False)
-        Bt = _round_operand(cp, fmt, B, Kp, Np, transpose=True)
-        flag = cp.zeros(1, dtype=cp.int32)
+        Ar, Bt = _round_operands(cp, fmt, A, B, Mp, Np, Kp)
+        flag = cp.zeros(1, dtype=cp.int32) if mode == "satf" else _unused_flag(cp.cuda.Device().id)
         kern(
             grid,
             (spec.threads, 1, 1),

@@ -91,8 +91,8 @@ def split_smem_bytes(fmt: str, slots: int) -> int:
 class KernelSpec:
     """One CUDA entry point.
 
-    ``mode``: plain / satf / satfstrict / ootomo / markidis, or round_rows / round_transpose
-    (the wgmma operand-rounding kernels, which have no tile). ``arch``: the nvcc target of its
+    ``mode``: plain / satf / satfstrict / ootomo / markidis, or round_operands (the wgmma
+    plain/satf operand rounding, which has no tile). ``arch``: the nvcc target of its
     cubin. ``threads``: threads per block. ``smem_bytes``: the dynamic shared memory it is
     launched with (0: static only). ``defines``: the ``-D`` constants of its source that change
     its numerics, with the defaults compiled in (the cubin is built without them).
@@ -128,7 +128,7 @@ def _mma_spec(mode: str, fmt: str) -> KernelSpec:
 
 
 def _wg_spec(mode: str, fmt: str) -> KernelSpec:
-    if mode in ("round_rows", "round_transpose"):
+    if mode == "round_operands":
         return KernelSpec(f"wg_{mode}_{fmt}", WGMMA_SOURCE, "sm_90a", mode, fmt, None, 256, 0)
     if mode in ("plain", "satf"):
         tile = (128, 256, WG_PLAIN_ROW // _ELEM_BYTES[fmt])
@@ -154,7 +154,7 @@ def _all_specs() -> dict[str, KernelSpec]:
     specs = [_mma_spec("plain", f) for f in ("e4m3", "e5m2", "int8")]
     specs += [_mma_spec("satf", f) for f in ("f16", "bf16", "tf32", "e4m3", "e5m2", "int8")]
     specs += [_mma_spec("satfstrict", f) for f in ("f16", "bf16", "tf32", "e4m3", "e5m2")]
-    modes = ("round_rows", "round_transpose", "plain", "satf", "ootomo", "markidis")
+    modes = ("round_operands", "plain", "satf", "ootomo", "markidis")
     specs += [_wg_spec(m, f) for m in modes for f in WGMMA_FORMATS]
     return {s.name: s for s in specs}
 

@@ -399,10 +399,13 @@ def _operand(ptx_type: str, bits: np.ndarray) -> np.ndarray:
     return bits.astype(f.bits_dtype).view(f.storage)
 
 
-def emulate(probe: GenericProbe, rec: Recording, arch: str = "sm90") -> np.ndarray:
+def emulate(
+    probe: GenericProbe, rec: Recording, arch: str = "sm90", device: str = "cpu"
+) -> np.ndarray:
     """D's bits for a recording's inputs, from :func:`precision.mma` (``arch``'s model of the
     probe's instruction: same formats, shape and bit operation), in the recording's container
-    dtype. ``TypeError`` when ``arch`` has no such instruction."""
+    dtype. ``TypeError`` when ``arch`` has no such instruction. ``device="gpu"``: the GPU
+    engine (``ValueError`` for an instruction it cannot run)."""
     from precision.tensorcore import mma
 
     ins = probe.instruction
@@ -418,6 +421,7 @@ def emulate(probe: GenericProbe, rec: Recording, arch: str = "sm90") -> np.ndarr
         shape=ins.shape,
         bitop=ins.bitop or None,
         satf=probe.satfinite,
+        device=device,
     )
     return np.ascontiguousarray(d).view(container(probe.d))
 

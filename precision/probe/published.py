@@ -24,7 +24,7 @@ ran, how c entered it, and the block parameters (products per block L, fraction 
 anchor ``e_zero``, output rounding, schedule) that reproduce it bit for bit;
 :func:`replay` recomputes ``d`` either through the vectorised block core with exactly those
 parameters (``via="block"``) or through :func:`precision.mma` with the GPU's
-:class:`~precision.tensorcore.ArchModel` (``via="mma"``).
+:class:`~precision.tensorcore.ArchModel` (``via="mma"``; ``via="gpu"``: its GPU engine).
 
     python -m precision.probe.published convert SRC_DIR OUT_DIR  # SRC_DIR: the repo checkout
     python -m precision.probe.published table [DIR]              # match table of every recipe
@@ -492,8 +492,11 @@ def replay_block(a: np.ndarray, b: np.ndarray, c: np.ndarray, recipe: Recipe) ->
 _STORAGE: dict[str, np.dtype] = {n: get_format(n).storage for n in FORMATS.values()}
 
 
-def replay_mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, recipe: Recipe) -> np.ndarray:
-    """``d [T]`` from :func:`precision.mma` with ``arch=recipe.arch`` (batched 1x1 outputs)."""
+def replay_mma(
+    a: np.ndarray, b: np.ndarray, c: np.ndarray, recipe: Recipe, device: str = "cpu"
+) -> np.ndarray:
+    """``d [T]`` from :func:`precision.mma` with ``arch=recipe.arch`` (batched 1x1 outputs);
+    ``device="gpu"``: its GPU engine."""
     from precision.tensorcore import mma
 
     dtype = _STORAGE[recipe.fmt]
@@ -502,18 +505,20 @@ def replay_mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, recipe: Recipe) -> n
     b3 = b.astype(dtype).reshape(t, k, 1)
     c3: np.ndarray = c.astype(_acc_dtype(recipe.out)).reshape(t, 1, 1)
     fmt = "tf32" if recipe.fmt == "tf32" else None
-    return mma(a3, b3, c3, arch=recipe.arch, fmt=fmt, op=recipe.op)[:, 0, 0]
+    return mma(a3, b3, c3, arch=recipe.arch, fmt=fmt, op=recipe.op, device=device)[:, 0, 0]
 
 
 def replay(pub: Published, recipe: Recipe, *, via: str = "block") -> np.ndarray:
-    """The recipe's ``d`` bits ``[T]`` (uint32 fp32 / uint16 fp16) for a loaded file."""
+    """The recipe's ``d`` bits ``[T]`` (uint32 fp32 / uint16 fp16) for a loaded file. ``via``:
+    ``"block"`` (:func:`replay_block`), ``"mma"`` (:func:`precision.mma` on the CPU) or
+    ``"gpu"`` (its GPU engine)."""
     a, b, c = operands(pub, recipe)
     if via == "block":
         d = replay_block(a, b, c, recipe)
-    elif via == "mma":
-        d = replay_mma(a, b, c, recipe)
+    elif via in ("mma", "gpu"):
+        d = replay_mma(a, b, c, recipe, device="gpu" if via == "gpu" else "cpu")
     else:
-        raise ValueError(f"via must be 'block' or 'mma', got {via!r}")
+        raise ValueError(f"via must be 'block', 'mma' or 'gpu', got {via!r}")
     return d.view(np.uint32 if recipe.out == "fp32" else np.uint16)
 
 

@@ -255,8 +255,9 @@ def mma_sync_model(name: str, a, b, c) -> np.ndarray:
     return np.asarray(out).view(np.uint32)
 
 
-def wgmma_model(name: str, a, b, c) -> np.ndarray:
-    """precision.mma(op="wgmma") (the sm90 wgmma instruction data) on raw bits; f32 bits out."""
+def wgmma_model(name: str, a, b, c, device: str = "cpu") -> np.ndarray:
+    """precision.mma(op="wgmma") (the sm90 wgmma instruction data) on raw bits; f32 bits out.
+    ``device="gpu"``: the GPU engine."""
     from precision.tensorcore import mma
 
     instr = get_probe(name)
@@ -267,6 +268,7 @@ def wgmma_model(name: str, a, b, c) -> np.ndarray:
         arch="sm90",
         op="wgmma",
         fmt=instr.emulator_fmt,
+        device=device,
     )
     return np.asarray(out).view(np.uint32)
 

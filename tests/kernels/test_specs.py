@@ -31,8 +31,8 @@ def _entry_points() -> set[str]:
     """Every extern "C" kernel the two sources instantiate (through their macros)."""
     names = set(re.findall(r"^PREC_GEMM_KERNEL\((\w+),", MMA_SRC, re.M))
     names |= set(re.findall(r"^WG_(?:PLAIN|SPLIT)_KERNEL\((\w+),", WG_SRC, re.M))
-    for suffix in re.findall(r"^WG_ROUND_KERNELS\((\w+),", WG_SRC, re.M):
-        names |= {f"wg_round_rows_{suffix}", f"wg_round_transpose_{suffix}"}
+    for suffix in re.findall(r"^WG_ROUND_KERNEL\((\w+),", WG_SRC, re.M):
+        names.add(f"wg_round_operands_{suffix}")
     return names
 
 
@@ -95,7 +95,7 @@ def test_unknown_kernel_and_tile_of_a_rounding_kernel_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown GEMM kernel 'wg_plain_fp16'"):
         specs.kernel_spec("wg_plain_fp16")
     with pytest.raises(ValueError, match="not a GEMM kernel"):
-        _ = specs.kernel_spec("wg_round_rows_f16").gemm_tile
+        _ = specs.kernel_spec("wg_round_operands_f16").gemm_tile
 
 
 def test_kernels_import_nothing_of_gemm() -> None:

@@ -1,0 +1,87 @@
+"""The GPU engine (``precision.mma(..., device="gpu")``) against recorded hardware outputs.
+
+tests/probe/test_mma_sync_recorded.py replays the hand-written sm_90 probes (tests/data/sm90)
+through the GPU engine. This file does the same for every other recording whose instruction
+the engine runs:
+- the fragment-packed ``mma.sync`` families of the H200 (tests/data/sm90_mma);
+- its ``wgmma`` recordings (tests/data/sm90_wgmma);
+- the published outputs of V100 … B200 (tests/data/published), each through that GPU's
+  architecture model.
+
+Which instructions the engine runs is decided on the CPU, from ``gpu_engine.unsupported``,
+and pinned by the first test. The engine has no f64, u8, 4-bit or b1 operands and no
+32-product blocks (Hopper's fp8 ``wgmma``); those run on the CPU engine only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precision.probe import packed
+from precision.probe import published as pb
+from precision.probe import wgmma as wp
+from precision.probe.capture import load_arrays
+from precision.probe.generic import PROBES
+from precision.tensorcore import get_arch
+from precision.tensorcore.gpu_engine import unsupported
+
+DATA = Path(__file__).parents[1] / "data"
+
+PACKED = [p for p in PROBES if unsupported(p.instruction) is None]
+WGMMA = [n for n in wp.WGMMA if unsupported(wp.wgmma_instruction(n)) is None]
+
+
+def _recipe_instruction(r: pb.Recipe):
+    return get_arch(r.arch).instruction(r.fmt, r.out, b_fmt=r.fmt, op=r.op)
+
+
+PUBLISHED = [
+    r
+    for r in pb.RECIPES.values()
+    if r.mma and not r.xfail and unsupported(_recipe_instruction(r)) is None
+]
+
+
+def test_which_recordings_the_gpu_engine_replays():
+    """Runs on the CPU: the sets the GPU tests below cover."""
+    skipped = {p.name for p in PROBES if p not in PACKED}
+    assert len(PACKED) == 12  # f16, bf16, tf32, fp8 (f32 and f16 accumulators), s8
+    assert all(any(t in name for t in ("f64", "u8", "s4", "u4", "b1")) for name in skipped)
+    assert WGMMA == ["f16_f32", "bf16_f32", "tf32_f32"]  # fp8 wgmma: 32-product blocks
+    left = {r.name for r in pb.RECIPES.values() if r not in PUBLISHED}
+    assert left == {"H100-e4m3-fp32", "H100-e5m2-fp32", "H200-e4m3-fp32", "H200-e5m2-fp32"}
+    assert len(PUBLISHED) == 44
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("probe", PACKED, ids=lambda p: p.name)
+def test_packed_sm90_recording_on_the_gpu_engine(probe):
+    rec = packed.load(DATA / "sm90_mma" / f"{probe.name}.npz")
+    ok = packed.matches(probe, rec, packed.emulate(probe, rec, device="gpu"))
+    assert ok.size >= 50_000
+    per = ok.reshape(ok.shape[0], -1)
+    bad = {k: int((~per[rec.kind == i]).sum()) for i, k in enumerate(rec.kinds)}
+    assert not any(bad.values()), bad
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", WGMMA)
+def test_wgmma_recording_on_the_gpu_engine(name):
+    r = load_arrays(DATA / "sm90_wgmma" / f"wgmma_{name}.npz")
+    got = wp.wgmma_model(name, r["a"], r["b"], r["c"], device="gpu")
+    eq, n = wp.match(r["d"], got, r["kind"], r["kinds"])["all"]
+    assert n > 20_000 and eq == n, f"{name}: {eq}/{n} outputs of the GPU engine match"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("recipe", PUBLISHED, ids=lambda r: r.name)
+def test_published_file_on_the_gpu_engine(recipe: pb.Recipe):
+    pub = pb.load(pb.path_of(recipe.gpu, recipe.fmt))
+    got = pb.replay(pub, recipe, via="gpu")
+    want = pub.d[recipe.out]
+    assert want.size == 5000
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, f"{recipe.name}: {want.size - bad.size}/{want.size} outputs match"
