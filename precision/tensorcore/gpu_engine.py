@@ -185,7 +185,10 @@ def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = Fa
     if is_int:
         name = "mma_int8"
     else:
-        name = f"mma_l{ins.block}" + ("_special" if special else "")
+        # fp8 via f16: each instruction is two f16 blocks of k/2 products (k mod 4 in {0, 1},
+        # then {2, 3}), 16 for m16n8k32 but 8 for m16n8k16, whatever ins.block says.
+        products = ins.k // 2 if sched else ins.block
+        name = f"mma_l{products}" + ("_special" if special else "")
     kernel = _module().get_function(name)
     grid = ((n + _TILE - 1) // _TILE, (m + _TILE - 1) // _TILE, r)
     if r and m and n:
