@@ -506,11 +506,11 @@ def _wgmma_ptx_of(ex: Extra) -> str:
     return f"{p}.{t(ex.acc)}.{t(ex.a)}.{t(ex.b)}"
 
 
-def extra_models(name: str, a, b, c) -> dict[str, np.ndarray]:
+def extra_models(name: str, a, b, c, device: str = "cpu") -> dict[str, np.ndarray]:
     """Model outputs (raw bits of c's container) for extra recording ``name``.
 
     Floats: ``precision.mma`` with ``op="wgmma"`` (the sm90 wgmma data) and ``op="mma"`` (the
-    mma.sync numerics); integers: exact ``c + a·b`` wrapped modulo 2^32.
+    mma.sync numerics), on ``device``'s engine; integers: exact ``c + a·b`` wrapped modulo 2^32.
     """
     from precision.tensorcore import integer, mma
 
@@ -523,7 +523,9 @@ def extra_models(name: str, a, b, c) -> dict[str, np.ndarray]:
     st = {f: np.dtype(get_format(f).storage) for f in (ex.a, ex.b, ex.acc)}
     av, bv, cv = a.view(st[ex.a]), b.view(st[ex.b]), c.view(st[ex.acc])
     return {
-        f"precision.mma(op={op!r})": np.asarray(mma(av, bv, cv, arch="sm90", op=op)).view(c.dtype)
+        f"precision.mma(op={op!r})": np.asarray(
+            mma(av, bv, cv, arch="sm90", op=op, device=device)
+        ).view(c.dtype)
         for op in ("wgmma", "mma")
     }
 

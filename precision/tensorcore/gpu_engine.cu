@@ -471,6 +471,8 @@ __device__ void mma_tile(const int* __restrict__ ATs, const int* __restrict__ AT
                                per_ins, sched);                                                    \
   }
 
+MMA_KERNEL(mma_l32, 32, false, false)
+MMA_KERNEL(mma_l32_special, 32, true, false)
 MMA_KERNEL(mma_l16, 16, false, false)
 MMA_KERNEL(mma_l16_special, 16, true, false)
 MMA_KERNEL(mma_l8, 8, false, false)

@@ -56,15 +56,15 @@ _OUT_MODE: dict[tuple[str, str], int] = {
 def unsupported(ins: Instruction) -> str | None:
     """Why the GPU engine cannot run instruction ``ins``, or None if it can. It decodes fp16,
     bf16, tf32, e4m3, e5m2 and int8 operands into fp32, fp16 or int32 accumulators, with
-    floating-point blocks of 4, 8 or 16 products; the rest (uint8, int4, uint1, fp64, ...) runs
-    on the CPU engine only."""
+    floating-point blocks of 4, 8, 16 or 32 products (32: Hopper's fp8 ``wgmma``); the rest
+    (uint8, int4, uint1, fp64, ...) runs on the CPU engine only."""
     for f in (ins.a_fmt, ins.b_fmt):
         if f not in _DECODE_CODE:
             return f"operands in {f} (the GPU engine decodes {', '.join(_DECODE_CODE)})"
     if ins.acc_fmt not in _ACC_FORMATS:
         return f"a {ins.acc_fmt} accumulator (the GPU engine has {', '.join(_ACC_FORMATS)})"
-    if not ins.is_integer and ins.block not in (4, 8, 16):
-        return f"blocks of {ins.block} products (the GPU engine has 4, 8 or 16)"
+    if not ins.is_integer and ins.block not in (4, 8, 16, 32):
+        return f"blocks of {ins.block} products (the GPU engine has 4, 8, 16 or 32)"
     if not ins.is_integer and ins.frac_bits + 2 + (ins.block - 1).bit_length() > 31:
         return f"{ins.frac_bits} fraction bits (too wide for the engine's int32 block sums)"
     return None

@@ -152,3 +152,25 @@ def test_gpu_equals_cpu_mixed_fp8(da, db, acc):
         a1[0, 0], b1[0, 0], a1[0, 1], b1[1, 0] = 256.0, 2.0**-16, 2.0**-9, 2.0**-16
         d = mma(a1, b1, np.zeros((1, 1), acc), device="gpu")
         assert d[0, 0] == np.float32(2.0**-8 + 2.0**-25)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", ["wgmma", "mma"])
+@pytest.mark.parametrize("specials", [False, True])
+def test_gpu_equals_cpu_fp8_wgmma_and_k16(op, specials):
+    """fp8 as Hopper's wgmma computes it (one 32-product block, F = 13, e8m13 output) and as
+    mma.sync m16n8k16 (two f16 blocks of 8 products each, then an fp32 add)."""
+    rng = np.random.default_rng(5 + specials)
+    a = (rng.standard_normal((40, 96)) * 2.0 ** rng.integers(-14, 6, (40, 96))).astype(
+        ml_dtypes.float8_e4m3fn
+    )
+    b = (rng.standard_normal((96, 24)) * 2.0 ** rng.integers(-14, 6, (96, 24))).astype(
+        ml_dtypes.float8_e5m2
+    )
+    c = (rng.standard_normal((40, 24)) * 8).astype(np.float32)
+    if specials:
+        b[3, 5], b[7, 6], c[2, 2] = np.inf, np.nan, -np.inf
+    shape = None if op == "wgmma" else (16, 8, 16)
+    for satf in (False, True):
+        cpu = mma(a, b, c, op=op, shape=shape, satf=satf)
+        _same_bits(cpu, mma(a, b, c, op=op, shape=shape, satf=satf, device="gpu"))
