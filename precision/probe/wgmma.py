@@ -510,7 +510,8 @@ def extra_models(name: str, a, b, c, device: str = "cpu") -> dict[str, np.ndarra
     """Model outputs (raw bits of c's container) for extra recording ``name``.
 
     Floats: ``precision.mma`` with ``op="wgmma"`` (the sm90 wgmma data) and ``op="mma"`` (the
-    mma.sync numerics), on ``device``'s engine; integers: exact ``c + a·b`` wrapped modulo 2^32.
+    mma.sync numerics), on ``device``'s engine; integers: exact ``c + a·b`` wrapped modulo 2^32,
+    and ``precision.mma(op="wgmma")`` on ``device``'s engine.
     """
     from precision.tensorcore import integer, mma
 
@@ -519,7 +520,14 @@ def extra_models(name: str, a, b, c, device: str = "cpu") -> dict[str, np.ndarra
         av, bv = _decode(ex.a, a, ex.unsigned), _decode(ex.b, b, ex.unsigned)
         cv = _decode("int32", c)
         d = integer.int_mma_chain(av, bv, cv, k_step=ex.k, satfinite=False)
-        return {"exact": (d & 0xFFFFFFFF).astype(np.uint32)}
+        ints = np.uint8 if ex.unsigned else np.int8
+        w = mma(
+            a.view(ints), b.view(ints), c.view(np.int32), arch="sm90", op="wgmma", device=device
+        )
+        return {
+            "exact": (d & 0xFFFFFFFF).astype(np.uint32),
+            "precision.mma(op='wgmma')": np.asarray(w).view(np.uint32),
+        }
     st = {f: np.dtype(get_format(f).storage) for f in (ex.a, ex.b, ex.acc)}
     av, bv, cv = a.view(st[ex.a]), b.view(st[ex.b]), c.view(st[ex.acc])
     return {

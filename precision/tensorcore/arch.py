@@ -378,10 +378,10 @@ def _sm90_wgmma_extra() -> list[Instruction]:
 
     f16 inputs, f16 accumulator: as ``mma.sync`` m16n8k16 f16 (block 16, F = 25, e_zero -21,
     RNE to fp16). fp8 inputs, f16 accumulator: the recorded fp32 QGMMA block (32 products,
-    F = 13) rounded to nearest-even fp16 with the f16 zero anchor -21. s8: exact, wrapping
-    modulo 2^32. Recorded on the H200 (precision/probe/wgmma.py ``--extra``,
-    tests/data/sm90_wgmma_extra, 104,320 outputs each): f16 -> f16, e4m3/e5m2 -> f16 and s8
-    match every output bit for bit; mixed fp8 pairs into f16 are not recorded.
+    F = 13) rounded to nearest-even fp16 with the f16 zero anchor -21. s8 and u8: exact,
+    wrapping modulo 2^32. Recorded on the H200 (precision/probe/wgmma.py ``--extra``,
+    tests/data/sm90_wgmma_extra, 104,320 outputs each): f16 -> f16, e4m3/e5m2 -> f16, s8 and
+    u8 match every output bit for bit; mixed fp8 pairs into f16 are not recorded.
     """
     ev = "H200 wgmma recording tests/data/sm90_wgmma_extra ({}): 100 % bit for bit"
 
@@ -397,6 +397,7 @@ def _sm90_wgmma_extra() -> list[Instruction]:
             make(32, a, b, "fp16", 32, 13, -21, "rne", "the fp32 QGMMA block, then RNE to fp16")
         )
     ins.append(make(32, "int8", "int8", "int32", 32, 0, 0, "wrap", "exact integer, wrap"))
+    ins.append(make(32, "uint8", "uint8", "int32", 32, 0, 0, "wrap", "exact integer, wrap"))
     return ins
 
 

@@ -199,8 +199,13 @@ extern "C" __global__ void decode_operand(const void* __restrict__ src, int fmt,
   if (i >= n) return;
   const bool f16_view = fmt == 6;
   if (f16_view) fmt = 3;
-  if (fmt == 5) {
+  if (fmt == 5) {  // int8: the integer itself
     sig[i] = (int)((const int8_t*)src)[i];
+    ex[i] = 0;
+    return;
+  }
+  if (fmt == 7) {  // uint8
+    sig[i] = (int)((const uint8_t*)src)[i];
     ex[i] = 0;
     return;
   }

@@ -37,7 +37,15 @@ _THREADS = 256
 #: ``decode_operand``'s format code per operand format (the ``switch (fmt)`` of
 #: gpu_engine.cu; field widths there equal the registry's, see tests/formats/test_registry.py).
 #: Raw bits travel in the format's container dtype, ``Format.bits_dtype``.
-_DECODE_CODE: dict[str, int] = {"fp16": 0, "bf16": 1, "tf32": 2, "e4m3": 3, "e5m2": 4, "int8": 5}
+_DECODE_CODE: dict[str, int] = {
+    "fp16": 0,
+    "bf16": 1,
+    "tf32": 2,
+    "e4m3": 3,
+    "e5m2": 4,
+    "int8": 5,
+    "uint8": 7,
+}
 #: decode_operand's code for e4m3 under the fp8 -> f16 lowering (subnormals anchor as f16s).
 _E4M3_AS_F16 = 6
 #: Accumulator formats of the kernels (``c`` and ``d`` travel as ``Format.bits_dtype``).
@@ -55,9 +63,9 @@ _OUT_MODE: dict[tuple[str, str], int] = {
 
 def unsupported(ins: Instruction) -> str | None:
     """Why the GPU engine cannot run instruction ``ins``, or None if it can. It decodes fp16,
-    bf16, tf32, e4m3, e5m2 and int8 operands into fp32, fp16 or int32 accumulators, with
+    bf16, tf32, e4m3, e5m2, int8 and uint8 operands into fp32, fp16 or int32 accumulators, with
     floating-point blocks of 4, 8, 16 or 32 products (32: Hopper's fp8 ``wgmma``); the rest
-    (uint8, int4, uint1, fp64, ...) runs on the CPU engine only."""
+    (int4, uint4, uint1, fp64, ...) runs on the CPU engine only."""
     for f in (ins.a_fmt, ins.b_fmt):
         if f not in _DECODE_CODE:
             return f"operands in {f} (the GPU engine decodes {', '.join(_DECODE_CODE)})"

@@ -267,8 +267,12 @@ def test_gpu_engine_decode_codes_match_its_cuda_source():
     for name, code in ge._DECODE_CODE.items():
         f = F.FORMATS[name]
         if f.is_integer:
-            int_read = rf"if \(fmt == {code}\)\s*\{{\s*sig\[i\] = \(int\)\(\(const int8_t\*\)src\)"
-            assert re.search(int_read, src) and f.bits == 8
+            ctype = "uint8_t" if name.startswith("u") else "int8_t"
+            int_read = (
+                rf"if \(fmt == {code}\)\s*\{{[^\n]*\n"
+                rf"\s*sig\[i\] = \(int\)\(\(const {ctype}\*\)src\)"
+            )
+            assert re.search(int_read, src) and f.bits == 8, name
             continue
         assert cases[code] == (f.container_bits, f.pad_bits, f.exponent_bits, f.mantissa_bits)
     for dt, name in [
@@ -278,10 +282,10 @@ def test_gpu_engine_decode_codes_match_its_cuda_source():
         (ml_dtypes.float8_e4m3fn, "e4m3"),
         (ml_dtypes.float8_e5m2, "e5m2"),
         (np.int8, "int8"),
+        (np.uint8, "uint8"),
     ]:
         assert ge._operand_format(np.dtype(dt)) is F.FORMATS[name]
     assert ge._operand_format(np.dtype(np.float64)) is None
-    assert ge._operand_format(np.dtype(np.uint8)) is None
     nan = re.search(
         r"nan_bits\(int wide\)\s*\{\s*return wide \? (0x[0-9A-F]+)u : (0x[0-9A-F]+)u;", src
     )

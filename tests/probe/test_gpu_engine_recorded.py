@@ -4,14 +4,14 @@ tests/probe/test_mma_sync_recorded.py replays the hand-written sm_90 probes (tes
 through the GPU engine. This file does the same for every other recording whose instruction
 the engine runs:
 - the fragment-packed ``mma.sync`` families of the H200 (tests/data/sm90_mma);
-- its ``wgmma`` recordings (tests/data/sm90_wgmma, and the floating-point ones of
-  tests/data/sm90_wgmma_extra: f16 accumulators, mixed fp8);
+- its ``wgmma`` recordings (tests/data/sm90_wgmma, and tests/data/sm90_wgmma_extra: f16
+  accumulators, mixed fp8, s8 and u8);
 - the published outputs of V100 … B200 (tests/data/published), each through that GPU's
   architecture model.
 
 Which instructions the engine runs is decided on the CPU, from ``gpu_engine.unsupported``,
-and pinned by the first test. The engine has no f64, u8, 4-bit or b1 operands; those run on
-the CPU engine only.
+and pinned by the first test. The engine has no f64, 4-bit or b1 operands; those run on the
+CPU engine only.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ DATA = Path(__file__).parents[1] / "data"
 
 PACKED = [p for p in PROBES if unsupported(p.instruction) is None]
 WGMMA = [n for n in wp.WGMMA if unsupported(wp.wgmma_instruction(n)) is None]
-WGMMA_EXTRA = [n for n, ex in wp.EXTRA.items() if not ex.integer]  # integers: exact model
+WGMMA_EXTRA = list(wp.EXTRA)
 
 
 def _recipe_instruction(r: pb.Recipe):
@@ -50,10 +50,10 @@ PUBLISHED = [
 def test_which_recordings_the_gpu_engine_replays():
     """Runs on the CPU: the sets the GPU tests below cover."""
     skipped = {p.name for p in PROBES if p not in PACKED}
-    assert len(PACKED) == 12  # f16, bf16, tf32, fp8 (f32 and f16 accumulators), s8
-    assert all(any(t in name for t in ("f64", "u8", "s4", "u4", "b1")) for name in skipped)
+    assert len(PACKED) == 16  # f16, bf16, tf32, fp8 (f32 and f16 accumulators), s8, u8
+    assert all(any(t in name for t in ("f64", "s4", "u4", "b1")) for name in skipped)
     assert WGMMA == ["f16_f32", "bf16_f32", "tf32_f32", "e4m3_f32", "e5m2_f32"]
-    assert len(WGMMA_EXTRA) == 5
+    assert len(WGMMA_EXTRA) == 7
     assert len(PUBLISHED) == len(pb.RECIPES) == 48
 
 

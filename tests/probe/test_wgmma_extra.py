@@ -43,6 +43,8 @@ def test_sm90_wgmma_extra_instruction_data():
     assert (fp8.block, fp8.frac_bits, fp8.shape) == (32, 13, (64, 8, 32))
     s8 = sm90.instruction("int8", "int32", op="wgmma")
     assert s8.out_rounding == "wrap" and s8.ptx.endswith(".s32.s8.s8")
+    u8 = sm90.instruction("uint8", "int32", op="wgmma")
+    assert u8.out_rounding == "wrap" and u8.ptx.endswith(".s32.u8.u8")
 
 
 @pytest.mark.parametrize("name", ["e4m3_f16", "e5m2e4m3_f32", "u8_s32"])
@@ -75,8 +77,9 @@ def recorded():
 def test_recorded_integer_wgmma_is_exact(recorded, name):
     if name not in recorded:
         pytest.skip(f"{name} not recorded")
-    eq, n = recorded[name]["exact"]["all"]
-    assert n >= 100_000 and eq == n
+    for model in ("exact", "precision.mma(op='wgmma')"):
+        eq, n = recorded[name][model]["all"]
+        assert n >= 100_000 and eq == n, model
 
 
 def test_recorded_extras_passed_the_layout_check(recorded):

@@ -14,7 +14,7 @@ from precision.runner.commands.bench import CPU_ONLY, FORMATS
 from precision.tensorcore.gpu_engine import _fp8_permutation
 
 # name -> (input dtype, accumulator dtype, fmt): the benchmark's GPU-engine formats plus fp8
-# with f16 acc (u8, s4, b1 and f64 run on the CPU engine only)
+# with f16 acc (s4, b1 and f64 run on the CPU engine only)
 _mma_module = import_module("precision.tensorcore.chain")
 CASES = {
     **{k: v for k, v in FORMATS.items() if k not in CPU_ONLY},
@@ -31,9 +31,10 @@ def test_fp8_permutation_matches_the_cpu_engine_order():
 
 def _operands(name: str, m: int, k: int, n: int, rng, *, specials: bool, wide: bool):
     in_dt, acc_dt, _ = CASES[name]
-    if in_dt is np.int8:
-        a = rng.integers(-128, 128, (m, k)).astype(np.int8)
-        b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    if in_dt in (np.int8, np.uint8):
+        lo, hi = (-128, 128) if in_dt is np.int8 else (0, 256)
+        a = rng.integers(lo, hi, (m, k)).astype(in_dt)
+        b = rng.integers(lo, hi, (k, n)).astype(in_dt)
         c = rng.integers(-(2**31), 2**31, (m, n)).astype(np.int32)
         return a, b, c
     spread = 2.0 ** rng.integers(-12, 12, (m, k)) if wide else 1.0
@@ -70,8 +71,8 @@ def _same_bits(x: np.ndarray, y: np.ndarray) -> None:
 @pytest.mark.parametrize("specials", [False, True])
 @pytest.mark.parametrize("satf", [False, True])
 def test_gpu_equals_cpu(name, specials, satf):
-    if name == "int8" and specials:
-        pytest.skip("int8 has no special values")
+    if name in ("int8", "u8") and specials:
+        pytest.skip("integers have no special values")
     rng = np.random.default_rng(zlib.crc32(f"{name}/{specials}/{satf}".encode()))  # fixed per case
     a, b, c = _operands(name, 67, 128, 45, rng, specials=specials, wide=True)
     fmt = CASES[name][2]
@@ -174,3 +175,17 @@ def test_gpu_equals_cpu_fp8_wgmma_and_k16(op, specials):
     for satf in (False, True):
         cpu = mma(a, b, c, op=op, shape=shape, satf=satf)
         _same_bits(cpu, mma(a, b, c, op=op, shape=shape, satf=satf, device="gpu"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("satf", [False, True])
+def test_gpu_equals_cpu_mixed_signedness_int8(satf):
+    """s8 x u8 and u8 x s8 (each operand decoded in its own signedness), wrap and .satfinite."""
+    rng = np.random.default_rng(6)
+    s8 = rng.integers(-128, 128, (33, 96)).astype(np.int8)
+    u8 = rng.integers(0, 256, (96, 20)).astype(np.uint8)
+    c = rng.integers(-(2**31), 2**31, (33, 20)).astype(np.int32)
+    _same_bits(mma(s8, u8, c, satf=satf), mma(s8, u8, c, satf=satf, device="gpu"))
+    u8a, s8b = u8.T.copy(), s8.T.copy()
+    c2 = c.T.copy()
+    _same_bits(mma(u8a, s8b, c2, satf=satf), mma(u8a, s8b, c2, satf=satf, device="gpu"))
