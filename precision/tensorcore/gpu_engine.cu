@@ -275,7 +275,8 @@ extern "C" __global__ void decode_operand(const void* __restrict__ src, int fmt,
 
 // One thread block computes a BM x BN output tile of one batch entry; each thread a TM x TN
 // sub-tile. Operands: AT (sig/exp) is A transposed, [K, M]; B is [K, N]; C/D are bit arrays.
-// L: products per fused block (INT8: the int8 instruction's k = 32).
+// L: products per fused block (INT8: per partial sum, 16 or 32; an instruction of k products
+// is per_ins = k / L of them, and .satfinite clamps after each instruction).
 // sched: 0 chain (each block's result is the next block's c); 1 fp8 via f16 (K pre-permuted
 // so each 32-k instruction is block(k%4 in {0,1}) then block(k%4 in {2,3})).
 template <int L, bool SPECIAL, bool INT8>
@@ -310,7 +311,10 @@ __device__ void mma_tile(const int* __restrict__ ATs, const int* __restrict__ AT
     }
     acc[i][j] = v;
   }
-  uint32_t s1[TM][TN];  // fp8 schedule: result of the instruction's first block
+  uint32_t s1[TM][TN];     // fp8 schedule: result of the instruction's first block
+  long long pend[TM][TN];  // integers: the current instruction's exact sum so far
+  _Pragma("unroll") for (int i = 0; i < TM; ++i) _Pragma("unroll") for (int j = 0; j < TN; ++j)
+      pend[i][j] = 0;
 
   int blk_global = 0;
   for (int k0 = 0; k0 < K; k0 += BK) {
@@ -344,15 +348,21 @@ __device__ void mma_tile(const int* __restrict__ ATs, const int* __restrict__ AT
           _Pragma("unroll") for (int i = 0; i < TM; ++i)
               _Pragma("unroll") for (int j = 0; j < TN; ++j) s[i][j] += av[i] * bv[j];
         }
+        // An instruction of k = per_ins * L products adds its exact sum to c once, wrapping
+        // modulo 2^32 or (.satfinite) clamped to the int32 range.
+        const bool ins_end = (blk_global + 1) % per_ins == 0;
         _Pragma("unroll") for (int i = 0; i < TM; ++i)
             _Pragma("unroll") for (int j = 0; j < TN; ++j) {
+          pend[i][j] += s[i][j];
+          if (!ins_end) continue;
           if (satf) {
-            long long v = (long long)(int)acc[i][j] + s[i][j];
+            long long v = (long long)(int)acc[i][j] + pend[i][j];
             v = v > 2147483647ll ? 2147483647ll : (v < -2147483648ll ? -2147483648ll : v);
             acc[i][j] = (uint32_t)(int)v;
           } else {
-            acc[i][j] = acc[i][j] + (uint32_t)s[i][j];
+            acc[i][j] = acc[i][j] + (uint32_t)pend[i][j];
           }
+          pend[i][j] = 0;
         }
         continue;
       }
@@ -485,3 +495,4 @@ MMA_KERNEL(mma_l8_special, 8, true, false)
 MMA_KERNEL(mma_l4, 4, false, false)
 MMA_KERNEL(mma_l4_special, 4, true, false)
 MMA_KERNEL(mma_int8, 32, false, true)
+MMA_KERNEL(mma_int8_k16, 16, false, true)

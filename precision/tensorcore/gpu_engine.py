@@ -45,6 +45,8 @@ _DECODE_CODE: dict[str, int] = {
     "e5m2": 4,
     "int8": 5,
     "uint8": 7,
+    "int4": 5,  # 4-bit integers travel in int8 / uint8 containers (the registry's storage)
+    "uint4": 7,
 }
 #: decode_operand's code for e4m3 under the fp8 -> f16 lowering (subnormals anchor as f16s).
 _E4M3_AS_F16 = 6
@@ -63,14 +65,17 @@ _OUT_MODE: dict[tuple[str, str], int] = {
 
 def unsupported(ins: Instruction) -> str | None:
     """Why the GPU engine cannot run instruction ``ins``, or None if it can. It decodes fp16,
-    bf16, tf32, e4m3, e5m2, int8 and uint8 operands into fp32, fp16 or int32 accumulators, with
-    floating-point blocks of 4, 8, 16 or 32 products (32: Hopper's fp8 ``wgmma``); the rest
-    (int4, uint4, uint1, fp64, ...) runs on the CPU engine only."""
+    bf16, tf32, e4m3, e5m2, int8, uint8, int4 and uint4 operands into fp32, fp16 or int32
+    accumulators, with floating-point blocks of 4, 8, 16 or 32 products (32: Hopper's fp8
+    ``wgmma``) and integer instructions of k = 16, 32 or 64; the rest (uint1, fp64) runs on
+    the CPU engine only."""
     for f in (ins.a_fmt, ins.b_fmt):
         if f not in _DECODE_CODE:
             return f"operands in {f} (the GPU engine decodes {', '.join(_DECODE_CODE)})"
     if ins.acc_fmt not in _ACC_FORMATS:
         return f"a {ins.acc_fmt} accumulator (the GPU engine has {', '.join(_ACC_FORMATS)})"
+    if ins.is_integer and ins.k not in (16, 32, 64):
+        return f"integer instructions of k = {ins.k} (the GPU engine has k = 16, 32 and 64)"
     if not ins.is_integer and ins.block not in (4, 8, 16, 32):
         return f"blocks of {ins.block} products (the GPU engine has 4, 8, 16 or 32)"
     if not ins.is_integer and ins.frac_bits + 2 + (ins.block - 1).bit_length() > 31:
@@ -190,8 +195,9 @@ def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = Fa
     c_bits = c_bits.reshape(r, m, n)
     d_bits = cp.empty_like(c_bits)
 
-    if is_int:
-        name = "mma_int8"
+    int_block = 16 if ins.k == 16 else 32  # partial sums of the integer kernels
+    if is_int:  # .satfinite clamps once per instruction, after k / int_block partial sums
+        name = "mma_int8" if int_block == 32 else "mma_int8_k16"
     else:
         # fp8 via f16: each instruction is two f16 blocks of k/2 products (k mod 4 in {0, 1},
         # then {2, 3}), 16 for m16n8k32 but 8 for m16n8k16, whatever ins.block says.
@@ -220,7 +226,7 @@ def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = Fa
                 np.int32(ins.e_zero),
                 np.int32(_OUT_MODE[(get_format(ins.acc_fmt).name, ins.out_rounding)]),
                 np.int32(bool(satf)),
-                np.int32(max(ins.k // ins.block, 1)),
+                np.int32(ins.k // int_block if is_int else max(ins.k // ins.block, 1)),
                 np.int32(sched),
             ),
         )

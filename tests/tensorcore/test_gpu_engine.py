@@ -14,7 +14,7 @@ from precision.runner.commands.bench import CPU_ONLY, FORMATS
 from precision.tensorcore.gpu_engine import _fp8_permutation
 
 # name -> (input dtype, accumulator dtype, fmt): the benchmark's GPU-engine formats plus fp8
-# with f16 acc (s4, b1 and f64 run on the CPU engine only)
+# with f16 acc (b1 and f64 run on the CPU engine only)
 _mma_module = import_module("precision.tensorcore.chain")
 CASES = {
     **{k: v for k, v in FORMATS.items() if k not in CPU_ONLY},
@@ -32,7 +32,8 @@ def test_fp8_permutation_matches_the_cpu_engine_order():
 def _operands(name: str, m: int, k: int, n: int, rng, *, specials: bool, wide: bool):
     in_dt, acc_dt, _ = CASES[name]
     if in_dt in (np.int8, np.uint8):
-        lo, hi = (-128, 128) if in_dt is np.int8 else (0, 256)
+        bits = 4 if CASES[name][2] == "int4" else 8
+        lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1)) if in_dt is np.int8 else (0, 2**bits)
         a = rng.integers(lo, hi, (m, k)).astype(in_dt)
         b = rng.integers(lo, hi, (k, n)).astype(in_dt)
         c = rng.integers(-(2**31), 2**31, (m, n)).astype(np.int32)
@@ -71,7 +72,7 @@ def _same_bits(x: np.ndarray, y: np.ndarray) -> None:
 @pytest.mark.parametrize("specials", [False, True])
 @pytest.mark.parametrize("satf", [False, True])
 def test_gpu_equals_cpu(name, specials, satf):
-    if name in ("int8", "u8") and specials:
+    if name in ("int8", "u8", "s4") and specials:
         pytest.skip("integers have no special values")
     rng = np.random.default_rng(zlib.crc32(f"{name}/{specials}/{satf}".encode()))  # fixed per case
     a, b, c = _operands(name, 67, 128, 45, rng, specials=specials, wide=True)
@@ -189,3 +190,27 @@ def test_gpu_equals_cpu_mixed_signedness_int8(satf):
     u8a, s8b = u8.T.copy(), s8.T.copy()
     c2 = c.T.copy()
     _same_bits(mma(u8a, s8b, c2, satf=satf), mma(u8a, s8b, c2, satf=satf, device="gpu"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("fmt", "shape"), [(None, (16, 8, 16)), (None, (16, 8, 32)), ("int4", (16, 8, 64))]
+)
+def test_gpu_integer_satfinite_clamps_once_per_instruction(fmt, shape):
+    """.satfinite clamps after each instruction (16, 32 or 64 products), not after each of the
+    engine's partial sums (16 or 32 products). c is near INT32_MAX and the products' sign
+    flips every min(k, 32) of them, so clamping at any other step changes the result."""
+    k = shape[2]
+    period = min(k, 32)
+    sign = np.where((np.arange(64) // period) % 2 == 0, 7, -7).astype(np.int8)
+    a = np.tile(sign, (16, 1))
+    b = np.full((64, 8), 7, np.int8)
+    c = np.full((16, 8), 2**31 - 100, np.int32)
+    want = 2**31 - 100  # exact per-instruction sums, clamped after each instruction
+    for k0 in range(0, 64, k):
+        want = min(
+            max(want + 49 * int(sign[k0 : k0 + k].astype(int).sum() // 7), -(2**31)), 2**31 - 1
+        )
+    cpu = mma(a, b, c, fmt=fmt, shape=shape, satf=True)
+    assert int(cpu[0, 0]) == want
+    _same_bits(cpu, mma(a, b, c, fmt=fmt, shape=shape, satf=True, device="gpu"))
