@@ -113,6 +113,8 @@ def mma(
             f"{ins.ptx}: c ({c_fmt}) and d ({out_fmt}) differ, which is one instruction on "
             f"the CPU only: K must equal k = {ins.k} (got {k_dim}), device 'cpu' (got {device!r})"
         )
+    if ins.bitop and satf:
+        raise ValueError(f"{ins.ptx}: single-bit mma has no .satfinite")
     if device == "gpu":
         from precision.tensorcore.gpu_engine import unsupported
 
@@ -263,9 +265,7 @@ def _mma_integer(a, b, c, ins: Instruction, satf: bool) -> np.ndarray:
     exact cores are :mod:`precision.tensorcore.integer` (float64 BLAS, exact below 2^53)."""
     av, bv = a.astype(np.int64), b.astype(np.int64)
     cv = np.asarray(c).astype(np.int64)
-    if ins.bitop:
-        if satf:
-            raise ValueError(f"{ins.ptx}: single-bit mma has no .satfinite")
+    if ins.bitop:  # (no .satfinite: refused in mma())
         out = integer.b1_mma_chain(av & 1, bv & 1, cv, k_step=ins.k, op=ins.bitop)  # type: ignore[arg-type]
     else:
         for fmt, x, name in ((ins.a_fmt, av, "a"), (ins.b_fmt, bv, "b")):

@@ -279,7 +279,7 @@ extern "C" __global__ void decode_operand(const void* __restrict__ src, int fmt,
 // is per_ins = k / L of them, and .satfinite clamps after each instruction).
 // sched: 0 chain (each block's result is the next block's c); 1 fp8 via f16 (K pre-permuted
 // so each 32-k instruction is block(k%4 in {0,1}) then block(k%4 in {2,3})).
-template <int L, bool SPECIAL, bool INT8>
+template <int L, bool SPECIAL, bool INT8, int BITOP = 0>
 __device__ void mma_tile(const int* __restrict__ ATs, const int* __restrict__ ATe,
                          const int* __restrict__ Bs_, const int* __restrict__ Be_,
                          const void* __restrict__ C, void* __restrict__ D, int M, int N, int K,
@@ -346,7 +346,11 @@ __device__ void mma_tile(const int* __restrict__ ATs, const int* __restrict__ AT
           const int av[4] = {a4.x, a4.y, a4.z, a4.w};
           const int bv[4] = {b4.x, b4.y, b4.z, b4.w};
           _Pragma("unroll") for (int i = 0; i < TM; ++i)
-              _Pragma("unroll") for (int j = 0; j < TN; ++j) s[i][j] += av[i] * bv[j];
+              _Pragma("unroll") for (int j = 0; j < TN; ++j) {
+            if (BITOP == 0) s[i][j] += av[i] * bv[j];        // integers: the exact product
+            if (BITOP == 1) s[i][j] += (av[i] & bv[j]) & 1;  // b1 and.popc (bit 0 only)
+            if (BITOP == 2) s[i][j] += (av[i] ^ bv[j]) & 1;  // b1 xor.popc
+          }
         }
         // An instruction of k = per_ins * L products adds its exact sum to c once, wrapping
         // modulo 2^32 or (.satfinite) clamped to the int32 range.
@@ -496,3 +500,16 @@ MMA_KERNEL(mma_l4, 4, false, false)
 MMA_KERNEL(mma_l4_special, 4, true, false)
 MMA_KERNEL(mma_int8, 32, false, true)
 MMA_KERNEL(mma_int8_k16, 16, false, true)
+
+// Single-bit mma (.b1, one bit per uint8 container element): popc(a AND b) or popc(a XOR b).
+#define MMA_B1_KERNEL(NAME, BITOP)                                                                 \
+  extern "C" __global__ void __launch_bounds__(256)                                                \
+      NAME(const int* ATs, const int* ATe, const int* Bs, const int* Be, const void* C, void* D,   \
+           int M, int N, int K, long long sA, long long sB, long long sC, int F, int e_zero,       \
+           int mode, int satf, int per_ins, int sched) {                                           \
+    mma_tile<32, false, true, BITOP>(ATs, ATe, Bs, Be, C, D, M, N, K, sA, sB, sC, F, e_zero, mode, \
+                                     satf, per_ins, sched);                                        \
+  }
+
+MMA_B1_KERNEL(mma_b1_and, 1)
+MMA_B1_KERNEL(mma_b1_xor, 2)

@@ -47,6 +47,7 @@ _DECODE_CODE: dict[str, int] = {
     "uint8": 7,
     "int4": 5,  # 4-bit integers travel in int8 / uint8 containers (the registry's storage)
     "uint4": 7,
+    "uint1": 7,  # one bit per uint8 element; the b1 kernels use bit 0 only
 }
 #: decode_operand's code for e4m3 under the fp8 -> f16 lowering (subnormals anchor as f16s).
 _E4M3_AS_F16 = 6
@@ -65,17 +66,19 @@ _OUT_MODE: dict[tuple[str, str], int] = {
 
 def unsupported(ins: Instruction) -> str | None:
     """Why the GPU engine cannot run instruction ``ins``, or None if it can. It decodes fp16,
-    bf16, tf32, e4m3, e5m2, int8, uint8, int4 and uint4 operands into fp32, fp16 or int32
-    accumulators, with floating-point blocks of 4, 8, 16 or 32 products (32: Hopper's fp8
-    ``wgmma``) and integer instructions of k = 16, 32 or 64; the rest (uint1, fp64) runs on
-    the CPU engine only."""
+    bf16, tf32, e4m3, e5m2, int8, uint8, int4, uint4 and uint1 (b1, and/xor popc) operands into
+    fp32, fp16 or int32 accumulators, with floating-point blocks of 4, 8, 16 or 32 products
+    (32: Hopper's fp8 ``wgmma``) and integer instructions of k = 16 to 256; fp64 runs on the
+    CPU engine only."""
     for f in (ins.a_fmt, ins.b_fmt):
         if f not in _DECODE_CODE:
             return f"operands in {f} (the GPU engine decodes {', '.join(_DECODE_CODE)})"
     if ins.acc_fmt not in _ACC_FORMATS:
         return f"a {ins.acc_fmt} accumulator (the GPU engine has {', '.join(_ACC_FORMATS)})"
-    if ins.is_integer and ins.k not in (16, 32, 64):
-        return f"integer instructions of k = {ins.k} (the GPU engine has k = 16, 32 and 64)"
+    if ins.is_integer and ins.k not in (16, 32, 64, 128, 256):
+        return f"integer instructions of k = {ins.k} (the GPU engine has k = 16 … 256)"
+    if ins.bitop not in ("", "and.popc", "xor.popc"):
+        return f"the bit operation {ins.bitop!r}"
     if not ins.is_integer and ins.block not in (4, 8, 16, 32):
         return f"blocks of {ins.block} products (the GPU engine has 4, 8, 16 or 32)"
     if not ins.is_integer and ins.frac_bits + 2 + (ins.block - 1).bit_length() > 31:
@@ -196,7 +199,9 @@ def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = Fa
     d_bits = cp.empty_like(c_bits)
 
     int_block = 16 if ins.k == 16 else 32  # partial sums of the integer kernels
-    if is_int:  # .satfinite clamps once per instruction, after k / int_block partial sums
+    if ins.bitop:  # b1: popc(a AND b) / popc(a XOR b), wrapping (no .satfinite)
+        name = {"and.popc": "mma_b1_and", "xor.popc": "mma_b1_xor"}[ins.bitop]
+    elif is_int:  # .satfinite clamps once per instruction, after k / int_block partial sums
         name = "mma_int8" if int_block == 32 else "mma_int8_k16"
     else:
         # fp8 via f16: each instruction is two f16 blocks of k/2 products (k mod 4 in {0, 1},

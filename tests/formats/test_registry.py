@@ -272,7 +272,7 @@ def test_gpu_engine_decode_codes_match_its_cuda_source():
                 rf"if \(fmt == {code}\)\s*\{{[^\n]*\n"
                 rf"\s*sig\[i\] = \(int\)\(\(const {ctype}\*\)src\)"
             )
-            assert re.search(int_read, src) and f.bits in (4, 8), name
+            assert re.search(int_read, src) and f.bits in (1, 4, 8), name
             continue
         assert cases[code] == (f.container_bits, f.pad_bits, f.exponent_bits, f.mantissa_bits)
     for dt, name in [

@@ -14,7 +14,7 @@ from precision.runner.commands.bench import CPU_ONLY, FORMATS
 from precision.tensorcore.gpu_engine import _fp8_permutation
 
 # name -> (input dtype, accumulator dtype, fmt): the benchmark's GPU-engine formats plus fp8
-# with f16 acc (b1 and f64 run on the CPU engine only)
+# with f16 acc (f64 runs on the CPU engine only)
 _mma_module = import_module("precision.tensorcore.chain")
 CASES = {
     **{k: v for k, v in FORMATS.items() if k not in CPU_ONLY},
@@ -32,7 +32,7 @@ def test_fp8_permutation_matches_the_cpu_engine_order():
 def _operands(name: str, m: int, k: int, n: int, rng, *, specials: bool, wide: bool):
     in_dt, acc_dt, _ = CASES[name]
     if in_dt in (np.int8, np.uint8):
-        bits = 4 if CASES[name][2] == "int4" else 8
+        bits = {"int4": 4, "uint1": 1}.get(CASES[name][2] or "", 8)
         lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1)) if in_dt is np.int8 else (0, 2**bits)
         a = rng.integers(lo, hi, (m, k)).astype(in_dt)
         b = rng.integers(lo, hi, (k, n)).astype(in_dt)
@@ -72,8 +72,10 @@ def _same_bits(x: np.ndarray, y: np.ndarray) -> None:
 @pytest.mark.parametrize("specials", [False, True])
 @pytest.mark.parametrize("satf", [False, True])
 def test_gpu_equals_cpu(name, specials, satf):
-    if name in ("int8", "u8", "s4") and specials:
+    if name in ("int8", "u8", "s4", "b1") and specials:
         pytest.skip("integers have no special values")
+    if name == "b1" and satf:
+        pytest.skip("single-bit mma has no .satfinite (refused on both engines)")
     rng = np.random.default_rng(zlib.crc32(f"{name}/{specials}/{satf}".encode()))  # fixed per case
     a, b, c = _operands(name, 67, 128, 45, rng, specials=specials, wide=True)
     fmt = CASES[name][2]
@@ -214,3 +216,25 @@ def test_gpu_integer_satfinite_clamps_once_per_instruction(fmt, shape):
     cpu = mma(a, b, c, fmt=fmt, shape=shape, satf=True)
     assert int(cpu[0, 0]) == want
     _same_bits(cpu, mma(a, b, c, fmt=fmt, shape=shape, satf=True, device="gpu"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bitop", ["xor.popc", "and.popc"])
+@pytest.mark.parametrize("shape", [(16, 8, 256), (8, 8, 128)])
+def test_gpu_equals_cpu_single_bit(bitop, shape):
+    """b1 and/xor popc on both engines; only bit 0 of each uint8 container counts, so the
+    upper bits are filled with noise. c near the int32 limits checks the wrap."""
+    rng = np.random.default_rng(7)
+    a = rng.integers(0, 256, (24, 512)).astype(np.uint8)
+    b = rng.integers(0, 256, (512, 16)).astype(np.uint8)
+    c = rng.integers(-(2**31), 2**31, (24, 16)).astype(np.int32)
+    cpu = mma(a, b, c, fmt="b1", shape=shape, bitop=bitop)
+    _same_bits(cpu, mma(a, b, c, fmt="b1", shape=shape, bitop=bitop, device="gpu"))
+
+
+def test_single_bit_satfinite_is_refused_on_both_engines():
+    a, b = np.zeros((16, 256), np.uint8), np.zeros((256, 8), np.uint8)
+    c = np.zeros((16, 8), np.int32)
+    for device in ("cpu", "gpu"):
+        with pytest.raises(ValueError, match="single-bit mma has no .satfinite"):
+            mma(a, b, c, fmt="b1", bitop="xor.popc", satf=True, device=device)

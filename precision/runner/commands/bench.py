@@ -44,12 +44,12 @@ CASES: dict[str, tuple[str, str]] = {
     "int8": ("int8", "int32"),
     "u8": ("uint8", "int32"),
     "s4": ("int4", "int32"),
-    # CPU engine only (the exact integer cores and the binary64 FMA chain):
     "b1": ("uint1", "int32"),
+    # CPU engine only (the binary64 FMA chain):
     "f64": ("fp64", "fp64"),
 }
 #: Cases the GPU engine does not run (skipped with --device gpu).
-CPU_ONLY: tuple[str, ...] = ("b1", "f64")
+CPU_ONLY: tuple[str, ...] = ("f64",)
 
 
 def _case(operand: str, acc: str) -> tuple[type, type, str | None]:
