@@ -432,11 +432,15 @@ def matches(probe: GenericProbe, rec: Recording, got: np.ndarray) -> np.ndarray:
     return got == rec.d
 
 
-def verify(directory: str | Path) -> dict[str, dict[str, tuple[int, int]]]:
+def verify(
+    directory: str | Path, device: str = "cpu", fallbacks: dict[str, str] | None = None
+) -> dict[str, dict[str, tuple[int, int]]]:
     """{recording: {kind: (outputs, matches)}} for every probe recording in ``directory``,
     replayed through the model of the GPU that recorded it (the manifest's compute
-    capability). An instruction that model lacks counts as unmatched, under the kind
-    ``"no model (smXX)"``."""
+    capability), on ``device``'s engine. An instruction that model lacks counts as unmatched,
+    under the kind ``"no model (smXX)"``. With ``device="gpu"``, an instruction the GPU engine
+    does not run (fp64) is replayed on the CPU engine instead, and ``fallbacks`` (if given)
+    gets ``{recording: the engine's reason}``."""
     import json
 
     from precision.probe.generic import PROBES
@@ -454,7 +458,14 @@ def verify(directory: str | Path) -> dict[str, dict[str, tuple[int, int]]]:
         if rec.ptx != p.ptx:
             raise ValueError(f"{path}: records {rec.ptx!r}, expected {p.ptx!r}")
         try:
-            got = emulate(p, rec, arch)
+            try:
+                got = emulate(p, rec, arch, device=device)
+            except ValueError as exc:
+                if device != "gpu" or "device='gpu' cannot run" not in str(exc):
+                    raise
+                got = emulate(p, rec, arch)
+                if fallbacks is not None:
+                    fallbacks[p.name] = str(exc).split("cannot run ")[-1].split(";")[0]
         except TypeError:
             out[p.name] = {f"no model ({arch})": (int(rec.d.size), 0)}
             continue

@@ -19,6 +19,7 @@ read 100 %. Every output is compared bit for bit, f64 NaN payloads included
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,55 +90,67 @@ def _rows_from_match(family: str, name: str, m: dict, note: str = "") -> list[Ro
     return [Row(family, name, k, n, eq, note) for k, (eq, n) in m.items() if k != "all"]
 
 
-def _verify_mma_sync(d: Path) -> list[Row]:
-    from precision.probe.capture import load_recording, recording_paths, verify_recording
+#: Row note where ``device="gpu"`` replays an instruction with a CPU model instead.
+CPU_NOTE = "CPU: {}"
 
+
+def _verify_mma_sync(d: Path, device: str) -> list[Row]:
+    from precision.probe.capture import load_recording, recording_paths, verify_recording
+    from precision.tensorcore import mma
+
+    engine = functools.partial(mma, device=device)
     rows = []
     for p in recording_paths(d):
-        r = verify_recording(load_recording(p))
+        r = verify_recording(load_recording(p), engine)
         note = r.error or ""
         rows += [Row("mma_sync", r.instr.name, k, n, m, note) for k, (n, m) in r.counts.items()]
     return rows
 
 
-def _verify_mma(d: Path) -> list[Row]:
+def _verify_mma(d: Path, device: str) -> list[Row]:
     from precision.probe import packed
 
-    table = packed.verify(d)
+    fallbacks: dict[str, str] = {}
+    table = packed.verify(d, device, fallbacks)
     return [
-        Row("mma", name, kind, n, m)
+        Row("mma", name, kind, n, m, CPU_NOTE.format(fallbacks[name]) if name in fallbacks else "")
         for name, kinds in table.items()
         for kind, (n, m) in kinds.items()
     ]
 
 
-def _verify_wmma(d: Path) -> list[Row]:
+def _verify_wmma(d: Path, device: str) -> list[Row]:
     from precision.probe import wmma
 
+    cpu = CPU_NOTE.format("exact model") if device == "gpu" else ""
     rows = []
-    for name, models in wmma.compare(d).items():
+    for name, models in wmma.compare(d, device).items():
         p = wmma.get_probe(name)
         if p.a in ("f16", "bf16", "tf32"):
             rows += _rows_from_match("wmma", name, models["mma(op='wmma')"])
+        elif p.a == "s8" and device == "gpu":
+            rows += _rows_from_match("wmma", name, models["mma(op='wmma')"])
         elif p.a == "b1":
-            rows += _rows_from_match("wmma", name, models["exact b1"])
+            rows += _rows_from_match("wmma", name, models["exact b1"], cpu)
         elif p.a == "f64":  # FMA chain with DMMA's NaN payloads, every bit
-            rows += _rows_from_match("wmma", name, models["dmma.fma_chain"])
+            f64 = CPU_NOTE.format("the f64 FMA chain") if device == "gpu" else ""
+            rows += _rows_from_match("wmma", name, models["dmma.fma_chain"], f64)
         else:
-            rows += _rows_from_match("wmma", name, models["exact"])
+            rows += _rows_from_match("wmma", name, models["exact"], cpu)
     return rows
 
 
-def _verify_wgmma(d: Path, extra: bool) -> list[Row]:
+def _verify_wgmma(d: Path, extra: bool, device: str) -> list[Row]:
     from precision.probe import wgmma
 
     rows = []
     if extra:
-        for name, models in wgmma.compare_extra(d).items():
-            label = "exact" if wgmma.EXTRA[name].integer else "precision.mma(op='wgmma')"
+        for name, models in wgmma.compare_extra(d, device).items():
+            integer = wgmma.EXTRA[name].integer and device == "cpu"
+            label = "exact" if integer else "precision.mma(op='wgmma')"
             rows += _rows_from_match("wgmma_extra", name, models[label])
     else:
-        for name, models in wgmma.compare(d).items():
+        for name, models in wgmma.compare(d, device).items():
             rows += _rows_from_match("wgmma", name, models["wgmma_vs_precision_mma_wgmma"])
     return rows
 
@@ -161,8 +174,16 @@ def _family_of(d: Path) -> str | None:
     return None
 
 
-def verify_dir(path: str | Path) -> list[Row]:
-    """Match rows for every recording under ``path`` (see the module docstring)."""
+def verify_dir(path: str | Path, device: str = "cpu") -> list[Row]:
+    """Match rows for every recording under ``path`` (see the module docstring).
+
+    ``device="gpu"`` replays through ``precision.mma``'s GPU engine instead of the CPU
+    engine. Recordings that only a CPU model replays (the GPU engine has no f64; WMMA's
+    integer and single-bit probes use exact integer models) are still verified, on the CPU,
+    and their rows say so in ``note``.
+    """
+    if device not in ("cpu", "gpu"):
+        raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"{root}: no such recording directory")
@@ -171,13 +192,13 @@ def verify_dir(path: str | Path) -> list[Row]:
     for d in dirs:
         family = _family_of(d) if d.is_dir() else "mma_sync"
         if family == "mma_sync":
-            rows += _verify_mma_sync(d)
+            rows += _verify_mma_sync(d, device)
         elif family == "mma":
-            rows += _verify_mma(d)
+            rows += _verify_mma(d, device)
         elif family == "wmma":
-            rows += _verify_wmma(d)
+            rows += _verify_wmma(d, device)
         elif family in ("wgmma", "wgmma_extra"):
-            rows += _verify_wgmma(d, extra=family == "wgmma_extra")
+            rows += _verify_wgmma(d, family == "wgmma_extra", device)
     if not rows:
         raise ValueError(f"{root}: no recordings found (expected manifest.json + .npz files)")
     return rows

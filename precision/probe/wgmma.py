@@ -240,8 +240,9 @@ def record(out_dir: str | Path, names: list[str] | None = None, log=print) -> di
 # ------------------------------------------------------------------------------ CPU side
 
 
-def mma_sync_model(name: str, a, b, c) -> np.ndarray:
-    """precision.mma (sm90 = mma.sync model) on raw bits; f32 bits out."""
+def mma_sync_model(name: str, a, b, c, device: str = "cpu") -> np.ndarray:
+    """precision.mma (sm90 = mma.sync model) on raw bits, on ``device``'s engine; f32 bits
+    out."""
     from precision.tensorcore import mma
 
     instr = get_probe(name)
@@ -251,6 +252,7 @@ def mma_sync_model(name: str, a, b, c) -> np.ndarray:
         c.view(np.float32),
         arch="sm90",
         fmt=instr.emulator_fmt,
+        device=device,
     )
     return np.asarray(out).view(np.uint32)
 
@@ -312,8 +314,8 @@ def match(x: np.ndarray, y: np.ndarray, kind: np.ndarray, kinds) -> dict:
     return out
 
 
-def compare(path: str | Path) -> dict:
-    """Match rates for every recording under ``path``."""
+def compare(path: str | Path, device: str = "cpu") -> dict:
+    """Match rates for every recording under ``path`` (models on ``device``'s engine)."""
     res = {}
     for name in WGMMA:
         f = Path(path) / f"wgmma_{name}.npz"
@@ -324,11 +326,11 @@ def compare(path: str | Path) -> dict:
         row = {
             "wgmma_vs_mma_sync_hw": match(d, r["d_mma"], r["kind"], r["kinds"]),
             "wgmma_vs_precision_mma": match(
-                d, mma_sync_model(name, a, b, c), r["kind"], r["kinds"]
+                d, mma_sync_model(name, a, b, c, device), r["kind"], r["kinds"]
             ),
         }
         row["wgmma_vs_precision_mma_wgmma"] = match(
-            d, wgmma_model(name, a, b, c), r["kind"], r["kinds"]
+            d, wgmma_model(name, a, b, c, device), r["kind"], r["kinds"]
         )
         res[name] = row
     return res
@@ -538,8 +540,9 @@ def extra_models(name: str, a, b, c, device: str = "cpu") -> dict[str, np.ndarra
     }
 
 
-def compare_extra(path: str | Path) -> dict:
-    """{name: {model: match}} for every extra recording under ``path`` (hardware mma.sync too)."""
+def compare_extra(path: str | Path, device: str = "cpu") -> dict:
+    """{name: {model: match}} for every extra recording under ``path`` (hardware mma.sync too;
+    models on ``device``'s engine)."""
     res = {}
     for name in EXTRA:
         f = Path(path) / f"wgmma_{name}.npz"
@@ -548,7 +551,7 @@ def compare_extra(path: str | Path) -> dict:
         r = load_arrays(f)
         row = {
             what: match(r["d"], d, r["kind"], r["kinds"])
-            for what, d in extra_models(name, r["a"], r["b"], r["c"]).items()
+            for what, d in extra_models(name, r["a"], r["b"], r["c"], device).items()
         }
         if "d_mma" in r:
             row["mma.sync (hardware)"] = match(r["d"], r["d_mma"], r["kind"], r["kinds"])

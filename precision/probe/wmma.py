@@ -338,8 +338,11 @@ def _s32_bits(x: np.ndarray) -> np.ndarray:
     return (np.asarray(x, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32)
 
 
-def models(p: WmmaProbe, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> dict[str, np.ndarray]:
-    """Every model's D bits for raw-bit inputs ``a, b, c`` of probe ``p`` (see the module doc)."""
+def models(
+    p: WmmaProbe, a: np.ndarray, b: np.ndarray, c: np.ndarray, device: str = "cpu"
+) -> dict[str, np.ndarray]:
+    """Every model's D bits for raw-bit inputs ``a, b, c`` of probe ``p`` (see the module doc);
+    the ``precision.mma`` ones on ``device``'s engine, the exact and f64 ones on the CPU."""
     from precision.tensorcore import integer, mma
 
     k = p.shape[2]
@@ -347,9 +350,9 @@ def models(p: WmmaProbe, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> dict[st
         fmt = _FLOAT_FMT[p.a]
         av, bv, cv = _float_view(p.a, a), _float_view(p.a, b), _float_view(p.acc, c)
         return {
-            f"mma(op={op!r})": np.asarray(mma(av, bv, cv, arch="sm90", op=op, fmt=fmt)).view(
-                c.dtype
-            )
+            f"mma(op={op!r})": np.asarray(
+                mma(av, bv, cv, arch="sm90", op=op, fmt=fmt, device=device)
+            ).view(c.dtype)
             for op in ("wmma", "mma")
         }
     if p.a == "f64":
@@ -371,7 +374,9 @@ def models(p: WmmaProbe, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> dict[st
     av, bv = packed.int_values(p.a, a), packed.int_values(p.a, b)
     out = {"exact": _s32_bits(integer.int_mma_chain(av, bv, cv, k_step=k, satfinite=False))}
     if p.a == "s8":
-        d = mma(av.astype(np.int8), bv.astype(np.int8), cv.astype(np.int32), op="wmma")
+        d = mma(
+            av.astype(np.int8), bv.astype(np.int8), cv.astype(np.int32), op="wmma", device=device
+        )
         out["mma(op='wmma')"] = np.asarray(d).view(np.uint32)
     return out
 
@@ -390,8 +395,11 @@ def match(x: np.ndarray, y: np.ndarray, kind: np.ndarray, kinds) -> dict[str, tu
     return out
 
 
-def compare(path: str | Path) -> dict[str, dict[str, dict[str, tuple[int, int]]]]:
-    """{recording: {model: match}} for every ``<probe>.npz`` under ``path``."""
+def compare(
+    path: str | Path, device: str = "cpu"
+) -> dict[str, dict[str, dict[str, tuple[int, int]]]]:
+    """{recording: {model: match}} for every ``<probe>.npz`` under ``path`` (the
+    ``precision.mma`` models on ``device``'s engine)."""
     res = {}
     for p in PROBES:
         f = Path(path) / f"{p.name}.npz"
@@ -400,7 +408,7 @@ def compare(path: str | Path) -> dict[str, dict[str, dict[str, tuple[int, int]]]
         r = load_arrays(f)
         res[p.name] = {
             what: match(r["d"], d, r["kind"], r["kinds"])
-            for what, d in models(p, r["a"], r["b"], r["c"]).items()
+            for what, d in models(p, r["a"], r["b"], r["c"], device).items()
         }
     return res
 

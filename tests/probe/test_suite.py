@@ -60,3 +60,38 @@ def test_packed_recordings_replay_through_the_recording_gpus_model(tmp_path):
     assert all(n == m > 0 for n, m in table["m8n8k4_f64_f64_f64_f64"].values())
     # ... but no m16n8k16 f64 (an sm_90 shape)
     assert table["m16n8k16_f64_f64_f64_f64"] == {"no model (sm80)": (51_200, 0)}
+
+
+def test_verify_device_is_checked_and_gpu_needs_a_gpu(capsys):
+    with pytest.raises(ValueError, match="device must be 'cpu' or 'gpu'"):
+        verify_dir(DATA / "sm90_wgmma", device="tpu")
+    from precision.gpu import unavailable_reason
+
+    if unavailable_reason() is None:
+        pytest.skip("a GPU is present: the GPU replay is tested in test_verify_dir_on_the_gpu")
+    assert main(["verify", str(DATA / "sm90_wgmma"), "--device", "gpu"]) == 2
+    assert "needs an NVIDIA GPU" in capsys.readouterr().err
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "family", ["sm90", "sm90_mma", "sm90_wmma", "sm90_wgmma", "sm90_wgmma_extra"]
+)
+def test_verify_dir_on_the_gpu(family):
+    """Every recorded family through the GPU engine, 100 %; rows replayed by a CPU model
+    instead (f64, WMMA's exact integer models) say so in their note."""
+    rows = verify_dir(DATA / family, device="gpu")
+    bad = [r for r in rows if r.matches != r.outputs or r.outputs == 0]
+    assert not bad, bad
+    on_cpu = {r.instruction for r in rows if r.note.startswith("CPU: ")}
+    if family == "sm90_mma":
+        assert on_cpu == {r.instruction for r in rows if "f64" in r.instruction}
+        assert len(on_cpu) == 4
+    elif family == "sm90_wmma":
+        from precision.probe import wmma
+
+        engine = {"f16", "bf16", "tf32", "s8"}  # the probes replayed by mma(op="wmma")
+        want = {p.name for p in wmma.PROBES if p.a not in engine}
+        assert on_cpu == want and len(want) == 8  # f64, u8 x3, s4, u4, b1 x2
+    else:
+        assert not on_cpu

@@ -28,6 +28,14 @@ def register(subparsers) -> None:
     p.add_argument(
         "--seed", type=int, default=None, help="seed for a fresh capture (default: random, printed)"
     )
+    p.add_argument(
+        "--device",
+        choices=("cpu", "gpu"),
+        default="cpu",
+        help="replay through the CPU engine (default) or precision.mma's GPU engine; with gpu, "
+        "recordings only a CPU model replays (f64, WMMA's integer probes) are still verified "
+        "on the CPU, and their rows say so",
+    )
     p.add_argument("--json", default=None, metavar="FILE", help="also write the table as JSON")
     p.set_defaults(func=run)
 
@@ -59,15 +67,19 @@ def run(args: argparse.Namespace) -> int:
             print(f"precision verify: capture failed: {exc}", file=sys.stderr)
             return 2
     try:
-        rows = verify_dir(path)
-    except (OSError, ValueError) as exc:
+        rows = verify_dir(path, device=args.device)
+    except (OSError, ValueError, RuntimeError) as exc:
         print(f"precision verify: {exc}", file=sys.stderr)
         return 2
     print(format_rows(rows))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(
-            json.dumps({"path": str(path), "rows": [asdict(r) for r in rows]}, indent=1) + "\n"
+            json.dumps(
+                {"path": str(path), "device": args.device, "rows": [asdict(r) for r in rows]},
+                indent=1,
+            )
+            + "\n"
         )
     if tmp is not None:
         tmp.cleanup()
