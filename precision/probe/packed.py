@@ -465,7 +465,8 @@ def verify(
                     raise
                 got = emulate(p, rec, arch)
                 if fallbacks is not None:
-                    fallbacks[p.name] = str(exc).split("cannot run ")[-1].split(";")[0]
+                    reason = str(exc).split("cannot run ")[-1]  # "operands in fp64 (...)"
+                    fallbacks[p.name] = reason.split(" (")[0].split(";")[0]
         except TypeError:
             out[p.name] = {f"no model ({arch})": (int(rec.d.size), 0)}
             continue

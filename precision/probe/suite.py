@@ -91,7 +91,7 @@ def _rows_from_match(family: str, name: str, m: dict, note: str = "") -> list[Ro
 
 
 #: Row note where ``device="gpu"`` replays an instruction with a CPU model instead.
-CPU_NOTE = "CPU: {}"
+CPU_NOTE = "on the CPU: {}"
 
 
 def _verify_mma_sync(d: Path, device: str) -> list[Row]:
@@ -122,7 +122,7 @@ def _verify_mma(d: Path, device: str) -> list[Row]:
 def _verify_wmma(d: Path, device: str) -> list[Row]:
     from precision.probe import wmma
 
-    cpu = CPU_NOTE.format("exact model") if device == "gpu" else ""
+    cpu = CPU_NOTE.format("exact integer model") if device == "gpu" else ""
     rows = []
     for name, models in wmma.compare(d, device).items():
         p = wmma.get_probe(name)

@@ -83,7 +83,7 @@ def test_verify_dir_on_the_gpu(family):
     rows = verify_dir(DATA / family, device="gpu")
     bad = [r for r in rows if r.matches != r.outputs or r.outputs == 0]
     assert not bad, bad
-    on_cpu = {r.instruction for r in rows if r.note.startswith("CPU: ")}
+    on_cpu = {r.instruction for r in rows if r.note.startswith("on the CPU: ")}
     if family == "sm90_mma":
         assert on_cpu == {r.instruction for r in rows if "f64" in r.instruction}
         assert len(on_cpu) == 4
