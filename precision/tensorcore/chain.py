@@ -115,6 +115,8 @@ def mma(
         )
     if ins.bitop and satf:
         raise ValueError(f"{ins.ptx}: single-bit mma has no .satfinite")
+    if ins.schedule == "fma_chain" and satf:
+        raise ValueError(f"{ins.ptx}: satf is not defined for f64 mma")
     if device == "gpu":
         from precision.tensorcore.gpu_engine import unsupported
 
@@ -282,8 +284,6 @@ def _mma_fp64(a, b, c, ins: Instruction, satf: bool) -> np.ndarray:
     """f64 (DMMA): a chain of IEEE binary64 FMAs in increasing k, each rounded to nearest
     (:func:`precision.tensorcore.dmma.fma_chain`), NaN outputs with the hardware's payloads
     (:func:`precision.tensorcore.dmma_nan.nan_payloads`)."""
-    if satf:
-        raise ValueError(f"{ins.ptx}: satf is not defined for f64 mma")
     return nan_payloads(a, b, c, dmma.fma_chain(a, b, c, order="increasing"))
 
 

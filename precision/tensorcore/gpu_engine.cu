@@ -513,3 +513,45 @@ MMA_KERNEL(mma_int8_k16, 16, false, true)
 
 MMA_B1_KERNEL(mma_b1_and, 1)
 MMA_B1_KERNEL(mma_b1_xor, 2)
+
+// ---- f64 (DMMA): a chain of binary64 FMAs with the H200's NaN payloads ---------------------
+// d = c; for k = 0, 1, ..., K-1: d = RN(a_k b_k + d) (fma: one IEEE binary64 rounding). At each
+// step (precision/tensorcore/dmma_nan.py, recorded on the H200): if any of (b_k, d, a_k) is a
+// NaN, d becomes the first NaN in that order with the quiet bit set; otherwise an invalid FMA
+// (Inf*0, Inf - Inf: the only way to a NaN without a NaN operand) gives 0xFFF8000000000000.
+__device__ __forceinline__ double quieted(double x) {
+  return __longlong_as_double(__double_as_longlong(x) | (1ll << 51));
+}
+__device__ __forceinline__ double dmma_step(double a, double b, double d) {
+  if (isnan(b)) return quieted(b);
+  if (isnan(d)) return quieted(d);
+  if (isnan(a)) return quieted(a);
+  const double r = fma(a, b, d);
+  return isnan(r) ? __longlong_as_double((long long)0xFFF8000000000000ull) : r;
+}
+
+#define F64_TILE 16
+// A [R or 1, M, K], B [R or 1, K, N] (batch strides sA, sB: 0 when broadcast), C/D [R, M, N].
+extern "C" __global__ void __launch_bounds__(F64_TILE* F64_TILE)
+    mma_f64(const double* __restrict__ A, const double* __restrict__ B,
+            const double* __restrict__ C, double* __restrict__ D, int M, int N, int K, long long sA,
+            long long sB, long long sC) {
+  __shared__ double As[F64_TILE][F64_TILE + 1];
+  __shared__ double Bs[F64_TILE][F64_TILE + 1];
+  const int z = blockIdx.z, tx = threadIdx.x, ty = threadIdx.y;
+  const int row = blockIdx.y * F64_TILE + ty, col = blockIdx.x * F64_TILE + tx;
+  A += z * sA;
+  B += z * sB;
+  const bool inside = row < M && col < N;
+  double d = inside ? C[z * sC + (long long)row * N + col] : 0.0;
+  for (int k0 = 0; k0 < K; k0 += F64_TILE) {
+    const int ka = k0 + tx, kb = k0 + ty;
+    As[ty][tx] = (row < M && ka < K) ? A[(long long)row * K + ka] : 0.0;
+    Bs[ty][tx] = (kb < K && col < N) ? B[(long long)kb * N + col] : 0.0;
+    __syncthreads();
+    const int kn = min(F64_TILE, K - k0);
+    for (int kk = 0; kk < kn; ++kk) d = dmma_step(As[ty][kk], Bs[kk][tx], d);
+    __syncthreads();
+  }
+  if (inside) D[z * sC + (long long)row * N + col] = d;
+}

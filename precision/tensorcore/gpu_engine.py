@@ -9,11 +9,14 @@ exactly (int32 products, int64 with ``c``), one rounding into the accumulator fo
 fp32 RZ with 13 fraction bits, or fp16 RNE; overflow to ±Inf; exact zero +0), IEEE specials
 resolved per block (NaN canonical 0x7FFFFFFF / 0x7FFF). The fp8 schedule of sm_90 (two
 interleaved 16-product blocks from ``c = +0`` then an RN add of ``c``) and int8 (exact, wrap or
-``satfinite``) are included; FP ``satf`` clamps after every instruction.
+``satfinite``) are included; FP ``satf`` clamps after every instruction. f64 (DMMA) is its
+own kernel, ``mma_f64``: a chain of binary64 ``fma`` in increasing k with the H200's NaN payload
+rule at each step (:mod:`precision.tensorcore.dmma_nan`).
 
 Because no fp32/fp16 floating-point instruction touches the data (the fp8 RN add goes through an
-exact or innocuously double-rounded float64 sum, Boldo–Melquiond: 53 ≥ 2·24 + 2), CuPy's forced
-``-ftz`` under NVRTC cannot change a result; the source is compiled with NVRTC at first use.
+exact or innocuously double-rounded float64 sum, Boldo–Melquiond: 53 ≥ 2·24 + 2; ``-ftz``
+applies to fp32 only, not to the f64 chain), CuPy's forced ``-ftz`` under NVRTC cannot change a
+result; the source is compiled with NVRTC at first use.
 """
 
 from __future__ import annotations
@@ -68,8 +71,12 @@ def unsupported(ins: Instruction) -> str | None:
     """Why the GPU engine cannot run instruction ``ins``, or None if it can. It decodes fp16,
     bf16, tf32, e4m3, e5m2, int8, uint8, int4, uint4 and uint1 (b1, and/xor popc) operands into
     fp32, fp16 or int32 accumulators, with floating-point blocks of 4, 8, 16 or 32 products
-    (32: Hopper's fp8 ``wgmma``) and integer instructions of k = 16 to 256; fp64 runs on the
-    CPU engine only."""
+    (32: Hopper's fp8 ``wgmma``) and integer instructions of k = 16 to 256; and fp64 DMMA as
+    its binary64 FMA chain with the hardware's NaN payloads."""
+    if ins.schedule == "fma_chain":  # f64 DMMA: the binary64 FMA chain of mma_f64
+        if (ins.a_fmt, ins.b_fmt, ins.acc_fmt) == ("fp64", "fp64", "fp64"):
+            return None
+        return f"an FMA chain of {ins.a_fmt} x {ins.b_fmt} -> {ins.acc_fmt}"
     for f in (ins.a_fmt, ins.b_fmt):
         if f not in _DECODE_CODE:
             return f"operands in {f} (the GPU engine decodes {', '.join(_DECODE_CODE)})"
@@ -147,6 +154,31 @@ def _fp8_permutation(k: int, ins_k: int) -> np.ndarray:
     return (np.arange(0, k, ins_k)[:, None] + one[None, :]).ravel()
 
 
+def _mma_f64(cp: ModuleType, a: Any, b: Any, c: Any) -> Any:
+    """f64 DMMA chain on the GPU (``mma_f64``): binary64 FMAs in increasing k with the H200's
+    NaN payloads, bit-identical to the CPU engine's ``fma_chain`` + ``nan_payloads``."""
+    return_numpy = not isinstance(c, cp.ndarray)
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2], c.shape[:-2]))
+    r = int(np.prod(batch, dtype=np.int64))
+    a_dev, s_a = _batched(cp, cp.ascontiguousarray(cp.asarray(a, dtype=cp.float64)), batch, r)
+    b_dev, s_b = _batched(cp, cp.ascontiguousarray(cp.asarray(b, dtype=cp.float64)), batch, r)
+    c_dev = cp.asarray(c, dtype=cp.float64)
+    c_dev = cp.ascontiguousarray(cp.broadcast_to(c_dev, batch + (m, n))).reshape(r, m, n)
+    d_dev = cp.empty_like(c_dev)
+    tile = 16  # F64_TILE of gpu_engine.cu
+    if r and m and n:
+        _module().get_function("mma_f64")(
+            ((n + tile - 1) // tile, (m + tile - 1) // tile, r),
+            (tile, tile),
+            (a_dev, b_dev, c_dev, d_dev, np.int32(m), np.int32(n), np.int32(k), np.int64(s_a),
+             np.int64(s_b), np.int64(m * n)),
+        )  # fmt: skip
+    out = d_dev.reshape(batch + (m, n))
+    return cp.asnumpy(out) if return_numpy else out
+
+
 def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = False) -> Any:
     """Bit-exact chain of MMA ``instruction`` s, ``a·b + c``, computed on the GPU.
 
@@ -160,6 +192,8 @@ def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = Fa
     reason = unsupported(ins)
     if reason:
         raise NotImplementedError(f"{ins.ptx}: the GPU engine cannot run {reason}")
+    if ins.schedule == "fma_chain":
+        return _mma_f64(cp, a, b, c)
     c_dtype = np.dtype(c.dtype)
     acc = {get_format(n).storage: get_format(n) for n in _ACC_FORMATS}.get(c_dtype)
     if acc is None:

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 
 from precision import mma
-from precision.runner.commands.bench import CPU_ONLY, FORMATS
+from precision.runner.commands.bench import FORMATS
 from precision.tensorcore.gpu_engine import _fp8_permutation
 
 # name -> (input dtype, accumulator dtype, fmt): the benchmark's GPU-engine formats plus fp8
-# with f16 acc (f64 runs on the CPU engine only)
+# with f16 acc
 _mma_module = import_module("precision.tensorcore.chain")
 CASES = {
-    **{k: v for k, v in FORMATS.items() if k not in CPU_ONLY},
+    **FORMATS,
     "e4m3_f16acc": (ml_dtypes.float8_e4m3fn, np.float16, None),
 }
 
@@ -74,8 +74,8 @@ def _same_bits(x: np.ndarray, y: np.ndarray) -> None:
 def test_gpu_equals_cpu(name, specials, satf):
     if name in ("int8", "u8", "s4", "b1") and specials:
         pytest.skip("integers have no special values")
-    if name == "b1" and satf:
-        pytest.skip("single-bit mma has no .satfinite (refused on both engines)")
+    if name in ("b1", "f64") and satf:
+        pytest.skip("b1 and f64 mma have no satf (refused on both engines)")
     rng = np.random.default_rng(zlib.crc32(f"{name}/{specials}/{satf}".encode()))  # fixed per case
     k = 512 if name == "b1" else 128  # whole instructions: b1's k is 256
     a, b, c = _operands(name, 67, k, 45, rng, specials=specials, wide=True)
@@ -85,15 +85,22 @@ def test_gpu_equals_cpu(name, specials, satf):
     _same_bits(cpu, gpu)
 
 
-@pytest.mark.parametrize("name", CPU_ONLY)
-def test_cpu_only_formats_are_refused_on_the_gpu_by_name(name):
-    """Refused before any GPU is needed, naming the format and the way out."""
-    in_dt, acc_dt, fmt = FORMATS[name]
-    a, b = np.ones((16, 256), in_dt), np.ones((256, 8), in_dt)
-    c = np.zeros((16, 8), acc_dt)
-    with pytest.raises(ValueError, match=r"device='gpu' cannot run .*; use device='cpu'"):
-        mma(a, b, c, fmt=fmt, device="gpu")
-    assert mma(a, b, c, fmt=fmt).shape == (16, 8)  # the CPU engine runs it
+def test_an_instruction_the_engine_lacks_is_refused_by_name():
+    """Refused before any GPU is needed, naming what the engine lacks and the way out (every
+    instruction of every shipped model runs on the engine: a variant with 64-product blocks
+    stands in)."""
+    import dataclasses
+
+    from precision.tensorcore import ArchModel, get_arch
+
+    ins = get_arch("sm90").instruction("fp16", "fp32")
+    wide = dataclasses.replace(ins, block=64, shape=(16, 8, 64))
+    model = ArchModel("sm90-variant", "64-product blocks", "none", {wide.key: wide})
+    a, b = np.ones((16, 64), np.float16), np.ones((64, 8), np.float16)
+    c = np.zeros((16, 8), np.float32)
+    with pytest.raises(ValueError, match=r"device='gpu' cannot run blocks of 64 products"):
+        mma(a, b, c, arch=model, device="gpu")
+    assert mma(a, b, c, arch=model).shape == (16, 8)  # the CPU engine runs it
 
 
 @pytest.mark.gpu
@@ -239,3 +246,97 @@ def test_single_bit_satfinite_is_refused_on_both_engines():
     for device in ("cpu", "gpu"):
         with pytest.raises(ValueError, match="single-bit mma has no .satfinite"):
             mma(a, b, c, fmt="b1", bitop="xor.popc", satf=True, device=device)
+
+
+def _f64_with_specials(rng, shape):
+    """float64 values over a wide range with zeros, ±Inf, quiet and signalling NaNs (random
+    payloads and signs)."""
+    x = rng.standard_normal(shape) * 2.0 ** rng.integers(-540, 500, shape)
+    u = x.view(np.uint64)
+    pick = rng.random(shape)
+    u[pick < 0.004] = 0x7FF0000000000000  # +Inf
+    u[(pick >= 0.004) & (pick < 0.008)] = 0xFFF0000000000000  # -Inf
+    nan = (pick >= 0.008) & (pick < 0.015)
+    payload = rng.integers(1, 1 << 51, shape).astype(np.uint64)
+    sign = rng.integers(0, 2, shape).astype(np.uint64) << np.uint64(63)
+    quiet = rng.integers(0, 2, shape).astype(np.uint64) << np.uint64(51)
+    u[nan] = (sign | np.uint64(0x7FF0000000000000) | quiet | payload)[nan]
+    x[(pick >= 0.015) & (pick < 0.065)] = 0.0
+    return x
+
+
+@pytest.mark.gpu
+def test_gpu_equals_cpu_f64_with_nan_payloads():
+    """f64 DMMA on both engines: binary64 FMA chain, and every NaN output's payload (NaN
+    operands in b, d, a priority; Inf*0 and Inf - Inf give the negative default NaN)."""
+    rng = np.random.default_rng(8)
+    a, b = _f64_with_specials(rng, (2, 33, 40)), _f64_with_specials(rng, (40, 17))
+    c = _f64_with_specials(rng, (33, 17))
+    cpu = mma(a, b, c, shape=(16, 8, 4))
+    assert np.isnan(cpu).sum() > 100 and np.isfinite(cpu).sum() > 100  # both kinds, plenty
+    _same_bits(cpu, mma(a, b, c, shape=(16, 8, 4), device="gpu"))
+
+
+def test_f64_satf_is_refused_on_both_engines():
+    a, b, c = np.zeros((8, 4)), np.zeros((4, 8)), np.zeros((8, 8))
+    for device in ("cpu", "gpu"):
+        with pytest.raises(ValueError, match="satf is not defined for f64"):
+            mma(a, b, c, shape=(8, 8, 4), satf=True, device=device)
+
+
+def _model_instructions():
+    from precision.tensorcore import ARCHS, get_arch
+
+    out = []
+    for arch in ARCHS:
+        model = get_arch(arch)
+        for ins in list(model.instructions.values()) + list(model.alternates):
+            if not ins.c_fmt:  # c and d in different formats: one instruction, CPU only
+                out.append(pytest.param(arch, ins, id=f"{arch}-{ins.ptx}"))
+    return out
+
+
+def _random_operand(fmt: str, shape: tuple[int, int], rng) -> np.ndarray:
+    from precision.formats import get_format
+
+    f = get_format(fmt)
+    if f.is_integer:
+        return rng.integers(int(f.min_value), int(f.max_normal) + 1, shape).astype(f.storage)
+    x = rng.standard_normal(shape) * 2.0 ** rng.integers(-8, 8, shape)
+    x[rng.random(shape) < 0.1] = 0.0
+    if fmt == "fp64":
+        return x
+    if fmt == "tf32":  # random low bits, which the tensor cores ignore
+        bits = x.astype(np.float32).view(np.uint32) ^ rng.integers(0, 1 << 13, shape, np.uint32)
+        return bits.view(np.float32)
+    return x.astype(np.float32).astype(f.storage)
+
+
+def test_every_model_instruction_is_on_the_gpu_engine():
+    """Runs on the CPU: every instruction of every shipped model (but the two whose c and d
+    differ in format) has a GPU kernel, so the GPU test below covers them all."""
+    from precision.tensorcore.gpu_engine import unsupported
+
+    params = _model_instructions()
+    assert len(params) == 195
+    assert all(unsupported(p.values[1]) is None for p in params)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("arch", "ins"), _model_instructions())
+def test_every_model_instruction_gpu_equals_cpu(arch, ins):
+    """Each instruction of each model, on random operands over its format's range (fp64 with
+    NaN payloads and Infs, tf32 with noise in the ignored bits), K = 2 instructions, odd M and
+    N, with and without satf where it exists: both engines, bit for bit."""
+    rng = np.random.default_rng(zlib.crc32(f"{arch}/{ins.ptx}/{ins.shape}".encode()))
+    m, k, n = 19, 2 * ins.k, 13
+    a = _random_operand(ins.a_fmt, (m, k), rng)
+    b = _random_operand(ins.b_fmt, (k, n), rng)
+    if ins.acc_fmt == "fp64":
+        a, b = _f64_with_specials(rng, (m, k)), _f64_with_specials(rng, (k, n))
+    c = _random_operand(ins.acc_fmt, (m, n), rng)
+    kw = dict(arch=arch, fmt=ins.a_fmt, b_fmt=ins.b_fmt, op=ins.family, shape=ins.shape)
+    kw["bitop"] = ins.bitop or None
+    for satf in (False, True) if not (ins.bitop or ins.acc_fmt == "fp64") else (False,):
+        cpu = mma(a, b, c, satf=satf, **kw)
+        _same_bits(cpu, mma(a, b, c, satf=satf, device="gpu", **kw))

@@ -45,11 +45,8 @@ CASES: dict[str, tuple[str, str]] = {
     "u8": ("uint8", "int32"),
     "s4": ("int4", "int32"),
     "b1": ("uint1", "int32"),
-    # CPU engine only (the binary64 FMA chain):
     "f64": ("fp64", "fp64"),
 }
-#: Cases the GPU engine does not run (skipped with --device gpu).
-CPU_ONLY: tuple[str, ...] = ("f64",)
 
 
 def _case(operand: str, acc: str) -> tuple[type, type, str | None]:
@@ -182,8 +179,7 @@ def _emulator_rows(device: str, args, rng) -> list[dict]:
     from tqdm.auto import tqdm
 
     rows = []
-    formats = [f for f in args.formats if device == "cpu" or f not in CPU_ONLY]
-    for fmt in tqdm(formats, desc=f"{device} emulator n={n}", unit="format", leave=False):
+    for fmt in tqdm(args.formats, desc=f"{device} emulator n={n}", unit="format", leave=False):
         a, b, c = _inputs(fmt, n, n, n, rng)
         call = functools.partial(mma, a, b, c, fmt=FORMATS[fmt][2], device=device)
         tracemalloc.start()
