@@ -10,8 +10,7 @@ the engine runs:
   architecture model.
 
 Which instructions the engine runs is decided on the CPU, from ``gpu_engine.unsupported``,
-and pinned by the first test. The engine has no f64 operands; those run on the CPU engine
-only.
+and pinned by the first test: since the engine gained f64, that is all of them.
 """
 
 from __future__ import annotations
@@ -49,9 +48,7 @@ PUBLISHED = [
 
 def test_which_recordings_the_gpu_engine_replays():
     """Runs on the CPU: the sets the GPU tests below cover."""
-    skipped = {p.name for p in PROBES if p not in PACKED}
-    assert len(PACKED) == 22  # f16, bf16, tf32, fp8 (two accumulators), 8-, 4- and 1-bit ints
-    assert all("f64" in name for name in skipped)
+    assert len(PACKED) == len(PROBES) == 26  # every packed family, f64 included
     assert WGMMA == ["f16_f32", "bf16_f32", "tf32_f32", "e4m3_f32", "e5m2_f32"]
     assert len(WGMMA_EXTRA) == 7
     assert len(PUBLISHED) == len(pb.RECIPES) == 48

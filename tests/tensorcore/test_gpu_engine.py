@@ -62,7 +62,7 @@ def _operands(name: str, m: int, k: int, n: int, rng, *, specials: bool, wide: b
 
 def _same_bits(x: np.ndarray, y: np.ndarray) -> None:
     assert x.dtype == y.dtype and x.shape == y.shape
-    u = {1: np.uint8, 2: np.uint16, 4: np.uint32}[x.dtype.itemsize]
+    u = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[x.dtype.itemsize]
     bad = x.view(u) != y.view(u)
     assert not bad.any(), f"{bad.sum()} differ, first at {np.argwhere(bad)[:3].tolist()}"
 
