@@ -178,9 +178,9 @@ def verify_dir(path: str | Path, device: str = "cpu") -> list[Row]:
     """Match rows for every recording under ``path`` (see the module docstring).
 
     ``device="gpu"`` replays through ``precision.mma``'s GPU engine instead of the CPU
-    engine. Recordings that only a CPU model replays (the GPU engine has no f64; WMMA's
-    integer and single-bit probes use exact integer models) are still verified, on the CPU,
-    and their rows say so in ``note``.
+    engine. Recordings that only a CPU model replays (WMMA's integer, single-bit and f64
+    probes, checked against exact integer models and the f64 FMA chain) are still verified,
+    on the CPU, and their rows say so in ``note``.
     """
     if device not in ("cpu", "gpu"):
         raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")

@@ -33,7 +33,7 @@ def register(subparsers) -> None:
         choices=("cpu", "gpu"),
         default="cpu",
         help="replay through the CPU engine (default) or precision.mma's GPU engine; with gpu, "
-        "recordings only a CPU model replays (f64, WMMA's integer probes) are still verified "
+        "recordings only a CPU model replays (WMMA's integer and f64 probes) are still verified "
         "on the CPU, and their rows say so",
     )
     p.add_argument("--json", default=None, metavar="FILE", help="also write the table as JSON")
