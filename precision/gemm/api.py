@@ -107,6 +107,7 @@ def gemm(
     correction: str = "ootomo",
     target: str = "fp64",
     terms: int | str = "auto",
+    device: str = "cpu",
 ) -> np.ndarray:
     """D = A·B in fp32 for row-major A (M x K) and B (K x N), computed by ``method``.
 
@@ -127,7 +128,25 @@ def gemm(
     float64/float32 inputs, ``fmt="int8"`` (scheme I also ``"fp16"``), the result rounded once
     to ``target`` (``"fp64"`` or ``"fp32"``, returned in that dtype), ``terms`` slices/moduli
     or ``"auto"``; backends ``"emulator"`` and ``"cuda"`` (bit-identical). See docs/ozaki.md.
+
+    ``device``: where ``backend="emulator"`` runs the tensor-core instructions of ``plain``,
+    ``corrected`` and ``satf``: ``"cpu"`` (NumPy) or ``"gpu"`` (the GPU engine of
+    :func:`precision.tensorcore.mma`; the same bits, faster for large matrices). The fp32
+    FMA chain, the Ozaki emulators and the other backends take no ``device``:
+    ``device="gpu"`` with them is refused.
     """
+    if device not in ("cpu", "gpu"):
+        raise ValueError(f"device={device!r}: expected 'cpu' or 'gpu'")
+    if device == "gpu" and (
+        backend != "emulator"
+        or method in OZAKI_METHODS
+        or _cpu_float_baseline(method, "f16" if fmt is None else fmt, backend) is not None
+    ):
+        raise ValueError(
+            f"device='gpu' applies to backend='emulator' with methods {METHODS} on tensor-core "
+            f"formats (the GPU engine); method={method!r}, fmt={fmt!r}, backend={backend!r} "
+            f"runs with device='cpu'"
+        )
     if method in OZAKI_METHODS:
         from precision.gemm.ozaki import ozaki_gemm
 
@@ -176,7 +195,7 @@ def gemm(
 
     A = _to_host_f32(A)
     B = _to_host_f32(B)
-    return run_schedule(A, B, schedule, arch=arch)
+    return run_schedule(A, B, schedule, arch=arch, device=device)
 
 
 def _format_name(fmt: Any) -> str:

@@ -24,9 +24,11 @@ def satf(x: np.ndarray) -> np.ndarray:
 
 
 def run_schedule(
-    A: np.ndarray, B: np.ndarray, schedule: Schedule, *, arch: str = "sm90"
+    A: np.ndarray, B: np.ndarray, schedule: Schedule, *, arch: str = "sm90", device: str = "cpu"
 ) -> np.ndarray:
-    """The kernel's fp32 output for fp32 inputs ``A`` (M x K) and ``B`` (K x N), bit for bit."""
+    """The kernel's fp32 output for fp32 inputs ``A`` (M x K) and ``B`` (K x N), bit for bit.
+    ``device``: the engine of the MMA steps (``"gpu"``: :func:`precision.tensorcore.mma`'s GPU
+    engine, numpy in and out; the fp32 additions and scalings stay on the host)."""
     from precision.tensorcore import mma
 
     ops = prepare_operands(A, B, schedule)
@@ -44,7 +46,9 @@ def run_schedule(
         a = ops[op.a][:, lo:hi]
         b = ops[op.b][lo:hi]
         c = zero if op.c == "zero" else env[op.c]
-        env[op.dst] = np.asarray(mma(a, b, c, arch=arch, fmt=mma_fmt, satf=op.satfinite))
+        env[op.dst] = np.asarray(
+            mma(a, b, c, arch=arch, fmt=mma_fmt, satf=op.satfinite, device=device)
+        )
 
     step = schedule.step
     if (

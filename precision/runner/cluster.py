@@ -40,8 +40,12 @@ class ClusterError(RuntimeError):
 
 def needs_gpu(point) -> bool:
     """True when ``point`` (a :class:`precision.runner.sweep.Point`) runs a GPU backend, as its
-    backend or as its comparison backend."""
-    return point.backend in GPU_BACKENDS or point.compare_backend in GPU_BACKENDS
+    backend or as its comparison backend, or runs the emulator on the GPU engine."""
+    return (
+        point.backend in GPU_BACKENDS
+        or point.compare_backend in GPU_BACKENDS
+        or getattr(point, "emulator_device", "cpu") == "gpu"
+    )
 
 
 def _nvidia_smi_uuids() -> list[str]:

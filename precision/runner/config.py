@@ -29,6 +29,8 @@ from precision.runner.figures import PlotSpec, parse_plot
 REFERENCES = ("exact", "exact_dd", "fp64")
 #: dtype of the input matrices (float64 for the Ozaki methods' fp64 emulation).
 INPUT_DTYPES = ("float32", "float64")
+#: Where the emulator backend runs plain/corrected/satf (``precision.gemm.gemm``'s ``device``).
+EMULATOR_DEVICES = ("cpu", "gpu")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 TOP_KEYS = (
@@ -39,6 +41,7 @@ TOP_KEYS = (
     "reference",
     "compare_backend",
     "input_dtype",
+    "emulator_device",
     "sweep",
     "distribution",
     "timing",
@@ -117,6 +120,7 @@ class ExperimentConfig:
     description: str = ""
     plot: PlotSpec = PlotSpec()
     input_dtype: str = "float32"
+    emulator_device: str = "cpu"
 
 
 class _Checker:
@@ -431,6 +435,9 @@ def parse_config(
         compare_backend=compare,
         description=description,
         input_dtype=input_dtype,
+        emulator_device=ck.choice(
+            raw.get("emulator_device", "cpu"), EMULATOR_DEVICES, "emulator_device", "device"
+        ),
         plot=parse_plot(raw.get("plot", {}), ck.fail),
     )
 

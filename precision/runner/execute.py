@@ -156,6 +156,7 @@ def _base_row(point: Point, repeat: int) -> dict:
         "repeat": repeat,
         "seed": point.seed,
         "input_dtype": point.input_dtype,
+        "emulator_device": point.emulator_device,
         "input_seed": point.input_seed(repeat),
         "compare_backend": point.compare_backend,
         "status": STATUS_OK,
@@ -186,6 +187,8 @@ def _call(gemm: GemmFn, A: np.ndarray, B: np.ndarray, point: Point, backend: str
     if point.terms is not None:
         kwargs["terms"] = point.terms
         kwargs["target"] = point.target
+    if backend == "emulator" and point.emulator_device == "gpu":
+        kwargs["device"] = "gpu"
     return gemm(A, B, **kwargs)
 
 
@@ -300,6 +303,12 @@ def compute_point(
         for b in (point.backend, point.compare_backend)
         if b is not None and availability.get(b)
     ]
+    if point.emulator_device == "gpu":
+        from precision.gpu import unavailable_reason
+
+        reason = unavailable_reason()
+        if reason is not None:
+            unavailable.append(f"emulator_device 'gpu' is unavailable here: {reason}")
     rows = []
     for repeat in range(point.repeats):
         row = _base_row(point, repeat)

@@ -15,7 +15,8 @@ What keeps the figures honest and readable:
   cuBLAS SGEMM) are drawn in black and grey with their own legend entries, and error figures
   carry the fp32 unit roundoff u = 2^-24 as a dotted horizontal line.
 - TFLOP/s panels are split by device: GPU backends, numpy's BLAS on the CPU, and the emulator
-  (a CPU replay of the tensor core, whose TFLOP/s is labelled as not a GPU speed).
+  (a CPU replay of the tensor core, whose TFLOP/s is labelled as not a GPU speed; on the GPU
+  engine, ``emulator_device = "gpu"``, labelled as not a GEMM speed).
 - Log axes are labelled at whole decades (limits rounded out to decades); the x axis is
   labelled at the swept sizes (thinned, or as powers of two, when there are many).
 - Points with no finite positive value (error rows, unavailable backends, NaN or Inf, error 0
@@ -68,6 +69,19 @@ DEVICES = {
     "numpy": "CPU: numpy BLAS",
     "emulator": "CPU emulator (not a GPU speed)",
 }
+#: Device class of emulator rows run on the GPU engine (config ``emulator_device = "gpu"``).
+GPU_EMULATOR = "GPU emulator engine (not a GEMM speed)"
+
+
+def _devices(table: pd.DataFrame) -> pd.Series:
+    """The device class of each row (:data:`DEVICES`; the emulator on the GPU engine apart)."""
+    device = table["backend"].map(lambda b: DEVICES.get(b, b))
+    if "emulator_device" in table:
+        on_gpu = (table["backend"] == "emulator") & (table["emulator_device"] == "gpu")
+        device = device.where(~on_gpu, GPU_EMULATOR)
+    return device
+
+
 X_LABELS = {
     "size": "size m = n = k",
     "k": "k (inner dimension)",
@@ -200,10 +214,11 @@ def prepare(table: pd.DataFrame, spec: PlotSpec, metric: str) -> _Frame:
     row = _dimension(table, spec.row).map(lambda v: _dim_title(spec.row, v))
     for dim in (r for r in rest if r != spec.row):
         row = row.str.cat(table[dim].astype(str).map(lambda v, dim=dim: f"{dim} = {v}"), sep=", ")
+    device = _devices(table)
     if metric == "tflops":
-        row = row.str.cat(table["backend"].map(lambda b: DEVICES.get(b, b)), sep=", ")
+        row = row.str.cat(device, sep=", ")
     d["_row"] = row.str.strip(", ")
-    d["_device"] = table["backend"].map(lambda b: DEVICES.get(b, b)) if metric == "tflops" else ""
+    d["_device"] = device if metric == "tflops" else ""
     fmt = table["format"].astype(str)
     backend = table["backend"].astype(str)
     d["_baseline"] = fmt.isin(BASELINE_FORMATS)

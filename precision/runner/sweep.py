@@ -57,6 +57,10 @@ class Point:
     target: str | None = None
     #: dtype of the inputs (config ``input_dtype``); float32 unless the config says float64.
     input_dtype: str = "float32"
+    #: Where the emulator runs this point's tensor-core instructions (config
+    #: ``emulator_device``): "gpu" only for plain/corrected/satf on a tensor-core format with
+    #: the emulator as backend or comparison backend; "cpu" everywhere else.
+    emulator_device: str = "cpu"
 
     def params(self) -> dict[str, Any]:
         """The point's parameters as a JSON-ready dict (``terms``/``target`` only where set,
@@ -68,6 +72,8 @@ class Point:
                 del d[key]
         if d["input_dtype"] == "float32":
             del d["input_dtype"]
+        if d["emulator_device"] == "cpu":
+            del d["emulator_device"]
         return d
 
     @property
@@ -83,7 +89,8 @@ class Point:
             corr += f"-{self.target}-t{self.terms}"
         return (
             f"{self.m}x{self.n}x{self.k}-{self.distribution}-{self.method}{corr}-"
-            f"{self.format}-{self.backend}-{self.arch}"
+            f"{self.format}-{self.backend}{'-gpu' if self.emulator_device == 'gpu' else ''}-"
+            f"{self.arch}"
         )
 
     @property
@@ -182,9 +189,19 @@ def expand(config: ExperimentConfig) -> list[Point]:
                         terms=terms,
                         target=target,
                         input_dtype=config.input_dtype,
+                        emulator_device=_emulator_device(config, method, fmt, backend),
                     )
                 )
     return sorted(points, key=_sort_key)
+
+
+def _emulator_device(config: ExperimentConfig, method: str, fmt: str, backend: str) -> str:
+    """The config's ``emulator_device`` where the GPU engine can run the point's emulator
+    (plain/corrected/satf on a tensor-core format, the emulator as backend or comparison
+    backend), else "cpu" (the fp32 FMA chain and the Ozaki emulators run on the CPU only)."""
+    runs_emulator = "emulator" in (backend, config.compare_backend)
+    engine = method in ("plain", "corrected", "satf") and fmt not in ("fp32", "fp64")
+    return config.emulator_device if runs_emulator and engine else "cpu"
 
 
 def _sort_key(p: Point) -> tuple:
