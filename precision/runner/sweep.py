@@ -199,8 +199,10 @@ def _emulator_device(config: ExperimentConfig, method: str, fmt: str, backend: s
     """The config's ``emulator_device`` where the GPU engine can run the point's emulator
     (plain/corrected/satf on a tensor-core format, the emulator as backend or comparison
     backend), else "cpu" (the fp32 FMA chain and the Ozaki emulators run on the CPU only)."""
+    from precision.gemm.schedule import METHODS as SCHEDULE_METHODS
+
     runs_emulator = "emulator" in (backend, config.compare_backend)
-    engine = method in ("plain", "corrected", "satf") and fmt not in ("fp32", "fp64")
+    engine = method in SCHEDULE_METHODS and fmt not in ("fp32", "fp64")  # fp32: FMA chain
     return config.emulator_device if runs_emulator and engine else "cpu"
 
 
