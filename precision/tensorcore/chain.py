@@ -117,6 +117,8 @@ def mma(
         raise ValueError(f"{ins.ptx}: single-bit mma has no .satfinite")
     if ins.schedule == "fma_chain" and satf:
         raise ValueError(f"{ins.ptx}: satf is not defined for f64 mma")
+    if ins.is_integer and not ins.bitop:
+        _check_integer_range(a, b, ins)
     if device == "gpu":
         from precision.tensorcore.gpu_engine import unsupported
 
@@ -269,15 +271,20 @@ def _mma_integer(a, b, c, ins: Instruction, satf: bool) -> np.ndarray:
     cv = np.asarray(c).astype(np.int64)
     if ins.bitop:  # (no .satfinite: refused in mma())
         out = integer.b1_mma_chain(av & 1, bv & 1, cv, k_step=ins.k, op=ins.bitop)  # type: ignore[arg-type]
-    else:
-        for fmt, x, name in ((ins.a_fmt, av, "a"), (ins.b_fmt, bv, "b")):
-            f = get_format(fmt)
-            if x.size and (x.min() < f.min_value or x.max() > f.max_normal):
-                raise ValueError(
-                    f"{name} holds values outside {fmt}'s range [{f.min_value:g}, {f.max_normal:g}]"
-                )
+    else:  # (operand ranges checked in mma())
         out = integer.int_mma_chain(av, bv, cv, k_step=ins.k, satfinite=satf)
     return out.astype(np.int32)
+
+
+def _check_integer_range(a: Any, b: Any, ins: Instruction) -> None:
+    """ValueError when an integer operand holds values outside its format (4-bit integers
+    travel in 8-bit containers), on either engine (numpy or CuPy arrays)."""
+    for fmt, x, name in ((ins.a_fmt, a, "a"), (ins.b_fmt, b, "b")):
+        f = get_format(fmt)
+        if x.size and (int(x.min()) < f.min_value or int(x.max()) > f.max_normal):
+            raise ValueError(
+                f"{name} holds values outside {fmt}'s range [{f.min_value:g}, {f.max_normal:g}]"
+            )
 
 
 def _mma_fp64(a, b, c, ins: Instruction, satf: bool) -> np.ndarray:

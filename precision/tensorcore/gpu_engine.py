@@ -8,8 +8,9 @@ nonzero products), every term truncated toward zero to a multiple of ``2**(E - F
 exactly (int32 products, int64 with ``c``), one rounding into the accumulator format (fp32 RZ,
 fp32 RZ with 13 fraction bits, or fp16 RNE; overflow to ±Inf; exact zero +0), IEEE specials
 resolved per block (NaN canonical 0x7FFFFFFF / 0x7FFF). The fp8 schedule of sm_90 (two
-interleaved 16-product blocks from ``c = +0`` then an RN add of ``c``) and int8 (exact, wrap or
-``satfinite``) are included; FP ``satf`` clamps after every instruction. f64 (DMMA) is its
+interleaved blocks of k/2 products from ``c = +0`` then an RN add of ``c``), the integers
+(8- and 4-bit, exact, each instruction's sum wrapped or ``.satfinite``-clamped once) and b1
+(and/xor popc) are included; FP ``satf`` clamps after every instruction. f64 (DMMA) is its
 own kernel, ``mma_f64``: a chain of binary64 ``fma`` in increasing k with the H200's NaN payload
 rule at each step (:mod:`precision.tensorcore.dmma_nan`).
 
@@ -183,7 +184,8 @@ def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = Fa
     """Bit-exact chain of MMA ``instruction`` s, ``a·b + c``, computed on the GPU.
 
     ``a [..., M, K]``, ``b [..., K, N]``, ``c [..., M, N]`` as for :func:`precision.mma`
-    (numpy arrays, or CuPy arrays of float16 / float32 (tf32) / int8 / int32 / float32 acc);
+    (numpy arrays, or CuPy arrays in the formats' storage dtypes, fp8 excepted: CuPy has no
+    float8 dtype, so fp8 operands come as numpy arrays);
     validation of formats and shapes is the caller's (``mma`` does it). Returns ``c``'s dtype,
     as numpy when ``c`` is numpy, else as CuPy. Results are bit-identical to the CPU engine.
     """

@@ -340,3 +340,14 @@ def test_every_model_instruction_gpu_equals_cpu(arch, ins):
     for satf in (False, True) if not (ins.bitop or ins.acc_fmt == "fp64") else (False,):
         cpu = mma(a, b, c, satf=satf, **kw)
         _same_bits(cpu, mma(a, b, c, satf=satf, device="gpu", **kw))
+
+
+def test_out_of_range_4bit_operands_are_refused_on_both_engines():
+    """int4 travels in int8 containers: a container value outside [-8, 7] is refused before
+    either engine runs (the GPU engine would otherwise multiply the container's value)."""
+    a, b = np.zeros((16, 64), np.int8), np.zeros((64, 8), np.int8)
+    a[3, 5] = 9
+    c = np.zeros((16, 8), np.int32)
+    for device in ("cpu", "gpu"):
+        with pytest.raises(ValueError, match=r"a holds values outside int4's range \[-8, 7\]"):
+            mma(a, b, c, fmt="int4", device=device)
