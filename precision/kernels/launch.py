@@ -167,7 +167,9 @@ def split_tensor_maps(fmt: str, Ap: Any, Bp: Any) -> Any:
     return _split_tensor_maps(fmt, Ap.data.ptr, Bp.data.ptr, mp, np_, kp)
 
 
-def _round_operands(cp: Any, fmt: str, A: Any, B: Any, Mp: int, Np: int, Kp: int) -> Any:
+def _round_operands(
+    cp: Any, fmt: str, A: Any, B: Any, Mp: int, Np: int, Kp: int
+) -> tuple[Any, Any]:
     """A and B rounded to ``fmt`` (storage bits) into zero-padded K-major arrays on the device,
     A as Mp x Kp and B transposed as Np x Kp, by one launch of ``wg_round_operands_<fmt>``."""
     A = cp.ascontiguousarray(A, dtype=cp.float32)
@@ -177,6 +179,8 @@ def _round_operands(cp: Any, fmt: str, A: Any, B: Any, Mp: int, Np: int, Kp: int
     Ar = cp.empty((Mp, Kp), dtype=dtype)
     Bt = cp.empty((Np, Kp), dtype=dtype)
     tiles = (Mp // 32) * (Kp // 32) + (Np // 32) * (Kp // 32)
+    if tiles == 0:  # an empty operand: nothing to round (a launch of 0 blocks is an error)
+        return Ar, Bt
     get_kernel(f"wg_round_operands_{fmt}")(
         (tiles, 1, 1),
         (32, 8, 1),
