@@ -129,11 +129,13 @@ def test_time_gpu_sampled_samples_the_timed_calls_only(monkeypatch: pytest.Monke
 
 class _FakeClockCupy:
     """Just enough of CuPy for time_gpu / calls_per_sample: a device clock that each call of
-    the timed function advances by ``cost`` seconds, events that read it."""
+    the timed function advances by ``cost`` seconds, events that read it; ``calls`` counts
+    the calls."""
 
     def __init__(self, cost: float) -> None:
         self.now = 0.0
         self.cost = cost
+        self.calls = 0
         fake = self
 
         class Event:
@@ -158,6 +160,7 @@ class _FakeClockCupy:
         )
 
     def call(self) -> None:
+        self.calls += 1
         self.now += self.cost
 
 
@@ -167,18 +170,12 @@ def test_time_gpu_batches_calls_between_one_pair_of_events(
     from precision import gpu
 
     fake = _FakeClockCupy(cost=50e-6)
-    count = [0]
-
-    def fn() -> None:
-        count[0] += 1
-        fake.call()
-
     monkeypatch.setattr(gpu, "require_gpu", lambda what: fake)
-    times = gpu.time_gpu(fn, repeats=4, warmup=2, batch=8)
-    assert count[0] == 2 + 4 * 8
+    times = gpu.time_gpu(fake.call, repeats=4, warmup=2, batch=8)
+    assert fake.calls == 2 + 4 * 8
     assert times == pytest.approx([50e-6] * 4)
     with pytest.raises(ValueError, match="batch must be >= 1, got 0"):
-        gpu.time_gpu(fn, batch=0)
+        gpu.time_gpu(fake.call, batch=0)
 
 
 @pytest.mark.parametrize(
@@ -198,12 +195,6 @@ def test_calls_per_sample_warms_up_first(monkeypatch: pytest.MonkeyPatch) -> Non
     from precision import gpu
 
     fake = _FakeClockCupy(cost=1e-3)
-    count = [0]
-
-    def fn() -> None:
-        count[0] += 1
-        fake.call()
-
     monkeypatch.setattr(gpu, "require_gpu", lambda what: fake)
-    assert gpu.calls_per_sample(fn, warmup=2) == 2
-    assert count[0] == 3  # two untimed, one timed
+    assert gpu.calls_per_sample(fake.call, warmup=2) == 2
+    assert fake.calls == 3  # two untimed, one timed
