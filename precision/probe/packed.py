@@ -432,15 +432,12 @@ def matches(probe: GenericProbe, rec: Recording, got: np.ndarray) -> np.ndarray:
     return got == rec.d
 
 
-def verify(
-    directory: str | Path, device: str = "cpu", fallbacks: dict[str, str] | None = None
-) -> dict[str, dict[str, tuple[int, int]]]:
+def verify(directory: str | Path, device: str = "cpu") -> dict[str, dict[str, tuple[int, int]]]:
     """{recording: {kind: (outputs, matches)}} for every probe recording in ``directory``,
     replayed through the model of the GPU that recorded it (the manifest's compute
     capability), on ``device``'s engine. An instruction that model lacks counts as unmatched,
-    under the kind ``"no model (smXX)"``. With ``device="gpu"``, an instruction the GPU engine
-    does not run (fp64) is replayed on the CPU engine instead, and ``fallbacks`` (if given)
-    gets ``{recording: the engine's reason}``."""
+    under the kind ``"no model (smXX)"``. (The GPU engine runs every instruction of every
+    model that a packed probe records.)"""
     import json
 
     from precision.probe.generic import PROBES
@@ -458,15 +455,7 @@ def verify(
         if rec.ptx != p.ptx:
             raise ValueError(f"{path}: records {rec.ptx!r}, expected {p.ptx!r}")
         try:
-            try:
-                got = emulate(p, rec, arch, device=device)
-            except ValueError as exc:
-                if device != "gpu" or "device='gpu' cannot run" not in str(exc):
-                    raise
-                got = emulate(p, rec, arch)
-                if fallbacks is not None:
-                    reason = str(exc).split("cannot run ")[-1]  # "operands in fp64 (...)"
-                    fallbacks[p.name] = reason.split(" (")[0].split(";")[0]
+            got = emulate(p, rec, arch, device=device)
         except TypeError:
             out[p.name] = {f"no model ({arch})": (int(rec.d.size), 0)}
             continue

@@ -110,10 +110,9 @@ def _verify_mma_sync(d: Path, device: str) -> list[Row]:
 def _verify_mma(d: Path, device: str) -> list[Row]:
     from precision.probe import packed
 
-    fallbacks: dict[str, str] = {}
-    table = packed.verify(d, device, fallbacks)
+    table = packed.verify(d, device)
     return [
-        Row("mma", name, kind, n, m, CPU_NOTE.format(fallbacks[name]) if name in fallbacks else "")
+        Row("mma", name, kind, n, m)
         for name, kinds in table.items()
         for kind, (n, m) in kinds.items()
     ]
