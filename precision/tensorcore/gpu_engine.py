@@ -155,14 +155,12 @@ def _fp8_permutation(k: int, ins_k: int) -> np.ndarray:
     return (np.arange(0, k, ins_k)[:, None] + one[None, :]).ravel()
 
 
-def _mma_f64(cp: ModuleType, a: Any, b: Any, c: Any) -> Any:
+def _mma_f64(cp: ModuleType, a: Any, b: Any, c: Any, batch: tuple[int, ...], r: int) -> Any:
     """f64 DMMA chain on the GPU (``mma_f64``): binary64 FMAs in increasing k with the H200's
-    NaN payloads, bit-identical to the CPU engine's ``fma_chain`` + ``nan_payloads``."""
-    return_numpy = not isinstance(c, cp.ndarray)
+    NaN payloads, bit-identical to the CPU engine's ``fma_chain`` + ``nan_payloads``. ``batch``
+    is the broadcast batch shape, ``r`` its size; the result is in ``c``'s array module."""
     m, k = a.shape[-2:]
     n = b.shape[-1]
-    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2], c.shape[:-2]))
-    r = int(np.prod(batch, dtype=np.int64))
     a_dev, s_a = _batched(cp, cp.ascontiguousarray(cp.asarray(a, dtype=cp.float64)), batch, r)
     b_dev, s_b = _batched(cp, cp.ascontiguousarray(cp.asarray(b, dtype=cp.float64)), batch, r)
     c_dev = cp.asarray(c, dtype=cp.float64)
@@ -177,7 +175,7 @@ def _mma_f64(cp: ModuleType, a: Any, b: Any, c: Any) -> Any:
              np.int64(s_b), np.int64(m * n)),
         )  # fmt: skip
     out = d_dev.reshape(batch + (m, n))
-    return cp.asnumpy(out) if return_numpy else out
+    return out if isinstance(c, cp.ndarray) else cp.asnumpy(out)
 
 
 def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = False) -> Any:
@@ -194,8 +192,10 @@ def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = Fa
     reason = unsupported(ins)
     if reason:
         raise NotImplementedError(f"{ins.ptx}: the GPU engine cannot run {reason}")
+    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2], c.shape[:-2]))
+    r = int(np.prod(batch, dtype=np.int64))
     if ins.schedule == "fma_chain":
-        return _mma_f64(cp, a, b, c)
+        return _mma_f64(cp, a, b, c, batch, r)
     c_dtype = np.dtype(c.dtype)
     acc = {get_format(n).storage: get_format(n) for n in _ACC_FORMATS}.get(c_dtype)
     if acc is None:
@@ -203,8 +203,6 @@ def mma_gpu(a: Any, b: Any, c: Any, *, instruction: Instruction, satf: bool = Fa
     return_numpy = not isinstance(c, cp.ndarray)
     m, k = a.shape[-2:]
     n = b.shape[-1]
-    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2], c.shape[:-2]))
-    r = int(np.prod(batch, dtype=np.int64))
 
     a_bits, a_code = _bits(cp, a, "a")
     b_bits, b_code = _bits(cp, b, "b")
