@@ -44,7 +44,7 @@ def needs_gpu(point) -> bool:
     return (
         point.backend in GPU_BACKENDS
         or point.compare_backend in GPU_BACKENDS
-        or getattr(point, "emulator_device", "cpu") == "gpu"
+        or point.emulator_device == "gpu"
     )
 
 
