@@ -55,7 +55,8 @@ def _module(source: str, arch: str, flags: tuple[str, ...] = ()) -> Any:
 def get_kernel(name: str, arch: str = "sm_90", clamp_top: bool = False) -> Any:
     """The ``cupy.RawKernel`` entry point ``name``: ``wg_*`` from the wgmma cubin (built for
     ``sm_90a``), others from the mma.sync cubin for ``arch``. ``clamp_top``: the wgmma cubin
-    built with the split's top-binade clamp (see :func:`needs_clamp_top`)."""
+    built with the split's top-binade clamp (queued after every corrected bf16/tf32 run; it
+    returns at once unless the inputs need the clamp, see :func:`_launch_wgmma`)."""
     spec = kernel_spec(name)
     flags = (CLAMP_TOP_FLAG,) if clamp_top else ()
     kern = _module(spec.source, spec.arch if spec.source == WGMMA_SOURCE else arch, flags)
@@ -77,7 +78,7 @@ def _padded(cp: Any, X: Any, rows: int, cols: int) -> Any:
     """``X`` as a C-contiguous float32 array zero-padded to ``rows`` x ``cols`` (no copy when
     it already is one)."""
     X = cp.ascontiguousarray(X, dtype=cp.float32)
-    if X.shape == (rows, cols) and X.data.ptr % 16 == 0:  # (16 B: cp.async / TMA alignment)
+    if _unpadded(X, rows, cols):
         return X
     out = cp.zeros((rows, cols), dtype=cp.float32)
     out[: X.shape[0], : X.shape[1]] = X
@@ -170,10 +171,9 @@ def split_tensor_maps(fmt: str, Ap: Any, Bp: Any) -> Any:
 def _round_operands(
     cp: Any, fmt: str, A: Any, B: Any, Mp: int, Np: int, Kp: int
 ) -> tuple[Any, Any]:
-    """A and B rounded to ``fmt`` (storage bits) into zero-padded K-major arrays on the device,
-    A as Mp x Kp and B transposed as Np x Kp, by one launch of ``wg_round_operands_<fmt>``."""
-    A = cp.ascontiguousarray(A, dtype=cp.float32)
-    B = cp.ascontiguousarray(B, dtype=cp.float32)
+    """A and B (C-contiguous float32 device arrays) rounded to ``fmt`` (storage bits) into
+    zero-padded K-major arrays, A as Mp x Kp and B transposed as Np x Kp, by one launch of
+    ``wg_round_operands_<fmt>``."""
     (M, K), N = A.shape, B.shape[1]
     dtype = cp.uint32 if fmt == "tf32" else cp.uint16
     Ar = cp.empty((Mp, Kp), dtype=dtype)
@@ -223,6 +223,8 @@ def _launch_wgmma(
     kern = get_kernel(name)
     smem = spec.smem_bytes
     if mode in ("plain", "satf"):
+        A = cp.ascontiguousarray(A, dtype=cp.float32)
+        B = cp.ascontiguousarray(B, dtype=cp.float32)
         Ar, Bt = _round_operands(cp, fmt, A, B, Mp, Np, Kp)
         flag = cp.zeros(1, dtype=cp.int32) if mode == "satf" else _unused_flag(cp.cuda.Device().id)
         kern(
@@ -231,12 +233,19 @@ def _launch_wgmma(
             (Ar, Bt, D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp), flag),
             shared_mem=smem,
         )
-        if mode == "satf" and strict_name is not None and int(flag.get()[0]):
-            # a non-finite result: recompute with the clamp after every MMA (gemm_mma.cu)
-            return launch_gemm(f"gemm_satf_{fmt}", A, B, arch=arch, strict_name=strict_name)
+        if mode == "satf" and strict_name is not None:
+            # A non-finite result: recompute with the clamp after every MMA (gemm_mma.cu).
+            if _unpadded(A, Mp, Kp) and _unpadded(B, Kp, Np):
+                # queued at once: the strict kernel reads A and B in place and returns at once
+                # unless ``flag`` is set, so the host never waits for the GPU here
+                _launch_strict(cp, strict_name, A, B, D, flag, arch=arch)
+            elif int(flag.get()[0]):
+                # ragged shapes: only now is it worth making the zero-padded fp32 copies
+                return launch_gemm(f"gemm_satf_{fmt}", A, B, arch=arch, strict_name=strict_name)
     else:
         Ap, Bp = _padded(cp, A, Mp, Kp), _padded(cp, B, Kp, Np)
-        nonfinite = cp.zeros(1, dtype=cp.int32)
+        # [0]: the first run left a non-finite output; [1]: some |input| is beyond fmt's range
+        flags = cp.zeros(2, dtype=cp.int32)
         args = (
             split_tensor_maps(fmt, Ap, Bp),
             D,
@@ -245,30 +254,56 @@ def _launch_wgmma(
             cp.int32(Kp),
             cp.float32(lo_scale),
             cp.float32(out_scale),
-            nonfinite,
+            flags[:1],
         )
         kern(grid, (spec.threads, 1, 1), args, shared_mem=smem)
-        # Top binade (bf16/tf32): a finite input that rounds up to Inf leaves non-finite outputs;
-        # only then is the clamping build run (same bits wherever nothing overflowed).
-        if fmt in ("bf16", "tf32") and int(nonfinite.get()[0]) and needs_clamp_top(cp, fmt, A, B):
-            get_kernel(name, clamp_top=True)(grid, (spec.threads, 1, 1), args, shared_mem=smem)
+        if fmt in ("bf16", "tf32"):
+            # Top binade: a finite input that rounds up to Inf leaves non-finite outputs. Then
+            # (and only then: both steps are gated by a flag on the device) the inputs are
+            # scanned and, if one is beyond the format's range, D is recomputed by the clamping
+            # build, which gives the same bits wherever nothing overflowed.
+            _queue_any_above(cp, fmt, Ap, Bp, gate=flags[:1], hit=flags[1:])
+            clamp = get_kernel(name, clamp_top=True)
+            clamp(grid, (spec.threads, 1, 1), args[:-1] + (flags[1:],), shared_mem=smem)
     if (Mp, Np) != (M, N):
         D = cp.ascontiguousarray(D[:M, :N])
     return D
 
 
+def _unpadded(X: Any, rows: int, cols: int) -> bool:
+    """Whether the C-contiguous float32 array ``X`` is already ``rows`` x ``cols`` and 16-byte
+    aligned (cp.async / TMA / float4 loads), so that a kernel of padded shapes reads it in
+    place."""
+    return bool(X.shape == (rows, cols) and X.data.ptr % 16 == 0)
+
+
+def _launch_strict(cp: Any, name: str, A: Any, B: Any, D: Any, flag: Any, *, arch: str) -> None:
+    """Queue the per-step-clamp satf kernel ``name`` (gemm_mma.cu) over unpadded fp32 ``A``
+    (Mp x Kp) and ``B`` (Kp x Np) into ``D`` (Mp x Np). It recomputes all of D if ``*flag`` is
+    set when it starts, and otherwise returns at once (gemm_body_cvt's SATF_STRICT gate)."""
+    (Mp, Kp), Np = A.shape, B.shape[1]
+    bm, bn, _ = kernel_spec(name).gemm_tile
+    get_kernel(name, arch)(
+        (Np // bn, Mp // bm, 1),
+        (kernel_spec(name).threads, 1, 1),
+        (A, B, D, cp.int32(Mp), cp.int32(Np), cp.int32(Kp), flag),
+        shared_mem=smem_bytes(name),
+    )
+
+
 _ANY_ABOVE_SOURCE = r"""
-extern "C" __global__ void any_above(const float4* __restrict__ x, long long n4,
-                                     const float* __restrict__ tail, int ntail, float limit,
-                                     int* __restrict__ flag) {
+extern "C" __global__ void any_above(const int* __restrict__ gate, const float4* __restrict__ a,
+                                     long long na4, const float4* __restrict__ b, long long nb4,
+                                     float limit, int* __restrict__ hit) {
+  if (*gate == 0) return;  // every output of the first run was finite: nothing to clamp
   const long long stride = (long long)gridDim.x * blockDim.x;
-  bool hit = false;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
-    const float4 v = x[i];
-    hit |= fabsf(v.x) > limit || fabsf(v.y) > limit || fabsf(v.z) > limit || fabsf(v.w) > limit;
+  bool above = false;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < na4 + nb4;
+       i += stride) {
+    const float4 v = i < na4 ? a[i] : b[i - na4];
+    above |= fabsf(v.x) > limit || fabsf(v.y) > limit || fabsf(v.z) > limit || fabsf(v.w) > limit;
   }
-  if (blockIdx.x == 0 && threadIdx.x < ntail) hit |= fabsf(tail[threadIdx.x]) > limit;
-  if (hit) *flag = 1;  // every writer writes 1: no race on the value
+  if (above) *hit = 1;  // every writer writes 1: no race on the value
 }
 """
 
@@ -281,27 +316,14 @@ def _any_above() -> Any:
     return cp.RawKernel(_ANY_ABOVE_SOURCE, "any_above")
 
 
-def needs_clamp_top(cp: Any, fmt: str, A: Any, B: Any) -> bool:
-    """Whether a corrected bf16/tf32 split needs the top-binade clamp: some |x| of A or B is
-    above the format's largest finite value (one pass over each; Inf counts too, which only
-    costs the slower kernel). Asked only after a run flagged non-finite outputs. The clamping
-    and non-clamping kernels give identical bits on every other input, so the choice never
-    changes a result."""
-    f = get_format(fmt)
-    if f.name not in ("bf16", "tf32"):
-        return False
-    limit = cp.float32(f.max_normal)
-    flag = cp.zeros(1, dtype=cp.int32)
-    for X in (A, B):
-        x = cp.ascontiguousarray(X, dtype=cp.float32).ravel()
-        if x.data.ptr % 16:  # float4 loads need 16-byte alignment (a view may start anywhere)
-            x = x.copy()
-        n4 = x.size // 4
-        head, tail = x[: 4 * n4], x[4 * n4 :]
-        tail = tail if tail.size else x[:1]  # a valid pointer; ntail = 0 reads nothing
-        _any_above()(
-            (1024,),
-            (256,),
-            (head, cp.int64(n4), tail, cp.int32(x.size - 4 * n4), limit, flag),
-        )
-    return bool(flag.get()[0])
+def _queue_any_above(cp: Any, fmt: str, Ap: Any, Bp: Any, *, gate: Any, hit: Any) -> None:
+    """Queue the scan that sets ``hit[0]`` if some |x| of the padded fp32 operands ``Ap``, ``Bp``
+    is above ``fmt``'s largest finite value (Inf counts too, which only costs the slower kernel),
+    i.e. whether a corrected bf16/tf32 split needs the top-binade clamp. It scans only if
+    ``gate[0]`` (a non-finite output) is set, and returns at once otherwise. The operands come
+    from :func:`_padded`: 16-byte aligned, and their sizes (whole tiles) multiples of 4."""
+    limit = cp.float32(get_format(fmt).max_normal)
+    na4, nb4 = Ap.size // 4, Bp.size // 4
+    if Ap.size % 4 or Bp.size % 4 or Ap.data.ptr % 16 or Bp.data.ptr % 16:
+        raise ValueError("any_above reads float4: padded operands must be aligned whole tiles")
+    _any_above()((1024,), (256,), (gate, Ap, cp.int64(na4), Bp, cp.int64(nb4), limit, hit))

@@ -24,6 +24,35 @@ def test_cuda_equals_emulator(s, shape):
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
+_WGMMA_FALLBACKS = [
+    s
+    for s in all_schedules()
+    if s.kernel.startswith("wg_")
+    and (s.method == "satf" or (s.method == "corrected" and s.fmt in ("bf16", "tf32")))
+]
+
+
+@pytest.mark.parametrize("s", _WGMMA_FALLBACKS, ids=lambda s: s.kernel)
+def test_device_gated_fallback_on_whole_tiles(s):
+    """Shapes of whole tiles (no padding): satf queues its per-step-clamp kernel and corrected
+    bf16/tf32 their top-binade scan and clamping build on the device, each returning at once
+    unless a flag of this call is set. Inputs times 2^120 overflow (non-finite outputs, so the
+    gated kernels run); the finite call after them must not see that call's flags."""
+    m, k, n = 128, 128, 256
+    rng = np.random.default_rng(17)
+    A = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    B = rng.standard_normal((k, n)).astype(np.float32)
+    flt_max = np.finfo(np.float32).max
+    for scale in (2.0**120, 1.0):
+        As, Bs = A * np.float32(scale), B * np.float32(scale)
+        got = cuda_gemm(As, Bs, s).get()
+        want = run_schedule(As, Bs, s)
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+        # overflow (saturated to FLT_MAX by satf, non-finite otherwise) only when scaled
+        overflowed = (~np.isfinite(want) | (np.abs(want) == flt_max)).any()
+        assert overflowed == (scale > 1), (scale, s.kernel)
+
+
 def test_cublas_baselines_run():
     rng = np.random.default_rng(0)
     A = rng.uniform(-1, 1, (64, 64)).astype(np.float32)

@@ -88,7 +88,11 @@ def test_schedules_take_tile_and_source_from_the_specs() -> None:
         assert s.tile == spec.gemm_tile, s.kernel
         assert s.source == spec.source, s.kernel
         if s.strict_kernel:
-            assert specs.kernel_spec(s.strict_kernel).gemm_tile == specs.MMA_TILE
+            strict_tile = specs.kernel_spec(s.strict_kernel).gemm_tile
+            assert strict_tile == specs.MMA_TILE
+            # launch.py queues the strict kernel over the satf kernel's unpadded operands and
+            # output, so every padded shape of the one must be whole tiles of the other
+            assert all(t % u == 0 for t, u in zip(s.tile, strict_tile, strict=True)), s.kernel
 
 
 def test_unknown_kernel_and_tile_of_a_rounding_kernel_are_refused() -> None:
