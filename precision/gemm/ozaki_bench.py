@@ -21,7 +21,8 @@
 
 Rows go to ``DIR/ozaki_bench.csv`` with columns method, target, fmt, terms, backend, n, phi,
 tflops, tflops_sustained, err_median, err_max, then extras and provenance;
-``DIR/ozaki_acceptance.md`` evaluates issue #17's acceptance lines on them.
+``DIR/ozaki_acceptance.md`` evaluates issue #17's acceptance lines on them. A ``DIR`` that
+already holds any of these files (an earlier run) is refused: each run gets a new directory.
 """
 
 from __future__ import annotations
@@ -447,6 +448,15 @@ def combine(paths: list[Path], out: Path) -> int:
     return 0
 
 
+#: Files a run writes into its ``--out`` directory.
+OUTPUT_FILES = (
+    "ozaki_bench.csv",
+    "ozaki_identity.csv",
+    "ozaki_cuda_h200.npz",
+    "ozaki_acceptance.md",
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, type=Path)
@@ -466,6 +476,14 @@ def main(argv: list[str] | None = None) -> int:
                     "OUT/ozaki_bench.csv and evaluate the acceptance on them")  # fmt: skip
     ap.add_argument("--skip", nargs="*", default=[], choices=["identity", "speed", "errors"])
     args = ap.parse_args(argv)
+    taken = [name for name in OUTPUT_FILES if (args.out / name).exists()]
+    if taken:  # never overwrite an earlier run (or the results the docs cite)
+        print(
+            f"error: --out {args.out} already holds {', '.join(taken)} from an earlier run; "
+            "name a new directory",
+            file=sys.stderr,
+        )
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
     if args.combine:
         return combine(args.combine, args.out)

@@ -2,10 +2,12 @@
 
 ``precision bench`` and ``precision bench-gemm`` write ``results/bench/<kind>_<tag>_<host>_
 <YYYYmmdd-HHMMSS>.csv`` unless ``--out`` is given (``tag``: the GPU model for GPU benches,
-e.g. ``nvidia-h200``; absent for CPU ones). Such dated files are ignored by git
-(``.gitignore``), so a bench leaves ``git status`` clean; the benches of record that the docs
-cite are committed by hand. An ``--out`` that names a file tracked by git is refused, so a
-bench can never overwrite the numbers the docs cite.
+e.g. ``nvidia-h200``; absent for CPU ones). The file is created exclusively when the results
+are written (:func:`claim_new`): a bench that finishes in the same second as another, or
+while another runs, gets ``..._2.csv`` and so on, never the other's file. Such dated files
+are ignored by git (``.gitignore``), so a bench leaves ``git status`` clean; the benches of
+record that the docs cite are committed by hand. An ``--out`` that names a file tracked by
+git is refused, so a bench can never overwrite the numbers the docs cite.
 """
 
 from __future__ import annotations
@@ -29,6 +31,21 @@ def default_path(kind: str, tag: str | None = None, now: dt.datetime | None = No
     stamp = (now or dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
     parts = [kind, *([slug(tag)] if tag else []), slug(socket.gethostname().split(".")[0])]
     return BENCH_DIR / f"{'_'.join(parts)}_{stamp}.csv"
+
+
+def claim_new(path: Path) -> Path:
+    """Create ``path`` empty, or if it exists ``<stem>_2<suffix>``, ``_3``, ... (the first
+    free one), with an exclusive create, and return the path created. Two benches that
+    claim the same default name at once get different files."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    candidate, number = path, 1
+    while True:
+        try:
+            with candidate.open("x"):
+                return candidate
+        except FileExistsError:
+            number += 1
+            candidate = path.with_name(f"{path.stem}_{number}{path.suffix}")
 
 
 def is_tracked(path: Path) -> bool:

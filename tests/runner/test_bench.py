@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from precision.gpu import cupy_or_none
-from precision.runner.bench_output import default_path
+from precision.runner.bench_output import claim_new, default_path
 from precision.runner.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,20 +29,43 @@ def test_default_names_are_dated_host_named_and_ignored_by_git():
     )
     assert default_path("emulator", now=now).name.startswith("emulator_")
     if shutil.which("git") and (REPO / ".git").exists():
-        res = subprocess.run(["git", "check-ignore", "-q", str(path)], cwd=REPO)
-        assert res.returncode == 0, f"{path} is not ignored by git"
+        second = path.with_name(path.stem + "_2.csv")  # claim_new's name for a taken one
+        for p in (path, second):
+            res = subprocess.run(["git", "check-ignore", "-q", str(p)], cwd=REPO)
+            assert res.returncode == 0, f"{p} is not ignored by git"
         res = subprocess.run(["git", "check-ignore", "-q", "results/bench/emulator.csv"], cwd=REPO)
         assert res.returncode == 1  # the bench of record stays tracked
 
 
 def test_bench_writes_a_new_file_each_time(tmp_path, monkeypatch, capsys):
+    """Two benches stamped with the same second (the clock pinned) write two files, and the
+    second leaves the first's bytes as they were."""
+    import precision.runner.bench_output as bench_output
+
     monkeypatch.chdir(tmp_path)
+    now = dt.datetime(2026, 1, 2, 3, 4, 5)
+    pinned = bench_output.default_path
+    monkeypatch.setattr(bench_output, "default_path", lambda *a, **k: pinned(*a, **k, now=now))
     assert main(["bench", *SMALL]) == 0
     files = list((tmp_path / "results" / "bench").glob("emulator_*.csv"))
     assert len(files) == 1
+    first = files[0].read_bytes()
     rows = pd.read_csv(files[0])
     assert set(rows["kind"]) == {"emulator", "exact_reference"}
     assert f"wrote 2 rows to {files[0].relative_to(tmp_path)}" in capsys.readouterr().out
+    assert main(["bench", *SMALL, "--seed", "1"]) == 0
+    second = files[0].with_name(files[0].stem + "_2.csv")
+    assert sorted((tmp_path / "results" / "bench").glob("emulator_*.csv")) == [files[0], second]
+    assert files[0].read_bytes() == first
+    assert len(pd.read_csv(second)) == 2
+    assert f"wrote 2 rows to {second.relative_to(tmp_path)}" in capsys.readouterr().out
+
+
+def test_claim_new_never_returns_a_taken_name(tmp_path):
+    path = tmp_path / "sub" / "gemm_x.csv"
+    got = [claim_new(path) for _ in range(3)]
+    assert [p.name for p in got] == ["gemm_x.csv", "gemm_x_2.csv", "gemm_x_3.csv"]
+    assert all(p.exists() and p.stat().st_size == 0 for p in got)
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")

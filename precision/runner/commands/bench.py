@@ -291,7 +291,7 @@ def main(args: argparse.Namespace) -> int:
     import sys
 
     from precision.provenance import collect
-    from precision.runner.bench_output import check_out, default_path
+    from precision.runner.bench_output import check_out, claim_new, default_path
 
     for key, value in (QUICK if args.quick else FULL).items():
         if getattr(args, key) is None:
@@ -299,6 +299,7 @@ def main(args: argparse.Namespace) -> int:
     if args.append and args.out is None:
         print("error: --append needs --out (the default file is new each time)", file=sys.stderr)
         return 2
+    dated = args.out is None  # the default: a new file, claimed when the rows are written
     args.out = args.out or default_path("emulator")
     problem = check_out(args.out)
     if problem:
@@ -327,6 +328,8 @@ def main(args: argparse.Namespace) -> int:
     prov["cpu_count"] = os.cpu_count()
     rows = [{**r, **prov} for r in rows]
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    if dated:
+        args.out = claim_new(args.out)
     fields: list[str] = []
     for r in rows:
         fields += [k for k in r if k not in fields]

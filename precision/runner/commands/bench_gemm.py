@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     from precision.gpu import calls_per_sample, cupy_or_none, device_name, require_gpu
     from precision.metrics import error_metrics
     from precision.provenance import collect
-    from precision.runner.bench_output import check_out, default_path
+    from precision.runner.bench_output import check_out, claim_new, default_path
     from precision.telemetry import summarize, time_gpu_sampled
 
     if args.sustained < 0:
@@ -201,6 +201,8 @@ def run(args: argparse.Namespace) -> int:
         cp.get_default_memory_pool().free_all_blocks()
     bar.close()
     out.parent.mkdir(parents=True, exist_ok=True)
+    if not args.out:  # the dated default: claim a file no other bench has taken meanwhile
+        out = claim_new(out)
     pd.DataFrame(rows).to_csv(out, index=False)
     print(f"wrote {len(rows)} rows to {out} ({time.strftime('%Y-%m-%d %H:%M:%S')})")
     return 0
