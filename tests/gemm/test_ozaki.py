@@ -74,21 +74,44 @@ def test_crt_range_holds_every_product() -> None:
             assert Fraction(k * 2 ** (Q + 1)) > Fraction(M) * (Fraction(1, 2) - Fraction(1, 2**20))
 
 
+def _budget_fits(q: int, two_h: int, bound: int) -> bool:
+    """(2^(q/2) + h)^2 <= bound for h = two_h/2 > 0 and q >= 0, in exact integers for any
+    parity of q: with r = bound - 2^q - h^2 the inequality is 2·h·2^(q/2) <= r, i.e.
+    r >= 0 and 4·h^2·2^q <= r^2; scaled by 4 (R = 4r) so a half-integer h stays integral."""
+    R = 4 * bound - 4 * 2**q - two_h * two_h
+    return R >= 0 and 16 * two_h * two_h * 2**q <= R * R
+
+
+def test_budget_fits_agrees_with_fractions_for_even_q() -> None:
+    for q in range(0, 40, 2):
+        for two_h in (2, 3, 7, 10):
+            for bound in (2**q, 2**q + 2 ** (q // 2) * 3, (2 ** (q // 2) + 5) ** 2, 2 ** (q + 3)):
+                lhs = (Fraction(2 ** (q // 2)) + Fraction(two_h, 2)) ** 2
+                assert _budget_fits(q, two_h, bound) == (lhs <= bound), (q, two_h, bound)
+
+
 def test_norm_budget_keeps_every_product_in_the_crt_range() -> None:
-    """(2^(q2/2) + sqrt(K)/2)^2 <= the CRT bound, and q2 is the largest such (exact ints)."""
-    for n in (4, 8, 14, 15, 16, 20):
-        for k in (1, 2, 100, 8192, INT8_KMAX):
+    """(2^(q2/2) + h)^2 <= the CRT bound with h = (isqrt(K-1) + 2)/2 >= sqrt(K)/2 (docs/ozaki.md,
+    Scheme II step 4), for every q2 (odd ones included: 14 moduli give q2 = 109), and q2 is
+    the largest such; exact integers throughout, the bound from its definition."""
+    odd = 0
+    for n in range(1, len(MODULI) + 1):
+        M = math.prod(MODULI[:n])
+        bound = math.floor(Fraction(M) * (Fraction(1, 2) - Fraction(1, 2**20)))
+        assert crt_bound(MODULI[:n]) == bound
+        for k in (1, 2, 3, 5, 100, 8192, 8193, INT8_KMAX):
             q2 = crt_q2(MODULI[:n], k)
-            bound = Fraction(crt_bound(MODULI[:n]))
-            half_k = Fraction(math.isqrt(k - 1) + 2, 2) if k > 1 else Fraction(3, 2)
-            assert half_k**2 >= Fraction(k, 4)  # the code's stand-in for sqrt(K)/2
-            root = math.isqrt(2**q2) if q2 % 2 == 0 else None
-            lhs = (Fraction(root) + half_k) ** 2 if root is not None else None
-            if lhs is not None:
-                assert lhs <= bound
-            # one more doubling of the squared norm no longer fits
-            assert Fraction(2 ** (q2 + 1)) > (math.isqrt(crt_bound(MODULI[:n])) - half_k) ** 2 - 1
-            assert crt_bound(MODULI[:n]) == (math.prod(MODULI[:n]) * (2**19 - 1)) >> 20
+            two_h = math.isqrt(k - 1) + 2  # 2h: the doc's stand-in for sqrt(K)
+            assert two_h**2 >= k  # h >= sqrt(K)/2
+            if q2 == -1:  # no budget left: not even 2^0 fits
+                assert not _budget_fits(0, two_h, bound), (n, k)
+                continue
+            assert q2 >= 0, (n, k, q2)
+            assert _budget_fits(q2, two_h, bound), (n, k, q2)
+            assert not _budget_fits(q2 + 1, two_h, bound), (n, k, q2)  # the largest
+            odd += q2 % 2
+    assert odd > 0  # odd budgets are checked too
+    assert crt_q2(MODULI[:14], 8192) % 2 == 1
 
 
 def test_norm_bound_is_an_upper_bound_and_tight() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 
+import pandas as pd
+
 from precision.runner.cli import main
 
 CONFIG = """
@@ -18,17 +20,34 @@ backend = ["emulator"]
 """
 
 
+def _sorted(table: pd.DataFrame) -> pd.DataFrame:
+    return table.sort_values(["point_id", "repeat"]).reset_index(drop=True)
+
+
 def test_plot_combines_points_of_an_interrupted_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "cfg.toml").write_text(CONFIG)
     assert main(["run", "cfg.toml", "--quiet", "--no-plots"]) == 0
     out = tmp_path / "results" / "interrupted"
+    combined = pd.read_parquet(out / "results.parquet")
+    points = sorted((out / "points").glob("*.parquet"))
+    assert len(points) == 2 and len(combined) == 2  # one row per size (one repeat)
+    rows = pd.concat([pd.read_parquet(p) for p in points], ignore_index=True)
     (out / "results.parquet").unlink()  # as if the run had been killed before combining
     (out / "results.csv").unlink()
     shutil.rmtree(out / "figures", ignore_errors=True)
     assert main(["plot", str(out)]) == 0
-    assert (out / "results.parquet").exists()
-    assert (out / "figures" / "err_fro.png").exists()
+    rebuilt = pd.read_parquet(out / "results.parquet")
+    # the same rows with the same values (and columns) as the table the run combined ...
+    pd.testing.assert_frame_equal(_sorted(rebuilt), _sorted(combined), check_exact=True)
+    # ... which are the stored point rows plus the table's name and distribution label
+    assert set(rebuilt.columns) - set(rows.columns) == {"name", "dist_label"}
+    pd.testing.assert_frame_equal(
+        _sorted(rebuilt)[list(rows.columns)], _sorted(rows), check_exact=True
+    )
+    assert (rebuilt["name"] == "interrupted").all()
+    assert sorted(rebuilt["m"]) == [16, 32] and (rebuilt["status"] == "ok").all()
+    assert (out / "figures" / "err_fro.png").stat().st_size > 1000
 
 
 def test_plot_rebuilds_an_unreadable_or_stale_table(tmp_path, monkeypatch):

@@ -20,16 +20,41 @@ def test_override_replaces_the_tree_commit(monkeypatch: pytest.MonkeyPatch) -> N
         provenance.git_commit.cache_clear()
 
 
-def test_without_override_the_commit_is_a_hex_hash_or_unknown(
+def _git_out(*args: str) -> str | None:
+    """stdout of ``git ARGS`` in the package's repository, or None if git fails."""
+    try:
+        res = subprocess.run(["git", *args], cwd=provenance.REPO_ROOT, capture_output=True,
+                             text=True, timeout=30)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return res.stdout.strip() if res.returncode == 0 else None
+
+
+def test_without_override_the_commit_is_the_checkouts_head(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    provenance.git_commit.cache_clear()
+    """In a git work tree, git_commit() is ``git rev-parse HEAD`` (40 hex digits), with
+    ``-dirty`` exactly when tracked files are modified; the override is unset."""
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    if _git_out("rev-parse", "--is-inside-work-tree") != "true":
+        pytest.skip(f"{provenance.REPO_ROOT} is not a git work tree")
+    head = _git_out("rev-parse", "HEAD")
+    assert head is not None and len(head) == 40 and set(head) <= set("0123456789abcdef")
+    status = lambda: _git_out("status", "--porcelain", "--untracked-files=no")  # noqa: E731
     monkeypatch.delenv("PRECISION_GIT_COMMIT", raising=False)
+    provenance.git_commit.cache_clear()
     try:
+        before = status()
         commit = provenance.git_commit()
+        after = status()
     finally:
         provenance.git_commit.cache_clear()
-    assert commit is None or all(c in "0123456789abcdef" for c in commit.removesuffix("-dirty"))
+    assert commit is not None
+    assert commit in (head, head + "-dirty"), (commit, head)
+    if before is not None and after is not None and bool(before) == bool(after):
+        # (others may edit the tree meanwhile: judged only when the state held still)
+        assert commit.endswith("-dirty") == bool(before), (commit, before)
 
 
 def _write(root, files: dict[str, str]) -> None:

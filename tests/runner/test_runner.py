@@ -236,10 +236,25 @@ def test_compare_backend_records_identical_bits(tmp_path, monkeypatch):
     text = CONFIG.replace("seed = 3", 'seed = 3\ncompare_backend = "emulator"').replace(
         'format = ["f16", "bf16"]', 'format = ["f16", "bf16"]\nbackend = ["cuda"]'
     )
+    flipped = [(0, 0), (0, 1), (3, 2)]  # elements whose last bit the compare backend flips
+
+    def gemm_differing_on_the_emulator(A, B, **kwargs):
+        out = np.array(doubles.fake_gemm(A, B, **kwargs), dtype=np.float32)
+        if kwargs["backend"] == "emulator":
+            bits = out.view(np.uint32)
+            for i, j in flipped:
+                bits[i, j] ^= np.uint32(1)
+        return out
+
+    monkeypatch.setattr(
+        precision.runner.execute, "_default_gemm", lambda: gemm_differing_on_the_emulator
+    )
     _, table = run(tmp_path, text)
-    assert (table["status"] == "ok").all()
-    # the double computes the same bits on every backend
-    assert (table["identical_bits"] == 1.0).all()
+    assert (table["status"] == "ok").all() and (table["backend"] == "cuda").all()
+    assert set(table["m"]) == {16, 32} and (table["m"] == table["n"]).all()
+    # the "cuda" result and the "emulator" one differ in exactly len(flipped) of m·n elements
+    want = (table["m"] * table["n"] - len(flipped)) / (table["m"] * table["n"])
+    np.testing.assert_array_equal(table["identical_bits"], want)
     assert (table["timing"] == "wall").all()
     assert (table["calls_per_sample"] == 1).all()  # wall timing: one call per sample
 
