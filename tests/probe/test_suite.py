@@ -92,3 +92,33 @@ def test_verify_dir_on_the_gpu(family):
         assert on_cpu == want and len(want) == 8  # f64, u8 x3, s4, u4, b1 x2
     else:
         assert not on_cpu
+
+
+@pytest.mark.parametrize("family", ["sm90", "sm90_mma", "sm90_wmma"])
+def test_verify_dir_on_the_cpu_counts_every_output_and_catches_one_flipped_bit(family, tmp_path):
+    """The row builders of the mma.sync, packed mma and WMMA recordings, on the CPU: every
+    recorded output is counted (the sizes of the files' ``d`` arrays) and matches; with one
+    bit of one recorded output flipped, exactly one output fails to match."""
+    import shutil
+
+    import numpy as np
+
+    recordings = sorted((DATA / family).glob("*.npz"))
+    recorded = sum(int(np.load(p)["d"].size) for p in recordings)
+    rows = verify_dir(DATA / family)
+    assert sum(r.outputs for r in rows) == recorded
+    assert all(r.matches == r.outputs > 0 for r in rows), [
+        r for r in rows if r.matches != r.outputs
+    ]
+
+    copy = tmp_path / family
+    shutil.copytree(DATA / family, copy)
+    victim = copy / recordings[0].name
+    arrays = dict(np.load(victim))
+    d = arrays["d"].copy()
+    d.reshape(-1)[0] ^= d.dtype.type(1)  # the last bit of the first recorded output
+    arrays["d"] = d
+    np.savez(victim, **arrays)
+    flipped = verify_dir(copy)
+    assert sum(r.outputs for r in flipped) == recorded
+    assert sum(r.matches for r in flipped) == recorded - 1
