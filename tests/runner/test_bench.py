@@ -93,3 +93,25 @@ def test_bench_gemm_without_gpu_is_one_line(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "results").exists()
     assert main(["bench", "--device", "gpu", *SMALL]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.gpu
+def test_bench_gemm_reference_is_the_exact_product_on_the_gpu():
+    """bench-gemm's errors are against the exact product rounded once (the CPU's bits); only
+    inputs the exact reference refuses fall back to a float64 GEMM, and the name says so."""
+    import numpy as np
+
+    from precision.gpu import require_gpu
+    from precision.reference import exact_matmul
+    from precision.runner.commands.bench_gemm import _reference
+
+    cp = require_gpu("test")
+    rng = np.random.default_rng(5)
+    A = rng.uniform(-1, 1, (96, 64)).astype(np.float32)
+    B = rng.uniform(-1, 1, (64, 80)).astype(np.float32)
+    ref, name = _reference(cp, A, B)
+    assert name == "exact_fp64" and isinstance(ref, np.ndarray)
+    np.testing.assert_array_equal(ref.view(np.uint64), exact_matmul(A, B).view(np.uint64))
+    A[3, 7] = np.inf
+    _, name = _reference(cp, A, B)
+    assert name == "dgemm_fp64"

@@ -51,13 +51,18 @@ DEFAULT_CONFIGS: tuple[tuple[str, str, str | None, str], ...] = (
 
 
 def _reference(cp, A, B):
-    """(reference product as float64 numpy, its name)."""
-    try:
-        from precision.reference import exact_matmul
+    """(reference product as float64 numpy, its name): the exact product rounded once to
+    float64 (``exact_fp64``), computed on the GPU. Inputs it refuses (non-finite values) get a
+    float64 GEMM instead (``dgemm_fp64``, error ~1e-16 relative), named as such in the rows.
+    (Until 2026-11-26 a NumPy conversion of the CuPy result failed here and every row fell back
+    to ``dgemm_fp64`` silently; the rows' ``reference`` column always said which was used.)"""
+    from precision.reference import exact_matmul
 
-        return np.asarray(exact_matmul(A, B, rounding="fp64", device="gpu")), "exact_fp64"
-    except Exception:  # module absent or no GPU path: a float64 GEMM (error ~1e-16 relative)
+    try:
+        exact = exact_matmul(A, B, rounding="fp64", device="gpu")
+    except ValueError:
         return cp.asnumpy(cp.asarray(A, cp.float64) @ cp.asarray(B, cp.float64)), "dgemm_fp64"
+    return cp.asnumpy(exact), "exact_fp64"
 
 
 def _runner(cp, method, fmt, correction, backend, Ad, Bd):
