@@ -125,7 +125,8 @@ class ArchModel:
     """The tensor-core instructions of one GPU generation, keyed by (family, a, b, accumulator).
 
     ``default_op`` is the family :func:`precision.mma` uses when no ``op`` is given (``"mma"``
-    everywhere except sm70, whose modelled instructions are WMMA).
+    everywhere except sm70, where it is ``"wmma"``: most of Volta's modelled instructions are
+    WMMA; its three ``mma`` m8n8k4 instructions are reached with ``op="mma"``).
     """
 
     name: str
