@@ -69,7 +69,9 @@ class RunSummary:
 
     ``computed`` counts the points this run computed (status "ok" or "nan"); ``unavailable``
     and ``errors`` the points it attempted whose backend cannot run here or that raised;
-    ``skipped`` the points already stored; ``not_run`` the pending points a Dask run left
+    ``skipped`` the points already stored; ``kept`` the points ``--force`` could not
+    recompute here (unavailable, or failed: ``kept_after_error`` says why) whose earlier
+    finished result was kept; ``not_run`` the pending points a Dask run left
     (no GPU worker, or a worker lost too often: see ``warnings``). ``warnings`` are for the
     user (config or code changed since the stored points, files moved aside, leftovers
     removed, points not run).
@@ -86,11 +88,14 @@ class RunSummary:
     figures: list[Path] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     not_run: int = 0
+    kept: int = 0
+    kept_after_error: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
-        """True if some point raised an error (unavailable backends do not count)."""
-        return self.status_counts.get("error", 0) > 0
+        """True if some point raised an error (unavailable backends do not count), including a
+        ``--force`` recomputation that failed where the earlier result was kept."""
+        return self.status_counts.get("error", 0) > 0 or bool(self.kept_after_error)
 
 
 def _dist_labels(config: ExperimentConfig, points: list[Point]) -> dict[str, str]:
@@ -416,6 +421,7 @@ def _run_locked(
 
     warnings = list(notes)
     warnings += rd.reject_foreign_points()
+    warnings += rd.adopt_table_points(points)
     previous_config = rd.save_config(config)
     if previous_config:
         warnings.append(
@@ -423,6 +429,11 @@ def _run_locked(
             f"as {previous_config}. Points whose parameters did not change are reused; the "
             "table holds the points of this config only"
         )
+        # the table is rewritten now, not only at the end, so that a run stopped before then
+        # leaves no table of the earlier config next to this config (the figures are redrawn
+        # at the end, or by `precision plot`)
+        if combine_results(config, rd).empty:
+            rd.remove_table()
     info = collect(seed=config.seed)
     current = _code_of(info)
     pending: list[Point] = []
@@ -473,8 +484,19 @@ def _run_locked(
             bar.write(f"warning: {note}", file=sys.stderr)
 
         def on_done(point: Point, rows: pd.DataFrame) -> None:
-            rd.write_point(point, rows)
             statuses = set(rows["status"])
+            if force and not statuses <= set(DONE_STATUSES) and rd.is_done(point):
+                # --force could not recompute this point here (its backend is unavailable,
+                # or it failed): the finished result stored earlier is kept, never replaced
+                summary.kept += 1
+                reason = str(rows["error"].iloc[0]) if "error" in rows else ""
+                if STATUS_ERROR in statuses:
+                    summary.errors += 1
+                    summary.kept_after_error.append(f"{point.slug}: {reason}")
+                bar.set_postfix_str(point.slug, refresh=False)
+                bar.update(1)
+                return
+            rd.write_point(point, rows)
             if statuses <= set(DONE_STATUSES):
                 summary.computed += 1
             elif STATUS_ERROR in statuses:

@@ -218,7 +218,7 @@ class ResultsDir:
 
         Catches a file copied or renamed under another point's name, and truncated files.
         Nothing is deleted: a rejected file keeps its name (with a time stamp) for inspection,
-        and its point is computed again. Call only while holding the lock.
+        and its point is computed again (or restored by :meth:`adopt_table_points`). Call only while holding the lock.
         """
         notes: list[str] = []
         if not self.points_dir.is_dir():
@@ -234,8 +234,51 @@ class ResultsDir:
                     os.replace(path, dest)
                 except OSError as exc:
                     raise StoreError(_describe_os_error(exc, dest)) from None
-                notes.append(f"point file {path.name} {why}: moved to {dest} and recomputed")
+                notes.append(
+                    f"point file {path.name} {why}: moved to {dest}; its point is recomputed "
+                    "(or taken from results.parquet, if the table holds it)"
+                )
         return notes
+
+    def adopt_table_points(self, points: list[Point]) -> list[str]:
+        """Write a point file for every point of ``points`` that has none but whose finished
+        rows (all repeats, status ok or nan) are in ``results.parquet``; returns one note.
+
+        A results directory published or committed without its ``points/`` (the table is what
+        gets shared) thereby keeps its results when its config is run again: they are
+        resumed like any stored point instead of being recomputed, or replaced by
+        "unavailable" rows on a machine without the backend. A row's ``point_id`` fixes all
+        its parameters, so only the rows of exactly these points are taken. Call only while
+        holding the lock, before anything rewrites the table.
+        """
+        if not self.table_path.exists():
+            return []
+        try:
+            table = pd.read_parquet(self.table_path)
+        except Exception:  # unreadable: nothing to adopt (the run rebuilds the table)
+            return []
+        if not {"point_id", "status", "repeat"} <= set(table.columns):
+            return []
+        by_id = dict(tuple(table.groupby(table["point_id"].astype(str), sort=False)))
+        adopted = 0
+        for point in points:
+            rows = by_id.get(point.id)
+            if rows is None or self.point_path(point).exists():
+                continue
+            complete = len(rows) == point.repeats and set(rows["repeat"]) == set(
+                range(point.repeats)
+            )
+            if complete and rows["status"].isin(DONE_STATUSES).all():
+                # the table's own columns (name, dist_label) are not part of a point's rows
+                rows = rows.drop(columns=[c for c in ("name", "dist_label") if c in rows])
+                self.write_point(point, rows.reset_index(drop=True))
+                adopted += 1
+        if not adopted:
+            return []
+        return [
+            f"{adopted} finished point(s) had no point file but are in {self.table_path}: "
+            f"written to {self.points_dir} and kept (not recomputed)"
+        ]
 
     def is_done(self, point: Point) -> bool:
         """True if ``point`` has a stored result with every repeat computed.
@@ -316,6 +359,12 @@ class ResultsDir:
             if rows is not None:
                 frames.append(rows.assign(dist_label=labels.get(point.id, point.distribution)))
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def remove_table(self) -> None:
+        """Remove ``results.parquet`` and ``results.csv`` (a table of another config)."""
+        for path in (self.table_path, self.table_path.with_suffix(".csv")):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
 
     def write_table(self, table: pd.DataFrame, name: str) -> None:
         """Write the combined ``results.parquet`` and ``results.csv`` (name column first)."""

@@ -127,6 +127,7 @@ def test_point_file_copied_under_another_name_is_rejected_and_recomputed(tmp_pat
     a, b = rd.point_path(points[0]), rd.point_path(points[1])
     original_b = pd.read_parquet(b)
     b.write_bytes(a.read_bytes())  # b's file now holds a's rows
+    rd.table_path.unlink()  # (else b's own rows would be restored from the table: see below)
     summary = run(tmp_path)
     assert summary.computed == 1 and summary.skipped == 3
     assert any("moved to" in w and b.name in w for w in summary.warnings)
@@ -140,6 +141,11 @@ def test_point_file_copied_under_another_name_is_rejected_and_recomputed(tmp_pat
     b.write_bytes(a.read_bytes())
     assert rd.read_point(points[1]) is None
     assert len(rd.combine(points, {})) == 6
+    # with the table present, the rejected point's own rows come back from it, not recomputed
+    summary = run(tmp_path)
+    assert summary.computed == 0 and summary.skipped == 4
+    assert any("are in" in w and "results.parquet" in w for w in summary.warnings)
+    pd.testing.assert_frame_equal(pd.read_parquet(b)[cols], original_b[cols])
 
 
 def _descendants(pid: int) -> set[int]:
@@ -328,3 +334,96 @@ def test_nan_errors_are_reported_as_nan_not_ok(tmp_path, monkeypatch):
     assert summary.status_counts == {"ok": 2, "nan": 2}
     assert summary.computed == 4 and not summary.failed
     assert run(tmp_path).skipped == 4  # computed points are not recomputed
+
+
+def _available(monkeypatch, *backends: str) -> None:
+    """The doubles with ``backends`` available too (as on a machine with a GPU)."""
+    import precision.runner.catalog
+    import precision.runner.execute
+
+    table = {b: None if b in backends else doubles.UNAVAILABLE.get(b) for b in doubles.BACKENDS}
+    monkeypatch.setattr(precision.runner.catalog, "backend_availability", lambda: dict(table))
+    monkeypatch.setattr(precision.runner.execute, "_availability", lambda: dict(table))
+
+
+GPU_CONFIG = CONFIG.replace(
+    'format = ["fp16"]', 'format = ["fp16"]\nbackend = ["emulator", "cuda"]'
+)
+
+
+def test_a_published_table_without_point_files_is_resumed_not_replaced(tmp_path, monkeypatch):
+    """A results directory shared without its points/ (the table is what gets published), run
+    again on a machine without the GPU: nothing is recomputed or replaced by "unavailable"
+    rows, and --force recomputes what it can here and keeps the rest."""
+    import shutil
+
+    cols = ["point_id", "repeat", "status", "backend", "err_fro"]
+    _available(monkeypatch, "cuda")
+    run(tmp_path, GPU_CONFIG)
+    rd = ResultsDir(tmp_path, "s")
+    published = pd.read_parquet(rd.table_path).sort_values(["point_id", "repeat"])
+    assert (published["status"] == "ok").all() and (published["backend"] == "cuda").any()
+    shutil.rmtree(rd.points_dir)
+
+    doubles.install(monkeypatch.setattr)  # cuda unavailable again
+    summary = run(tmp_path, GPU_CONFIG)
+    assert (summary.computed, summary.unavailable, summary.skipped) == (0, 0, summary.total)
+    assert any("are in" in w and "kept (not recomputed)" in w for w in summary.warnings)
+    table = pd.read_parquet(rd.table_path).sort_values(["point_id", "repeat"])
+    pd.testing.assert_frame_equal(table[cols].reset_index(drop=True),
+                                  published[cols].reset_index(drop=True))  # fmt: skip
+
+    summary = run(tmp_path, GPU_CONFIG, force=True)
+    n_cuda = published.loc[published["backend"] == "cuda", "point_id"].nunique()
+    assert summary.kept == n_cuda and summary.computed == summary.total - n_cuda
+    assert summary.unavailable == 0 and not summary.failed
+    table = pd.read_parquet(rd.table_path).sort_values(["point_id", "repeat"])
+    pd.testing.assert_frame_equal(table[cols].reset_index(drop=True),
+                                  published[cols].reset_index(drop=True))  # fmt: skip
+
+
+def test_force_keeps_a_finished_point_whose_recomputation_fails(tmp_path, monkeypatch):
+    import precision.runner.execute
+
+    run(tmp_path)
+    rd = ResultsDir(tmp_path, "s")
+    before = pd.read_parquet(rd.table_path)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a regression in the code under test")
+
+    monkeypatch.setattr(precision.runner.execute, "_default_gemm", lambda: broken)
+    summary = run(tmp_path, force=True)
+    assert summary.kept == summary.total and summary.failed
+    assert len(summary.kept_after_error) == summary.total
+    assert all("a regression" in line for line in summary.kept_after_error)
+    after = pd.read_parquet(rd.table_path)
+    pd.testing.assert_frame_equal(after, before)
+
+
+def test_a_changed_config_never_leaves_the_earlier_configs_table(tmp_path, monkeypatch):
+    """The table is rewritten for the new config when the run starts, so a run stopped before
+    its end (here: interrupted at its first point) leaves no rows of the earlier config."""
+    import precision.runner.execute
+
+    run(tmp_path)
+    rd = ResultsDir(tmp_path, "s")
+    assert set(pd.read_parquet(rd.table_path)["method"]) == {"plain", "corrected"}
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(precision.runner.execute, "_default_gemm", lambda: interrupted)
+    changed = CONFIG.replace('method = ["plain", "corrected"]', 'method = ["plain"]').replace(
+        "size = [8, 16]", "size = [8, 16, 32]"
+    )
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, changed)
+    table = pd.read_parquet(rd.table_path)
+    assert set(table["method"]) == {"plain"} and set(table["m"]) == {8, 16}  # stored ones only
+
+    only_new = CONFIG.replace("size = [8, 16]", "size = [64]")
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, only_new)
+    assert not rd.table_path.exists()  # no stored point of this config: no table at all
+    assert not rd.table_path.with_suffix(".csv").exists()

@@ -99,10 +99,17 @@ def main(args: argparse.Namespace) -> int:
         attempted.append(f"{summary.errors} failed")
     if summary.not_run:
         attempted.append(f"{summary.not_run} not run (see the warnings; rerun to compute them)")
+    if summary.kept:
+        attempted.append(
+            f"{summary.kept} could not be recomputed here (--force), so their stored results "
+            "were kept"
+        )
     print(
         f"{summary.total} points: {', '.join(attempted)}, {summary.skipped} already "
         f"done; status {summary.status_counts}"
     )
+    for line in summary.kept_after_error[:10]:
+        print(f"  failed, earlier result kept: {line}")
     for reason, count in list(summary.problems.items())[:10]:
         print(f"  {count} point(s) {reason}")
     if len(summary.problems) > 10:
