@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,13 +28,19 @@ import numpy as np
 
 __all__ = [
     "DISTRIBUTIONS",
+    "NORMAL_BOUND",
     "Distribution",
+    "exp_rand_phi_max",
     "get_distribution",
     "make_inputs",
     "sample",
 ]
 
 Shape = tuple[int, ...]
+
+#: |N(0,1)| draws are taken to stay within this bound when deciding from the parameters
+#: whether entries stay finite: P(|g| > 8) is about 1.2e-15 per draw.
+NORMAL_BOUND = 8.0
 
 
 def _uniform(rng: np.random.Generator, shape: Shape, *, low: float = -1.0, high: float = 1.0):
@@ -42,10 +49,50 @@ def _uniform(rng: np.random.Generator, shape: Shape, *, low: float = -1.0, high:
     return rng.uniform(low, high, size=shape)
 
 
+def _uniform_bounds(dtype: str, fmax: float, *, low: float, high: float) -> None:
+    # numpy draws low + (high - low) * U in float64, so high - low must be finite there.
+    if not math.isfinite(high - low):
+        raise ValueError(
+            f"uniform: need high - low <= {float(np.finfo(np.float64).max):.4g} (finite in "
+            f"float64), got low={low}, high={high}"
+        )
+    if max(abs(low), abs(high)) > fmax:
+        raise ValueError(
+            f"uniform: need |low|, |high| <= {fmax:.4g} for finite {dtype} entries, "
+            f"got low={low}, high={high}"
+        )
+
+
 def _normal(rng: np.random.Generator, shape: Shape, *, mean: float = 0.0, std: float = 1.0):
     if not std > 0:
         raise ValueError(f"normal: need std > 0, got std={std}")
     return rng.normal(mean, std, size=shape)
+
+
+def _normal_bounds(dtype: str, fmax: float, *, mean: float, std: float) -> None:
+    if abs(mean) + NORMAL_BOUND * std > fmax:
+        raise ValueError(
+            f"normal: need |mean| + {NORMAL_BOUND:g}*std <= {fmax:.4g} for finite {dtype} "
+            f"entries (draws within {NORMAL_BOUND:g} std), got mean={mean}, std={std}"
+        )
+
+
+def exp_rand_phi_max(dtype: Any = np.float64) -> float:
+    """Largest ``phi`` of ``exp_rand`` whose entries stay finite in ``dtype``.
+
+    exp(phi * g) <= finfo(dtype).max for every normal draw |g| <= :data:`NORMAL_BOUND`, so
+    phi <= ln(max) / 8, rounded down to 2 decimals: 88.72 for float64, 11.09 for float32.
+    """
+    return math.floor(math.log(float(np.finfo(dtype).max)) / NORMAL_BOUND * 100) / 100
+
+
+def _exp_rand_bounds(dtype: str, fmax: float, *, phi: float) -> None:
+    limit = exp_rand_phi_max(dtype)
+    if phi > limit:
+        raise ValueError(
+            f"exp_rand: need phi <= {limit:g} for finite {dtype} entries (exp(phi*g) <= "
+            f"{fmax:.4g} for normal draws |g| <= {NORMAL_BOUND:g}), got phi={phi}"
+        )
 
 
 def _exp_rand(rng: np.random.Generator, shape: Shape, *, phi: float = 1.0):
@@ -62,7 +109,9 @@ def _wide_range(rng: np.random.Generator, shape: Shape, *, exp_min: int = -12, e
     # sign * m * 2**e with m ~ U[1, 2) and e uniform on the integers [exp_min, exp_max]:
     # every binade in the range is equally likely (a "wide exponent range" adversary).
     if not exp_min <= exp_max:
-        raise ValueError(f"wide_range: need exp_min <= exp_max, got {exp_min} > {exp_max}")
+        raise ValueError(
+            f"wide_range: need exp_min <= exp_max, got exp_min={exp_min}, exp_max={exp_max}"
+        )
     if exp_min < -126 or exp_max > 127:
         raise ValueError(
             f"wide_range: exponents must lie in the float32 normal range [-126, 127], "
@@ -72,6 +121,16 @@ def _wide_range(rng: np.random.Generator, shape: Shape, *, exp_min: int = -12, e
     mant = rng.uniform(1.0, 2.0, size=shape)
     expo = rng.integers(exp_min, exp_max, size=shape, endpoint=True)
     return sign * np.ldexp(mant, expo)
+
+
+def _wide_range_bounds(dtype: str, fmax: float, *, exp_min: int, exp_max: int) -> None:
+    # m * 2**exp_max with m in [1, 2) can round up to 2**(exp_max + 1), past fmax's binade.
+    top = math.frexp(fmax)[1] - 2  # float32: 126
+    if exp_max > top:
+        raise ValueError(
+            f"wide_range: need exp_max <= {top} for finite {dtype} entries (U[1,2)*2^{exp_max} "
+            f"can round up to 2^{exp_max + 1}), got exp_max={exp_max}"
+        )
 
 
 def _cancellation_pair(
@@ -101,13 +160,16 @@ class Distribution:
 
     ``func`` is either elementwise, ``func(rng, shape, **params) -> ndarray``, or (when
     ``paired``) ``func(rng, m, n, k, **params) -> (A, B)``. ``defaults`` holds every accepted
-    parameter with its default value.
+    parameter with its default value. ``bounds(dtype, fmax, **params)``, where given, raises
+    ``ValueError`` for parameters whose entries would not all be finite (``|x| <= fmax``) in
+    ``dtype``, decided from the parameters alone (normal draws within :data:`NORMAL_BOUND`).
     """
 
     name: str
     func: Callable[..., Any]
     paired: bool
     description: str
+    bounds: Callable[..., None] | None = None
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -115,26 +177,43 @@ class Distribution:
         sig = inspect.signature(self.func)
         return {p.name: p.default for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY}
 
-    def check_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+    def check_value(self, key: str, value: Any) -> None:
+        """``ValueError`` unless ``key`` is a parameter and ``value`` a finite number (the
+        checks that do not depend on the other parameters)."""
+        defaults = self.defaults
+        if key not in defaults:
+            hint = difflib.get_close_matches(key, list(defaults), n=1)
+            did = f"; did you mean {hint[0]!r}?" if hint else ""
+            raise ValueError(
+                f"distribution {self.name!r} has no parameter {key!r}{did} "
+                f"(valid: {', '.join(defaults) or 'none'})"
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(
+                f"distribution {self.name!r} parameter {key!r} must be a number, "
+                f"got {type(value).__name__} {value!r}"
+            )
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:  # an int beyond the float64 range
+            finite = False
+        if not finite:
+            got = value if isinstance(value, float) else "an integer beyond the float64 range"
+            raise ValueError(
+                f"distribution {self.name!r} parameter {key!r} must be a finite number, got {got}"
+            )
+
+    def check_params(self, params: Mapping[str, Any], dtype: Any = np.float64) -> dict[str, Any]:
         """Return ``params`` merged over the defaults.
 
-        Unknown names, non-numeric values and out-of-range values raise ``ValueError``.
+        Unknown names, non-numeric or non-finite values, out-of-range values and values
+        whose entries would not be finite in ``dtype`` (see ``bounds``) raise ``ValueError``.
         """
-        defaults = self.defaults
         for key, value in params.items():
-            if key not in defaults:
-                hint = difflib.get_close_matches(key, list(defaults), n=1)
-                did = f"; did you mean {hint[0]!r}?" if hint else ""
-                raise ValueError(
-                    f"distribution {self.name!r} has no parameter {key!r}{did} "
-                    f"(valid: {', '.join(defaults) or 'none'})"
-                )
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValueError(
-                    f"distribution {self.name!r} parameter {key!r} must be a number, "
-                    f"got {type(value).__name__} {value!r}"
-                )
-        full = {**defaults, **params}
+            self.check_value(key, value)
+        full = {**self.defaults, **params}
+        if self.bounds is not None:
+            self.bounds(np.dtype(dtype).name, float(np.finfo(dtype).max), **full)
         # A 1x1 draw checks the values (ranges, orderings) with the generator's own messages.
         rng = np.random.default_rng(0)
         if self.paired:
@@ -147,13 +226,21 @@ class Distribution:
 DISTRIBUTIONS: dict[str, Distribution] = {
     d.name: d
     for d in [
-        Distribution("uniform", _uniform, False, "U(low, high), default U(-1, 1)"),
-        Distribution("normal", _normal, False, "N(mean, std^2), default N(0, 1)"),
+        Distribution("uniform", _uniform, False, "U(low, high), default U(-1, 1)", _uniform_bounds),
+        Distribution("normal", _normal, False, "N(mean, std^2), default N(0, 1)", _normal_bounds),
         Distribution(
-            "exp_rand", _exp_rand, False, "(U(0,1) - 0.5) * exp(phi * N(0,1)) (ozIMMU/GEMMul8)"
+            "exp_rand",
+            _exp_rand,
+            False,
+            "(U(0,1) - 0.5) * exp(phi * N(0,1)) (ozIMMU/GEMMul8)",
+            _exp_rand_bounds,
         ),
         Distribution(
-            "wide_range", _wide_range, False, "±U[1,2) * 2^e, e uniform in [exp_min, exp_max]"
+            "wide_range",
+            _wide_range,
+            False,
+            "±U[1,2) * 2^e, e uniform in [exp_min, exp_max]",
+            _wide_range_bounds,
         ),
         Distribution(
             "cancellation",

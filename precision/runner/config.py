@@ -337,7 +337,13 @@ def _check_terms_methods(ck: _Checker, table: dict, sweep: Sweep, where: str) ->
                 )
 
 
-def _parse_dist_params(ck: _Checker, raw: Any) -> dict[str, dict[str, Any]]:
+def _parse_dist_params(
+    ck: _Checker, raw: Any, input_dtype: str = "float32"
+) -> dict[str, dict[str, Any]]:
+    """``[distribution.NAME]`` tables. Each value is checked on its own (a finite number),
+    then every combination the sweep expands (the product of the lists, merged over the
+    defaults) against the generator's rules, with entries that must be finite in
+    ``input_dtype``."""
     from precision.distributions import get_distribution
 
     table = ck.table(raw, "[distribution]")
@@ -348,15 +354,30 @@ def _parse_dist_params(ck: _Checker, raw: Any) -> dict[str, dict[str, Any]]:
         params = ck.table(params, where)
         dist = get_distribution(name)
         ck.keys(params, tuple(dist.defaults), where)
+        axes: dict[str, list[Any]] = {}
         for key, value in params.items():
             values = value if isinstance(value, list) else [value]
             if not values:
                 ck.fail(f"{where} {key}", "expected a number or a non-empty list, got []")
             for v in values:
                 try:
-                    dist.check_params({key: v})
+                    dist.check_value(key, v)
                 except ValueError as exc:
                     ck.fail(f"{where} {key}", str(exc))
+            axes[key] = values
+        # The combinations precision.runner.sweep._dist_variants expands into points.
+        for combo in itertools.product(*axes.values()):
+            try:
+                dist.check_params(dict(zip(axes, combo, strict=True)), dtype=input_dtype)
+            except ValueError as exc:
+                message = str(exc).removeprefix(f"{name}: ")
+                unset = [  # defaults the message names: they are not in the file
+                    f"{k} = {v}"
+                    for k, v in dist.defaults.items()
+                    if k not in axes and re.search(rf"\b{k}\b", message)
+                ]
+                note = f" ({', '.join(unset)}: the default)" if unset else ""
+                ck.fail(f"{where} {', '.join(axes) or '(defaults)'}", f"{message}{note}")
         out[name] = dict(params)
     return out
 
@@ -400,7 +421,7 @@ def parse_config(
     else:
         sweeps = (_parse_sweep(ck, blocks, "[sweep]"),)
 
-    dist_params = _parse_dist_params(ck, raw.get("distribution", {}))
+    dist_params = _parse_dist_params(ck, raw.get("distribution", {}), input_dtype)
 
     timing_raw = ck.table(raw.get("timing", {}), "[timing]")
     ck.keys(timing_raw, TIMING_KEYS, "[timing]")
@@ -442,11 +463,28 @@ def parse_config(
     )
 
 
+def _utf8_problem(path: Path) -> str:
+    """Where ``path`` stops being UTF-8 (the text reader decodes in chunks, so its exception's
+    offset is not the file's)."""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return (
+            f"config error in {path}: not valid UTF-8 (TOML files must be): byte "
+            f"0x{data[exc.start]:02x} at byte offset {exc.start} (line {line}): {exc.reason}"
+        )
+    return f"config error in {path}: not valid UTF-8 (TOML files must be)"
+
+
 def load_config(path: Path | str, catalog: Catalog | None = None) -> ExperimentConfig:
     """Read and validate the TOML config at ``path``."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")  # text mode: newlines as store.py reads them
     except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(_utf8_problem(path)) from None
     return parse_config(text, path, catalog)

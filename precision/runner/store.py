@@ -218,7 +218,8 @@ class ResultsDir:
 
         Catches a file copied or renamed under another point's name, and truncated files.
         Nothing is deleted: a rejected file keeps its name (with a time stamp) for inspection,
-        and its point is computed again (or restored by :meth:`adopt_table_points`). Call only while holding the lock.
+        and its point is computed again (or restored by :meth:`adopt_table_points`). Call only
+        while holding the lock.
         """
         notes: list[str] = []
         if not self.points_dir.is_dir():

@@ -226,3 +226,123 @@ backend = ["cublas"]
     bad = text.replace('name = "x"', 'name = "x"\ncompare_backend = "cublas"')
     with pytest.raises(ConfigError, match="compare_backend: method 'corrected' on backend"):
         parse_config(bad, "c.toml", fake_catalog())
+
+
+def dist_config(table: str, extra: str = "") -> str:
+    """A config sweeping the distribution of ``table`` (``[distribution.NAME]`` and its keys)."""
+    name = table.split("]")[0].removeprefix("[distribution.")
+    return (
+        f'name = "d"\n{extra}\n[sweep]\nsize = [8]\ndistribution = ["{name}"]\n'
+        f'method = ["plain"]\nformat = ["fp16"]\n{table}\n'
+    )
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        "[distribution.uniform]\nlow = 2.0\nhigh = 3.0",
+        "[distribution.uniform]\nlow = -3.0\nhigh = -2.0",
+        "[distribution.uniform]\nlow = [-3.0, 1.5]\nhigh = [2.0, 3.0]",
+        "[distribution.wide_range]\nexp_min = -30\nexp_max = -20",
+    ],
+)
+def test_distribution_parameters_are_checked_together(table):
+    # Each key used to be checked against the defaults of the others (high = 1 < low = 2).
+    points = expand(parse(dist_config(table)))
+    assert len(points) == (4 if "[-3.0, 1.5]" in table else 1)
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        (
+            "[distribution.uniform]\nlow = 1.0\nhigh = -1.0",
+            "[distribution.uniform] low, high: need low < high, got low=1.0, high=-1.0",
+        ),
+        (  # the one combination of the product the sweep would expand that is invalid
+            "[distribution.uniform]\nlow = [1.0, 3.0]\nhigh = [2.0, 4.0]",
+            "[distribution.uniform] low, high: need low < high, got low=3.0, high=2.0",
+        ),
+        (
+            "[distribution.uniform]\nlow = 2.0",
+            "[distribution.uniform] low: need low < high, got low=2.0, high=1.0 "
+            "(high = 1.0: the default)",
+        ),
+        (
+            "[distribution.wide_range]\nexp_min = -20\nexp_max = -30",
+            "[distribution.wide_range] exp_min, exp_max: need exp_min <= exp_max, "
+            "got exp_min=-20, exp_max=-30",
+        ),
+    ],
+)
+def test_invalid_parameter_combination_is_named(table, expected):
+    message = error_of(dist_config(table))
+    assert message.endswith(expected), message
+
+
+def dist_error(table: str, extra: str = "") -> str:
+    with pytest.raises(ConfigError) as info:
+        parse_config(dist_config(table, extra), "cfg.toml", catalog=fake_catalog())
+    message = str(info.value)
+    assert message.startswith("config error in cfg.toml: [distribution.") and "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        ("[distribution.uniform]\nhigh = inf", "parameter 'high' must be a finite number, got inf"),
+        ("[distribution.uniform]\nlow = -inf", "parameter 'low' must be a finite number, got -inf"),
+        ("[distribution.exp_rand]\nphi = nan", "parameter 'phi' must be a finite number, got nan"),
+        ("[distribution.exp_rand]\nphi = [1.0, inf]", "'phi' must be a finite number, got inf"),
+        ("[distribution.normal]\nstd = 1" + "0" * 400, "an integer beyond the float64 range"),
+        (
+            "[distribution.uniform]\nlow = -1e308\nhigh = 1e308",
+            "need high - low <= 1.798e+308 (finite in float64), got low=-1e+308, high=1e+308",
+        ),
+        (
+            "[distribution.exp_rand]\nphi = 1e308",
+            "[distribution.exp_rand] phi: need phi <= 11.09 for finite float32 entries "
+            "(exp(phi*g) <= 3.403e+38 for normal draws |g| <= 8), got phi=1e+308",
+        ),
+        ("[distribution.exp_rand]\nphi = [2.0, 12.0]", "need phi <= 11.09"),
+        (
+            "[distribution.uniform]\nhigh = 1e39",
+            "need |low|, |high| <= 3.403e+38 for finite float32",
+        ),
+        ("[distribution.normal]\nstd = 1e38", "need |mean| + 8*std <= 3.403e+38"),
+        ("[distribution.wide_range]\nexp_max = 127", "need exp_max <= 126 for finite float32"),
+    ],
+)
+def test_parameters_giving_non_finite_inputs_are_refused(table, expected):
+    assert expected in dist_error(table)
+
+
+def test_finite_bounds_follow_input_dtype():
+    f64 = 'input_dtype = "float64"'
+    for table in (
+        "[distribution.exp_rand]\nphi = 88.72",
+        "[distribution.wide_range]\nexp_max = 127",
+        "[distribution.uniform]\nhigh = 1e39",
+    ):
+        parse_config(dist_config(table, f64), "cfg.toml", catalog=fake_catalog())
+    assert parse(dist_config("[distribution.exp_rand]\nphi = 11.09")).dist_params
+    message = dist_error("[distribution.exp_rand]\nphi = 88.73", f64)
+    assert "need phi <= 88.72 for finite float64 entries" in message and "got phi=88.73" in message
+
+
+def test_config_that_is_not_utf8_names_file_and_offset(tmp_path):
+    from precision.runner.config import load_config
+
+    path = tmp_path / "b.toml"
+    path.write_bytes(b'name="x\xff"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path, catalog=fake_catalog())
+    assert str(info.value) == (
+        f"config error in {path}: not valid UTF-8 (TOML files must be): byte 0xff at byte "
+        "offset 7 (line 1): invalid start byte"
+    )
+    # past the text reader's first chunk, the offset is still the file's
+    path.write_bytes(b"# " + b"a" * 20000 + b'\n\nname = "\xc3"\n')
+    with pytest.raises(ConfigError, match="byte 0xc3 at byte offset 20012 \\(line 3\\)"):
+        load_config(path, catalog=fake_catalog())
