@@ -25,6 +25,8 @@ What keeps the figures honest and readable:
 
 from __future__ import annotations
 
+import functools
+import io
 import math
 import re
 import textwrap
@@ -37,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from precision.runner.figures import PlotSpec
+from precision.runner.store import StoreError, atomic_write
 
 METRIC_LABELS = {
     "err_fro": "relative error (Frobenius)",
@@ -141,13 +144,16 @@ def _dimension(table: pd.DataFrame, dim: str) -> pd.Series:
             value = json.loads(params).get("phi") if isinstance(params, str) else None
             return "" if value is None else f"φ = {value:g}"
 
+        if "dist_params" not in table:
+            return pd.Series("", index=table.index)
         return table["dist_params"].map(phi)
+    if dim not in table:
+        return pd.Series("", index=table.index)
     if dim == "terms":
         terms = pd.to_numeric(table["terms"], errors="coerce")
         return terms.map(lambda t: "" if np.isnan(t) else f"{int(t)} terms")
-    if dim not in table:
-        return pd.Series("", index=table.index)
-    return table[dim].astype(str).replace({"None": "", "nan": ""})
+    # Missing values (None, NaN, pandas' NA in a string column) are shown as "".
+    return table[dim].map(lambda v: "" if v is None or pd.isna(v) else str(v)).astype(object)
 
 
 def _dim_title(dim: str, value: str) -> str:
@@ -164,10 +170,61 @@ def _ordered(values: Iterable[str]) -> list[str]:
     return sorted(set(values), key=_natural_key)
 
 
+#: Why a dimension can have no value in a table (appended to the message).
+_ONLY_SOME = {
+    "terms": "only Ozaki methods have it",
+    "target": "only Ozaki methods have it",
+    "phi": "only the exp_rand distribution has it",
+}
+
+
+def _is_square(table: pd.DataFrame) -> bool:
+    return bool(((table["m"] == table["k"]) & (table["n"] == table["k"])).all())
+
+
+def _has_terms(table: pd.DataFrame) -> bool:
+    return "terms" in table and bool(pd.to_numeric(table["terms"], errors="coerce").notna().any())
+
+
+def _empty_dimension(table: pd.DataFrame, dim: str) -> str:
+    """Why ``dim`` has no value in ``table`` (e.g. ``terms`` without Ozaki rows), or ""."""
+    if dim == "none" or (_dimension(table, dim) != "").any():
+        return ""
+    column = "dist_params" if dim == "phi" else dim
+    why = f" ({_ONLY_SOME[dim]})" if dim in _ONLY_SOME else ""
+    return f"the table has no values in column {column!r}{why}"
+
+
+def check_table(table: pd.DataFrame, spec: PlotSpec) -> list[tuple[str, str]]:
+    """The keys of ``spec`` (``x``, ``hue``, ``style``, ``col``, ``row``) that ``table`` cannot
+    show, as ``(key, message)``: an x axis or dimension without a single value in the table
+    (``terms`` without Ozaki rows, ...) or ``x = "size"`` on non-square shapes. The message
+    says what the table lacks and lists the values it can show."""
+    from precision.runner.figures import DIMENSIONS, X_AXES
+
+    if table.empty:
+        return []
+    problems: list[tuple[str, str]] = []
+    square = _is_square(table)
+    x_ok = [a for a in X_AXES if (a != "size" or square) and (a != "terms" or _has_terms(table))]
+    if spec.x not in x_ok:
+        if spec.x == "size":
+            why = "the table has non-square shapes (m = n = k does not hold in every row)"
+        else:
+            why = _empty_dimension(table, "terms")
+        problems.append(("x", f"{why}; choose one of: {', '.join(x_ok)}"))
+    dims_ok = [d for d in DIMENSIONS if not _empty_dimension(table, d)]
+    for key in ("hue", "style", "col", "row"):
+        why = _empty_dimension(table, getattr(spec, key))
+        if why:
+            problems.append((key, f"{why}; choose one of: {', '.join(dims_ok)}"))
+    return problems
+
+
 def choose_x(table: pd.DataFrame, x: str) -> tuple[str, list[str], str]:
     """The x column (``size``, ``m``, ``n`` or ``k``), the other shape dimensions that vary at
     a fixed x (they become part of the panels) and the axis label."""
-    square = bool(((table["m"] == table["k"]) & (table["n"] == table["k"])).all())
+    square = _is_square(table)
     if x == "terms":
         if "terms" not in table:
             raise ValueError("x = 'terms' needs a 'terms' column (Ozaki methods)")
@@ -572,6 +629,34 @@ def check_formats(formats: Iterable[str]) -> None:
         raise ValueError(reason)
 
 
+def _write_bytes(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
+
+
+def check_writable(out_dir: Path) -> None:
+    """Create ``out_dir``; raise :class:`~precision.runner.store.StoreError` naming it when it
+    cannot be created or written (read-only file system, permissions, a file of that name)."""
+    import errno
+    import os
+
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        writable = os.access(out_dir, os.W_OK | os.X_OK)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            why = "the disk is full"
+        elif exc.errno in (errno.EEXIST, errno.ENOTDIR):
+            why = "a file of that name (or of a folder above it) is in the way"
+        elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            why = "it is not writable (read-only file system or permissions)"
+        else:
+            why = exc.strerror or str(exc)
+        raise StoreError(f"cannot write to {out_dir}: {why}") from None
+    if not writable:
+        why = "it is not writable (read-only file system or permissions)"
+        raise StoreError(f"cannot write to {out_dir}: {why}")
+
+
 def plot_results(
     table: pd.DataFrame,
     out_dir: Path,
@@ -585,7 +670,10 @@ def plot_results(
     tables into ``out_dir`` as ``<prefix><metric>.<format>`` and ``<prefix>summary.*``.
 
     Returns the files written. A metric without a single drawable value is skipped; when it
-    was asked for explicitly, ``notes`` (if given) receives a line saying so.
+    was asked for explicitly, ``notes`` (if given) receives a line saying so. Every file is
+    written atomically (:func:`~precision.runner.store.atomic_write`); a directory or file
+    that cannot be written raises :class:`~precision.runner.store.StoreError` naming it,
+    leaving the files already there as they were.
     """
     from precision.runner.summary import write_summary
 
@@ -600,7 +688,7 @@ def plot_results(
         if notes is not None:
             notes.append(f"pgf skipped: {reason}")
     paths: list[Path] = []
-    out_dir.mkdir(parents=True, exist_ok=True)
+    check_writable(out_dir)  # before drawing anything
     for metric in spec.metrics:
         values = pd.to_numeric(table[metric], errors="coerce")
         ok = table["status"] == "ok" if "status" in table else True
@@ -613,10 +701,17 @@ def plot_results(
         plt, _ = _setup()
         fig = draw_figure(frame, metric, spec, heading)
         try:
-            for path in files:
-                fig.savefig(path, dpi=spec.dpi)
+            # Drawn into memory, then written atomically: a full disk or a killed process
+            # leaves the earlier file of that name, never a truncated one.
+            images: dict[Path, bytes] = {}
+            for path, ext in zip(files, formats, strict=True):
+                buffer = io.BytesIO()
+                fig.savefig(buffer, format=ext, dpi=spec.dpi)
+                images[path] = buffer.getvalue()
         finally:
             plt.close(fig)
+        for path, data in images.items():
+            atomic_write(path, functools.partial(_write_bytes, data=data))
         paths += files
     if table["status"].eq("ok").any() if "status" in table else True:
         paths += write_summary(table, out_dir, spec, prefix=prefix)

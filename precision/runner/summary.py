@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from precision.runner.figures import PlotSpec
+from precision.runner.store import atomic_write
 
 ID_COLUMNS = (
     "dist_label",
@@ -182,12 +183,13 @@ def to_latex(frame: pd.DataFrame, caption: str, x_name: str) -> str:
 def write_summary(
     table: pd.DataFrame, out_dir: Path, spec: PlotSpec, *, prefix: str = ""
 ) -> list[Path]:
-    """Write ``<prefix>summary.csv``, ``.md`` and ``.tex`` into ``out_dir``; return the paths."""
+    """Write ``<prefix>summary.csv``, ``.md`` and ``.tex`` into ``out_dir`` (atomically:
+    :class:`~precision.runner.store.StoreError` naming a file that cannot be written); return
+    the paths."""
     from precision.runner.plotting import METRIC_LABELS, choose_x
 
-    out_dir.mkdir(parents=True, exist_ok=True)
     csv_path = out_dir / f"{prefix}summary.csv"
-    summarize(table, timing="tflops" in spec.metrics).to_csv(csv_path, index=False)
+    summary = summarize(table, timing="tflops" in spec.metrics)
     _, _, x_label = choose_x(table, spec.x)
     repeats = int(table.groupby("point_id").size().max()) if "point_id" in table else 1
     md = [f"# Summary: median over {repeats} repeat(s) per point\n"]
@@ -202,6 +204,9 @@ def write_summary(
         tex += [to_latex(frame, label, x_label), ""]
     md_path = out_dir / f"{prefix}summary.md"
     tex_path = out_dir / f"{prefix}summary.tex"
-    md_path.write_text("\n".join(md), encoding="utf-8")
-    tex_path.write_text("\n".join(tex), encoding="utf-8")
+    # Written only once all three are computed, each atomically (a failed write leaves the
+    # earlier file of that name): StoreError naming the file that could not be written.
+    atomic_write(csv_path, lambda tmp: summary.to_csv(tmp, index=False))
+    atomic_write(md_path, lambda tmp: tmp.write_text("\n".join(md), encoding="utf-8"))
+    atomic_write(tex_path, lambda tmp: tmp.write_text("\n".join(tex), encoding="utf-8"))
     return [csv_path, md_path, tex_path]

@@ -68,3 +68,21 @@ def test_plot_rebuilds_an_unreadable_or_stale_table(tmp_path, monkeypatch):
     os.utime(out / "results.parquet", (old, old))
     assert main(["plot", str(out)]) == 0
     assert (out / "results.parquet").stat().st_mtime > old
+
+
+def test_plot_says_how_many_points_of_the_config_are_missing(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cfg.toml").write_text(CONFIG.replace("[16, 32]", "[16, 32, 64]"))
+    assert main(["run", "cfg.toml", "--quiet", "--no-plots"]) == 0
+    out = tmp_path / "results" / "interrupted"
+    assert main(["plot", str(out), "--format", "png"]) == 0
+    assert "note:" not in capsys.readouterr().err  # complete: nothing to say
+    points = sorted((out / "points").glob("*.parquet"))
+    assert len(points) == 3
+    points[0].unlink()  # as if the run had been killed after two of the three points
+    (out / "results.parquet").unlink()
+    assert main(["plot", str(out), "--format", "png"]) == 0
+    err = capsys.readouterr().err
+    assert f"note: 2 of 3 points of {out / 'config.toml'} are stored; 1 missing " in err
+    assert "(run the config to compute them; the stored points are kept)" in err
+    assert len(pd.read_parquet(out / "results.parquet")) == 2

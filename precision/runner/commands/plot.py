@@ -119,7 +119,8 @@ def main(args: argparse.Namespace) -> int:
     """Plot; return the exit code."""
     from precision.runner.config import ConfigError
     from precision.runner.figures import plot_table_of
-    from precision.runner.plotting import check_formats, plot_results
+    from precision.runner.plotting import check_formats, check_table, plot_results
+    from precision.runner.store import StoreError
 
     root = Path(args.results_dir)
     try:
@@ -135,6 +136,17 @@ def main(args: argparse.Namespace) -> int:
     results = _load_table(root)
     if results is None:
         return 2
+    problems = check_table(results, spec)
+    if problems:
+        given = _options(args)
+        key, message = problems[0]
+        value = getattr(spec, key)
+        where = f"--{key} {value}" if key in given else f"[plot] {key} = {value!r} in {config_path}"
+        print(f"error: {where}: {message}", file=sys.stderr)
+        return 2
+    missing = _missing_points(config_path, results)
+    if missing:
+        print(f"note: {missing}", file=sys.stderr)
     title = str(results["name"].iloc[0]) if "name" in results and len(results) else root.name
     out = Path(args.out) if args.out else root / "figures"
     notes: list[str] = []
@@ -142,6 +154,10 @@ def main(args: argparse.Namespace) -> int:
         paths = plot_results(results, out, title=title, spec=spec, prefix=args.prefix, notes=notes)
     except ValueError as exc:  # e.g. --x size on non-square shapes
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except StoreError as exc:  # read-only directory, full disk: earlier files are kept
+        elsewhere = "another --out DIR" if args.out else "--out DIR"
+        print(f"error: {exc}; use {elsewhere} to write the figures elsewhere", file=sys.stderr)
         return 2
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
@@ -151,6 +167,29 @@ def main(args: argparse.Namespace) -> int:
     for path in paths:
         print(f"{'table' if path.stem.endswith('summary') else 'figure'}: {path}")
     return 0
+
+
+def _missing_points(config_path: Path, results: pd.DataFrame) -> str:
+    """A line saying how many of the points of ``config_path`` are missing from ``results``
+    (a run that was interrupted or is still going), or "" when none is (or there is no
+    readable config to tell)."""
+    from precision.runner.config import ConfigError, load_config
+    from precision.runner.sweep import expand
+
+    if not config_path.exists():
+        return ""
+    try:
+        ids = {point.id for point in expand(load_config(config_path))}
+    except (ConfigError, ValueError):
+        return ""
+    stored = ids & set(results["point_id"].astype(str)) if "point_id" in results else set()
+    if not ids or len(stored) == len(ids):
+        return ""
+    missing = len(ids) - len(stored)
+    return (
+        f"{len(stored)} of {len(ids)} points of {config_path} are stored; {missing} missing "
+        "(run the config to compute them; the stored points are kept)"
+    )
 
 
 def _fail_config(path: Path):
