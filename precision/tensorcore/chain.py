@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from precision.formats import Format, get_format
+from precision.formats import Format, cast, get_format
 from precision.tensorcore import dmma, fdpa, integer
 from precision.tensorcore.arch import ArchModel, Instruction, get_arch
 from precision.tensorcore.dmma_nan import nan_payloads
@@ -62,10 +62,11 @@ def mma(
         float16 (fp16), ml_dtypes.bfloat16 (bf16), ml_dtypes.float8_e4m3fn (e4m3),
         ml_dtypes.float8_e5m2 (e5m2), int8, or float32 with ``fmt="tf32"`` (the low 13 bits of
         each fp32 container are ignored, as by the hardware). Big-endian arrays are accepted;
-        Python lists too when ``fmt`` names the format (values are converted to its storage
-        dtype, rounding to nearest). Complex arrays are refused.
+        Python lists too when ``fmt`` names the format: values are rounded once into it by
+        :func:`precision.formats.cast` (to nearest even; integers saturate, e4m3 saturates to
+        ±448; see :func:`precision.formats.round`). Complex arrays are refused.
     b : array ``[..., K, N]``, same format as ``a`` (fp8 may mix e4m3 and e5m2; each operand
-        is decoded in its own format).
+        is decoded in its own format; a list ``b`` is rounded into ``b_fmt`` when given).
     c : array ``[..., M, N]``, the accumulator: float32 (fp32 accumulate), float16
         (f16 accumulate) or int32 (int8 inputs); a list is read as float32 (int32 for int8
         inputs). The result has ``c``'s dtype. A subnormal fp32 ``c`` anchors at -126.
@@ -80,8 +81,9 @@ def mma(
         m8n8k4 takes an f16 c with an f32 d): ``c`` is read in its own format,
         d is rounded as ``d_fmt`` (its storage dtype is the result's). One instruction only
         (K equal to its k), CPU only.
-    satf : saturate after every instruction. int8: the hardware's ``.satfinite`` clamp to
-        [-2^31, 2^31 - 1] instead of wrapping modulo 2^32. Floating point: the documented satf
+    satf : ``True`` or ``False`` (anything else is refused): saturate after every
+        instruction. int8: the hardware's ``.satfinite`` clamp to [-2^31, 2^31 - 1] instead of
+        wrapping modulo 2^32. Floating point: the documented satf
         semantics (+Inf → +MAX_NORM, −Inf → −MAX_NORM, NaN → +0 of the accumulator format),
         applied after each instruction (sm_90 PTX has no FP satfinite; kernels do it in software).
     device : ``"cpu"`` (NumPy) or ``"gpu"`` (CuPy kernels with the same arithmetic).
@@ -92,11 +94,13 @@ def mma(
     """
     if device not in ("cpu", "gpu"):
         raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
+    if not isinstance(satf, (bool, np.bool_)):
+        raise TypeError(f"satf must be True or False, got {satf!r}")
     want = None if fmt is None else get_format(fmt)
-    a = _as_array(a, "a", device, want)
-    b = _as_array(b, "b", device, want)
-    model = get_arch(arch)
     want_b = want if b_fmt is None else get_format(b_fmt)
+    a = _as_array(a, "a", device, want)
+    b = _as_array(b, "b", device, want_b)
+    model = get_arch(arch)
     a_name, b_name = _input_formats(a, b, want, want_b)
     a_is_int = get_format(a_name).is_integer
     c_default = get_format("int32" if a_is_int else "fp64" if a_name == "fp64" else "fp32")
@@ -117,7 +121,7 @@ def mma(
         raise ValueError(f"{ins.ptx}: single-bit mma has no .satfinite")
     if ins.schedule == "fma_chain" and satf:
         raise ValueError(f"{ins.ptx}: satf is not defined for f64 mma")
-    if ins.is_integer and not ins.bitop:
+    if ins.is_integer:  # (single-bit operands too: uint1 holds 0 and 1 only)
         _check_integer_range(a, b, ins)
     if device == "gpu":
         from precision.tensorcore.gpu_engine import unsupported
@@ -163,7 +167,9 @@ def _as_array(x: Any, name: str, device: str, fmt: Format | None) -> Any:
             )
         if np.iscomplexobj(np.asarray(x)):
             raise TypeError(f"{name} is complex; tensor-core MMA takes real inputs only")
-        x = np.asarray(np.asarray(x, dtype=np.float64), dtype=fmt.storage)
+        # one correct rounding into fmt by its own rules (formats.cast), not a numpy cast
+        # (which wraps integers, rounds bf16 twice through float32 and makes e4m3 NaN)
+        x = cast(np.asarray(x, dtype=np.float64), fmt)
     if not (on_gpu or isinstance(x, np.ndarray)):
         raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
     if np.dtype(x.dtype).kind == "c":

@@ -180,6 +180,36 @@ def test_python_lists_are_accepted_with_fmt():
         mma(a, b, [[0.25]])
 
 
+def test_python_lists_are_rounded_once_into_the_format_by_its_own_rules():
+    """A numpy cast used to wrap int8 (300 -> 44), round bf16 twice (through float32) and turn
+    e4m3 overflow into NaN. The values below are derived by hand from each format's rules."""
+    zeros = np.zeros((16, 8), F32)
+    # int8 saturates: 300 -> 127, -200 -> -128, 1.5 -> 2 (to nearest even)
+    assert mma([[300] * 32] * 16, [[1] * 8] * 32, [[0] * 8] * 16, fmt="int8")[0, 0] == 127 * 32
+    assert mma([[-200] * 32] * 16, [[1] * 8] * 32, [[0] * 8] * 16, fmt="int8")[0, 0] == -128 * 32
+    assert mma([[1.5] * 32] * 16, [[1] * 8] * 32, [[0] * 8] * 16, fmt="int8")[0, 0] == 2 * 32
+    # bf16 (8 significant bits): 1 + 2^-8 + 2^-30 lies above the midpoint of 1 and 1 + 2^-7
+    x = 1 + 2**-8 + 2**-30
+    assert mma([[x] + [0.0] * 15] * 16, [[1.0] * 8] * 16, zeros, fmt="bf16")[0, 0] == 1 + 2**-7
+    # e4m3 has no Inf: 1000 saturates to its largest finite value 448
+    assert mma([[1000.0] + [0.0] * 31] * 16, [[1.0] * 8] * 32, zeros, fmt="e4m3")[0, 0] == 448
+    # a list b is rounded into b_fmt, not fmt: 0.29 is 0.3125 in e5m2 (steps of 1/16 in
+    # [1/4, 1/2)) but 0.28125 in e4m3 (steps of 1/32)
+    b = [[0.29] * 8] + [[0.0] * 8] * 31
+    a = np.zeros((16, 32), ml_dtypes.float8_e4m3fn)
+    a[:, 0] = 1
+    assert mma(a, b, zeros, fmt="e4m3", b_fmt="e5m2")[0, 0] == 0.3125
+
+
+def test_uint1_values_and_satf_are_checked():
+    with pytest.raises(ValueError, match=r"a holds values outside uint1's range \[0, 1\]"):
+        mma(np.full((16, 256), 2, np.uint8), np.ones((256, 8), np.uint8),
+            np.zeros((16, 8), np.int32), fmt="uint1")  # fmt: skip
+    with pytest.raises(TypeError, match="satf must be True or False, got 'yes'"):
+        mma(np.zeros((16, 16), np.float16), np.zeros((16, 8), np.float16), np.zeros((16, 8), F32),
+            satf="yes")  # fmt: skip
+
+
 @pytest.mark.parametrize("which", ["a", "c"])
 def test_complex_input_is_refused(which):
     ops = {
