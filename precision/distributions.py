@@ -13,6 +13,11 @@ Two kinds of distribution are registered in :data:`DISTRIBUTIONS`:
 
 Use :func:`make_inputs` to obtain ``(A, B)`` for an ``m × k`` by ``k × n`` product, and
 :func:`sample` for a single elementwise matrix.
+
+``make_inputs(dtype=...)`` takes a floating-point numpy / ml_dtypes dtype or a format name of
+:mod:`precision.formats` (any alias): fp64, fp32, fp16 (numpy casts, correctly rounded) and
+bf16, e4m3, e5m2, tf32 (one correct rounding by :func:`precision.formats.cast`; tf32 in
+float32 containers). Parameters are checked against that format's largest finite value.
 """
 
 from __future__ import annotations
@@ -77,17 +82,56 @@ def _normal_bounds(dtype: str, fmax: float, *, mean: float, std: float) -> None:
         )
 
 
-def exp_rand_phi_max(dtype: Any = np.float64) -> float:
-    """Largest ``phi`` of ``exp_rand`` whose entries stay finite in ``dtype``.
+#: The floating-point formats make_inputs draws in (format names; dtypes and aliases too).
+INPUT_FORMATS: tuple[str, ...] = ("fp64", "fp32", "fp16", "bf16", "e4m3", "e5m2", "tf32")
+#: Those whose numpy cast from float64 is a correct rounding; the others go through
+#: precision.formats.cast (ml_dtypes casts from float64 round twice, through float32).
+_NUMPY_CAST = ("fp64", "fp32", "fp16")
 
-    exp(phi * g) <= finfo(dtype).max for every normal draw |g| <= :data:`NORMAL_BOUND`, so
+
+@dataclass(frozen=True)
+class _InputFormat:
+    name: str  # canonical format name
+    label: str  # the name messages use: the dtype's (float32), or the format's (tf32)
+    dtype: np.dtype  # storage dtype of the arrays returned
+    fmax: float  # largest finite value
+
+
+def _input_format(dtype: Any) -> _InputFormat:
+    """The floating-point format ``dtype`` names, or ``ValueError`` listing those accepted."""
+    from precision.formats import get_format
+
+    try:
+        fmt = get_format(dtype)
+    except ValueError:
+        fmt = None
+    if fmt is None or fmt.name not in INPUT_FORMATS:
+        what = "an unknown dtype or format" if fmt is None else f"the integer format {fmt.name}"
+        raise ValueError(
+            f"dtype={dtype!r} is {what}; inputs are drawn in a floating-point format: one of "
+            f"{', '.join(INPUT_FORMATS)}, an alias of one or its numpy / ml_dtypes dtype"
+        )
+    storage = np.dtype(fmt.storage)
+    same = get_format(storage).name == fmt.name  # tf32 lives in float32 containers
+    return _InputFormat(fmt.name, storage.name if same else fmt.name, storage, fmt.max_normal)
+
+
+def exp_rand_phi_max(dtype: Any = np.float64) -> float:
+    """Largest ``phi`` of ``exp_rand`` whose entries stay finite in ``dtype`` (a dtype or a
+    format name, as ``make_inputs`` takes).
+
+    exp(phi * g) <= max finite for every normal draw |g| <= :data:`NORMAL_BOUND`, so
     phi <= ln(max) / 8, rounded down to 2 decimals: 88.72 for float64, 11.09 for float32.
     """
-    return math.floor(math.log(float(np.finfo(dtype).max)) / NORMAL_BOUND * 100) / 100
+    return _phi_max(_input_format(dtype).fmax)
+
+
+def _phi_max(fmax: float) -> float:
+    return math.floor(math.log(fmax) / NORMAL_BOUND * 100) / 100
 
 
 def _exp_rand_bounds(dtype: str, fmax: float, *, phi: float) -> None:
-    limit = exp_rand_phi_max(dtype)
+    limit = _phi_max(fmax)
     if phi > limit:
         raise ValueError(
             f"exp_rand: need phi <= {limit:g} for finite {dtype} entries (exp(phi*g) <= "
@@ -207,13 +251,15 @@ class Distribution:
         """Return ``params`` merged over the defaults.
 
         Unknown names, non-numeric or non-finite values, out-of-range values and values
-        whose entries would not be finite in ``dtype`` (see ``bounds``) raise ``ValueError``.
+        whose entries would not be finite in ``dtype`` (a dtype or format name, as
+        :func:`make_inputs` takes; see ``bounds``) raise ``ValueError``.
         """
+        fmt = _input_format(dtype)
         for key, value in params.items():
             self.check_value(key, value)
         full = {**self.defaults, **params}
         if self.bounds is not None:
-            self.bounds(np.dtype(dtype).name, float(np.finfo(dtype).max), **full)
+            self.bounds(fmt.label, fmt.fmax, **full)
         # A 1x1 draw checks the values (ranges, orderings) with the generator's own messages.
         rng = np.random.default_rng(0)
         if self.paired:
@@ -264,12 +310,21 @@ def get_distribution(name: str) -> Distribution:
         ) from None
 
 
+def _check_rng(rng: Any, where: str) -> None:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            f"{where}: rng must be a numpy.random.Generator (numpy.random.default_rng(seed)), "
+            f"got {type(rng).__name__} {rng!r}"
+        )
+
+
 def sample(name: str, shape: Shape, rng: np.random.Generator, **params: float) -> np.ndarray:
     """Draw one float32 matrix of ``shape`` from an elementwise distribution."""
+    _check_rng(rng, "sample")
     dist = get_distribution(name)
     if dist.paired:
         raise ValueError(f"distribution {name!r} builds A and B together; use make_inputs")
-    values = dist.func(rng, tuple(shape), **dist.check_params(params))
+    values = dist.func(rng, tuple(shape), **dist.check_params(params, np.float32))
     return np.asarray(values).astype(np.float32)
 
 
@@ -285,15 +340,37 @@ def make_inputs(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return ``A`` (m × k) and ``B`` (k × n) drawn from distribution ``name``, rounded to
     ``dtype`` (float32 by default; float64 keeps the generator's float64 values, whose
-    float32 rounding is the default's matrices)."""
+    float32 rounding is the default's matrices).
+
+    ``m``, ``n``, ``k``: positive integers (not bool); ``rng``: a
+    :class:`numpy.random.Generator`; ``dtype``: a floating-point dtype or format name (see
+    the module docstring). Parameters whose entries would not all be finite in ``dtype``
+    raise ``ValueError``.
+    """
+    dims = []
     for label, dim in (("m", m), ("n", n), ("k", k)):
-        if int(dim) != dim or dim < 1:
-            raise ValueError(f"make_inputs: {label} must be a positive integer, got {dim!r}")
+        if isinstance(dim, bool | np.bool_) or not isinstance(dim, int | np.integer) or dim < 1:
+            raise ValueError(
+                f"make_inputs: {label} must be a positive integer (not bool), "
+                f"got {type(dim).__name__} {dim!r}"
+            )
+        dims.append(int(dim))
+    m, n, k = dims
+    _check_rng(rng, "make_inputs")
+    fmt = _input_format(dtype)
     dist = get_distribution(name)
-    full = dist.check_params(params)
+    full = dist.check_params(params, fmt.name)
     if dist.paired:
         A, B = dist.func(rng, m, n, k, **full)
     else:
         A = dist.func(rng, (m, k), **full)
         B = dist.func(rng, (k, n), **full)
-    return np.asarray(A).astype(dtype), np.asarray(B).astype(dtype)
+    return _round(A, fmt), _round(B, fmt)
+
+
+def _round(values: Any, fmt: _InputFormat) -> np.ndarray:
+    if fmt.name in _NUMPY_CAST:
+        return np.asarray(values).astype(fmt.dtype)
+    from precision.formats import cast
+
+    return cast(np.asarray(values, dtype=np.float64), fmt.name)

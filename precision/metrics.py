@@ -2,14 +2,50 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
+
+#: Arrays whose largest magnitude lies in [2^-SAFE_EXP, 2^SAFE_EXP] have Frobenius norms
+#: that np.linalg.norm (sqrt of a sum of squares) computes without overflow or harmful
+#: underflow; outside that range the norms are computed on power-of-two scaled copies.
+_SAFE_EXP = 400
+
+
+def _real_array(x: Any, name: str, dtype: Any = None) -> np.ndarray:
+    """``x`` as an array of a real numeric dtype (bool, integer, float, ml_dtypes float)."""
+    arr = np.asarray(x)
+    if arr.dtype.kind == "c":
+        raise TypeError(
+            f"{name} has complex dtype {arr.dtype}; error_metrics takes real arrays only "
+            f"(measure the real and imaginary parts separately)"
+        )
+    if not np.can_cast(arr.dtype, np.float64, casting="same_kind"):
+        raise TypeError(
+            f"{name} has dtype {arr.dtype}; error_metrics takes real numeric arrays "
+            f"(float, integer or bool)"
+        )
+    return arr if dtype is None else np.asarray(arr, dtype=dtype)
+
+
+def _abs_diff(a: np.ndarray, e: np.ndarray, lo: np.ndarray | None, out: Any = None) -> np.ndarray:
+    """|(a - e) - lo| in float64, in a new array (or ``out``)."""
+    # approx widened to float64 inside the ufunc (exact for float16/32), no float64 copy of it
+    diff = np.subtract(a, e, dtype=np.float64, out=out)
+    if lo is not None:
+        np.subtract(diff, lo, out=diff)
+    return np.abs(diff, out=diff)
 
 
 def error_metrics(
     approx: np.ndarray, exact: np.ndarray, exact_lo: np.ndarray | None = None
 ) -> dict[str, float]:
-    """Relative errors of ``approx`` against ``exact`` (any shapes that broadcast equal),
-    computed in float64 whatever the dtype of ``approx`` (float32 results are widened exactly).
+    """Relative errors of ``approx`` against ``exact``, computed in float64 whatever the dtype
+    of ``approx`` (float32 results are widened exactly).
+
+    ``approx``, ``exact`` and ``exact_lo`` must have the same shape and a real numeric dtype;
+    other shapes raise ``ValueError`` naming them, complex or non-numeric dtypes ``TypeError``.
 
     ``exact_lo``: optional low part of a double-double reference ``exact + exact_lo`` (for
     example ``RN64(A·B - exact)``); the difference is then ``(approx - exact) - exact_lo``,
@@ -17,30 +53,31 @@ def error_metrics(
     ``exact``, so errors of float64 results below 2^-53 are resolved instead of reading 0.
 
     - ``err_fro``: ‖approx − exact‖_F / ‖exact‖_F (``inf`` if the reference is all zero and
-      approx is not; 0 if both are zero).
+      approx is not; 0 if both are zero). Right at any finite scale: outside magnitudes
+      2^±400 both norms are taken of power-of-two scaled values (no overflow or underflow of
+      the squares), which leaves the bits of every result whose squares did not over- or
+      underflow unchanged.
     - ``err_max`` / ``err_median``: max / median over elements of |approx − exact| / |exact|,
       over elements with exact ≠ 0; an element with exact = 0 contributes 0 if approx is 0 too
       and ``inf`` otherwise.
     Non-finite values in ``approx`` give ``nan``/``inf`` errors rather than being hidden.
     """
-    a = np.asarray(approx)
-    e = np.asarray(exact, dtype=np.float64)
+    a = _real_array(approx, "approx")
+    e = _real_array(exact, "exact", np.float64)
+    lo = None if exact_lo is None else _real_array(exact_lo, "exact_lo", np.float64)
     if a.shape != e.shape:
         raise ValueError(f"approx has shape {a.shape} but exact has shape {e.shape}")
-    # approx widened to float64 inside the ufunc (exact for float16/32), no float64 copy of it;
-    # diff is a new array that the steps below may overwrite (never approx or exact)
-    diff = np.subtract(a, e, dtype=np.float64)
-    if exact_lo is not None:
-        np.subtract(diff, np.asarray(exact_lo, dtype=np.float64), out=diff)
-    norm = np.linalg.norm(e)
-    dnorm = np.linalg.norm(diff)
-    err_fro = dnorm / norm if norm > 0 else (0.0 if dnorm == 0 else np.inf)
-    if diff.size == 0:
-        return {"err_fro": float(err_fro), "err_max": 0.0, "err_median": 0.0}
-    # In place: two full-size float64 arrays (diff, rel) and boolean masks in all.
+    if lo is not None and lo.shape != e.shape:
+        raise ValueError(f"exact_lo has shape {lo.shape} but exact has shape {e.shape}")
+    # absdiff is a new array that the steps below may overwrite (never approx or exact);
+    # its norm equals that of the signed difference (the same squares).
+    absdiff = _abs_diff(a, e, lo)
+    if absdiff.size == 0:
+        return {"err_fro": 0.0, "err_max": 0.0, "err_median": 0.0}
+    err_fro = _relative_fro(a, e, lo, absdiff)
+    # In place: two full-size float64 arrays (absdiff, rel) and boolean masks in all.
     # rel = |diff| / |e| where e != 0; 0 where both are 0; inf where only approx is nonzero
     # (or NaN). The same IEEE operations on the same values as a plain np.where: the same bits.
-    absdiff = np.abs(diff, out=diff)
     rel = np.abs(e)
     exact_nonzero = rel > 0
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -51,6 +88,37 @@ def error_metrics(
         "err_max": float(np.max(rel)),
         "err_median": float(np.median(rel, overwrite_input=True)),  # reorders rel, last
     }
+
+
+def _relative_fro(
+    a: np.ndarray, e: np.ndarray, lo: np.ndarray | None, absdiff: np.ndarray
+) -> float:
+    """‖absdiff‖_F / ‖e‖_F without overflow or underflow of the squares; ``absdiff`` holds
+    the same values on return."""
+    emax = max(float(np.max(e)), -float(np.min(e)))  # NaN if e has a NaN
+    dmax = float(np.max(absdiff))
+    if math.isfinite(emax) and emax > 0 and dmax == math.inf:
+        return math.inf  # approx has an Inf (and no NaN): the norm of the difference is Inf
+    if not (math.isfinite(emax) and emax > 0 and math.isfinite(dmax) and dmax > 0) or (
+        abs(math.frexp(emax)[1]) <= _SAFE_EXP and abs(math.frexp(dmax)[1]) <= _SAFE_EXP
+    ):
+        # Ordinary magnitudes, a zero, NaN or Inf: the plain norms (what the scaled ones give
+        # bit for bit where the squares neither overflow nor underflow).
+        norm = np.linalg.norm(e)
+        dnorm = np.linalg.norm(absdiff)
+        return float(dnorm / norm) if norm > 0 else (0.0 if dnorm == 0 else math.inf)
+    # Scale each array by a power of two (exact) that brings its largest element to [0.5, 1),
+    # so that no square overflows and none that matters underflows; undo the scales on the
+    # quotient. absdiff is scaled in place and then recomputed (an unscaling could lose
+    # elements that the scaling made subnormal).
+    ke, kd = math.frexp(emax)[1], math.frexp(dmax)[1]
+    dnorm_s = np.linalg.norm(np.ldexp(absdiff, -kd, out=absdiff))
+    _abs_diff(a, e, lo, out=absdiff)
+    scaled = np.ldexp(e, -ke)
+    norm_s = np.linalg.norm(scaled)
+    del scaled
+    with np.errstate(over="ignore", under="ignore"):
+        return float(np.ldexp(dnorm_s / norm_s, kd - ke))
 
 
 def identical_bits_fraction(x: np.ndarray, y: np.ndarray) -> float:

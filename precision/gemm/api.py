@@ -18,6 +18,7 @@ SGEMM in increasing k, computed exactly (:mod:`precision.gemm.sgemm`).
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,8 @@ OZAKI_METHODS: tuple[str, ...] = ("ozaki1", "ozaki2")
 
 #: The CPU fp32/fp64 baselines as (method, format, backend): the exact fp32 FMA chain on the
 #: emulator (:mod:`precision.gemm.sgemm`) and numpy's float32/float64 matmul. No other method
-#: runs on fp32/fp64, and the numpy backend runs nothing else (arch is ignored by all three).
+#: runs on fp32/fp64, and the numpy backend runs nothing else (all three check that arch is a
+#: known one, and otherwise ignore it).
 CPU_BASELINES: tuple[tuple[str, str, str], ...] = (
     ("plain", "fp32", "emulator"),
     ("plain", "fp32", "numpy"),
@@ -46,6 +48,58 @@ CUBLAS_MODES: dict[tuple[str, str, str | None], str] = {
     ("plain", "bf16", None): "bf16",
     ("corrected", "fp16", "ootomo"): "f16_corrected3",
 }
+
+
+def _unknown(arg: str, value: Any, valid: tuple[str, ...] | list[str]) -> ValueError:
+    """``ValueError`` for an unknown ``arg=value``: a close match, then every valid value."""
+    hint = difflib.get_close_matches(str(value), list(valid), n=1, cutoff=0.5)
+    did = f"; did you mean {hint[0]!r}?" if hint else ""
+    return ValueError(f"{arg}={value!r}: unknown{did} (expected one of {', '.join(valid)})")
+
+
+def _check_args(
+    method: str, backend: str, arch: str, correction: str, target: str, terms: int | str
+) -> None:
+    """Names that gemm does not know, and arguments that do not apply to ``method``."""
+    from precision.tensorcore import ARCHS, ArchModel
+
+    methods = METHODS + OZAKI_METHODS
+    if method not in methods:
+        raise _unknown("method", method, methods)
+    if backend not in BACKENDS:
+        raise _unknown("backend", backend, BACKENDS)
+    if correction not in CORRECTIONS:
+        raise _unknown("correction", correction, CORRECTIONS)
+    if not isinstance(arch, ArchModel) and str(arch).lower().replace("_", "") not in ARCHS:
+        raise _unknown("arch", arch, list(ARCHS))
+    if method not in OZAKI_METHODS:
+        for name, value, default in (("terms", terms, "auto"), ("target", target, "fp64")):
+            if not (isinstance(value, str) and value == default):
+                raise ValueError(
+                    f"{name}={value!r}: terms and target apply to method='ozaki1' / 'ozaki2' "
+                    f"only, got method={method!r}"
+                )
+
+
+def _as_matrix(X: Any, name: str) -> Any:
+    """``X`` as an array: numpy and CuPy arrays as they are, anything else (nested lists)
+    through ``np.asarray``; a real numeric dtype (bool, integer, float) or ``TypeError``."""
+    if not isinstance(X, np.ndarray) and not hasattr(X, "__cuda_array_interface__"):
+        try:
+            X = np.asarray(X)
+        except ValueError as exc:  # ragged nested lists
+            raise ValueError(f"{name} is not a rectangular array: {exc}") from None
+    dtype = np.dtype(X.dtype)
+    if dtype.kind == "c":
+        raise TypeError(
+            f"{name} has complex dtype {dtype}; gemm takes real inputs only (run the real "
+            f"and imaginary parts as separate GEMMs)"
+        )
+    if not np.can_cast(dtype, np.float64, casting="same_kind"):
+        raise TypeError(
+            f"{name} has dtype {dtype}; gemm takes real numeric arrays (float, integer or bool)"
+        )
+    return X
 
 
 def _check_matrices(A: Any, B: Any) -> None:
@@ -134,7 +188,17 @@ def gemm(
     :func:`precision.tensorcore.mma`; the same bits, faster for large matrices). The fp32
     FMA chain, the Ozaki emulators and the other backends take no ``device``:
     ``device="gpu"`` with them is refused.
+
+    ``A`` and ``B``: numpy arrays, CuPy arrays or anything ``np.asarray`` makes a 2-D array
+    of (nested lists), of a real numeric dtype (float, integer, bool); complex, string and
+    object inputs raise ``TypeError`` naming the argument and its dtype. Every argument is
+    checked whether or not the method uses it: an unknown ``method``, ``backend``,
+    ``correction`` or ``arch`` (one of :data:`precision.tensorcore.ARCHS`, also for the CPU
+    baselines and the Ozaki methods) raises ``ValueError`` with the closest valid name and
+    the full list; ``terms`` or ``target`` other than their defaults with a method other
+    than ``ozaki1`` / ``ozaki2`` raise ``ValueError``.
     """
+    _check_args(method, backend, arch, correction, target, terms)
     if device not in ("cpu", "gpu"):
         raise ValueError(f"device={device!r}: expected 'cpu' or 'gpu'")
     if device == "gpu" and (
@@ -147,19 +211,14 @@ def gemm(
             f"formats (the GPU engine); method={method!r}, fmt={fmt!r}, backend={backend!r} "
             f"runs with device='cpu'"
         )
+    A = _as_matrix(A, "A")
+    B = _as_matrix(B, "B")
+    _check_matrices(A, B)
     if method in OZAKI_METHODS:
         from precision.gemm.ozaki import ozaki_gemm
 
         fmt = "int8" if fmt is None else fmt
-        _check_matrices(A, B)
         return ozaki_gemm(A, B, method=method, fmt=fmt, target=target, terms=terms, backend=backend)
-    if backend not in BACKENDS:
-        raise ValueError(f"backend={backend!r}: expected one of {BACKENDS}")
-    if method not in METHODS:
-        raise ValueError(f"method={method!r}: expected one of {METHODS}")
-    if method == "corrected" and correction not in CORRECTIONS:
-        raise ValueError(f"correction={correction!r}: expected one of {CORRECTIONS}")
-    _check_matrices(A, B)
     fmt = "f16" if fmt is None else fmt
     cpu_fp = _cpu_float_baseline(method, fmt, backend)
     if cpu_fp == "numpy":

@@ -104,3 +104,87 @@ def test_bad_inputs_name_the_problem():
         make_inputs("uniform", 2, 2, 0, np.random.default_rng(0))
     with pytest.raises(ValueError, match="use make_inputs"):
         sample("cancellation", (2, 2), np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "limit"),
+    [
+        ("normal", {"std": 1e39}, "finite float32 entries"),
+        ("uniform", {"low": -1e39, "high": 1e39}, "finite float32 entries"),
+        ("exp_rand", {"phi": 12.0}, "phi <= 11.09 for finite float32"),
+        ("wide_range", {"exp_max": 127}, "exp_max <= 126 for finite float32"),
+    ],
+)
+def test_parameters_are_checked_against_the_requested_dtype(name, params, limit):
+    """Bounds hold for make_inputs' dtype (float32 by default), not float64: these would
+    have returned Infs."""
+    with pytest.raises(ValueError, match=limit):
+        make_inputs(name, 64, 64, 64, np.random.default_rng(0), **params)
+    if name != "wide_range":  # float32's exponent limit is the generator's own
+        A, B = make_inputs(name, 64, 64, 64, np.random.default_rng(0), dtype=np.float64, **params)
+        assert np.isfinite(A).all() and np.isfinite(B).all()
+    with pytest.raises(ValueError, match=r"finite float16 entries"):
+        make_inputs("normal", 4, 4, 4, np.random.default_rng(0), dtype="fp16", std=1e4)
+    if name != "wide_range":
+        with pytest.raises(ValueError, match="finite float32"):
+            sample(name, (4, 4), np.random.default_rng(0), **params)
+
+
+@pytest.mark.parametrize("rng", [0, None, np.random.RandomState(0), "seed"])
+def test_rng_must_be_a_generator(rng):
+    with pytest.raises(TypeError, match="make_inputs: rng must be a numpy.random.Generator"):
+        make_inputs("uniform", 2, 2, 2, rng)
+    with pytest.raises(TypeError, match="sample: rng must be a numpy.random.Generator"):
+        sample("uniform", (2, 2), rng)
+
+
+@pytest.mark.parametrize("bad", [True, False, np.bool_(True), 2.0, 2.5, "4", None, 0, -1])
+@pytest.mark.parametrize("label", ["m", "n", "k"])
+def test_dimensions_must_be_positive_integers(bad, label):
+    dims = {"m": 2, "n": 3, "k": 4, label: bad}
+    with pytest.raises(ValueError, match=f"make_inputs: {label} must be a positive integer"):
+        make_inputs("uniform", dims["m"], dims["n"], dims["k"], np.random.default_rng(0))
+
+
+def test_numpy_integer_dimensions_are_accepted():
+    A, B = make_inputs("normal", np.int64(2), np.uint8(3), np.int32(4), np.random.default_rng(0))
+    assert A.shape == (2, 4) and B.shape == (4, 3)
+
+
+@pytest.mark.parametrize("alias", ["fp16", "f16", "half", "float16", "FP16", np.float16])
+def test_format_names_give_the_storage_dtype(alias):
+    want = make_inputs("normal", 3, 4, 5, np.random.default_rng(1), dtype=np.float16)
+    got = make_inputs("normal", 3, 4, 5, np.random.default_rng(1), dtype=alias)
+    for w, g in zip(want, got, strict=True):
+        assert g.dtype == np.float16 and np.array_equal(g.view(np.uint16), w.view(np.uint16))
+    f32 = make_inputs("normal", 3, 4, 5, np.random.default_rng(1))
+    f32_alias = make_inputs("normal", 3, 4, 5, np.random.default_rng(1), dtype="f32")
+    for w, g in zip(f32, f32_alias, strict=True):
+        assert g.dtype == np.float32 and np.array_equal(g.view(np.uint32), w.view(np.uint32))
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "e4m3", "e5m2", "tf32"])
+def test_narrow_formats_are_one_correct_rounding_of_the_draws(fmt):
+    from precision.formats import cast, get_format
+
+    exact = make_inputs("uniform", 8, 8, 8, np.random.default_rng(2), dtype=np.float64)
+    got = make_inputs("uniform", 8, 8, 8, np.random.default_rng(2), dtype=fmt)
+    for x, g in zip(exact, got, strict=True):
+        assert g.dtype == np.dtype(get_format(fmt).storage)
+        want = cast(x, fmt)
+        assert np.array_equal(g.astype(np.float64), want.astype(np.float64))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "match"),
+    [
+        (np.int8, "is the integer format int8"),
+        ("int4", "is the integer format int4"),
+        ("fp61", "'fp61' is an unknown dtype or format"),
+        (np.complex64, "is an unknown dtype or format"),
+    ],
+)
+def test_unsupported_dtypes_list_the_accepted_ones(dtype, match):
+    with pytest.raises(ValueError, match=match) as exc:
+        make_inputs("uniform", 2, 2, 2, np.random.default_rng(0), dtype=dtype)
+    assert "fp64, fp32, fp16, bf16, e4m3, e5m2, tf32" in str(exc.value)

@@ -73,6 +73,77 @@ def test_memory_stays_near_two_output_sized_arrays() -> None:
     assert peak <= 2.6 * e.nbytes, peak / e.nbytes  # the direct formula: about 7x
 
 
+@pytest.mark.parametrize("k", [-1000, -950, -600, -565, -170, 170, 560, 600, 1000])
+def test_err_fro_is_the_same_at_any_power_of_two_scale(k: int) -> None:
+    """Scaling approx and exact by 2^k is exact and scales every error term alike, so all
+    three metrics keep their bits where the plain sum of squares overflowed (k >= 500) or
+    underflowed (k <= -500) and read inf/nan or 0."""
+    rng = np.random.default_rng(3)
+    e = rng.standard_normal((4, 4))
+    a = e * (1 + 1e-7 * rng.standard_normal((4, 4)))
+    if k == -1000:  # differences of 2^-1023 are subnormal: compare values, not bits
+        got = error_metrics(a * 2.0**k, e * 2.0**k)["err_fro"]
+        assert got == pytest.approx(error_metrics(a, e)["err_fro"], rel=1e-5)
+        return
+    assert _bits(error_metrics(a * 2.0**k, e * 2.0**k)) == _bits(error_metrics(a, e))
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-200, 1e-170, 1e200, 1e300, 1e307])
+def test_err_fro_at_extreme_magnitudes(scale: float) -> None:
+    x = np.random.default_rng(0).standard_normal((4, 4))
+    m = error_metrics(x * scale * (1 + 1e-7), x * scale)  # and no warning
+    assert m["err_fro"] == pytest.approx(1e-7, rel=1e-6)
+    assert m["err_max"] == pytest.approx(1e-7, rel=1e-6)
+
+
+def test_err_fro_of_a_difference_far_from_the_reference_scale() -> None:
+    x = np.random.default_rng(1).standard_normal((5, 3))
+    assert error_metrics(x * 1e300, x)["err_fro"] == pytest.approx(1e300, rel=1e-12)
+    assert error_metrics(x * (1 + 2.0**-40), x * 1e-300)["err_fro"] == pytest.approx(
+        1e300, rel=1e-12
+    )
+    tiny = x.copy()
+    tiny[0, 0] = np.nextafter(tiny[0, 0], np.inf)  # one ulp of one element at scale 2^-530
+    got = error_metrics(tiny * 2.0**-530, x * 2.0**-530)["err_fro"]
+    assert got == error_metrics(tiny, x)["err_fro"] > 0
+    inf = x * 1e200
+    inf[1, 1] = np.inf
+    assert error_metrics(inf, x * 1e200)["err_fro"] == np.inf  # not inf/inf = nan
+
+
+@pytest.mark.parametrize("which", ["approx", "exact", "exact_lo"])
+def test_complex_and_non_numeric_inputs_are_refused_by_name(which: str) -> None:
+    e = np.ones((3, 4))
+    args = {"approx": e.astype(np.float32), "exact": e, "exact_lo": np.zeros((3, 4))}
+    args[which] = e.astype(np.complex128) * 1j
+    with pytest.raises(TypeError, match=f"{which} has complex dtype complex128; error_metrics"):
+        error_metrics(**args)
+    args[which] = np.full((3, 4), "a")
+    with pytest.raises(TypeError, match=f"{which} has dtype <U1; error_metrics takes real"):
+        error_metrics(**args)
+
+
+@pytest.mark.parametrize(
+    ("approx", "exact", "lo", "match"),
+    [
+        ((30,), (1, 30), None, r"approx has shape \(30,\) but exact has shape \(1, 30\)"),
+        ((3, 4), (4, 3), None, r"approx has shape \(3, 4\) but exact has shape \(4, 3\)"),
+        ((3, 4), (3, 4), (3, 3), r"exact_lo has shape \(3, 3\) but exact has shape \(3, 4\)"),
+        ((3, 4), (3, 4), (2, 3, 4), r"exact_lo has shape \(2, 3, 4\) but exact has shape"),
+        ((3, 4), (3, 4), (1, 4), r"exact_lo has shape \(1, 4\)"),  # would broadcast
+    ],
+)
+def test_shapes_must_match(approx, exact, lo, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        error_metrics(np.ones(approx), np.ones(exact), None if lo is None else np.zeros(lo))
+
+
+def test_integer_bool_and_list_inputs_still_work() -> None:
+    want = error_metrics(np.array([[1.0, 2.0]]), np.array([[1.0, 4.0]]))
+    assert error_metrics([[1, 2]], [[1, 4]]) == want
+    assert error_metrics(np.array([[True, False]]), [[1.0, 0.0]])["err_fro"] == 0.0
+
+
 # ------------------------------------------------------------------ identical_bits_fraction
 
 BIT_DTYPES = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64, np.int32]
