@@ -61,10 +61,13 @@ def mma(
     a : array ``[..., M, K]``
         float16 (fp16), ml_dtypes.bfloat16 (bf16), ml_dtypes.float8_e4m3fn (e4m3),
         ml_dtypes.float8_e5m2 (e5m2), int8, or float32 with ``fmt="tf32"`` (the low 13 bits of
-        each fp32 container are ignored, as by the hardware). Big-endian arrays are accepted;
-        Python lists too when ``fmt`` names the format: values are rounded once into it by
-        :func:`precision.formats.cast` (to nearest even; integers saturate, e4m3 saturates to
-        ±448; see :func:`precision.formats.round`). Complex arrays are refused.
+        each fp32 container are ignored, as by the hardware); int4/uint4 in int8/uint8 (values
+        outside their range are refused); b1 (``fmt="uint1"``) as one bit per uint8 element,
+        of which only bit 0 is read (the upper bits are ignored, as by the GPU engine).
+        Big-endian arrays are accepted; Python lists too when ``fmt`` names the format: values
+        are rounded once into it by :func:`precision.formats.cast` (to nearest even; integers
+        saturate, e4m3 saturates to ±448; see :func:`precision.formats.round`). Complex arrays
+        are refused.
     b : array ``[..., K, N]``, same format as ``a`` (fp8 may mix e4m3 and e5m2; each operand
         is decoded in its own format; a list ``b`` is rounded into ``b_fmt`` when given).
     c : array ``[..., M, N]``, the accumulator: float32 (fp32 accumulate), float16
@@ -121,7 +124,7 @@ def mma(
         raise ValueError(f"{ins.ptx}: single-bit mma has no .satfinite")
     if ins.schedule == "fma_chain" and satf:
         raise ValueError(f"{ins.ptx}: satf is not defined for f64 mma")
-    if ins.is_integer:  # (single-bit operands too: uint1 holds 0 and 1 only)
+    if ins.is_integer and not ins.bitop:  # (b1: only bit 0 of each element is read)
         _check_integer_range(a, b, ins)
     if device == "gpu":
         from precision.tensorcore.gpu_engine import unsupported

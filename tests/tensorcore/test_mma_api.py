@@ -201,10 +201,13 @@ def test_python_lists_are_rounded_once_into_the_format_by_its_own_rules():
     assert mma(a, b, zeros, fmt="e4m3", b_fmt="e5m2")[0, 0] == 0.3125
 
 
-def test_uint1_values_and_satf_are_checked():
-    with pytest.raises(ValueError, match=r"a holds values outside uint1's range \[0, 1\]"):
-        mma(np.full((16, 256), 2, np.uint8), np.ones((256, 8), np.uint8),
-            np.zeros((16, 8), np.int32), fmt="uint1")  # fmt: skip
+def test_uint1_reads_bit_0_only_and_satf_is_checked():
+    """b1 elements are uint8 containers of which only bit 0 counts (documented in mma): 2 is a
+    0 bit and 3 a 1 bit, so and.popc over k = 256 gives 0 and 256."""
+    ones, c = np.ones((256, 8), np.uint8), np.zeros((16, 8), np.int32)
+    for a, want in ((2, 0), (3, 256)):
+        got = mma(np.full((16, 256), a, np.uint8), ones, c, fmt="uint1", bitop="and.popc")
+        assert (got == want).all(), a
     with pytest.raises(TypeError, match="satf must be True or False, got 'yes'"):
         mma(np.zeros((16, 16), np.float16), np.zeros((16, 8), np.float16), np.zeros((16, 8), F32),
             satf="yes")  # fmt: skip
