@@ -36,6 +36,7 @@ __all__ = [
     "NORMAL_BOUND",
     "Distribution",
     "exp_rand_phi_max",
+    "INPUT_FORMATS",
     "get_distribution",
     "make_inputs",
     "sample",
@@ -113,7 +114,10 @@ def _input_format(dtype: Any) -> _InputFormat:
         )
     storage = np.dtype(fmt.storage)
     same = get_format(storage).name == fmt.name  # tf32 lives in float32 containers
-    return _InputFormat(fmt.name, storage.name if same else fmt.name, storage, fmt.max_normal)
+    # A format without Inf (e4m3) saturates every overflow in formats.cast, so its entries are
+    # finite whenever the float64 draws are: the bound is float64's.
+    fmax = fmt.max_normal if fmt.has_inf else float(np.finfo(np.float64).max)
+    return _InputFormat(fmt.name, storage.name if same else fmt.name, storage, fmax)
 
 
 def exp_rand_phi_max(dtype: Any = np.float64) -> float:

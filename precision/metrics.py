@@ -99,6 +99,8 @@ def _relative_fro(
     dmax = float(np.max(absdiff))
     if math.isfinite(emax) and emax > 0 and dmax == math.inf:
         return math.inf  # approx has an Inf (and no NaN): the norm of the difference is Inf
+    if emax == 0:  # the reference is all zero: 0 if approx is too, else Inf (decided on the
+        return 0.0 if dmax == 0 else math.inf  # largest |difference|, whose square may underflow)
     if not (math.isfinite(emax) and emax > 0 and math.isfinite(dmax) and dmax > 0) or (
         abs(math.frexp(emax)[1]) <= _SAFE_EXP and abs(math.frexp(dmax)[1]) <= _SAFE_EXP
     ):

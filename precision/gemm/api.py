@@ -131,8 +131,11 @@ def cuda_gemm(A: Any, B: Any, schedule: Schedule, *, arch: str = "sm90") -> Any:
     )
 
 
-def _cuda_arch(arch: str) -> str:
-    if arch not in ("sm90", "sm_90"):
+def _cuda_arch(arch: Any) -> str:
+    """The nvcc target of ``arch`` (any spelling get_arch takes, or an ArchModel): sm_90 only."""
+    from precision.tensorcore.arch import get_arch
+
+    if get_arch(arch).name != "sm90":
         raise ValueError(f"arch={arch!r}: the CUDA GEMM kernels are built for 'sm90' only")
     return "sm_90"
 

@@ -78,7 +78,7 @@ def _padded(cp: Any, X: Any, rows: int, cols: int) -> Any:
     """``X`` as a C-contiguous float32 array zero-padded to ``rows`` x ``cols`` (no copy when
     it already is one)."""
     X = cp.ascontiguousarray(X, dtype=cp.float32)
-    if _unpadded(X, rows, cols):
+    if _fits_tiles(X, rows, cols):
         return X
     out = cp.zeros((rows, cols), dtype=cp.float32)
     out[: X.shape[0], : X.shape[1]] = X
@@ -235,7 +235,7 @@ def _launch_wgmma(
         )
         if mode == "satf" and strict_name is not None:
             # A non-finite result: recompute with the clamp after every MMA (gemm_mma.cu).
-            if _unpadded(A, Mp, Kp) and _unpadded(B, Kp, Np):
+            if _fits_tiles(A, Mp, Kp) and _fits_tiles(B, Kp, Np):
                 # queued at once: the strict kernel reads A and B in place and returns at once
                 # unless ``flag`` is set, so the host never waits for the GPU here
                 _launch_strict(cp, strict_name, A, B, D, flag, arch=arch)
@@ -270,7 +270,7 @@ def _launch_wgmma(
     return D
 
 
-def _unpadded(X: Any, rows: int, cols: int) -> bool:
+def _fits_tiles(X: Any, rows: int, cols: int) -> bool:
     """Whether the C-contiguous float32 array ``X`` is already ``rows`` x ``cols`` and 16-byte
     aligned (cp.async / TMA / float4 loads), so that a kernel of padded shapes reads it in
     place."""

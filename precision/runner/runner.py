@@ -488,10 +488,10 @@ def _run_locked(
             if force and not statuses <= set(DONE_STATUSES) and rd.is_done(point):
                 # --force could not recompute this point here (its backend is unavailable,
                 # or it failed): the finished result stored earlier is kept, never replaced
-                summary.kept += 1
-                reason = str(rows["error"].iloc[0]) if "error" in rows else ""
+                summary.kept += 1  # (counted here only, not as unavailable or failed too)
                 if STATUS_ERROR in statuses:
-                    summary.errors += 1
+                    errors = rows["error"].dropna() if "error" in rows else pd.Series([])
+                    reason = str(errors.iloc[0]) if len(errors) else "(no message)"
                     summary.kept_after_error.append(f"{point.slug}: {reason}")
                 bar.set_postfix_str(point.slug, refresh=False)
                 bar.update(1)

@@ -64,10 +64,11 @@ def mma(
         each fp32 container are ignored, as by the hardware); int4/uint4 in int8/uint8 (values
         outside their range are refused); b1 (``fmt="uint1"``) as one bit per uint8 element,
         of which only bit 0 is read (the upper bits are ignored, as by the GPU engine).
-        Big-endian arrays are accepted; Python lists too when ``fmt`` names the format: values
-        are rounded once into it by :func:`precision.formats.cast` (to nearest even; integers
-        saturate, e4m3 saturates to ±448; see :func:`precision.formats.round`). Complex arrays
-        are refused.
+        Big-endian arrays are accepted; Python lists too when ``fmt`` names the format:
+        floating-point values are rounded once into it by :func:`precision.formats.cast` (to
+        nearest even; e4m3 saturates to ±448; see :func:`precision.formats.round`); integer
+        formats take integers in their range only (uint1: 0 and 1), anything else is refused.
+        Complex arrays are refused.
     b : array ``[..., K, N]``, same format as ``a`` (fp8 may mix e4m3 and e5m2; each operand
         is decoded in its own format; a list ``b`` is rounded into ``b_fmt`` when given).
     c : array ``[..., M, N]``, the accumulator: float32 (fp32 accumulate), float16
@@ -170,9 +171,23 @@ def _as_array(x: Any, name: str, device: str, fmt: Format | None) -> Any:
             )
         if np.iscomplexobj(np.asarray(x)):
             raise TypeError(f"{name} is complex; tensor-core MMA takes real inputs only")
-        # one correct rounding into fmt by its own rules (formats.cast), not a numpy cast
-        # (which wraps integers, rounds bf16 twice through float32 and makes e4m3 NaN)
-        x = cast(np.asarray(x, dtype=np.float64), fmt)
+        values = np.asarray(x, dtype=np.float64)
+        if fmt.is_integer:
+            # integers are taken exactly, as from an array: anything else is refused, never
+            # rounded, wrapped or saturated (arrays of int4 / uint4 out of range are refused)
+            ok = np.isfinite(values) & (values == np.floor(values))
+            ok &= (values >= fmt.min_value) & (values <= fmt.max_normal)
+            if not ok.all():
+                bad = values[~ok].reshape(-1)[0]
+                raise ValueError(
+                    f"{name}: list values must be integers in {fmt.name}'s range "
+                    f"[{fmt.min_value:g}, {fmt.max_normal:g}], got {bad!r}"
+                )
+            x = values.astype(fmt.storage)
+        else:
+            # one correct rounding into fmt by its own rules (formats.cast), not a numpy cast
+            # (which rounds bf16 twice through float32 and makes e4m3 overflow NaN)
+            x = cast(values, fmt)
     if not (on_gpu or isinstance(x, np.ndarray)):
         raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
     if np.dtype(x.dtype).kind == "c":

@@ -188,3 +188,14 @@ def test_unsupported_dtypes_list_the_accepted_ones(dtype, match):
     with pytest.raises(ValueError, match=match) as exc:
         make_inputs("uniform", 2, 2, 2, np.random.default_rng(0), dtype=dtype)
     assert "fp64, fp32, fp16, bf16, e4m3, e5m2, tf32" in str(exc.value)
+
+
+def test_exp_rand_phi_max_from_the_format_range():
+    """ln(max finite) / 8, rounded down to 2 decimals: ln(3.4028e38) = 88.72 and
+    ln(1.7977e308) = 709.78; e4m3 has no Inf (its cast saturates), so float64's bound."""
+    from precision.distributions import exp_rand_phi_max
+
+    assert exp_rand_phi_max("fp32") == 11.09 and exp_rand_phi_max(np.float32) == 11.09
+    assert exp_rand_phi_max("fp64") == 88.72
+    assert exp_rand_phi_max("e4m3") == 88.72
+    assert exp_rand_phi_max("fp16") == 1.38  # ln(65504) = 11.09

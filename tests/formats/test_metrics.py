@@ -225,3 +225,11 @@ def test_identical_bits_refuses_other_dtypes_and_shapes(x, y) -> None:
         identical_bits_fraction(x, y)
     with pytest.raises(ValueError, match="cannot compare bits"):
         identical_bits_fraction(y, x)
+
+
+def test_err_fro_against_an_all_zero_reference_is_inf_even_when_squares_underflow():
+    """exact = 0 and approx = 1e-200 (whose square underflows to 0): err_fro is Inf, as
+    err_max is, not 0 (the norm of the difference must not read as zero)."""
+    got = error_metrics(np.array([[1e-200]]), np.zeros((1, 1)))
+    assert got["err_fro"] == np.inf and got["err_max"] == np.inf
+    assert error_metrics(np.zeros((2, 2)), np.zeros((2, 2)))["err_fro"] == 0.0

@@ -36,21 +36,26 @@ _WGMMA_FALLBACKS = [
 def test_device_gated_fallback_on_whole_tiles(s):
     """Shapes of whole tiles (no padding): satf queues its per-step-clamp kernel and corrected
     bf16/tf32 their top-binade scan and clamping build on the device, each returning at once
-    unless a flag of this call is set. Inputs times 2^120 overflow (non-finite outputs, so the
-    gated kernels run); the finite call after them must not see that call's flags."""
+    unless its flag is set. Three cases against the emulator: finite inputs (no fallback
+    acts); inputs times 2^120 (non-finite outputs: satf's strict kernel recomputes, the
+    corrected scan runs but finds nothing beyond the range); and, for corrected bf16/tf32,
+    an input at FLT_MAX, which only the clamping build keeps finite."""
     m, k, n = 128, 128, 256
     rng = np.random.default_rng(17)
     A = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-    B = rng.standard_normal((k, n)).astype(np.float32)
+    B = rng.standard_normal((k, n)).astype(np.float32) * np.float32(1e-3)
     flt_max = np.finfo(np.float32).max
-    for scale in (2.0**120, 1.0):
-        As, Bs = A * np.float32(scale), B * np.float32(scale)
+    at_max = A.copy()
+    at_max[3, 5] = flt_max  # rounds up to Inf in bf16/tf32 without the clamp: a NaN row
+    cases = [("finite", A, B), ("scaled", A * np.float32(2.0**120), B * np.float32(2.0**120))]
+    if s.method == "corrected":
+        cases.append(("at FLT_MAX", at_max, B))
+    for label, As, Bs in cases:
         got = cuda_gemm(As, Bs, s).get()
         want = run_schedule(As, Bs, s)
-        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
-        # overflow (saturated to FLT_MAX by satf, non-finite otherwise) only when scaled
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=label)
         overflowed = (~np.isfinite(want) | (np.abs(want) == flt_max)).any()
-        assert overflowed == (scale > 1), (scale, s.kernel)
+        assert overflowed == (label == "scaled"), (label, s.kernel)
 
 
 def test_cublas_baselines_run():

@@ -395,6 +395,7 @@ def test_force_keeps_a_finished_point_whose_recomputation_fails(tmp_path, monkey
     monkeypatch.setattr(precision.runner.execute, "_default_gemm", lambda: broken)
     summary = run(tmp_path, force=True)
     assert summary.kept == summary.total and summary.failed
+    assert summary.errors == 0 and summary.computed == 0  # each point counted once, as kept
     assert len(summary.kept_after_error) == summary.total
     assert all("a regression" in line for line in summary.kept_after_error)
     after = pd.read_parquet(rd.table_path)

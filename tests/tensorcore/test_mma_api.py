@@ -182,12 +182,15 @@ def test_python_lists_are_accepted_with_fmt():
 
 def test_python_lists_are_rounded_once_into_the_format_by_its_own_rules():
     """A numpy cast used to wrap int8 (300 -> 44), round bf16 twice (through float32) and turn
-    e4m3 overflow into NaN. The values below are derived by hand from each format's rules."""
+    e4m3 overflow into NaN. Floats are now rounded once by the format's rules (the values
+    below are derived by hand); integers out of range are refused, as in arrays."""
     zeros = np.zeros((16, 8), F32)
-    # int8 saturates: 300 -> 127, -200 -> -128, 1.5 -> 2 (to nearest even)
-    assert mma([[300] * 32] * 16, [[1] * 8] * 32, [[0] * 8] * 16, fmt="int8")[0, 0] == 127 * 32
-    assert mma([[-200] * 32] * 16, [[1] * 8] * 32, [[0] * 8] * 16, fmt="int8")[0, 0] == -128 * 32
-    assert mma([[1.5] * 32] * 16, [[1] * 8] * 32, [[0] * 8] * 16, fmt="int8")[0, 0] == 2 * 32
+    # integer formats take integers in range only, exactly as arrays do: nothing saturates
+    assert mma([[-128] * 32] * 16, [[1] * 8] * 32, [[0] * 8] * 16, fmt="int8")[0, 0] == -128 * 32
+    for fmt, bad in (("int8", 300), ("int8", 1.5), ("int4", 100), ("uint1", 2)):
+        k = 256 if fmt == "uint1" else 32
+        with pytest.raises(ValueError, match=f"a: list values must be integers in {fmt}'s"):
+            mma([[bad] * k] * 16, [[1] * 8] * k, [[0] * 8] * 16, fmt=fmt)
     # bf16 (8 significant bits): 1 + 2^-8 + 2^-30 lies above the midpoint of 1 and 1 + 2^-7
     x = 1 + 2**-8 + 2**-30
     assert mma([[x] + [0.0] * 15] * 16, [[1.0] * 8] * 16, zeros, fmt="bf16")[0, 0] == 1 + 2**-7

@@ -100,9 +100,10 @@ def main(args: argparse.Namespace) -> int:
     if summary.not_run:
         attempted.append(f"{summary.not_run} not run (see the warnings; rerun to compute them)")
     if summary.kept:
+        failed = len(summary.kept_after_error)
         attempted.append(
-            f"{summary.kept} could not be recomputed here (--force), so their stored results "
-            "were kept"
+            f"{summary.kept} could not be recomputed here (--force; {failed} of them failed), "
+            "so their stored results were kept"
         )
     print(
         f"{summary.total} points: {', '.join(attempted)}, {summary.skipped} already "
