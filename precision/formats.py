@@ -62,6 +62,7 @@ array([ 56, 128, 126], dtype=uint8)
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
@@ -462,8 +463,12 @@ def get_format(fmt: str | Format | Any) -> Format:
             dtype = None
         if dtype is not None and dtype.name in _BY_NAME:
             return _BY_NAME[dtype.name]
+    guess = ""
+    if isinstance(fmt, str):
+        close = difflib.get_close_matches(fmt.strip().lower(), list(_BY_NAME), n=1)
+        guess = f"did you mean {close[0]!r}? " if close else ""
     raise ValueError(
-        f"unknown format {fmt!r}; expected one of {sorted(FORMATS)} "
+        f"unknown format {fmt!r}; {guess}expected one of {sorted(FORMATS)} "
         f"(aliases {sorted(ALIASES)}), a Format, or a dtype of one of them"
     )
 

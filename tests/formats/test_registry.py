@@ -307,3 +307,10 @@ def test_bench_cases_come_from_the_registry():
     assert FORMATS["tf32"] == (np.float32, np.float32, "tf32")
     assert FORMATS["e4m3"] == (ml_dtypes.float8_e4m3fn, np.float32, None)
     assert FORMATS["int8"] == (np.int8, np.int32, None)
+
+
+def test_unknown_format_suggests_the_closest_name():
+    with pytest.raises(ValueError, match=r"unknown format 'bf61'; did you mean 'bf16'\?"):
+        F.get_format("bf61")
+    with pytest.raises(ValueError, match=r"unknown format 'halff'; did you mean 'half'\?"):
+        F.get_format("halff")
