@@ -3,7 +3,7 @@
 ::
 
     results/<name>/
-        .lock                the lock file: one run at a time per directory (flock)
+        .lock                who holds the directory's lock (host, pid); informational
         config.toml          the config, copied verbatim (rerun it to reproduce the table)
         config.<UTC>.toml    an earlier, different config of the same name (kept, never mixed)
         provenance.json      package version, git commit, host, GPU, ... of each run
@@ -15,8 +15,9 @@
 Every file is written to a temporary name in the same directory and renamed into place, so
 an interrupted run never leaves a half-written file under its final name; files get the
 permissions of the user's umask (like any file the user creates), not ``mkstemp``'s 0600.
-A run holds an exclusive ``flock`` on ``.lock`` from before it writes anything until it has
-written the combined table, so two runs never interleave in one directory; the holder
+A run holds an exclusive ``flock`` on the directory itself from before it writes anything
+until it has written the combined table, so two runs never interleave in one directory (a
+deleted ``.lock`` changes nothing: it only names the holder); the holder
 removes leftover ``.*.tmp`` files of earlier, killed runs. A point file is used only if the
 ``point_id`` of every row equals the id in its file name and the id of the point read.
 """
@@ -135,17 +136,19 @@ class ResultsDir:
         """Hold the directory's exclusive lock; yields the notes of the clean-up it did.
 
         Waits up to ``wait`` seconds for another run to finish, then raises
-        :class:`StoreError` naming the holder (host and pid). The lock is an ``flock`` on
-        ``.lock``: the kernel releases it when the holder exits, even by SIGKILL, so a killed
-        run never leaves a stale lock. Leftover temporary files are removed on entry.
+        :class:`StoreError` naming the holder (host and pid). The lock is an ``flock`` on the
+        results directory itself: the kernel releases it when the holder exits, even by
+        SIGKILL, so a killed run never leaves a stale lock, and no file can be deleted to
+        break it. ``.lock`` only records the holder, for the message. Leftover temporary files
+        are removed on entry.
         """
         import fcntl
 
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+            fd = os.open(self.path, os.O_RDONLY)
         except OSError as exc:
-            raise StoreError(_describe_os_error(exc, self.lock_path)) from None
+            raise StoreError(_describe_os_error(exc, self.path)) from None
         try:
             deadline = time.monotonic() + wait
             while True:
@@ -154,16 +157,19 @@ class ResultsDir:
                     break
                 except BlockingIOError:
                     if time.monotonic() >= deadline:
-                        holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+                        try:
+                            holder = self.lock_path.read_text(errors="replace").strip()
+                        except OSError:
+                            holder = ""
                         raise StoreError(
                             f"{self.path} is in use by another run ({holder or 'unknown'}); "
                             "wait for it to finish, or use another name or --results-dir "
                             "(--wait SECONDS waits for it)"
                         ) from None
                     time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, f"host {socket.gethostname()} pid {os.getpid()}\n".encode(), 0)
+            with contextlib.suppress(OSError, StoreError):  # (informational only)
+                holder = f"host {socket.gethostname()} pid {os.getpid()}\n"
+                atomic_write(self.lock_path, lambda tmp: tmp.write_text(holder))
             yield self.remove_temporaries()
         finally:
             os.close(fd)  # releases the flock

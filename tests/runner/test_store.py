@@ -59,6 +59,20 @@ def test_second_run_into_a_locked_directory_is_refused_and_writes_nothing(tmp_pa
     assert "size = [8, 16]" in rd.config_path.read_text()
 
 
+def test_deleting_the_lock_file_does_not_let_a_second_run_in(tmp_path):
+    """The lock is on the directory; ``.lock`` only names the holder, so removing it by hand
+    (a habit from other tools) cannot let two runs interleave."""
+    rd = ResultsDir(tmp_path, "s")
+    with rd.lock():
+        assert "pid" in rd.lock_path.read_text()
+        rd.lock_path.unlink()
+        with pytest.raises(StoreError, match=r"in use by another run \(unknown\)"):
+            run(tmp_path)
+        assert not rd.config_path.exists() and not rd.points_dir.exists()
+    run(tmp_path)
+    assert rd.config_path.exists()
+
+
 def test_second_run_waits_for_the_lock_when_asked(tmp_path):
     rd = ResultsDir(tmp_path, "s")
     held = threading.Event()
