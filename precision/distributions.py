@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import itertools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ __all__ = [
     "INPUT_FORMATS",
     "get_distribution",
     "make_inputs",
+    "param_combinations",
     "sample",
 ]
 
@@ -312,6 +314,14 @@ def get_distribution(name: str) -> Distribution:
         raise ValueError(
             f"unknown distribution {name!r}{did} (valid: {', '.join(DISTRIBUTIONS)})"
         ) from None
+
+
+def param_combinations(params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The parameter sets a config's ``[distribution.NAME]`` table sweeps: a list value is an
+    axis, a single value one point of it; the cartesian product, keys in ``params``' order
+    (``{}`` alone when nothing is given)."""
+    axes = {key: (value if isinstance(value, list) else [value]) for key, value in params.items()}
+    return [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
 
 
 def _check_rng(rng: Any, where: str) -> None:

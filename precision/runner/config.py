@@ -344,7 +344,7 @@ def _parse_dist_params(
     then every combination the sweep expands (the product of the lists, merged over the
     defaults) against the generator's rules, with entries that must be finite in
     ``input_dtype``."""
-    from precision.distributions import get_distribution
+    from precision.distributions import get_distribution, param_combinations
 
     table = ck.table(raw, "[distribution]")
     out: dict[str, dict[str, Any]] = {}
@@ -354,7 +354,6 @@ def _parse_dist_params(
         params = ck.table(params, where)
         dist = get_distribution(name)
         ck.keys(params, tuple(dist.defaults), where)
-        axes: dict[str, list[Any]] = {}
         for key, value in params.items():
             values = value if isinstance(value, list) else [value]
             if not values:
@@ -364,20 +363,19 @@ def _parse_dist_params(
                     dist.check_value(key, v)
                 except ValueError as exc:
                     ck.fail(f"{where} {key}", str(exc))
-            axes[key] = values
-        # The combinations precision.runner.sweep._dist_variants expands into points.
-        for combo in itertools.product(*axes.values()):
+        # the parameter sets the sweep expands into points (precision.runner.sweep)
+        for combo in param_combinations(params):
             try:
-                dist.check_params(dict(zip(axes, combo, strict=True)), dtype=input_dtype)
+                dist.check_params(combo, dtype=input_dtype)
             except ValueError as exc:
                 message = str(exc).removeprefix(f"{name}: ")
                 unset = [  # defaults the message names: they are not in the file
                     f"{k} = {v}"
                     for k, v in dist.defaults.items()
-                    if k not in axes and re.search(rf"\b{k}\b", message)
+                    if k not in params and re.search(rf"\b{k}\b", message)
                 ]
                 note = f" ({', '.join(unset)}: the default)" if unset else ""
-                ck.fail(f"{where} {', '.join(axes) or '(defaults)'}", f"{message}{note}")
+                ck.fail(f"{where} {', '.join(params) or '(defaults)'}", f"{message}{note}")
         out[name] = dict(params)
     return out
 

@@ -136,14 +136,12 @@ class Point:
 
 def _dist_variants(config: ExperimentConfig, name: str) -> list[tuple[tuple[str, float], ...]]:
     """Resolved parameter tuples of distribution ``name`` (list values are swept)."""
-    from precision.distributions import get_distribution
+    from precision.distributions import get_distribution, param_combinations
 
     dist = get_distribution(name)
-    given = config.dist_params.get(name, {})
-    axes = {key: (value if isinstance(value, list) else [value]) for key, value in given.items()}
     variants = []
-    for combo in itertools.product(*axes.values()):
-        full = dist.check_params(dict(zip(axes, combo, strict=True)))
+    for params in param_combinations(config.dist_params.get(name, {})):
+        full = dist.check_params(params)
         variants.append(tuple(sorted((key, float(value)) for key, value in full.items())))
     return variants
 
