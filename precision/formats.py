@@ -78,6 +78,7 @@ __all__ = [
     "get_format",
     "round",
     "cast",
+    "require_real_dtype",
     "to_bits",
     "from_bits",
 ]
@@ -630,6 +631,19 @@ def round(
     else:
         out = _round_float(flat, f, mode, rng)
     return out.reshape(x64.shape)
+
+
+def require_real_dtype(dtype: Any, name: str, user: str, complex_hint: str) -> None:
+    """``TypeError`` unless ``dtype`` is a real numeric dtype (bool, integer, float, ml_dtypes
+    float): the message names the argument ``name`` and the function ``user``; for a complex
+    dtype it goes on with ``complex_hint`` (what ``user`` takes and what to do instead)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        raise TypeError(f"{name} has complex dtype {dtype}; {user} {complex_hint}")
+    if not np.can_cast(dtype, np.float64, casting="same_kind"):
+        raise TypeError(
+            f"{name} has dtype {dtype}; {user} takes real numeric arrays (float, integer or bool)"
+        )
 
 
 def cast(

@@ -15,17 +15,11 @@ _SAFE_EXP = 400
 
 def _real_array(x: Any, name: str, dtype: Any = None) -> np.ndarray:
     """``x`` as an array of a real numeric dtype (bool, integer, float, ml_dtypes float)."""
+    from precision.formats import require_real_dtype
+
     arr = np.asarray(x)
-    if arr.dtype.kind == "c":
-        raise TypeError(
-            f"{name} has complex dtype {arr.dtype}; error_metrics takes real arrays only "
-            f"(measure the real and imaginary parts separately)"
-        )
-    if not np.can_cast(arr.dtype, np.float64, casting="same_kind"):
-        raise TypeError(
-            f"{name} has dtype {arr.dtype}; error_metrics takes real numeric arrays "
-            f"(float, integer or bool)"
-        )
+    hint = "takes real arrays only (measure the real and imaginary parts separately)"
+    require_real_dtype(arr.dtype, name, "error_metrics", hint)
     return arr if dtype is None else np.asarray(arr, dtype=dtype)
 
 

@@ -89,16 +89,10 @@ def _as_matrix(X: Any, name: str) -> Any:
             X = np.asarray(X)
         except ValueError as exc:  # ragged nested lists
             raise ValueError(f"{name} is not a rectangular array: {exc}") from None
-    dtype = np.dtype(X.dtype)
-    if dtype.kind == "c":
-        raise TypeError(
-            f"{name} has complex dtype {dtype}; gemm takes real inputs only (run the real "
-            f"and imaginary parts as separate GEMMs)"
-        )
-    if not np.can_cast(dtype, np.float64, casting="same_kind"):
-        raise TypeError(
-            f"{name} has dtype {dtype}; gemm takes real numeric arrays (float, integer or bool)"
-        )
+    from precision.formats import require_real_dtype
+
+    hint = "takes real inputs only (run the real and imaginary parts as separate GEMMs)"
+    require_real_dtype(X.dtype, name, "gemm", hint)
     return X
 
 
