@@ -50,7 +50,7 @@ from precision.runner.execute import (
     compute_point,
 )
 from precision.runner.plotting import plot_results
-from precision.runner.store import ResultsDir, StoreError
+from precision.runner.store import ResultsDir, StoreError, finished
 from precision.runner.sweep import Point, expand, group_by_inputs
 
 EXECUTORS = ("local", "dask")
@@ -440,11 +440,7 @@ def _run_locked(
     reused_code: dict[str, int] = {}
     for p in points:
         rows = None if force else rd.read_point(p)
-        if (
-            rows is not None
-            and len(rows) == p.repeats
-            and bool(rows["status"].isin(DONE_STATUSES).all())
-        ):
+        if finished(rows, p):
             code = _code_of(rows)
             reused_code[code] = reused_code.get(code, 0) + 1
         else:

@@ -34,6 +34,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeGuard
 
 import pandas as pd
 
@@ -58,6 +59,16 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def finished(rows: pd.DataFrame | None, point: Point) -> TypeGuard[pd.DataFrame]:
+    """Whether ``rows`` are a computed result of ``point``: one row per repeat, every status
+    ok or nan (a NaN/Inf result is a finding, not a failure)."""
+    return (
+        rows is not None
+        and len(rows) == point.repeats
+        and bool(rows["status"].isin(DONE_STATUSES).all())
+    )
 
 
 def _describe_os_error(exc: OSError, path: Path) -> str:
@@ -272,10 +283,8 @@ class ResultsDir:
             rows = by_id.get(point.id)
             if rows is None or self.point_path(point).exists():
                 continue
-            complete = len(rows) == point.repeats and set(rows["repeat"]) == set(
-                range(point.repeats)
-            )
-            if complete and rows["status"].isin(DONE_STATUSES).all():
+            # (a table may hold a point's rows twice, so the repeats are checked by index)
+            if finished(rows, point) and set(rows["repeat"]) == set(range(point.repeats)):
                 # the table's own columns (name, dist_label) are not part of a point's rows
                 rows = rows.drop(columns=[c for c in ("name", "dist_label") if c in rows])
                 self.write_point(point, rows.reset_index(drop=True))
@@ -294,12 +303,7 @@ class ResultsDir:
         not a failure). Points stored as unavailable or failed are retried by the next run
         (for example on a machine with a GPU).
         """
-        rows = self.read_point(point)
-        return (
-            rows is not None
-            and len(rows) == point.repeats
-            and bool(rows["status"].isin(DONE_STATUSES).all())
-        )
+        return finished(self.read_point(point), point)
 
     # ------------------------------------------------------------------------------ metadata
 
