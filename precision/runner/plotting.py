@@ -182,10 +182,6 @@ def _is_square(table: pd.DataFrame) -> bool:
     return bool(((table["m"] == table["k"]) & (table["n"] == table["k"])).all())
 
 
-def _has_terms(table: pd.DataFrame) -> bool:
-    return "terms" in table and bool(pd.to_numeric(table["terms"], errors="coerce").notna().any())
-
-
 def _empty_dimension(table: pd.DataFrame, dim: str) -> str:
     """Why ``dim`` has no value in ``table`` (e.g. ``terms`` without Ozaki rows), or ""."""
     if dim == "none" or (_dimension(table, dim) != "").any():
@@ -206,7 +202,8 @@ def check_table(table: pd.DataFrame, spec: PlotSpec) -> list[tuple[str, str]]:
         return []
     problems: list[tuple[str, str]] = []
     square = _is_square(table)
-    x_ok = [a for a in X_AXES if (a != "size" or square) and (a != "terms" or _has_terms(table))]
+    has_terms = not _empty_dimension(table, "terms")
+    x_ok = [a for a in X_AXES if (a != "size" or square) and (a != "terms" or has_terms)]
     if spec.x not in x_ok:
         if spec.x == "size":
             why = "the table has non-square shapes (m = n = k does not hold in every row)"
@@ -639,22 +636,19 @@ def check_writable(out_dir: Path) -> None:
     import errno
     import os
 
+    from precision.runner.store import NOT_WRITABLE, os_error_reason
+
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         writable = os.access(out_dir, os.W_OK | os.X_OK)
     except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            why = "the disk is full"
-        elif exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        if exc.errno in (errno.EEXIST, errno.ENOTDIR):
             why = "a file of that name (or of a folder above it) is in the way"
-        elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-            why = "it is not writable (read-only file system or permissions)"
         else:
-            why = exc.strerror or str(exc)
+            why = os_error_reason(exc)
         raise StoreError(f"cannot write to {out_dir}: {why}") from None
     if not writable:
-        why = "it is not writable (read-only file system or permissions)"
-        raise StoreError(f"cannot write to {out_dir}: {why}")
+        raise StoreError(f"cannot write to {out_dir}: {NOT_WRITABLE}")
 
 
 def plot_results(

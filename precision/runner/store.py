@@ -71,14 +71,24 @@ def finished(rows: pd.DataFrame | None, point: Point) -> TypeGuard[pd.DataFrame]
     )
 
 
-def _describe_os_error(exc: OSError, path: Path) -> str:
+#: Why a path cannot be written, for read-only file systems and missing permissions.
+NOT_WRITABLE = "it is not writable (read-only file system or permissions)"
+
+
+def os_error_reason(exc: OSError) -> str:
+    """Why a write failed, in words: a full disk, no write access, or the system's message."""
     if exc.errno == errno.ENOSPC:
-        why = "the disk is full"
-    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        why = "it is not writable (read-only file system or permissions)"
-    else:
-        why = exc.strerror or str(exc)
-    return f"cannot write {path}: {why}; the files already stored there are kept unchanged"
+        return "the disk is full"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return NOT_WRITABLE
+    return exc.strerror or str(exc)
+
+
+def _describe_os_error(exc: OSError, path: Path) -> str:
+    return (
+        f"cannot write {path}: {os_error_reason(exc)}; the files already stored there are "
+        "kept unchanged"
+    )
 
 
 def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
