@@ -45,6 +45,13 @@ COLUMNS = [
 ]  # fmt: skip
 
 
+#: The files a run writes into its ``--out`` directory (an earlier run's are never
+#: overwritten: ``main`` refuses a directory holding any of them).
+BENCH_CSV, IDENTITY_CSV = "ozaki_bench.csv", "ozaki_identity.csv"
+CASES_NPZ, ACCEPTANCE_MD = "ozaki_cuda_h200.npz", "ozaki_acceptance.md"
+OUTPUT_FILES = (BENCH_CSV, IDENTITY_CSV, CASES_NPZ, ACCEPTANCE_MD)
+
+
 def log(*a: Any) -> None:
     print(*a, flush=True)
 
@@ -156,11 +163,11 @@ def identity(out: Path, sizes: list[int]) -> bool:
                                 key = f"case_method-{method}_fmt-{fmt}_n-{n}_phi-{phi:g}"
                                 key += f"_target-{target}_terms-{terms}_specials-{int(special)}"
                                 cases[key + "_D"] = dg
-    with open(out / "ozaki_identity.csv", "w", newline="") as f:
+    with open(out / IDENTITY_CSV, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    np.savez_compressed(out / "ozaki_cuda_h200.npz", **cases)
+    np.savez_compressed(out / CASES_NPZ, **cases)
     log("IDENTITY", "ALL BIT-IDENTICAL" if all_ok else "DIFFERENCES FOUND")
     return all_ok
 
@@ -439,22 +446,13 @@ def combine(paths: list[Path], out: Path) -> int:
     if len(commits) > 1:  # each row keeps its own commit (provenance column git_commit)
         log(f"--combine: rows from commits {sorted(commits)}; see the git_commit column")
     df = pd.concat(frames, ignore_index=True)
-    df.to_csv(out / "ozaki_bench.csv", index=False)
+    df.to_csv(out / BENCH_CSV, index=False)
     rows = [{k: v for k, v in r.items() if not (isinstance(v, float) and math.isnan(v)) or
              k in COLUMNS} for r in df.to_dict("records")]  # fmt: skip
     text = acceptance(rows)
-    (out / "ozaki_acceptance.md").write_text(text)
+    (out / ACCEPTANCE_MD).write_text(text)
     log(text)
     return 0
-
-
-#: Files a run writes into its ``--out`` directory.
-OUTPUT_FILES = (
-    "ozaki_bench.csv",
-    "ozaki_identity.csv",
-    "ozaki_cuda_h200.npz",
-    "ozaki_acceptance.md",
-)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -507,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows:
             keys += [k for k in r if k not in keys]
         keys += [k for k in prov if k not in keys]
-        with open(args.out / "ozaki_bench.csv", "w", newline="") as f:
+        with open(args.out / BENCH_CSV, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=keys)
             w.writeheader()
             for r in rows:
@@ -540,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
             flush()
     if rows:
         text = acceptance(rows)
-        (args.out / "ozaki_acceptance.md").write_text(text)
+        (args.out / ACCEPTANCE_MD).write_text(text)
         log(text)
     return 0 if ok else 1
 
