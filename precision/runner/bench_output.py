@@ -5,10 +5,10 @@
 e.g. ``nvidia-h200``; absent for CPU ones). The file is created exclusively when the results
 are written (:func:`claim_new`): a bench started in the same second as another (the stamp
 is taken at its start) gets ``..._2.csv`` and so on when it finishes, never the other's
-file. Such dated files
-are ignored by git (``.gitignore``), so a bench leaves ``git status`` clean; the benches of
-record that the docs cite are committed by hand. An ``--out`` that names a file tracked by
-git is refused, so a bench can never overwrite the numbers the docs cite.
+file. Such dated files are ignored by git (``.gitignore``), so a bench leaves ``git status``
+clean; the benches of record that the docs cite are committed by hand. An ``--out`` that
+names a file tracked by git is refused, so a bench can never overwrite the numbers the docs
+cite.
 """
 
 from __future__ import annotations
