@@ -119,7 +119,8 @@ class LineStats:
     ``emax``: frexp exponent of the largest finite magnitude (0 for an all-zero line, with
     ``zero`` set); ``esum``/``count``: sum and number of frexp exponents of the nonzero finite
     entries; ``bad``: the line holds a NaN or ±Inf; ``nfix``: the fixed-point bound on the
-    line's squared 2-norm, ``sum x^2 <= nfix·2^(2·emax - NORM_FRAC)`` (:func:`norm_terms`).
+    line's squared 2-norm, ``sum x^2 <= nfix·2^(2·emax - NORM_FRAC)`` (:func:`norm_terms`), or
+    :data:`NFIX_OVERFLOW` where that integer does not fit int64 (K > :data:`NFIX_KMAX` only).
     """
 
     emax: np.ndarray
@@ -143,6 +144,14 @@ class LineStats:
 NORM_FRAC = 40
 #: Significant bits kept (rounded up) of each magnitude in the norm bound.
 NORM_BITS = 8
+#: Largest K for which :attr:`LineStats.nfix` (a sum of K terms of at most 2^40 each,
+#: :func:`norm_terms`) cannot overflow int64. Beyond it the sum is formed exactly from 20-bit
+#: halves, and a line whose bound does not fit int64 gets ``nfix = -1`` (:data:`NFIX_OVERFLOW`).
+NFIX_KMAX = (2**63 - 1) >> NORM_FRAC
+#: :attr:`LineStats.nfix` of a line whose norm bound is 2^63 or more (only possible for
+#: K > :data:`NFIX_KMAX`); scheme II refuses such operands (:func:`check_norm_bounds`).
+NFIX_OVERFLOW = -1
+_NFIX_SPLIT = 20  # the exact wide sum: every term = hi·2^20 + lo
 
 
 def norm_terms(mag: np.ndarray, emax: np.ndarray) -> np.ndarray:
@@ -199,15 +208,35 @@ def line_stats(X: np.ndarray, axis: int) -> LineStats:
             count += nz.sum(axis=0)
             bad |= ~fin.all(axis=0)
     emax = xp.frexp(mx)[1].astype(np.int64)
+    # K <= NFIX_KMAX: one int64 sum per line, which cannot overflow. Beyond it, the high and
+    # low 20 bits of every term are summed apart (neither sum can overflow), so the exact sum
+    # is known, and lines whose sum does not fit int64 are marked NFIX_OVERFLOW.
+    wide = (cols if axis == 1 else rows) > NFIX_KMAX
     nfix = xp.zeros(nlines, dtype=np.int64)
+    nlow = xp.zeros(nlines, dtype=np.int64)
+    low_mask = (1 << _NFIX_SPLIT) - 1
     for r0 in range(0, rows_with_entries, step):
         blk = X[r0 : r0 + step]
         mag = xp.where(xp.isfinite(blk), xp.abs(blk), 0.0)
+        terms = norm_terms(mag, emax[r0 : r0 + blk.shape[0], None] if axis == 1 else emax)
+        del mag
         if axis == 1:
             sl = slice(r0, r0 + blk.shape[0])
-            nfix[sl] = norm_terms(mag, emax[sl, None]).sum(axis=1)
+            if wide:
+                nfix[sl] = (terms >> _NFIX_SPLIT).sum(axis=1)
+                nlow[sl] = (terms & low_mask).sum(axis=1)
+            else:
+                nfix[sl] = terms.sum(axis=1)
+        elif wide:
+            nfix += (terms >> _NFIX_SPLIT).sum(axis=0)
+            nlow += (terms & low_mask).sum(axis=0)
         else:
-            nfix += norm_terms(mag, emax[None, :]).sum(axis=0)
+            nfix += terms.sum(axis=0)
+    if wide:  # nfix holds the high parts: the sum is nfix·2^20 + nlow
+        nfix += nlow >> _NFIX_SPLIT
+        nlow &= low_mask
+        fits = nfix < (1 << (63 - _NFIX_SPLIT))
+        nfix = xp.where(fits, (nfix << _NFIX_SPLIT) | nlow, NFIX_OVERFLOW)
     return LineStats(emax=emax, esum=esum, count=count, zero=mx == 0, bad=bad, nfix=nfix)
 
 
@@ -410,6 +439,31 @@ def make_plan(method: str, fmt: str, target: str, terms: int, k: int) -> OzakiPl
     return OzakiPlan(method, fmt, target, terms, k, 7 * terms, 7 * terms, terms * (terms + 1) // 2)
 
 
+def explicit_terms(terms: Any) -> int | None:
+    """``terms`` as an int, or None for ``"auto"``; ValueError for anything else (floats,
+    bools, numeric strings: a count must not be truncated or guessed silently)."""
+    if isinstance(terms, str) and terms == "auto":
+        return None
+    if isinstance(terms, int | np.integer) and not isinstance(terms, bool):
+        return int(terms)
+    raise ValueError(f"terms must be a positive int or 'auto', got {terms!r}")
+
+
+def check_norm_bounds(sa: LineStats, sb: LineStats, k: int) -> None:
+    """ValueError if a row of A or a column of B has a norm bound beyond int64
+    (:data:`NFIX_OVERFLOW`, possible only for K > :data:`NFIX_KMAX`): scheme II cannot scale
+    that line within its CRT range, and would otherwise return wrong values silently."""
+    for name, what, st in (("A", "row", sa), ("B", "column", sb)):
+        over = np.flatnonzero(np.asarray(st.nfix) == NFIX_OVERFLOW)
+        if over.size:
+            more = f" (and {over.size - 1} more)" if over.size > 1 else ""
+            raise ValueError(
+                f"ozaki2: K = {k} is too long for {what} {int(over[0])} of {name}{more}: its "
+                f"2-norm bound (LineStats.nfix) does not fit int64; K <= {NFIX_KMAX} always "
+                f"works, ozaki1 has no such limit"
+            )
+
+
 def plan_for(
     A: np.ndarray,
     B: np.ndarray,
@@ -420,16 +474,17 @@ def plan_for(
     terms: int | str,
     stats: tuple[LineStats, LineStats] | None = None,
 ) -> tuple[OzakiPlan, LineStats, LineStats]:
-    """Plan (resolving ``terms="auto"``) plus the line statistics of A's rows and B's columns."""
+    """Plan (resolving ``terms="auto"``) plus the line statistics of A's rows and B's columns.
+    ValueError for invalid ``terms``, and for scheme II with a norm bound beyond int64
+    (:func:`check_norm_bounds`)."""
     check_args(method, fmt, target)
+    n = explicit_terms(terms)
     sa, sb = stats if stats is not None else (line_stats(A, 1), line_stats(B, 0))
     k = A.shape[1]
-    if terms == "auto":
+    if method == "ozaki2":
+        check_norm_bounds(sa, sb, k)
+    if n is None:
         n = auto_terms(method, target, k, sa, sb)
-    elif isinstance(terms, int | np.integer) and not isinstance(terms, bool):
-        n = int(terms)
-    else:
-        raise ValueError(f"terms must be a positive int or 'auto', got {terms!r}")
     return make_plan(method, fmt, target, n, k), sa, sb
 
 
@@ -663,6 +718,7 @@ def ozaki2_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
     2^46, so they are exact integers."""
     m, k = A.shape
     n = B.shape[1]
+    check_norm_bounds(sa, sb, k)
     dtype = TARGETS[plan.target][2]
     D = np.empty((m, n), dtype=dtype)
     s_a, s_b = norm_shifts(sa, plan.q2), norm_shifts(sb, plan.q2)
@@ -789,42 +845,74 @@ def error_bound(A: np.ndarray, B: np.ndarray, plan: OzakiPlan) -> np.ndarray:
     row ``i`` / column ``j`` (``2^(-s_i-1)`` for rint with scale ``2^s_i``, scheme II;
     ``2^(ea_i-7T)`` for trunc, scheme I),
     ``E = da_i·sum_k|B_kj| + db_j·sum_k|A_ik| + K·da_i·db_j``, plus for scheme I the dropped
-    slice pairs: ``K·(T-1)T/2·127^2·2^(ea_i+eb_j-7(T+2))``. The float64 evaluation of the
-    bound is rounded up by a factor ``1 + 2^-40``."""
+    slice pairs: ``K·(T-1)T/2·127^2·2^(ea_i+eb_j-7(T+2))``.
+
+    Evaluation: every term is formed relative to the line scales ``2^ea_i`` and ``2^eb_j``
+    (entries then lie in [0, 1)) and scaled by ``2^(ea_i + eb_j)`` once at the end, so it
+    overflows only where the bound exceeds the float64 range, and an all-zero line contributes
+    0 (never ``0·Inf``). The float64 value is rounded up by a factor ``1 + 2^-40`` and then by
+    ``2^-1071`` (16 times 2^-1075) absolute, which covers its roundings below the normal range
+    and the half subnormal 2^-1075 of fp64, which float64 cannot hold. Where ``|A|·|B|``
+    exceeds the target's largest finite value the output may overflow, and the bound is Inf."""
     p, emin_sub, _ = TARGETS[plan.target]
     sa, sb = line_stats(A, 1), line_stats(B, 0)
     k = A.shape[1]
+    ea = np.where(sa.zero, 0, sa.emax)
+    eb = np.where(sb.zero, 0, sb.emax)
+    # da_i·2^-ea_i and db_j·2^-eb_j: at least 2^-63 (scheme II) / exactly 2^-7T (scheme I)
     if plan.method == "ozaki2":
-        da = np.ldexp(1.0, -norm_shifts(sa, plan.q2) - 1)
-        db = np.ldexp(1.0, -norm_shifts(sb, plan.q2) - 1)
+        check_norm_bounds(sa, sb, k)
+        ra = np.ldexp(1.0, -(norm_shifts(sa, plan.q2) + ea) - 1)
+        rb = np.ldexp(1.0, -(norm_shifts(sb, plan.q2) + eb) - 1)
     else:
-        da = np.ldexp(1.0, sa.emax - 7 * plan.terms)
-        db = np.ldexp(1.0, sb.emax - 7 * plan.terms)
-    da = np.where(sa.zero, 0.0, da)
-    db = np.where(sb.zero, 0.0, db)
-    absA, absB = np.abs(A), np.abs(B)
-    E = da[:, None] * absB.sum(axis=0)[None, :] + absA.sum(axis=1)[:, None] * db[None, :]
-    E += k * da[:, None] * db[None, :]
+        ra = np.full(ea.shape, 2.0 ** (-7 * plan.terms))
+        rb = np.full(eb.shape, 2.0 ** (-7 * plan.terms))
+    ra = np.where(sa.zero, 0.0, ra)
+    rb = np.where(sb.zero, 0.0, rb)
+    a = np.ldexp(np.abs(A), -ea[:, None])
+    b = np.ldexp(np.abs(B), -eb[None, :])
+    E = ra[:, None] * b.sum(axis=0)[None, :] + a.sum(axis=1)[:, None] * rb[None, :]
+    E += k * ra[:, None] * rb[None, :]
     if plan.method == "ozaki1":
         T = plan.terms
         pairs = T * (T - 1) // 2 * 127 * 127
-        wa = np.where(sa.zero, 0.0, np.ldexp(1.0, sa.emax))
-        wb = np.where(sb.zero, 0.0, np.ldexp(1.0, sb.emax))
-        E += k * pairs * 2.0 ** (-7 * (T + 2)) * wa[:, None] * wb[None, :]
+        nonzero = ~sa.zero[:, None] & ~sb.zero[None, :]
+        E += np.where(nonzero, k * pairs * 2.0 ** (-7 * (T + 2)), 0.0)
     u = 2.0**-p
-    return (u * (absA @ absB) + (1 + u) * E + 2.0 ** (emin_sub - 1)) * (1 + 2.0**-40)
+    e = ea[:, None] + eb[None, :]
+    ab = a @ b
+    with np.errstate(over="ignore"):  # Inf where the bound exceeds the float64 range
+        bound = np.ldexp(u * ab + (1 + u) * E, e)
+        bound = (bound + 2.0 ** (emin_sub - 1)) * (1 + 2.0**-40) + 2.0**-1071
+        # the result may overflow to ±Inf where |A|·|B| passes the target's largest value
+        overflow = np.ldexp(ab * (1 + 2.0**-40), e) > get_format(plan.target).max_normal
+    return np.where(overflow, np.inf, bound)
 
 
 # ------------------------------------------------------------------------------ entry point
 
 
 def _host_f64(X: Any, name: str) -> np.ndarray:
+    """``X`` (numpy or CuPy array, or nested lists) as a C-contiguous float64 host array.
+    float64, float32 and float16 in either byte order convert exactly; other dtypes raise."""
     if hasattr(X, "get") and not isinstance(X, np.ndarray):  # a CuPy array
         X = X.get()
     X = np.asarray(X)
-    if X.dtype not in (np.float64, np.float32, np.float16):
+    if X.dtype.newbyteorder("=") not in (np.float64, np.float32, np.float16):
         raise ValueError(f"{name}: ozaki methods take float64/float32 inputs, got {X.dtype}")
     return np.ascontiguousarray(X, dtype=np.float64)
+
+
+def _host_operands(A: Any, B: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``A`` and ``B`` as float64 host matrices (:func:`_host_f64`) whose shapes agree."""
+    a, b = _host_f64(A, "A"), _host_f64(B, "B")
+    _check_shapes(a.shape, b.shape)
+    return a, b
+
+
+def _check_shapes(sa: tuple[int, ...], sb: tuple[int, ...]) -> None:
+    if len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0]:
+        raise ValueError(f"A (M x K) and B (K x N) must agree: got {sa} and {sb}")
 
 
 def ozaki_gemm(
@@ -860,9 +948,7 @@ def ozaki_gemm(
         return np.asarray(out.get())
     if backend != "emulator":
         raise ValueError(f"ozaki methods run on backend 'emulator' or 'cuda', got {backend!r}")
-    a, b = _host_f64(A, "A"), _host_f64(B, "B")
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"A (M x K) and B (K x N) must agree: got {a.shape} and {b.shape}")
+    a, b = _host_operands(A, B)
     plan, sa, sb = plan_for(a, b, method=method, fmt=fmt, target=target, terms=terms)
     if method == "ozaki2":
         return ozaki2_emulate(a, b, plan, sa, sb)
@@ -875,10 +961,13 @@ def chosen_terms(
     """The number of slices (scheme I) / moduli (scheme II) that :func:`ozaki_gemm` uses for
     these operands: ``terms`` itself when it is an int, else what ``"auto"`` picks from the
     operands' exponent spread (:func:`auto_terms`; the line statistics are exact, so every
-    backend picks the same). Costs one pass over A and B."""
-    if terms != "auto":
-        return make_plan(method, get_format(fmt).name, target, int(terms), np.shape(A)[1]).terms
-    a, b = _host_f64(A, "A"), _host_f64(B, "B")
+    backend picks the same). Costs one pass over A and B. The arguments are checked as
+    :func:`ozaki_gemm` checks them (shapes, ``terms``; the dtypes for ``"auto"``)."""
+    n = explicit_terms(terms)
+    if n is not None:
+        _check_shapes(np.shape(A), np.shape(B))
+        return make_plan(method, get_format(fmt).name, target, n, np.shape(A)[1]).terms
+    a, b = _host_operands(A, B)
     plan, _, _ = plan_for(a, b, method=method, fmt=get_format(fmt).name, target=target,
                           terms=terms)  # fmt: skip
     return plan.terms

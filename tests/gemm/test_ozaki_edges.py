@@ -1,0 +1,205 @@
+"""Adversarial inputs for the Ozaki emulators (backend="emulator"): byte order, argument
+checks of ``chosen_terms``, the error bound at the ends of the float64 range, K beyond the
+int64 norm bound, and special values against IEEE arithmetic."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import precision.gemm.ozaki as oz
+from precision.gemm import gemm
+from precision.gemm.ozaki import chosen_terms, error_bound, line_stats, norm_terms, plan_for
+from precision.reference import exact_matmul
+
+CASES = [("ozaki2", "int8"), ("ozaki1", "int8"), ("ozaki1", "fp16")]
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    return x.view(f"u{x.itemsize}")
+
+
+def _exact_error(D: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """|D - A@B| with A@B exact (Fractions), rounded up to float64; Inf where D is ±Inf."""
+    out = np.empty(D.shape)
+    for i, j in np.ndindex(*D.shape):
+        exact = sum(
+            Fraction(float(a)) * Fraction(float(b)) for a, b in zip(A[i], B[:, j], strict=True)
+        )
+        d = float(D[i, j])
+        if not np.isfinite(d):
+            out[i, j] = np.inf
+            continue
+        err = abs(Fraction(d) - exact)
+        f = float(err)
+        out[i, j] = f if Fraction(f) >= err else np.nextafter(f, np.inf)
+    return out
+
+
+# ------------------------------------------------------------------------------ inputs
+
+
+@pytest.mark.parametrize("dtype", [">f8", ">f4", "<f8"])
+@pytest.mark.parametrize(("method", "fmt"), CASES)
+def test_any_byte_order_of_float_inputs_is_accepted(dtype: str, method: str, fmt: str) -> None:
+    """A big-endian float64 is a float64: it used to be refused as "got >f8" although the
+    message asked for float64. Inputs of few significant bits give RN(A@B) bit for bit."""
+    rng = np.random.default_rng(21)
+    A = rng.integers(-(2**8), 2**8, size=(9, 17)) * 2.0**-5
+    B = rng.integers(-(2**8), 2**8, size=(17, 6)) * 2.0**3
+    for target in ("fp64", "fp32"):
+        want = exact_matmul(A, B, rounding=target)
+        D = gemm(A.astype(dtype), B.astype(dtype), method=method, fmt=fmt, target=target,
+                 terms=16 if method == "ozaki2" else 8)  # fmt: skip
+        assert D.dtype == want.dtype
+        np.testing.assert_array_equal(_bits(D), _bits(want))
+
+
+def test_non_float_inputs_are_still_refused_by_name() -> None:
+    for bad in (np.ones((2, 2), dtype=np.int64), np.ones((2, 2), dtype=np.longdouble)):
+        with pytest.raises(ValueError, match="A: ozaki methods take float64/float32 inputs, got"):
+            gemm(bad, np.ones((2, 2)), method="ozaki2")
+
+
+@pytest.mark.parametrize("terms", [5.0, 5.7, "5", True, None, np.float64(6.0)])
+def test_chosen_terms_refuses_what_gemm_refuses(terms: object) -> None:
+    """chosen_terms used to truncate 5.7 to 5 and read "5" as 5 (gemm refuses both), to raise
+    TypeError for None and to report True as "got 1"."""
+    A, B = np.ones((3, 4)), np.ones((4, 2))
+    with pytest.raises(ValueError, match="terms must be a positive int or 'auto'"):
+        gemm(A, B, method="ozaki2", terms=terms)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="terms must be a positive int or 'auto'"):
+        chosen_terms(A, B, method="ozaki2", terms=terms)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("terms", ["auto", 5])
+def test_chosen_terms_checks_the_shapes(terms: int | str) -> None:
+    """Mismatched inner dimensions returned a count ("auto": 14) and a 1-D A an IndexError."""
+    for A, B in ((np.ones((2, 3)), np.ones((4, 2))), (np.ones(3), np.ones((3, 2)))):
+        with pytest.raises(ValueError, match=r"A \(M x K\) and B \(K x N\) must agree"):
+            chosen_terms(A, B, method="ozaki2", terms=terms)
+    n = chosen_terms(np.ones((2, 3)), np.ones((3, 2)), method="ozaki2", terms=terms)
+    assert (n == 5) if terms == 5 else (2 <= n <= 20)
+
+
+# ------------------------------------------------------------------------- error bound
+
+
+@pytest.mark.parametrize(("method", "terms"), [("ozaki2", 4), ("ozaki2", 10), ("ozaki1", 4)])
+def test_error_bound_covers_a_subnormal_result(method: str, terms: int) -> None:
+    """5·2^-1074 · (1/2 + 2^-40) is 2.5 subnormal units plus a little, so RN gives 3 units;
+    with few terms B's 2^-40 is dropped and the tie rounds to 2. The error, half a unit and a
+    bit, is within the documented bound (its half-unit term), but the bound used to evaluate
+    to 0: 2^-1075 and every other term underflowed in float64."""
+    A = np.array([[5 * 2.0**-1074]])
+    B = np.array([[0.5 + 2.0**-40]])
+    D = gemm(A, B, method=method, terms=terms)
+    plan, _, _ = plan_for(A, B, method=method, fmt="int8", target="fp64", terms=terms)
+    err = _exact_error(D, A, B)
+    assert err[0, 0] > 2.0**-1075  # not correctly rounded: the bound must allow for it
+    assert np.all(err <= error_bound(A, B, plan))
+
+
+@pytest.mark.parametrize(("method", "fmt"), CASES)
+def test_error_bound_is_finite_and_holds_near_the_float64_range(method: str, fmt: str) -> None:
+    """Zero lines against columns whose sums overflow, rows at DBL_MAX (scheme I's 2^emax is
+    2^1024 there), subnormal lines: the bound used to be NaN (0·Inf) or Inf where the error
+    and the bound itself are finite."""
+    big = np.finfo(np.float64).max
+    A = np.array([[0.0, 0.0, 0.0], [1.0, -0.5, 0.25], [big, big / 3, 1.0], [3e-320, 0.0, 1e-310]])
+    B = np.array([[big, 1.0, 0.0], [big, -2.0, 0.0], [big / 2, 0.75, 0.0]])
+    B[:, 1] *= 2.0**-900
+    for target in ("fp64", "fp32"):
+        D = gemm(A, B, method=method, fmt=fmt, target=target, terms=4)
+        plan, _, _ = plan_for(A, B, method=method, fmt=fmt, target=target, terms=4)
+        bound = error_bound(A, B, plan)
+        assert not np.isnan(bound).any()
+        assert np.all(np.isfinite(bound[:, 1:]))  # every output of columns 1, 2 is finite
+        assert np.all(bound[0] >= 0) and np.all(bound[:, 2] >= 0)
+        assert np.all(_exact_error(D, A, B) <= bound)
+
+
+def test_error_bound_is_inf_where_the_output_may_overflow() -> None:
+    """|A|·|B| beyond fp32's range: the fp32 output is Inf, so no finite bound holds (it used
+    to be 1e25 here)."""
+    A = np.array([[1e20, 1e20], [1.0, 2.0]])
+    B = np.array([[1e20, 1.0], [1e20, 1.0]])
+    for method, fmt in CASES:
+        D = gemm(A, B, method=method, fmt=fmt, target="fp32", terms=5)
+        assert D[0, 0] == np.inf
+        plan, _, _ = plan_for(A, B, method=method, fmt=fmt, target="fp32", terms=5)
+        bound = error_bound(A, B, plan)
+        assert bound[0, 0] == np.inf and np.all(np.isfinite(bound[1]))
+        assert np.all(_exact_error(D, A, B) <= bound)
+
+
+# ---------------------------------------------------------------- K beyond the norm bound
+
+
+def test_wide_norm_bound_sums_are_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above NFIX_KMAX the norm bounds are summed from 20-bit halves: the same integers as
+    Python's exact sum, for rows and columns, where they fit int64."""
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((37, 300)) * 2.0 ** rng.integers(-30, 30, size=(37, 300))
+    X[3, 7] = np.inf
+    monkeypatch.setattr(oz, "NFIX_KMAX", 64)
+    for axis, Y in ((1, X), (0, X.T.copy())):
+        st = line_stats(Y, axis)
+        lines = Y if axis == 1 else Y.T
+        for i, row in enumerate(lines):
+            mag = np.where(np.isfinite(row), np.abs(row), 0.0)
+            exact = sum(int(t) for t in norm_terms(mag, st.emax[i]))
+            assert st.nfix[i] == exact
+
+
+def test_ozaki2_refuses_a_norm_bound_beyond_int64() -> None:
+    """K = 2^23 entries just below 1: the norm bound is 2^63, which used to wrap to -2^63 in
+    int64; the scale then overflowed the CRT range and ozaki2 returned 0.687 for
+    8371839.17 (no error). It now says why (ozaki1 does not use the bound)."""
+    k = 2**23  # the smallest K whose bound K·2^40 can reach 2^63
+    A = np.full((1, k), 0.999)
+    B = np.full((k, 1), 0.999)
+    with pytest.raises(ValueError, match=r"ozaki2: K = 8388608 is too long for row 0 of A"):
+        gemm(A, B, method="ozaki2", terms=16)
+    assert k == oz.NFIX_KMAX + 1
+    assert line_stats(A, 1).nfix[0] == oz.NFIX_OVERFLOW
+
+
+# ------------------------------------------------------------------------ special values
+
+
+@pytest.mark.parametrize("target", ["fp64", "fp32"])
+@pytest.mark.parametrize(("method", "fmt"), CASES)
+def test_special_values_match_ieee_in_adversarial_places(target: str, method: str,
+                                                         fmt: str) -> None:  # fmt: skip
+    """Inf against an all-zero column (Inf·0 = NaN), +Inf and -Inf in one dot product, Inf
+    times a subnormal or -0.0, NaN only in B, a row of Inf only; no finite product overflows,
+    so IEEE's value does not depend on the summation order or FMA."""
+    tiny = 5e-324
+    A = np.array([
+        [np.inf, 1.0, 2.0],
+        [np.inf, -np.inf, 1.0],
+        [1.0, 2.0, 3.0],
+        [-np.inf, 0.5, -0.0],
+        [np.inf, np.inf, np.inf],
+        [tiny, -1.0, 0.0],
+    ])  # fmt: skip
+    B = np.array([
+        [0.0, 1.0, tiny, -0.0, 1.0],
+        [0.0, 1.0, -2.0, 1.0, np.nan],
+        [0.0, -1.0, 1.0, 2.0, 1.0],
+    ])  # fmt: skip
+    with np.errstate(invalid="ignore"):
+        ieee = (A @ B).astype(np.float32 if target == "fp32" else np.float64)
+    D = gemm(A, B, method=method, fmt=fmt, target=target, terms=6)
+    np.testing.assert_array_equal(np.isnan(D), np.isnan(ieee))
+    nan_bits = 0x7FF8_0000_0000_0000 if target == "fp64" else 0x7FC0_0000
+    assert np.all(_bits(D[np.isnan(D)]) == nan_bits)
+    inf = np.isinf(ieee)
+    np.testing.assert_array_equal(D[inf], ieee[inf])
+    fin = np.isfinite(ieee)
+    want = exact_matmul(np.where(np.isfinite(A), A, 0), np.where(np.isfinite(B), B, 0),
+                        rounding=target)  # fmt: skip
+    np.testing.assert_array_equal(D[fin], want[fin])
