@@ -26,6 +26,7 @@ without its dependencies, plus numpy and ml_dtypes).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -260,18 +261,43 @@ def mmasim_string(instr: Instruction) -> str:
     return f"m{m}n{n}k{k}.{p[instr.acc_fmt]}.{p[instr.a_fmt]}.{p[instr.b_fmt]}.{p[instr.c_format]}"
 
 
+#: The optional packages of the comparison (import name: what it is), not dependencies of
+#: precision: MMA-Sim and the PyTorch it runs on.
+OPTIONAL_DEPENDENCIES = {"mmasim": "MMA-Sim", "torch": "PyTorch"}
+
+
+class MissingDependencyError(ImportError):
+    """MMA-Sim or PyTorch is not importable; the message names which and how to install them
+    (one line, for the command line's ``error:``)."""
+
+
+def _missing_dependency(exc: ImportError) -> MissingDependencyError:
+    """The error for a failed import of the optional dependencies, naming the missing ones."""
+    missing = [
+        f"{label} (`{name}`)"
+        for name, label in OPTIONAL_DEPENDENCIES.items()
+        if importlib.util.find_spec(name) is None
+    ] or [f"a working MMA-Sim and PyTorch ({exc})"]  # both found, yet the import failed
+    return MissingDependencyError(
+        f"model_compare needs {' and '.join(missing)}, which precision does not install; "
+        "install them into a separate environment with this project, e.g. "
+        "`python -m venv /tmp/mmavenv && /tmp/mmavenv/bin/pip install mmasim torch numpy "
+        "ml_dtypes && /tmp/mmavenv/bin/pip install --no-deps -e .`, and run it with "
+        "/tmp/mmavenv/bin/python"
+    )
+
+
 def mmasim_model(arch: str) -> OtherModel:
-    """MMA-Sim's ``MMA(arch, shape_and_type).dpa`` as an :data:`OtherModel` (lazy import)."""
+    """MMA-Sim's ``MMA(arch, shape_and_type).dpa`` as an :data:`OtherModel` (lazy import).
+
+    Raises :class:`MissingDependencyError` (an ImportError) when MMA-Sim or PyTorch is not
+    importable.
+    """
     try:
         import torch
         from mmasim.nv_ptx import MMA
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "model_compare needs MMA-Sim: install `mmasim` and `torch` into a separate "
-            "environment (they are not dependencies of precision), e.g. "
-            "`python -m venv /tmp/mmavenv && /tmp/mmavenv/bin/pip install mmasim torch numpy "
-            f"ml_dtypes && /tmp/mmavenv/bin/pip install --no-deps -e .` ({e})"
-        ) from e
+    except ImportError as e:
+        raise _missing_dependency(e) from e
     tdt = {
         "f16": torch.float16,
         "bf16": torch.bfloat16,
@@ -559,7 +585,11 @@ def format_table(arch: str, results: list[Result]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: ``python -m precision.probe.model_compare ARCH [--n N] [--seed S] [--examples]``."""
+    """CLI: ``python -m precision.probe.model_compare ARCH [--n N] [--seed S] [--examples]``.
+
+    Returns the exit code: 0, or 2 (one ``error:`` line on stderr) when MMA-Sim or PyTorch is
+    missing.
+    """
     p = argparse.ArgumentParser(prog="python -m precision.probe.model_compare")
     p.add_argument("arch", choices=("sm70", "sm75", "sm80", "sm89", "sm90", "sm100"))
     p.add_argument("--n", type=int, default=100_000, help="dot products per instruction")
@@ -578,7 +608,11 @@ def main(argv: list[str] | None = None) -> int:
         help="instead: how many outputs change with F +- 1, L x 2 / 2, e_zero +- 1",
     )
     args = p.parse_args(argv)
-    other = mmasim_model(args.arch)
+    try:
+        other = mmasim_model(args.arch)
+    except MissingDependencyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.sensitivity:
         print(sensitivity(args.arch, n=args.n))
         return 0

@@ -6,7 +6,11 @@ comparison"), not a CI test: it needs torch and mmasim, which are not dependenci
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
+import subprocess
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -119,6 +123,48 @@ def test_classify_signed_zero_and_overflow():
 def test_missing_mmasim_names_the_install():
     with pytest.raises(ImportError, match="mmasim"):
         mc.mmasim_model("sm80")
+
+
+# Runs ``python -m precision.probe.model_compare ARGS`` with MMA-Sim and PyTorch unimportable
+# (a None in sys.modules makes the import fail), whether or not they are installed here.
+WITHOUT_MMASIM = """\
+import runpy, sys
+sys.modules["torch"] = sys.modules["mmasim"] = None
+runpy.run_module("precision.probe.model_compare", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("extra", [[], ["--sensitivity"]])
+def test_cli_without_mmasim_prints_one_error_line_and_exits_2(extra):
+    proc = subprocess.run(
+        [sys.executable, "-c", WITHOUT_MMASIM, "sm80", *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr  # no traceback
+    line = lines[0]
+    assert line.startswith("error: model_compare needs ")
+    for what in ("MMA-Sim (`mmasim`)", "PyTorch (`torch`)", "pip install mmasim torch"):
+        assert what in line
+
+
+def test_missing_torch_alone_is_named(monkeypatch, capsys):
+    """With MMA-Sim importable but PyTorch not, the message names PyTorch only."""
+    fake = types.ModuleType("mmasim")
+    fake.__spec__ = importlib.machinery.ModuleSpec("mmasim", None)
+    monkeypatch.setitem(sys.modules, "mmasim", fake)
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(mc.MissingDependencyError) as info:
+        mc.mmasim_model("sm80")
+    assert "needs PyTorch (`torch`)," in str(info.value)
+    assert "MMA-Sim (`mmasim`)" not in str(info.value)
+    assert mc.main(["sm80"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: model_compare needs PyTorch")
 
 
 def test_instruction_the_other_model_lacks_is_noted():

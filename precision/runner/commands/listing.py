@@ -1,10 +1,24 @@
-"""``precision list``: the methods, formats, distributions and backends a config may name."""
+"""``precision list``: the methods, formats, distributions and backends a config may name.
+
+The table of valid combinations is read off :func:`precision.runner.catalog.combination_problem`,
+the same check the config validator applies, so what it prints is exactly what a config may
+name: each row gives some formats of one method x backend and the archs every one of them runs
+on ("all": every arch), e.g.::
+
+    method     backend   formats  archs
+    plain      emulator  fp32     all
+    plain      emulator  tf32     sm90, sm100, sm89, sm80
+"""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from precision.runner import catalog
+
+#: Shown in the archs column for a format that runs on every arch of the catalog.
+ALL_ARCHS = "all"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,6 +31,77 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "format x arch combinations.",
     )
     p.set_defaults(func=main)
+
+
+@dataclass(frozen=True)
+class CombinationRow:
+    """Formats of one method x backend that run on the same archs (and corrections)."""
+
+    method: str
+    backend: str
+    formats: tuple[str, ...]
+    #: the archs each of :attr:`formats` runs on, in catalog order
+    archs: tuple[str, ...]
+    #: the corrections they accept, where that is not every correction (method "corrected");
+    #: None when unrestricted or not applicable
+    corrections: tuple[str, ...] | None = None
+
+
+def _corrections(
+    cat: catalog.Catalog, method: str, backend: str, fmt: str, archs: tuple[str, ...]
+) -> tuple[str, ...] | None:
+    """The corrections ``method`` x ``backend`` x ``fmt`` accepts on every one of ``archs``,
+    or None when it accepts them all (or the method takes no correction)."""
+    if method != "corrected":  # the validator checks the correction of this method only
+        return None
+    ok = tuple(
+        c
+        for c in cat.corrections
+        if all(catalog.combination_problem(method, fmt, backend, a, c) is None for a in archs)
+    )
+    return None if ok == cat.corrections else ok
+
+
+def combination_rows(cat: catalog.Catalog) -> list[CombinationRow]:
+    """The valid combinations of :func:`catalog.valid_combinations`, one row per method x
+    backend x arch set (x corrections): formats that run on the same archs share a row, in
+    catalog order of their first format."""
+    rows: dict[tuple, list[str]] = {}
+    for method, backend, fmt, archs in catalog.valid_combinations(cat):
+        key = (method, backend, archs, _corrections(cat, method, backend, fmt, archs))
+        rows.setdefault(key, []).append(fmt)
+    return [
+        CombinationRow(method, backend, tuple(fmts), archs, corrections)
+        for (method, backend, archs, corrections), fmts in rows.items()
+    ]
+
+
+def format_combinations(
+    rows: list[CombinationRow], all_archs: tuple[str, ...], availability: dict[str, str | None]
+) -> list[str]:
+    """The lines of the combinations table: a header, then one aligned line per row.
+
+    The archs column reads :data:`ALL_ARCHS` where a row runs on every one of ``all_archs``;
+    a row whose backend is unusable here (per ``availability``) ends in
+    ``(not on this machine)``.
+    """
+    table = [("method", "backend", "formats", "archs")]
+    notes = [""]
+    for row in rows:
+        archs = ALL_ARCHS if set(row.archs) == set(all_archs) else ", ".join(row.archs)
+        table.append((row.method, row.backend, ", ".join(row.formats), archs))
+        why = []
+        if row.corrections is not None:
+            why.append(f"correction: {', '.join(row.corrections)} only")
+        if availability.get(row.backend) is not None:
+            why.append("not on this machine")
+        notes.append(f"  ({'; '.join(why)})" if why else "")
+    widths = [max(len(cells[i]) for cells in table) for i in range(3)]  # the last: unpadded
+    lines = []
+    for (*padded, archs), note in zip(table, notes, strict=True):
+        cols = [c.ljust(w) for c, w in zip(padded, widths, strict=True)]
+        lines.append("  " + "  ".join([*cols, archs]) + note)
+    return lines
 
 
 def main(args: argparse.Namespace) -> int:
@@ -40,13 +125,11 @@ def main(args: argparse.Namespace) -> int:
     print("backends:")
     for name, reason in availability.items():
         print(f"  {name:<13} {'available' if reason is None else 'unavailable: ' + reason}")
-    print("valid combinations (method x backend: formats [archs]); a config naming any other")
-    print("is refused before it runs:")
-    rows: dict[tuple[str, str], list[str]] = {}
-    for method, backend, fmt, archs in catalog.valid_combinations(cat):
-        label = fmt if archs == cat.archs else f"{fmt} [{', '.join(archs)}]"
-        rows.setdefault((method, backend), []).append(label)
-    for (method, backend), labels in rows.items():
-        here = "" if availability.get(backend) is None else "  (not on this machine)"
-        print(f"  {method:<10} x {backend:<9} {', '.join(labels)}{here}")
+    print(
+        "valid combinations: each row's formats run with its method x backend on the archs "
+        f"listed\n({ALL_ARCHS!r}: every arch above); a config naming any other combination is "
+        "refused before it runs:"
+    )
+    for line in format_combinations(combination_rows(cat), cat.archs, availability):
+        print(line)
     return 0
