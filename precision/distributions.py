@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from precision.crexp import exp_rn
+
 __all__ = [
     "DISTRIBUTIONS",
     "NORMAL_BOUND",
@@ -148,11 +150,14 @@ def _exp_rand_bounds(dtype: str, fmax: float, *, phi: float) -> None:
 def _exp_rand(rng: np.random.Generator, shape: Shape, *, phi: float = 1.0):
     # (U(0,1) - 0.5) * exp(phi * N(0,1)): the ozIMMU / GEMMul8 "exp_rand-phi" family.
     # phi = 0 gives |a| <= 0.5; larger phi widens the exponent range log-normally.
+    # exp is correctly rounded (precision.crexp), not np.exp, whose last bit depends on the
+    # CPU (NumPy's AVX-512 kernel or the libm): the same seed gives the same bits everywhere.
     if phi < 0:
         raise ValueError(f"exp_rand: need phi >= 0, got phi={phi}")
     u = rng.random(size=shape)
     g = rng.standard_normal(size=shape)
-    return (u - 0.5) * np.exp(phi * g)
+    scale = np.ones(shape) if phi == 0 else exp_rn(phi * g)  # exp(±0) = 1 exactly
+    return (u - 0.5) * scale
 
 
 def _wide_range(rng: np.random.Generator, shape: Shape, *, exp_min: int = -12, exp_max: int = 12):

@@ -8,9 +8,30 @@ from typing import Any
 import numpy as np
 
 #: Arrays whose largest magnitude lies in [2^-SAFE_EXP, 2^SAFE_EXP] have Frobenius norms
-#: that np.linalg.norm (sqrt of a sum of squares) computes without overflow or harmful
-#: underflow; outside that range the norms are computed on power-of-two scaled copies.
+#: that a plain sum of squares gives without overflow or harmful underflow; outside that
+#: range the norms are computed on power-of-two scaled copies.
 _SAFE_EXP = 400
+#: Elements per partial sum of squares in :func:`_fro_norm`.
+_NORM_CHUNK = 1 << 16
+
+
+def _fro_norm(x: np.ndarray) -> float:
+    """``sqrt(sum x^2)`` over all elements, the same bits on every machine, BLAS, thread count
+    and memory layout: the elements in C order, in chunks of :data:`_NORM_CHUNK`; each chunk's
+    squares summed by numpy's pairwise sum (plain additions in a fixed order), the chunk sums
+    added exactly (``math.fsum``, one rounding) and the square root correctly rounded.
+    (``np.linalg.norm`` goes through a BLAS dot product, whose order of additions depends on
+    the BLAS, its threads and the layout.)"""
+    partials = []
+    flat = x.flat
+    for start in range(0, x.size, _NORM_CHUNK):
+        chunk = np.asarray(flat[start : start + _NORM_CHUNK], dtype=np.float64)
+        with np.errstate(over="ignore", under="ignore"):
+            partials.append(float(np.add.reduce(np.square(chunk))))
+    try:
+        return math.sqrt(math.fsum(partials))
+    except OverflowError:  # finite partial sums whose total passes the float64 range
+        return math.inf
 
 
 def _real_array(x: Any, name: str, dtype: Any = None) -> np.ndarray:
@@ -100,18 +121,18 @@ def _relative_fro(
     ):
         # Ordinary magnitudes, a zero, NaN or Inf: the plain norms (what the scaled ones give
         # bit for bit where the squares neither overflow nor underflow).
-        norm = np.linalg.norm(e)
-        dnorm = np.linalg.norm(absdiff)
+        norm = _fro_norm(e)
+        dnorm = _fro_norm(absdiff)
         return float(dnorm / norm) if norm > 0 else (0.0 if dnorm == 0 else math.inf)
     # Scale each array by a power of two (exact) that brings its largest element to [0.5, 1),
     # so that no square overflows and none that matters underflows; undo the scales on the
     # quotient. absdiff is scaled in place and then recomputed (an unscaling could lose
     # elements that the scaling made subnormal).
     ke, kd = math.frexp(emax)[1], math.frexp(dmax)[1]
-    dnorm_s = np.linalg.norm(np.ldexp(absdiff, -kd, out=absdiff))
+    dnorm_s = _fro_norm(np.ldexp(absdiff, -kd, out=absdiff))
     _abs_diff(a, e, lo, out=absdiff)
     scaled = np.ldexp(e, -ke)
-    norm_s = np.linalg.norm(scaled)
+    norm_s = _fro_norm(scaled)
     del scaled
     with np.errstate(over="ignore", under="ignore"):
         return float(np.ldexp(dnorm_s / norm_s, kd - ke))

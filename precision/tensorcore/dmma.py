@@ -45,9 +45,12 @@ from typing import Literal
 
 import numpy as np
 
+from precision.eft import split as _split
+from precision.eft import two_prod_split as _two_prod
+from precision.eft import two_sum as _two_sum
+
 __all__ = ["dot_pairwise", "dot_rn", "fma", "fma_chain"]
 
-_SPLITTER = float(2**27 + 1)  # Veltkamp split of a 53-bit significand into 26 + 26 bits
 _MAX_SPLIT = 2.0**995  # C·x must not overflow
 _MIN_NORMAL = 2.0**-1022
 _PROD_LO = 2.0**-900  # |RN(ab)| >= this: Dekker partial products and the low part are exact
@@ -63,30 +66,6 @@ _MIN_THREADED_FMAS = 1 << 20  # [rows, K, N] temporaries of dot_rn / dot_pairwis
 
 
 # ----------------------------------------------------------------------------- error-free parts
-
-
-def _split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Veltkamp: x = hi + lo exactly, hi and lo of at most 26 significant bits each."""
-    t = _SPLITTER * x
-    hi = t - (t - x)
-    return hi, x - hi
-
-
-def _two_prod(
-    a: np.ndarray, b: np.ndarray, ah: np.ndarray, al: np.ndarray, bh: np.ndarray, bl: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Dekker: p = RN(ab), e = ab - p exactly (given pre-split a = ah + al, b = bh + bl)."""
-    p = a * b
-    e = al * bl - (((p - ah * bh) - al * bh) - ah * bl)
-    return p, e
-
-
-def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Knuth/Møller: s = RN(a + b), e = a + b - s exactly (no branch on magnitudes)."""
-    s = a + b
-    bb = s - a
-    e = (a - (s - bb)) + (b - bb)
-    return s, e
 
 
 def _add_round_odd(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -5,6 +5,7 @@ fraction of elements (not bits) with identical bit patterns, against known bit f
 
 from __future__ import annotations
 
+import math
 import tracemalloc
 
 import ml_dtypes
@@ -21,7 +22,10 @@ def _direct(approx, exact, exact_lo=None) -> dict[str, float]:
     diff = a - e
     if exact_lo is not None:
         diff = diff - exact_lo
-    norm, dnorm = np.linalg.norm(e), np.linalg.norm(diff)
+    # the square root of the sum of squares in C order (numpy's pairwise sum; these arrays are
+    # below error_metrics' chunk of 65536 elements, so one chunk)
+    with np.errstate(over="ignore"):
+        norm, dnorm = np.sqrt(np.sum(np.square(e))), np.sqrt(np.sum(np.square(diff)))
     fro = dnorm / norm if norm > 0 else (0.0 if dnorm == 0 else np.inf)
     if diff.size == 0:
         return {"err_fro": float(fro), "err_max": 0.0, "err_median": 0.0}
@@ -233,3 +237,32 @@ def test_err_fro_against_an_all_zero_reference_is_inf_even_when_squares_underflo
     got = error_metrics(np.array([[1e-200]]), np.zeros((1, 1)))
     assert got["err_fro"] == np.inf and got["err_max"] == np.inf
     assert error_metrics(np.zeros((2, 2)), np.zeros((2, 2)))["err_fro"] == 0.0
+
+
+def test_err_fro_is_independent_of_memory_layout_and_blas() -> None:
+    """err_fro sums squares in C order in a fixed way (numpy's pairwise sum per chunk, chunk
+    sums added exactly), so the same matrices in C or Fortran order, or as a strided view, give
+    the same bits; a BLAS dot product (np.linalg.norm) sums in an order set by the layout, the
+    BLAS and its threads."""
+    rng = np.random.default_rng(7)
+    exact = rng.standard_normal((300, 700))
+    approx = exact + rng.standard_normal((300, 700)) * 1e-7
+    base = error_metrics(approx, exact)["err_fro"]
+    fortran = error_metrics(np.asfortranarray(approx), np.asfortranarray(exact))["err_fro"]
+    big = np.zeros((600, 700))
+    big[::2] = approx
+    strided = error_metrics(big[::2], exact)["err_fro"]
+    assert base == fortran == strided
+
+
+def test_err_fro_is_the_rounded_sum_of_squares_to_a_few_ulps() -> None:
+    """Against the correctly rounded sum of the squares (math.fsum), across several chunks."""
+    rng = np.random.default_rng(8)
+    exact = rng.standard_normal((517, 400))  # 206,800 elements: four chunks
+    approx = exact * (1 + rng.standard_normal(exact.shape) * 1e-9)
+    d = np.abs(approx - exact)
+    want = math.sqrt(math.fsum((d * d).ravel().tolist())) / math.sqrt(
+        math.fsum((exact * exact).ravel().tolist())
+    )
+    got = error_metrics(approx, exact)["err_fro"]
+    assert abs(got - want) <= 4 * math.ulp(want)

@@ -1,0 +1,98 @@
+"""precision.crexp.exp_rn: exp correctly rounded to nearest, checked element by element against
+mpmath at 300 bits rounded once here (Python's int / int division rounds correctly), and the
+exp_rand distribution drawn through it (so its bits do not depend on the CPU's exp)."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+from precision import crexp
+from precision.distributions import get_distribution, make_inputs, sample
+
+
+def _rn_exp(x: float) -> float:
+    """RN(exp(x)) computed independently: mpmath at 300 bits, one correct rounding."""
+    if math.isnan(x):
+        return math.nan
+    if x == math.inf:
+        return math.inf
+    if x == -math.inf or x < -800:
+        return 0.0
+    if x > 800:
+        return math.inf
+    with mpmath.workprec(300):
+        num, den = mpmath.exp(mpmath.mpf(x)).as_integer_ratio()
+    try:
+        return num / den
+    except OverflowError:
+        return math.inf
+
+
+def _same_bits(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    return got.view(np.uint64) == want.view(np.uint64)
+
+
+def test_correctly_rounded_across_the_range() -> None:
+    rng = np.random.default_rng(11)
+    x = np.concatenate(
+        [
+            rng.standard_normal(6000) * rng.choice([1e-6, 0.01, 1.0, 8.0, 88.0], 6000),
+            rng.uniform(-746.0, 710.0, 3000),  # subnormal results, underflow, overflow
+            np.log(2.0) / 4096 * rng.integers(-3_000_000, 3_000_000, 200),  # table points
+            [0.0, -0.0, 5e-324, -5e-324, 1e-300, math.log(2), -708.0, 709.7, 709.78, 709.79],
+            [-745.13, -745.14, -744.44, -708.4, -708.39, math.inf, -math.inf, math.nan],
+        ]
+    )
+    got = crexp.exp_rn(x)
+    want = np.array([_rn_exp(float(v)) for v in x])
+    bad = ~_same_bits(got, want) & ~(np.isnan(got) & np.isnan(want))
+    assert not bad.any(), list(zip(x[bad][:5], got[bad][:5], want[bad][:5], strict=True))
+
+
+def test_the_mpmath_path_gives_the_same_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Arguments near a rounding midpoint go to mpmath; forcing every argument there must not
+    change a bit (and the fast path alone must agree with the independent reference)."""
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal(3000) * 20
+    fast = crexp.exp_rn(x)
+    monkeypatch.setattr(crexp, "_AMBIGUOUS", 1.0)  # every remainder counts as ambiguous
+    slow = crexp.exp_rn(x)
+    assert _same_bits(fast, slow).all()
+    want = np.array([_rn_exp(float(v)) for v in x])
+    assert _same_bits(fast, want).all()
+
+
+def test_shape_and_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(crexp, "CHUNK", 1000)  # several chunks and a ragged last one
+    rng = np.random.default_rng(13)
+    x = np.asfortranarray(rng.standard_normal((37, 101)) * 5)[:, ::2]
+    got = crexp.exp_rn(x)
+    assert got.shape == x.shape and got.dtype == np.float64
+    want = np.array([_rn_exp(float(v)) for v in x.ravel()]).reshape(x.shape)
+    assert _same_bits(got, want).all()
+    assert crexp.exp_rn(np.array(1.0)).shape == ()
+    assert crexp.exp_rn(np.empty((0, 3))).shape == (0, 3)
+
+
+@pytest.mark.parametrize("phi", [0.0, 0.5, 4.0])
+def test_exp_rand_is_uniform_times_the_rounded_exp(phi: float, monkeypatch: pytest.MonkeyPatch):
+    """exp_rand = (U - 0.5)·RN(exp(phi·g)), the draws in the generator's order (U, then g), and
+    np.exp is never called (its last bit depends on the CPU)."""
+
+    def no_exp(*args, **kwargs):
+        raise AssertionError("exp_rand called np.exp")
+
+    rng = np.random.default_rng(14)
+    u, g = rng.random((9, 7)), rng.standard_normal((9, 7))
+    want = (u - 0.5) * np.array([_rn_exp(phi * float(v)) for v in g.ravel()]).reshape(9, 7)
+    monkeypatch.setattr(np, "exp", no_exp)
+    got = get_distribution("exp_rand").func(np.random.default_rng(14), (9, 7), phi=phi)
+    assert _same_bits(np.asarray(got, dtype=np.float64), want).all()
+    f32 = sample("exp_rand", (9, 7), np.random.default_rng(14), phi=phi)
+    assert np.array_equal(f32, want.astype(np.float32))
+    A, _ = make_inputs("exp_rand", 9, 3, 7, np.random.default_rng(14), dtype="fp64", phi=phi)
+    assert _same_bits(A, want).all()
