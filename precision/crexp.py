@@ -26,8 +26,10 @@ operations that are correctly rounded everywhere (+, −, ×, ``rint``, ``ldexp`
    normal number or overflows (``x`` outside ``[-708, 709.7]``), the value is recomputed with
    mpmath at 200 bits and rounded once.
 
-Work is done in chunks of :data:`CHUNK` elements, so memory stays bounded at any size; about 40
-array operations per element, a few times the cost of ``numpy.exp``.
+Work is done in chunks of :data:`CHUNK` elements, so memory stays bounded at any size. About 70
+array operations per element make it 30-50 times slower than ``numpy.exp``: 75-125 ns per
+element on the 2-core development machine (against 55-60 ns for the ``standard_normal`` draw
+that ``exp_rand`` makes for each entry anyway).
 """
 
 from __future__ import annotations
