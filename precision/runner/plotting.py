@@ -9,16 +9,19 @@ What keeps the figures honest and readable:
 
 - Lines that coincide stay distinguishable: every style value has its own marker and dash
   pattern, and the series are spread horizontally by a small dodge (at most ``dodge`` of the
-  smallest gap between neighbouring x values, on the log axis); the x ticks mark the true
-  sizes.
+  smallest gap between neighbouring x values, on the log axis, or on the linear ``terms``
+  axis); the x ticks mark the true sizes.
 - CPU fp32/fp64 baselines (format fp32 or fp64: the emulated fp32 FMA chain, numpy's matmul,
   cuBLAS SGEMM) are drawn in black and grey with their own legend entries, and error figures
   carry the fp32 unit roundoff u = 2^-24 as a dotted horizontal line.
 - TFLOP/s panels are split by device: GPU backends, numpy's BLAS on the CPU, and the emulator
   (a CPU replay of the tensor core, whose TFLOP/s is labelled as not a GPU speed; on the GPU
   engine, ``emulator_device = "gpu"``, labelled as not a GEMM speed).
-- Log axes are labelled at whole decades (limits rounded out to decades); the x axis is
-  labelled at the swept sizes (thinned, or as powers of two, when there are many).
+- Log axes are labelled at whole decades (limits rounded out to decades, with every value and
+  reference line at least :data:`Y_MARGIN` of the axis height inside the frame); the x axis is
+  labelled at the swept sizes (thinned, or as powers of two, when there are many). A
+  ``terms`` axis (Ozaki slices / moduli) is linear, per panel column, and labelled at every
+  integer it spans (its panels are widened to fit the labels).
 - Points with no finite positive value (error rows, unavailable backends, NaN or Inf, error 0
   on a log axis) are listed under the figure.
 """
@@ -108,6 +111,16 @@ BASELINE_STYLES = (  # colour, dash, marker
     ("0.45", (0, (5, 1.5, 1, 1.5)), "1"),
 )
 PANEL_W, PANEL_H = 2.5, 2.4  # inches per panel when no size is given
+#: Least distance, as a fraction of the axis height, between the frame and the smallest or
+#: largest value (or reference line) of a log y axis: a marker there stays inside the axes.
+Y_MARGIN = 0.03
+#: A ``terms`` axis spanning at most this many integers is ticked at every integer.
+MAX_TERM_TICKS = 20
+#: Width (inches) a two-digit tick label of a ``terms`` axis needs, gap included; a panel's
+#: default width grows with its term count so that every integer gets its label.
+TERM_LABEL_W = 0.19
+#: Width (inches) of a panel taken by what is not the x range (margins, the half-term pads).
+PANEL_FRAME_W = 0.6
 MAX_NOTE_LINES = 6
 
 
@@ -301,10 +314,26 @@ def prepare(table: pd.DataFrame, spec: PlotSpec, metric: str) -> _Frame:
     return _Frame(d, x, x_label, rest, methods + baselines)
 
 
-def _decade_limits(values: np.ndarray) -> tuple[float, float]:
-    lo = 10.0 ** math.floor(math.log10(float(values.min())))
-    hi = 10.0 ** math.ceil(math.log10(float(values.max())))
-    return (lo, hi * 10 if hi <= lo else hi)
+def _decade_limits(values: np.ndarray, margin: float = 0.0) -> tuple[float, float]:
+    """Log-axis limits at whole decades around the positive ``values``, extended by a decade
+    on a side whose extreme value would lie within ``margin`` (a fraction of the axis height)
+    of the frame, so that markers and reference lines there stay visibly inside the axes."""
+    vmin, vmax = math.log10(float(values.min())), math.log10(float(values.max()))
+    lo, hi = math.floor(vmin), math.ceil(vmax)
+    if hi <= lo:
+        hi = lo + 1
+    # Extending one side lengthens the axis, which shrinks the other side's margin: repeat
+    # until both hold (each extension adds a whole decade, so this ends at once in practice).
+    for _ in range(4):
+        span = hi - lo
+        low_ok, high_ok = vmin - lo >= margin * span, hi - vmax >= margin * span
+        if low_ok and high_ok:
+            break
+        if not low_ok:
+            lo -= 1
+        if not high_ok:
+            hi += 1
+    return 10.0**lo, 10.0**hi
 
 
 def _x_ticks(xs: list[float]) -> tuple[list[float], list[str], list[float]]:
@@ -326,6 +355,36 @@ def _x_ticks(xs: list[float]) -> tuple[list[float], list[str], list[float]]:
     else:
         labels = [f"{v:d}" if v < 100000 else f"{v:.0e}" for v in ints]
     return major, labels, [v for v in xs if v not in major]
+
+
+def _term_ticks(xs: list[float], width: float | None = None) -> tuple[list[float], list[str]]:
+    """Ticks and labels of a linear ``terms`` axis (slices / moduli) showing the counts ``xs``
+    in a panel ``width`` inches wide (None: wide enough for every label).
+
+    Ticks at every integer from the smallest to the largest count when they are at most
+    :data:`MAX_TERM_TICKS` (the Ozaki ranges, 1-8 slices and 2-20 moduli, always are), else
+    at every count present. Every tick is labelled unless the labels would not fit the
+    width (:data:`TERM_LABEL_W` each); then every 2nd, 5th or 10th integer is.
+    """
+    first, last = int(min(xs)), int(max(xs))
+    if last - first + 1 <= MAX_TERM_TICKS:
+        ticks = [float(t) for t in range(first, last + 1)]
+    else:
+        ticks = sorted({float(int(x)) for x in xs})
+    per_unit = (width - PANEL_FRAME_W) / (last - first + 1) if width is not None else math.inf
+    step = next((s for s in (1, 2, 5) if s * per_unit >= TERM_LABEL_W), 10)
+    labels = [f"{int(t)}" if step == 1 or int(t) % step == 0 else "" for t in ticks]
+    return ticks, labels
+
+
+def _term_panel_width(xs: list[float]) -> float:
+    """Default width (inches) of a panel whose ``terms`` axis shows the counts ``xs``: at
+    least :data:`PANEL_W`, and enough for a label at every integer they span (at most
+    :data:`MAX_TERM_TICKS` of them)."""
+    if not xs:
+        return PANEL_W
+    units = min(int(max(xs)) - int(min(xs)) + 1, MAX_TERM_TICKS)
+    return max(PANEL_W, PANEL_FRAME_W + TERM_LABEL_W * units)
 
 
 def _missing_notes(frame: _Frame, metric: str) -> list[str]:
@@ -396,15 +455,30 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
     base_names = [key for kind, key in frame.series if kind == "baseline"]
     base_style = {b: BASELINE_STYLES[i % len(BASELINE_STYLES)] for i, b in enumerate(base_names)}
 
-    # Horizontal dodge (log10 units): the series spread over at most `dodge` of the smallest
-    # x gap, neighbours at most a fifth of that apart.
+    # Horizontal dodge (log10 units; x units on the linear `terms` axis): the series spread
+    # over at most `dodge` of the smallest x gap, neighbours at most a fifth of that apart.
+    # Series drawn only as horizontal levels (no x value) take no share of the spread.
     xs = sorted(d["_x"].unique())
-    gap = float(np.diff(np.log10(xs)).min()) if len(xs) > 1 else 0.3
-    n_series = len(frame.series)
+    linear_x = frame.x == "terms"  # counts: error falls geometrically, a line on a linear axis
+    if linear_x:
+        gap = float(np.diff(xs).min()) if len(xs) > 1 else 1.0
+    else:
+        gap = float(np.diff(np.log10(xs)).min()) if len(xs) > 1 else 0.3
+    placed = [key for _, key in frame.series if key in set(d["_series"])]
+    n_series = len(placed)
     budget = spec.dodge * gap
     step = min(budget / (n_series - 1), budget / 5) if n_series > 1 else 0.0
     spread = step * (n_series - 1)
-    offset = {key: step * i - spread / 2 for i, (_, key) in enumerate(frame.series)}
+    offset = {key: step * i - spread / 2 for i, key in enumerate(placed)}
+
+    def dodged(x: Any, key: str) -> Any:
+        """The x positions of series ``key``: ``x`` moved by its dodge offset."""
+        return x + offset[key] if linear_x else x * 10.0 ** offset[key]
+
+    # A terms axis is per panel column (slices of scheme I and moduli of scheme II are not
+    # one scale), each column as wide as its labels need; size axes are shared.
+    col_xs = {col: sorted(d.loc[d["_col"] == col, "_x"].unique()) for col in cols}
+    col_w = [_term_panel_width(col_xs[col]) if linear_x else PANEL_W for col in cols]
 
     # Legend sections: (title, [(handle, label), ...]).
     sections: list[tuple[str, list[tuple[Any, str]]]] = []
@@ -450,7 +524,7 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
         if spec.size is not None:
             width, height = spec.size
         else:
-            width = 0.55 + PANEL_W * ncols
+            width = 0.55 + sum(col_w)
             height = PANEL_H * nrows + 0.35 + legend_h + note_h + title_h
         fig = plt.figure(figsize=(width, height), dpi=spec.dpi, layout="constrained")
         parts = [height - legend_h - note_h, legend_h, note_h]
@@ -462,7 +536,7 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
         top = next(sub_iter)
         legend_fig = next(sub_iter) if keep[1] else None
         note_fig = next(sub_iter) if keep[2] else None
-        axes = top.subplots(nrows, ncols, squeeze=False)
+        axes = top.subplots(nrows, ncols, squeeze=False, gridspec_kw={"width_ratios": col_w})
         if title:
             top.suptitle(title, fontsize="medium")
 
@@ -490,14 +564,13 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
                         color = palette[h] if spec.hue != "none" else "C0"
                         ls, mk = dash[s], marker[s]
                         ms, lw, z = 4, 1.1, 2
-                    factor = 10.0 ** offset[key]
                     med = sel.groupby("_x")["_value"].median().sort_index()
                     ax.scatter(
-                        sel["_x"] * factor, sel["_value"], s=5, color=color, alpha=0.3,
+                        dodged(sel["_x"], key), sel["_value"], s=5, color=color, alpha=0.3,
                         linewidths=0, zorder=1,
                     )  # fmt: skip
                     ax.plot(
-                        med.index * factor, med.values, color=color, ls=ls, marker=mk, ms=ms,
+                        dodged(med.index, key), med.values, color=color, ls=ls, marker=mk, ms=ms,
                         lw=lw, mec="white" if mk not in "x+1" else color, mew=0.5, zorder=z,
                     )  # fmt: skip
                 here = xless["_row"].isin([row, "*"]) & xless["_col"].isin([col, "*"])
@@ -528,7 +601,7 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
             values = pd.concat([values, xless.loc[xless["_valid"], "_value"]])
             if metric in ERROR_METRICS:
                 values = pd.concat([values, pd.Series([UNIT_ROUNDOFFS[t][0] for t in targets])])
-            lo, hi = _decade_limits(values.to_numpy()) if len(values) else (1e-8, 1.0)
+            lo, hi = _decade_limits(values.to_numpy(), Y_MARGIN) if len(values) else (1e-8, 1.0)
             for ax, _ in members:
                 ax.set_yscale("log")
                 ax.set_ylim(lo, hi)
@@ -538,15 +611,28 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
                 ax.yaxis.set_minor_locator(LogLocator(base=10, subs=subs, numticks=50))
                 ax.yaxis.set_minor_formatter(NullFormatter())
 
-        major, labels, minor = _x_ticks(xs)
-        pad = 10.0 ** (spread / 2 + 0.08)
+        # Per column: major ticks, their labels, minor ticks, x limits.
+        ticks: list[tuple[list[float], list[str], list[float], tuple[float, float]]] = []
+        for c, col in enumerate(cols):
+            if linear_x:
+                panel_w = (width - 0.55) * col_w[c] / sum(col_w)
+                major, labels = _term_ticks(col_xs[col], panel_w)
+                pad = spread / 2 + 0.5  # half a term beyond the outermost markers
+                lims = (col_xs[col][0] - pad, col_xs[col][-1] + pad)
+                ticks.append((major, labels, [], lims))
+            else:
+                major, labels, minor = _x_ticks(xs)
+                factor = 10.0 ** (spread / 2 + 0.08)
+                ticks.append((major, labels, minor, (xs[0] / factor, xs[-1] * factor)))
         for r in range(nrows):
             for c in range(ncols):
                 ax = axes[r, c]
                 if not ax.get_visible():
                     continue
-                ax.set_xscale("log", base=2)
-                ax.set_xlim(xs[0] / pad, xs[-1] * pad)
+                major, labels, minor, lims = ticks[c]
+                if not linear_x:
+                    ax.set_xscale("log", base=2)
+                ax.set_xlim(*lims)
                 ax.set_xticks(major, labels)
                 ax.xaxis.set_minor_locator(FixedLocator(minor))
                 ax.xaxis.set_minor_formatter(NullFormatter())
@@ -661,7 +747,9 @@ def plot_results(
     notes: list[str] | None = None,
 ) -> list[Path]:
     """Write the figures of ``spec`` (default: error and, when timed, TFLOP/s) and the summary
-    tables into ``out_dir`` as ``<prefix><metric>.<format>`` and ``<prefix>summary.*``.
+    tables into ``out_dir`` as ``<prefix><metric>.<format>`` and ``<prefix>summary.*`` (which
+    keep the tables of the metrics summarised there before:
+    :func:`~precision.runner.summary.write_summary`).
 
     Returns the files written. A metric without a single drawable value is skipped; when it
     was asked for explicitly, ``notes`` (if given) receives a line saying so. Every file is

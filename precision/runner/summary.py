@@ -3,14 +3,21 @@ pivot table per plotted metric (series × x) as Markdown and LaTeX, next to the 
 
 ``<prefix>summary.csv``: one row per point (its identity columns, ``repeats``, ``ok`` = the
 number of repeats with status ok, ``status``) with the median over repeats of ``err_fro``,
-``err_max``, ``err_median`` and, when the figures include ``tflops``, of ``tflops`` and
-``time_s`` (so a summary of errors only is the same on every rerun). A median is NaN when any
-repeat has no value (an error row, a NaN error), so a point is never summarised from part of
-its repeats.
+``err_max``, ``err_median`` and, when the summarised metrics include ``tflops``, of ``tflops``
+and ``time_s`` (so a summary of errors only is the same on every rerun). A median is NaN when
+any repeat has no value (an error row, a NaN error), so a point is never summarised from part
+of its repeats.
 
-``<prefix>summary.md`` / ``<prefix>summary.tex``: per metric of the figures, the same medians
-with the figure's panels and series as rows and the x values (sizes) as columns, three
-significant digits; "n/a" where the median is missing. The LaTeX tables use ``booktabs``.
+``<prefix>summary.md`` / ``<prefix>summary.tex``: per summarised metric, the same medians with
+the figure's panels and series as rows and the x values (sizes) as columns, three significant
+digits; "n/a" where the median is missing. The LaTeX tables use ``booktabs``.
+
+The summarised metrics are those whose tables the existing ``<prefix>summary.md`` already
+holds (:func:`summarised_metrics`, in its order) followed by the other metrics of the figures
+being drawn, so drawing one more metric into a folder adds its table and never drops one:
+``precision plot DIR --metric err_max`` after ``precision run`` keeps the run's ``err_fro``
+and ``tflops`` tables. Every table is recomputed from the current results, with the current
+panels and series; delete the summary files to start afresh.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from precision.runner.figures import PlotSpec
+from precision.runner.figures import METRICS, PlotSpec
 from precision.runner.store import atomic_write
 
 ID_COLUMNS = (
@@ -86,7 +93,7 @@ def pivot(table: pd.DataFrame, spec: PlotSpec, metric: str) -> pd.DataFrame:
     parts = d["_series"].str.partition("\x00")
     order = {key: i for i, (_, key) in enumerate(frame.series)}
     row_parts = [spec.row] if spec.row != "none" else []
-    row_parts += frame.rest
+    row_parts += [dim for dim in frame.rest if dim != spec.row]  # as prepare() labels rows
     if metric == "tflops":
         row_parts.append("device")
     keys: list[pd.Series] = []
@@ -180,21 +187,39 @@ def to_latex(frame: pd.DataFrame, caption: str, x_name: str) -> str:
     return "\n".join(lines)
 
 
+def summarised_metrics(md_path: Path) -> list[str]:
+    """The metrics whose tables the summary at ``md_path`` holds, in its order: the metric
+    names that open its ``## <metric>: ...`` headings ([] when it is missing or unreadable)."""
+    try:
+        text = md_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    found = (line[3:].partition(":")[0].strip() for line in text.splitlines()
+             if line.startswith("## "))  # fmt: skip
+    return list(dict.fromkeys(m for m in found if m in METRICS))
+
+
 def write_summary(
     table: pd.DataFrame, out_dir: Path, spec: PlotSpec, *, prefix: str = ""
 ) -> list[Path]:
     """Write ``<prefix>summary.csv``, ``.md`` and ``.tex`` into ``out_dir`` (atomically:
     :class:`~precision.runner.store.StoreError` naming a file that cannot be written); return
-    the paths."""
+    the paths.
+
+    The tables cover the metrics the existing ``<prefix>summary.md`` has a table of and then
+    the other metrics of ``spec`` (see the module docstring), all computed from ``table``."""
     from precision.runner.plotting import METRIC_LABELS, choose_x
 
     csv_path = out_dir / f"{prefix}summary.csv"
-    summary = summarize(table, timing="tflops" in spec.metrics)
+    md_path = out_dir / f"{prefix}summary.md"
+    tex_path = out_dir / f"{prefix}summary.tex"
+    metrics = list(dict.fromkeys([*summarised_metrics(md_path), *spec.metrics]))
+    summary = summarize(table, timing="tflops" in metrics)
     _, _, x_label = choose_x(table, spec.x)
     repeats = int(table.groupby("point_id").size().max()) if "point_id" in table else 1
     md = [f"# Summary: median over {repeats} repeat(s) per point\n"]
     tex = [r"% Summary tables (median over repeats); needs \usepackage{booktabs}", ""]
-    for metric in spec.metrics:
+    for metric in metrics:
         values = pd.to_numeric(table[metric], errors="coerce")
         if not np.isfinite(values).any():
             continue
@@ -202,8 +227,6 @@ def write_summary(
         label = f"{metric}: {METRIC_LABELS[metric]}, median over repeats, by {x_label}"
         md += [f"## {label}\n", to_markdown(frame), ""]
         tex += [to_latex(frame, label, x_label), ""]
-    md_path = out_dir / f"{prefix}summary.md"
-    tex_path = out_dir / f"{prefix}summary.tex"
     # Written only once all three are computed, each atomically (a failed write leaves the
     # earlier file of that name): StoreError naming the file that could not be written.
     atomic_write(csv_path, lambda tmp: summary.to_csv(tmp, index=False))

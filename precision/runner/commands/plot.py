@@ -27,9 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="draw the figures and summary tables of a results directory",
         description="Read RESULTS_DIR/results.parquet (combining the stored points first if "
         "a run was interrupted) and write one figure per metric (error or TFLOP/s against "
-        "size) and the summary tables (median over repeats: summary.csv, .md, .tex) under "
-        "RESULTS_DIR/figures/ (or --out). Options override the [plot] table of "
-        "RESULTS_DIR/config.toml.",
+        "size) and the summary tables (median over repeats: summary.csv, .md, .tex, which "
+        "keep the tables of metrics summarised there before) under RESULTS_DIR/figures/ (or "
+        "--out). Options override the [plot] table of RESULTS_DIR/config.toml.",
     )
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="e.g. results/quickstart")
     dims = ", ".join(DIMENSIONS)
