@@ -25,7 +25,12 @@ from typing import Any
 
 import numpy as np
 
+from precision.distributions import get_distribution
 from precision.gemm.ozaki import FP16_KBLOCK, OZAKI1_INT8_KMAX, ozaki_gemm
+
+#: a_ij = (U(0,1) - 0.5)·exp(phi·N(0,1)) with a correctly rounded exp (float64), as the runner
+#: draws it: the same bits on any host.
+_exp_rand = get_distribution("exp_rand").func
 
 
 def _mock_slice_gemm(cp: Any, fmt: str, adig: Any, bdig: Any, C: Any, plane0: int, piece: Any,
@@ -112,8 +117,8 @@ def pieces_cover_every_pair() -> dict[str, Any]:
 def _operands(m: int, k: int, n: int, phi: float, seed: int, specials: bool
               ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     rng = np.random.default_rng(seed)
-    A = (rng.random((m, k)) - 0.5) * np.exp(phi * rng.standard_normal((m, k)))
-    B = (rng.random((k, n)) - 0.5) * np.exp(phi * rng.standard_normal((k, n)))
+    A = _exp_rand(rng, (m, k), phi=phi)
+    B = _exp_rand(rng, (k, n), phi=phi)
     if specials and m > 6 and n > 6 and k > 6:
         A[1, 2] = np.nan
         A[2, 3] = np.inf

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from precision.distributions import get_distribution
 from precision.gemm.ozaki import (
     MODULI,
     TARGETS,
@@ -54,6 +55,10 @@ from precision.gemm.ozaki import (
 from precision.gemm.ozaki import shifts_from_bounds as line_shifts
 
 _MASK = (1 << 32) - 1
+
+#: a_ij = (U(0,1) - 0.5)·exp(phi·N(0,1)) with a correctly rounded exp (float64), as the runner
+#: draws it: the same bits on any host.
+_exp_rand = get_distribution("exp_rand").func
 
 
 def sym_mod(x: np.ndarray, m: int) -> np.ndarray:
@@ -197,8 +202,8 @@ def make_operands(n: int, phi: float, seed: int, specials: bool) -> tuple[np.nda
     """exp_rand operands a = (U(0,1) - 0.5)·exp(phi·N(0,1)), n x n; ``specials`` adds NaN,
     ±Inf, an all-Inf row, zero rows/columns and subnormals."""
     rng = np.random.default_rng(seed)
-    A = (rng.random((n, n)) - 0.5) * np.exp(phi * rng.standard_normal((n, n)))
-    B = (rng.random((n, n)) - 0.5) * np.exp(phi * rng.standard_normal((n, n)))
+    A = _exp_rand(rng, (n, n), phi=phi)
+    B = _exp_rand(rng, (n, n), phi=phi)
     if specials:  # indices taken modulo n (n >= 16)
         A[3, 5] = np.nan
         A[10, 0] = np.inf
@@ -1204,8 +1209,8 @@ def host_pipeline() -> list[dict[str, Any]]:
             if specials:
                 A, B = make_operands(m, phi, seed=m, specials=True)
             else:
-                A = (rng.random((m, k)) - 0.5) * np.exp(phi * rng.standard_normal((m, k)))
-                B = (rng.random((k, n)) - 0.5) * np.exp(phi * rng.standard_normal((k, n)))
+                A = _exp_rand(rng, (m, k), phi=phi)
+                B = _exp_rand(rng, (k, n), phi=phi)
             D, run = oc.ozaki2_cuda(A, B, target=target, terms=terms, gemm=gemm,
                                     workspace_factor=wf)  # fmt: skip
             ref = reference(A, B, run.plan.terms, target, crt_samples=4)
