@@ -599,60 +599,109 @@ def round_limbs(acc: list[np.ndarray], e: np.ndarray, target: str) -> np.ndarray
 
 # --------------------------------------------------------------------------- special values
 
+#: The classes of an operand entry that the special-value counts need, as boolean masks (NaN
+#: is in none of them): ``inf`` ±Inf, ``zero`` ±0, ``pinf`` / ``ninf`` +Inf / -Inf, ``pos`` /
+#: ``neg`` above / below 0 (Inf included), ``posf`` / ``negf`` the finite ones among those.
+#: Plain comparisons, so numpy and CuPy arrays alike.
+_CLASSES: dict[str, Callable[[Any], Any]] = {
+    "inf": lambda x: (x == np.inf) | (x == -np.inf),
+    "zero": lambda x: x == 0,
+    "pinf": lambda x: x == np.inf,
+    "ninf": lambda x: x == -np.inf,
+    "pos": lambda x: x > 0,
+    "neg": lambda x: x < 0,
+    "posf": lambda x: (x > 0) & (x < np.inf),
+    "negf": lambda x: (x < 0) & (x > -np.inf),
+}
+#: (class of ``a[i,k]``, class of ``b[k,j]``) pairs whose product is NaN (Inf·0), +Inf, -Inf.
+_NAN_PAIRS = (("inf", "zero"), ("zero", "inf"))
+_PINF_PAIRS = (("pinf", "pos"), ("ninf", "neg"), ("posf", "pinf"), ("negf", "ninf"))
+_NINF_PAIRS = (("pinf", "neg"), ("ninf", "pos"), ("posf", "ninf"), ("negf", "pinf"))
+#: Block workspace of the special values per output: while counting, one count (at most 8
+#: bytes) and five booleans; at the end three booleans, two more and three results of at most
+#: 8 bytes (the ±Inf array, the NaN ``where`` and its dtype copy).
+_SPECIAL_OUT_BYTES = 32
 
-def special_outputs(
-    A: Any, B: Any, rows: Any, cols: Any, target: str, xp: Any = np
-) -> tuple[Any, Any]:
-    """IEEE value of ``sum_k A[i,k]·B[k,j]`` where a non-finite operand meets it: for the
-    sub-blocks (``rows`` x all) and (all x ``cols``). Counts of NaN, +Inf and -Inf products
-    come from 0/1 matrix products (exact: counts <= K < 2^53). Returns (row block, col block).
+
+def _count_dtype(k: int) -> type[np.float32] | type[np.float64]:
+    """dtype of the 0/1 count products for inner dimension ``k``: float32 while every partial
+    sum (an integer <= K) is exact in it (K <= 2^24), else float64 (exact up to 2^53)."""
+    return np.float32 if k <= 2**24 else np.float64
+
+
+def _special_line_bytes(k: int) -> int:
+    """Block workspace of the special values per row of A / column of B in a block: its
+    float64 copy (gathered by index), the boolean masks of one class pair and their copies on
+    the shared ``k`` (1 byte each), those in the count dtype, and two boolean temporaries of a
+    class test, per entry."""
+    return (8 + 1 + 1 + np.dtype(_count_dtype(k)).itemsize + 2) * k
+
+
+def _any_product(a: Any, b: Any, pairs: tuple[tuple[str, str], ...], xp: Any = np) -> Any:
+    """Boolean ``(i, j)``: some ``k`` has ``a[i,k]`` in class ``p`` and ``b[k,j]`` in class
+    ``q`` for a pair ``(p, q)`` of ``pairs`` (:data:`_CLASSES`). Per pair, the 0/1 matrix
+    product ``[a in p] @ [b in q]`` counts such ``k`` exactly (:func:`_count_dtype`), taken
+    over only the ``k`` where both masks have an entry (the others add 0), so a pair that no
+    entry of the block meets costs no product. One pair's masks at a time."""
+    ct = _count_dtype(a.shape[1])
+    hit = xp.zeros((a.shape[0], b.shape[1]), dtype=bool)
+    for p, q in pairs:
+        in_p, in_q = _CLASSES[p](a), _CLASSES[q](b)
+        ks = xp.flatnonzero(in_p.any(axis=0) & in_q.any(axis=1))
+        if ks.size:
+            hit |= (in_p[:, ks].astype(ct) @ in_q[ks].astype(ct)) > 0
+        del in_p, in_q
+    return hit
+
+
+def special_block(a: Any, b: Any, target: str, xp: Any = np) -> Any:
+    """IEEE value, in ``target``, of ``sum_k a[i,k]·b[k,j]`` for every ``(i, j)`` whose row
+    ``a[i,:]`` or column ``b[:,j]`` holds a NaN or ±Inf (elsewhere the value is meaningless):
+    the canonical quiet NaN if some product is NaN (a NaN operand, Inf·0) or if a +Inf and a
+    -Inf product meet, else the sign of the Inf products. Which products occur comes from
+    exact 0/1 matrix products (:func:`_any_product`), so the summation order does not matter.
     ``xp``: numpy, or cupy for device arrays (same values)."""
     dtype = TARGETS[target][2]
     nan_val = _CANON_NAN[target].view(dtype)
-
-    def classes(a: Any) -> dict[str, Any]:
-        fin = xp.isfinite(a)
-        f64 = np.float64
-        return {
-            "nan": xp.isnan(a).astype(f64),
-            "inf": xp.isinf(a).astype(f64),
-            "zero": (a == 0).astype(f64),
-            "pinf": (a == np.inf).astype(f64),
-            "ninf": (a == -np.inf).astype(f64),
-            "pos": (a > 0).astype(f64),
-            "neg": (a < 0).astype(f64),
-            "posf": (fin & (a > 0)).astype(f64),
-            "negf": (fin & (a < 0)).astype(f64),
-        }
-
-    def block(a: Any, b: Any) -> Any:
-        ca, cb = classes(a), classes(b)
-        nan = (
-            ca["nan"].sum(axis=1)[:, None]
-            + cb["nan"].sum(axis=0)[None, :]
-            + ca["inf"] @ cb["zero"]
-            + ca["zero"] @ cb["inf"]
-        )
-        pinf = ca["pinf"] @ cb["pos"] + ca["ninf"] @ cb["neg"]
-        pinf += ca["posf"] @ cb["pinf"] + ca["negf"] @ cb["ninf"]
-        ninf = ca["pinf"] @ cb["neg"] + ca["ninf"] @ cb["pos"]
-        ninf += ca["posf"] @ cb["ninf"] + ca["negf"] @ cb["pinf"]
-        out = xp.where(pinf > 0, dtype(np.inf), dtype(-np.inf)).astype(dtype)
-        return xp.where((nan > 0) | ((pinf > 0) & (ninf > 0)), dtype(nan_val), out).astype(dtype)
-
-    return block(A[rows], B), block(A, B[:, cols])
+    nan = xp.isnan(a).any(axis=1)[:, None] | xp.isnan(b).any(axis=0)[None, :]
+    nan |= _any_product(a, b, _NAN_PAIRS, xp)
+    pinf = _any_product(a, b, _PINF_PAIRS, xp)
+    ninf = _any_product(a, b, _NINF_PAIRS, xp)
+    out = xp.where(pinf, dtype(np.inf), dtype(-np.inf)).astype(dtype)
+    return xp.where(nan | (pinf & ninf), dtype(nan_val), out).astype(dtype)
 
 
-def apply_specials(
-    D: Any, A: Any, B: Any, sa: LineStats, sb: LineStats, target: str, xp: Any = np
-) -> None:
-    """Overwrite the outputs in rows of A / columns of B that hold NaN or ±Inf (in place)."""
-    rows, cols = np.flatnonzero(sa.bad), np.flatnonzero(sb.bad)
-    if rows.size == 0 and cols.size == 0:
+def _write_specials(D: Any, A: Any, B: Any, rows: np.ndarray, cols: np.ndarray, target: str,
+                    xp: Any, budget: int) -> None:  # fmt: skip
+    """``D[rows x cols] = special_block(A[rows], B[:, cols])`` (index arrays, host), in blocks
+    of rows and columns whose workspace stays within ``budget`` bytes (:func:`_blocks`)."""
+    k = A.shape[1]
+    mb, nb = _blocks(rows.size, cols.size, _special_line_bytes(k), _SPECIAL_OUT_BYTES, budget)
+    for r0 in range(0, rows.size, mb):
+        ri = xp.asarray(rows[r0 : r0 + mb])
+        a = A[ri]
+        for c0 in range(0, cols.size, nb):
+            cj = xp.asarray(cols[c0 : c0 + nb])
+            D[ri[:, None], cj[None, :]] = special_block(a, B[:, cj], target, xp)
+
+
+def apply_specials(D: Any, A: Any, B: Any, sa: LineStats, sb: LineStats, target: str,
+                   xp: Any = np, budget: int | None = None) -> None:  # fmt: skip
+    """Overwrite, in place, the outputs in rows of A / columns of B that hold NaN or ±Inf with
+    their IEEE value (:func:`special_block`): the bad rows against all columns, then the other
+    rows against the bad columns. Only those rows and columns of the one operand meet the
+    other; the blocks keep the workspace within ``budget`` bytes (default
+    :func:`workspace_budget`)."""
+    bad_rows, bad_cols = np.flatnonzero(sa.bad), np.flatnonzero(sb.bad)
+    if bad_rows.size == 0 and bad_cols.size == 0:
         return
-    rblk, cblk = special_outputs(A, B, xp.asarray(rows), xp.asarray(cols), target, xp)
-    D[xp.asarray(rows)] = rblk
-    D[:, xp.asarray(cols)] = cblk
+    budget = workspace_budget(A, B) if budget is None else budget
+    n = D.shape[1]
+    if bad_rows.size:
+        _write_specials(D, A, B, bad_rows, np.arange(n), target, xp, budget)
+    if bad_cols.size:
+        good_rows = np.flatnonzero(~np.asarray(sa.bad, dtype=bool))
+        _write_specials(D, A, B, good_rows, bad_cols, target, xp, budget)
 
 
 # ------------------------------------------------------------------------------- emulators
