@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +56,13 @@ _X_MIN, _X_MAX = -708.0, 709.7
 _AMBIGUOUS = 2.0**-80
 
 
+def _exact(v: Any) -> Fraction:
+    """The mpmath number ``v`` as an exact fraction (its signed mantissa times 2^exponent;
+    ``mpf.as_integer_ratio`` is missing from older mpmath releases)."""
+    man, exp = int(v.man), int(v.exp)
+    return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2**-exp)
+
+
 @functools.cache
 def _constants() -> tuple[float, float, float, float, np.ndarray, np.ndarray]:
     """``4096/ln2`` (float64), ``ln2/4096`` in three parts (30 + 30 + 53 bits), and the table
@@ -63,7 +71,7 @@ def _constants() -> tuple[float, float, float, float, np.ndarray, np.ndarray]:
 
     with mpmath.workprec(200):
         c = mpmath.log(2) / _TABLE
-        c_frac = Fraction(*mpmath.mpf(c).as_integer_ratio())
+        c_frac = _exact(c)
         parts = []
         rest = c_frac
         for bits in (30, 30):
@@ -73,11 +81,11 @@ def _constants() -> tuple[float, float, float, float, np.ndarray, np.ndarray]:
             parts.append(float(part))
             rest -= part
         parts.append(float(rest))
-        inv = float(Fraction(*mpmath.mpf(_TABLE / mpmath.log(2)).as_integer_ratio()))
+        inv = float(_exact(_TABLE / mpmath.log(2)))
         hi = np.empty(_TABLE)
         lo = np.empty(_TABLE)
         for j in range(_TABLE):
-            t = Fraction(*mpmath.power(2, mpmath.mpf(j) / _TABLE).as_integer_ratio())
+            t = _exact(mpmath.power(2, mpmath.mpf(j) / _TABLE))
             hi[j] = float(t)
             lo[j] = float(t - Fraction(hi[j]))
     return inv, parts[0], parts[1], parts[2], hi, lo
@@ -101,9 +109,9 @@ def _exp_mpmath(x: float) -> float:
     if x < -746.0:
         return 0.0
     with mpmath.workprec(200):
-        num, den = mpmath.exp(mpmath.mpf(x)).as_integer_ratio()
+        y = _exact(mpmath.exp(mpmath.mpf(x)))
     try:
-        return num / den
+        return y.numerator / y.denominator
     except OverflowError:
         return math.inf
 

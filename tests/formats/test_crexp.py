@@ -25,9 +25,10 @@ def _rn_exp(x: float) -> float:
     if x > 800:
         return math.inf
     with mpmath.workprec(300):
-        num, den = mpmath.exp(mpmath.mpf(x)).as_integer_ratio()
+        sign, man, exp, _ = mpmath.exp(mpmath.mpf(x))._mpf_  # value = (-1)^sign·man·2^exp
+    num, den = (man << exp, 1) if exp >= 0 else (man, 1 << -exp)
     try:
-        return num / den
+        return (-num if sign else num) / den
     except OverflowError:
         return math.inf
 
