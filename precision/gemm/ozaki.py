@@ -97,7 +97,10 @@ _MASK = (1 << _LIMB) - 1
 _CANON_NAN: dict[str, Any] = {  # the IEEE quiet NaN of each target
     n: get_format(n).bits_dtype.type(get_format(n).ieee_quiet_nan_bits) for n in TARGETS
 }
-_CHUNK = 1 << 20  # elements per chunk of the line statistics
+_CHUNK = 1 << 20  # elements per chunk of the line statistics (at most)
+#: Full-size 8-byte temporaries per element that a chunk of line_stats / norm_terms holds at
+#: once (measured with tracemalloc: about 10), which sizes the chunk on small inputs.
+_STATS_TEMPS = 12
 
 
 def array_module(x: Any) -> Any:
@@ -178,12 +181,17 @@ def norm_terms(mag: np.ndarray, emax: np.ndarray) -> np.ndarray:
 
 def line_stats(X: np.ndarray, axis: int) -> LineStats:
     """:class:`LineStats` of the rows (``axis=1``) or columns (``axis=0``) of float64 ``X``,
-    computed in row chunks of about 2^20 elements (2^24 for a CuPy array, whose statistics
-    are CuPy arrays too; bounded temporaries): one pass for the largest magnitudes, one for
-    the norm bounds relative to them."""
+    computed in row chunks (at most 2^20 elements, fewer for small X so that the temporaries
+    stay within the workspace budget; 2^24 for a CuPy array, whose statistics are CuPy arrays
+    too): one pass for the largest magnitudes, one for the norm bounds relative to them. The
+    statistics are exact (maxima, integer sums), so the chunking never changes them."""
     xp = array_module(X)
     rows, cols = X.shape
-    step = max(1, (_CHUNK if xp is np else _CHUNK << 4) // max(cols, 1))
+    if xp is np:  # temporaries within a quarter of 1.5x X's float64 size (the workspace budget)
+        chunk = min(_CHUNK, 3 * X.size // (8 * _STATS_TEMPS))
+    else:
+        chunk = _CHUNK << 4
+    step = max(1, chunk // max(cols, 1))
     nlines = rows if axis == 1 else cols
     mx = xp.zeros(nlines)
     esum = xp.zeros(nlines, dtype=np.int64)

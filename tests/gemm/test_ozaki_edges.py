@@ -255,3 +255,21 @@ def test_special_values_add_no_memory_to_a_gemm_call(method: str, terms: int) ->
         for a, b in ((A, B), (As, Bs))
     ]
     assert peaks[1] <= peaks[0] * 1.01
+
+
+@pytest.mark.parametrize(("method", "terms"), [("ozaki2", 15), ("ozaki1", 6)])
+def test_a_whole_call_stays_within_the_workspace_budget(method: str, terms: int) -> None:
+    """docs/ozaki.md "Workspace": beyond its inputs and output, a call keeps at most 1.5x the
+    float64 size of A and B, small problems included (the line statistics' chunks used to take
+    a fixed 2^20 elements: 5.3x at 600 x 600)."""
+    rng = np.random.default_rng(3)
+    A, B = rng.standard_normal((600, 600)), rng.standard_normal((600, 600))
+    gemm(A[:4], B, method=method, fmt="int8", target="fp64", terms=terms, backend="emulator")
+    out_bytes = 600 * 600 * 8
+    peak = _traced_peak(
+        lambda: gemm(A, B, method=method, fmt="int8", target="fp64", terms=terms,
+                     backend="emulator")
+    )  # fmt: skip
+    assert peak - out_bytes <= 1.5 * (A.nbytes + B.nbytes), (peak - out_bytes) / (
+        A.nbytes + B.nbytes
+    )
