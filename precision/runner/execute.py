@@ -8,16 +8,22 @@ metrics are NaN or Inf (its result holds NaN or Inf where the reference is finit
 computed but not "ok": its status is "nan", with the reason in ``error``. The ``gpu_uuid``
 column names the GPU that computed a point with a GPU backend (nvidia-smi's ``GPU-…`` UUID;
 None for CPU points and for GPU points not attempted because the backend is unavailable).
+The ``inputs_sha256`` column fingerprints the input matrices of the row's repeat
+(:func:`inputs_sha256`, computed once per input pair by :class:`InputCache`); None where no
+inputs were made (status "unavailable", or an error while drawing them).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
 import json
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -93,22 +99,72 @@ def reference_product(A: np.ndarray, B: np.ndarray, kind: str, device: str = "cp
     raise ValueError(f"unknown reference {kind!r} (valid: exact, exact_dd, fp64)")
 
 
-class InputCache:
-    """LRU cache of ``(A, B, reference)`` per (inputs, repeat), bounded in bytes.
+#: Hex digits of the SHA-256 kept in the ``inputs_sha256`` column (64 bits).
+INPUTS_SHA256_DIGITS = 16
 
-    Points that share inputs (same shape, distribution, seed and repeat) reuse the matrices
-    and, more importantly, the reference product, which may cost more than the GEMM itself.
+
+def _little_endian_bytes(array: np.ndarray) -> memoryview:
+    """``array``'s bytes in C order and little-endian byte order, as a flat byte view.
+
+    No copy for the C-contiguous, native little-endian arrays the runner makes; anything else
+    (a strided view, big-endian data) is copied once into that layout.
+    """
+    order = array.dtype.byteorder
+    if order == ">" or (order == "=" and sys.byteorder == "big"):
+        array = array.astype(array.dtype.newbyteorder("<"))
+    return np.ascontiguousarray(array).reshape(-1).view(np.uint8).data
+
+
+def inputs_sha256(A: np.ndarray, B: np.ndarray) -> str:
+    """Fingerprint of an input pair: the first 16 hex digits of the SHA-256 of a header line
+    followed by A's and then B's bytes (C order, little-endian).
+
+    The header is one ASCII line: A's dtype (numpy's name) and shape (``RxC``), then B's,
+    separated by spaces and ended by a newline, e.g. ``b"float32 16x32 float32 32x8\\n"``, so
+    inputs with the same bytes but another dtype or shape get another fingerprint. The arrays
+    are hashed through a byte view, without copies (see :func:`_little_endian_bytes`).
+    """
+    header = " ".join(f"{a.dtype.name} {'x'.join(str(d) for d in a.shape)}" for a in (A, B))
+    digest = hashlib.sha256(f"{header}\n".encode("ascii"))
+    for array in (A, B):
+        digest.update(_little_endian_bytes(array))
+    return digest.hexdigest()[:INPUTS_SHA256_DIGITS]
+
+
+@dataclass
+class CachedInputs:
+    """One repeat's input pair, its fingerprint, and the reference products computed on it
+    (by reference kind)."""
+
+    A: np.ndarray
+    B: np.ndarray
+    sha256: str
+    references: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held (inputs and references)."""
+        return self.A.nbytes + self.B.nbytes + sum(r.nbytes for r in self.references.values())
+
+
+class InputCache:
+    """LRU cache of the inputs of each (inputs, repeat), with their fingerprint and reference
+    products, bounded in bytes.
+
+    Points that share inputs (same shape, distribution, seed and repeat) reuse the matrices,
+    their fingerprint (hashed once, when the pair is drawn) and, more importantly, the
+    reference product, which may cost more than the GEMM itself.
     """
 
     def __init__(self, max_bytes: int = 2 << 30):
         self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = OrderedDict()
+        self._items: OrderedDict[tuple, CachedInputs] = OrderedDict()
 
-    def get(self, point: Point, repeat: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Inputs and reference of ``point``'s repeat ``repeat``."""
+    def get(self, point: Point, repeat: int) -> CachedInputs:
+        """The inputs of ``point``'s repeat ``repeat`` (drawn and hashed on first use)."""
         from precision.distributions import make_inputs
 
-        key = (point.input_key(), repeat, point.reference)
+        key = (point.input_key(), repeat)
         if key in self._items:
             self._items.move_to_end(key)
             return self._items[key]
@@ -121,16 +177,30 @@ class InputCache:
             dtype=np.dtype(point.input_dtype),
             **dict(point.dist_params),
         )
-        # Points on a GPU backend (a GPU is at hand) compute the exact reference there.
-        device = "gpu" if point.backend in ("cuda", "cublas") else "cpu"
-        item = (A, B, reference_product(A, B, point.reference, device))
+        item = CachedInputs(A, B, inputs_sha256(A, B))
         self._items[key] = item
-        while len(self._items) > 1 and self._nbytes() > self.max_bytes:
-            self._items.popitem(last=False)
+        self._evict()
         return item
 
+    def reference(self, point: Point, repeat: int) -> np.ndarray:
+        """The reference product (``point.reference``) of ``point``'s repeat ``repeat``."""
+        item = self.get(point, repeat)
+        if point.reference not in item.references:
+            # Points on a GPU backend (a GPU is at hand) compute the exact reference there.
+            device = "gpu" if point.backend in ("cuda", "cublas") else "cpu"
+            item.references[point.reference] = reference_product(
+                item.A, item.B, point.reference, device
+            )
+            self._evict()
+        return item.references[point.reference]
+
+    def _evict(self) -> None:
+        """Drop the least recently used entries above ``max_bytes`` (never the newest)."""
+        while len(self._items) > 1 and self._nbytes() > self.max_bytes:
+            self._items.popitem(last=False)
+
     def _nbytes(self) -> int:
-        return sum(a.nbytes + b.nbytes + r.nbytes for a, b, r in self._items.values())
+        return sum(item.nbytes for item in self._items.values())
 
 
 def _base_row(point: Point, repeat: int) -> dict:
@@ -158,6 +228,8 @@ def _base_row(point: Point, repeat: int) -> dict:
         "input_dtype": point.input_dtype,
         "emulator_device": point.emulator_device,
         "input_seed": point.input_seed(repeat),
+        # fingerprint of this repeat's inputs (inputs_sha256), once they are drawn
+        "inputs_sha256": None,
         "compare_backend": point.compare_backend,
         "status": STATUS_OK,
         "error": None,
@@ -316,8 +388,10 @@ def compute_point(
             row.update(status=STATUS_UNAVAILABLE, error="; ".join(unavailable))
         else:
             try:
-                A, B, ref = cache.get(point, repeat)
-                _measure(gemm, A, B, ref, point, row)
+                inputs = cache.get(point, repeat)
+                row["inputs_sha256"] = inputs.sha256
+                ref = cache.reference(point, repeat)
+                _measure(gemm, inputs.A, inputs.B, ref, point, row)
                 bad = [
                     f"{key} = {row[key]}"
                     for key in ("err_fro", "err_max", "err_median")
