@@ -27,15 +27,18 @@ operations that are correctly rounded everywhere (+, −, ×, ``rint``, ``ldexp`
    mpmath at 200 bits and rounded once.
 
 Work is done in chunks of :data:`CHUNK` elements, so memory stays bounded at any size. About 70
-array operations per element make it 30-50 times slower than ``numpy.exp``: 75-125 ns per
-element on the 2-core development machine (against 55-60 ns for the ``standard_normal`` draw
-that ``exp_rand`` makes for each entry anyway).
+array operations per element make it 30-50 times slower than ``numpy.exp`` on one core: 75-125
+ns per element on the 2-core development machine (against 55-60 ns for the ``standard_normal``
+draw that ``exp_rand`` makes for each entry anyway). Large arrays are spread over the cores
+(8M arguments: 0.78 s on one core, 0.55 s on two).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from typing import Any
 
@@ -47,6 +50,8 @@ __all__ = ["CHUNK", "exp_rn"]
 
 #: Elements per chunk: its ~20 float64 temporaries stay in the L2 cache (measured fastest).
 CHUNK = 1 << 14
+#: Arguments from which :func:`exp_rn` uses threads.
+_MIN_THREADED = 1 << 20
 
 _TABLE_BITS = 12
 _TABLE = 1 << _TABLE_BITS
@@ -147,21 +152,47 @@ def _exp_chunk(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.ldexp(y, ki >> _TABLE_BITS), near
 
 
+def _exp_range(flat_x: np.ndarray, flat_out: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """The fast path on ``flat_x[start:stop]``, chunk by chunk, into ``flat_out``; returns the
+    flat indices left for :func:`_exp_mpmath` (ambiguous or outside the fast path's range)."""
+    slow = []
+    with np.errstate(all="ignore"):  # per thread: numpy's error state is thread-local
+        for c0 in range(start, stop, CHUNK):
+            xc = flat_x[c0 : min(c0 + CHUNK, stop)]
+            fast = (xc >= _X_MIN) & (xc <= _X_MAX)
+            y, near = _exp_chunk(np.where(fast, xc, 0.0))
+            flat_out[c0 : c0 + xc.size] = y
+            slow.append(c0 + np.flatnonzero(~fast | near))
+    return np.concatenate(slow) if slow else np.empty(0, dtype=np.intp)
+
+
 def exp_rn(x: np.ndarray) -> np.ndarray:
     """``exp(x)`` correctly rounded to nearest, elementwise, for a float64 array (any shape):
     the same bits on every IEEE-754 machine. NaN gives NaN, +Inf gives +Inf, −Inf and
     arguments below about −745.13 give +0, arguments above about 709.78 give +Inf; no floating-
-    point warnings are raised."""
+    point warnings are raised.
+
+    From :data:`_MIN_THREADED` elements on, the chunks are spread over the CPU's cores
+    (numpy releases the GIL; the result does not depend on it). The few arguments that need
+    mpmath are done afterwards in the calling thread (mpmath's precision is process-wide)."""
     x = np.asarray(x, dtype=np.float64)
     out = np.empty(x.shape, dtype=np.float64)
     flat_x, flat_out = x.reshape(-1), out.reshape(-1)
-    with np.errstate(all="ignore"):
-        for start in range(0, flat_x.size, CHUNK):
-            xc = flat_x[start : start + CHUNK]
-            fast = (xc >= _X_MIN) & (xc <= _X_MAX)
-            y, near = _exp_chunk(np.where(fast, xc, 0.0))
-            slow = np.flatnonzero(~fast | near)
-            if slow.size:
-                y[slow] = [_exp_mpmath(float(v)) for v in xc[slow]]
-            flat_out[start : start + CHUNK] = y
+    size = flat_x.size
+    _constants(), _table_split()  # built once, before any thread needs them
+    workers = min(os.cpu_count() or 1, -(-size // CHUNK)) if size >= _MIN_THREADED else 1
+    if workers > 1:
+        per = -(-size // (workers * CHUNK)) * CHUNK  # whole chunks per worker
+        with ThreadPoolExecutor(workers) as pool:
+            parts = list(
+                pool.map(
+                    lambda s0: _exp_range(flat_x, flat_out, s0, min(s0 + per, size)),
+                    range(0, size, per),
+                )
+            )
+        slow = np.concatenate(parts)
+    else:
+        slow = _exp_range(flat_x, flat_out, 0, size)
+    for i in slow.tolist():  # about one argument in 10^7, plus those outside [-708, 709.7]
+        flat_out[i] = _exp_mpmath(float(flat_x[i]))
     return out

@@ -97,3 +97,17 @@ def test_exp_rand_is_uniform_times_the_rounded_exp(phi: float, monkeypatch: pyte
     assert np.array_equal(f32, want.astype(np.float32))
     A, _ = make_inputs("exp_rand", 9, 3, 7, np.random.default_rng(14), dtype="fp64", phi=phi)
     assert _same_bits(A, want).all()
+
+
+def test_threaded_chunks_give_the_same_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spread over threads (forced here on a small array, with out-of-range arguments that
+    take the mpmath path in every worker's share), the result is the reference's, bit for bit."""
+    monkeypatch.setattr(crexp, "CHUNK", 256)
+    monkeypatch.setattr(crexp, "_MIN_THREADED", 1)
+    monkeypatch.setattr(crexp.os, "cpu_count", lambda: 4)
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal(5000) * 30
+    x[::700] = rng.uniform(-760, -709, x[::700].size)  # subnormal results: mpmath
+    got = crexp.exp_rn(x)
+    want = np.array([_rn_exp(float(v)) for v in x])
+    assert _same_bits(got, want).all()
