@@ -131,6 +131,13 @@ def inputs_sha256(A: np.ndarray, B: np.ndarray) -> str:
     return digest.hexdigest()[:INPUTS_SHA256_DIGITS]
 
 
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """A read-only view of ``array`` (same data, no copy)."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
 @dataclass
 class CachedInputs:
     """One repeat's input pair, its fingerprint, and the reference products computed on it
@@ -177,6 +184,10 @@ class InputCache:
             dtype=np.dtype(point.input_dtype),
             **dict(point.dist_params),
         )
+        # Read-only from here on: every point of this repeat gets these very arrays, and the
+        # fingerprint is taken once, so a GEMM that wrote into its inputs would hand the later
+        # points other inputs under the same inputs_sha256. It fails instead (status error).
+        A, B = _read_only(A), _read_only(B)
         item = CachedInputs(A, B, inputs_sha256(A, B))
         self._items[key] = item
         self._evict()
@@ -188,8 +199,8 @@ class InputCache:
         if point.reference not in item.references:
             # Points on a GPU backend (a GPU is at hand) compute the exact reference there.
             device = "gpu" if point.backend in ("cuda", "cublas") else "cpu"
-            item.references[point.reference] = reference_product(
-                item.A, item.B, point.reference, device
+            item.references[point.reference] = _read_only(
+                reference_product(item.A, item.B, point.reference, device)
             )
             self._evict()
         return item.references[point.reference]

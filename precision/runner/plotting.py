@@ -392,7 +392,12 @@ def _missing_notes(frame: _Frame, metric: str) -> list[str]:
     if d.empty:
         return []
     xname = "size" if frame.x == "size" else frame.x
-    grouped = d.groupby(["_series", "_row", "_col", "_x"], sort=True)
+    # dropna=False: rows without an x value (on a terms axis: baselines, and Ozaki points
+    # with terms = "auto" that were not computed, so no count is known) are listed too.
+    grouped = d.groupby(["_series", "_row", "_col", "_x"], sort=True, dropna=False)
+    # (as drawn: a panel value of such rows that no row with an x value has means every panel)
+    placed = d[d["_x"].notna()]
+    panel_rows, panel_cols = set(placed["_row"]), set(placed["_col"])
     lines: dict[tuple[str, str], list[str]] = {}
     for (series, row, col, x), g in grouped:
         valid = int(g["_valid"].sum())
@@ -415,10 +420,19 @@ def _missing_notes(frame: _Frame, metric: str) -> list[str]:
         if valid:
             why = f"{len(bad)} of {len(g)} repeats {why}"
         label = str(series).replace("\x00", " ").strip()
+        x = float(str(x))
+        if math.isnan(x) and len(placed):  # drawn in every panel of a value not placed
+            row, col = (row if row in panel_rows else ""), (col if col in panel_cols else "")
         panel = ", ".join(str(p) for p in (row, col) if p)
         key = (f"{label} [{panel}]" if panel else label, why)
-        lines.setdefault(key, []).append(str(int(float(str(x)))))
-    out = [f"{who}: {why} at {xname} = {', '.join(xs)}" for (who, why), xs in lines.items()]
+        lines.setdefault(key, []).append("" if math.isnan(x) else str(int(x)))
+    out = []
+    for (who, why), xs in lines.items():
+        at = [x for x in xs if x]
+        where = [f"at {xname} = {', '.join(at)}"] if at else []
+        if len(at) < len(xs):
+            where.append(f"without a {xname} value")
+        out.append(f"{who}: {why} {' and '.join(where)}")
     if len(out) > MAX_NOTE_LINES:
         more = len(out) - (MAX_NOTE_LINES - 1)
         out = out[: MAX_NOTE_LINES - 1] + [f"... and {more} more (see the summary table)"]
@@ -772,6 +786,10 @@ def plot_results(
     paths: list[Path] = []
     check_writable(out_dir)  # before drawing anything
     for metric in spec.metrics:
+        if metric not in table:  # a table written without it (another tool, a hand-made one)
+            if spec.explicit_metrics and notes is not None:
+                notes.append(f"no {metric} figure: the results have no {metric} column")
+            continue
         values = pd.to_numeric(table[metric], errors="coerce")
         ok = table["status"] == "ok" if "status" in table else True
         if not ((values > 0) & np.isfinite(values) & ok).any():

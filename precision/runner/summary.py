@@ -17,7 +17,9 @@ holds (:func:`summarised_metrics`, in its order) followed by the other metrics o
 being drawn, so drawing one more metric into a folder adds its table and never drops one:
 ``precision plot DIR --metric err_max`` after ``precision run`` keeps the run's ``err_fro``
 and ``tflops`` tables. Every table is recomputed from the current results, with the current
-panels and series; delete the summary files to start afresh.
+panels and series; delete the summary files to start afresh. A kept metric that the current
+results have no finite value (or no column) of keeps its heading with a "No table: ..." line,
+so that it is not forgotten, and gets its table again once they have values.
 """
 
 from __future__ import annotations
@@ -191,8 +193,10 @@ def summarised_metrics(md_path: Path) -> list[str]:
     """The metrics whose tables the summary at ``md_path`` holds, in its order: the metric
     names that open its ``## <metric>: ...`` headings ([] when it is missing or unreadable)."""
     try:
-        text = md_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        # A byte that is not UTF-8 (an editor's re-encoding) must not drop every table: the
+        # headings that matter are ASCII.
+        text = md_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
         return []
     found = (line[3:].partition(":")[0].strip() for line in text.splitlines()
              if line.startswith("## "))  # fmt: skip
@@ -213,18 +217,25 @@ def write_summary(
     csv_path = out_dir / f"{prefix}summary.csv"
     md_path = out_dir / f"{prefix}summary.md"
     tex_path = out_dir / f"{prefix}summary.tex"
-    metrics = list(dict.fromkeys([*summarised_metrics(md_path), *spec.metrics]))
+    kept = summarised_metrics(md_path)
+    metrics = list(dict.fromkeys([*kept, *spec.metrics]))
     summary = summarize(table, timing="tflops" in metrics)
     _, _, x_label = choose_x(table, spec.x)
     repeats = int(table.groupby("point_id").size().max()) if "point_id" in table else 1
     md = [f"# Summary: median over {repeats} repeat(s) per point\n"]
     tex = [r"% Summary tables (median over repeats); needs \usepackage{booktabs}", ""]
     for metric in metrics:
-        values = pd.to_numeric(table[metric], errors="coerce")
-        if not np.isfinite(values).any():
+        label = f"{metric}: {METRIC_LABELS[metric]}, median over repeats, by {x_label}"
+        values = pd.to_numeric(table[metric], errors="coerce") if metric in table else None
+        if values is None or not np.isfinite(values).any():
+            if metric in kept:  # summarised before: keep its place (and so the metric), empty
+                why = f"no finite {metric} in the current results" + (
+                    "" if values is not None else f" (they have no {metric} column)"
+                )
+                md += [f"## {label}\n", f"No table: {why}.", ""]
+                tex += [f"% {label}: no table, {why}", ""]
             continue
         frame = pivot(table, spec, metric)
-        label = f"{metric}: {METRIC_LABELS[metric]}, median over repeats, by {x_label}"
         md += [f"## {label}\n", to_markdown(frame), ""]
         tex += [to_latex(frame, label, x_label), ""]
     # Written only once all three are computed, each atomically (a failed write leaves the

@@ -112,6 +112,60 @@ def test_plotting_another_metric_keeps_the_summary_tables_already_written(tmp_pa
     capsys.readouterr()
 
 
+def test_a_kept_metric_without_values_or_column_keeps_its_place_and_returns(tmp_path):
+    """Summarising results that lack a metric summarised before (another experiment plotted
+    into the same folder, a table without that column) neither fails nor forgets it: its
+    section stays, saying why it is empty, and a later plot with values fills it again."""
+    from precision.runner.plotting import plot_results
+
+    out = tmp_path / "figures"
+    full = _square_rows()
+    spec = PlotSpec(formats=("png",))  # err_fro and tflops, as a run draws them
+    plot_results(full, out, "s", spec)
+    first = _sections((out / "summary.md").read_text())
+    assert list(first) == ["err_fro", "tflops"]
+
+    errors_only = PlotSpec(metrics=("err_fro",), formats=("png",))
+    for table, why in (
+        (full.drop(columns=["tflops", "time_s"]), "(they have no tflops column)"),
+        (full.assign(tflops=np.nan), "no finite tflops in the current results."),
+    ):
+        paths = plot_results(table, out, "s", errors_only)
+        assert out / "summary.md" in paths
+        after = _sections((out / "summary.md").read_text())
+        assert list(after) == ["err_fro", "tflops"]
+        assert "No table: no finite tflops" in after["tflops"] and why in after["tflops"]
+        assert "| plain |" not in after["tflops"]  # no numbers of the earlier results
+        assert after["err_fro"] == first["err_fro"]
+        assert "% tflops: " in (out / "summary.tex").read_text()
+
+    plot_results(full, out, "s", errors_only)  # values again: the table comes back
+    assert _sections((out / "summary.md").read_text()) == first
+
+
+def test_a_summary_with_a_byte_that_is_not_utf8_keeps_its_tables(tmp_path):
+    from precision.runner.plotting import plot_results
+
+    out = tmp_path / "figures"
+    plot_results(_square_rows(), out, "s", PlotSpec(formats=("png",)))
+    md = out / "summary.md"
+    md.write_bytes(md.read_bytes() + b"\nnotes: caf\xe9 (saved as Latin-1 by an editor)\n")
+    plot_results(_square_rows(), out, "s", PlotSpec(metrics=("err_max",), formats=("png",)))
+    assert list(_sections(md.read_text())) == ["err_fro", "tflops", "err_max"]
+
+
+def test_plot_skips_a_metric_whose_column_the_table_lacks(tmp_path, capsys):
+    root = tmp_path / "res"
+    root.mkdir()
+    _square_rows().drop(columns=["tflops", "time_s"]).to_parquet(root / "results.parquet")
+    (root / "config.toml").write_text('name = "s"\n[plot]\nformat = "png"\n')
+    assert main(["plot", str(root), "--metric", "err_fro,tflops"]) == 0
+    err = capsys.readouterr().err
+    assert "no tflops figure: the results have no tflops column" in err
+    assert (root / "figures" / "err_fro.png").exists()
+    assert list(_sections((root / "figures" / "summary.md").read_text())) == ["err_fro"]
+
+
 # ----------------------------------------------------------------------------- warm timing
 
 
@@ -243,6 +297,26 @@ def test_smallest_values_and_the_unit_roundoff_line_are_inside_the_log_axis():
         assert low - lo >= VISIBLE * (hi - lo), (ax.get_title(), low, lo)
         assert hi - high >= VISIBLE * (hi - lo), (ax.get_title(), high, hi)
         assert lo == round(lo) and hi == round(hi)  # still whole decades
+
+
+def test_terms_axis_states_points_without_a_term_count():
+    """On a terms axis, rows with no count (Ozaki points with terms = "auto" that were not
+    computed, and baselines drawn as levels) that have no value are listed under the figure
+    like any other point, not dropped."""
+    table = _ozaki_rows(ks=(64,), phis=(0.0,))
+    auto = (table["method"] == "ozaki2") & (table["terms"] == 20)
+    not_computed = [np.nan, "auto", "unavailable", np.nan]
+    table.loc[auto, ["terms", "terms_requested", "status", "err_max"]] = not_computed
+    table.loc[table["method"] == "ozaki1", "terms_requested"] = "auto"
+    fails = (table["method"] == "ozaki1") & (table["terms"] == 8)
+    table.loc[fails, ["terms", "status", "err_max"]] = [np.nan, "error", np.nan]
+    table.loc[table["method"] == "plain", ["status", "err_max"]] = ["error", np.nan]
+    fig = draw_figure(prepare(table, OZAKI_SPEC, "err_max"), "err_max", OZAKI_SPEC, "")
+    text = " ".join(" ".join(t.get_text().split()) for sub in fig.subfigs for t in sub.texts)
+    assert "Not shown" in text
+    assert "φ = 0 [ozaki2]: unavailable without a terms value" in text
+    assert "φ = 0 [ozaki1]: error without a terms value" in text
+    assert "fp64 numpy matmul (BLAS DGEMM): error without a terms value" in text
 
 
 # ----------------------------------------------------------------------------- ozaki rows

@@ -107,6 +107,32 @@ def test_column_hashes_exactly_the_arrays_the_gemm_receives(tmp_path):
     assert set(table["inputs_sha256"]) == set(seen)
 
 
+def test_a_gemm_that_writes_into_its_inputs_cannot_change_those_of_later_points(tmp_path):
+    """The inputs of a repeat are drawn and hashed once and shared by its points: a GEMM
+    that rounds them in place (corrected here, computed before plain) fails with status
+    error instead of handing the later points other inputs under the same fingerprint."""
+    from precision.formats import round as fround
+
+    seen: dict[tuple, set[str]] = {}
+
+    def rounds_in_place(A, B, **kw):
+        seen.setdefault((kw["method"], kw["fmt"]), set()).add(expected_sha256(A, B))
+        if kw["method"] == "corrected":
+            A[...] = fround(np.asarray(A, dtype=np.float64), kw["fmt"])
+        return doubles.fake_gemm(A, B, **kw)
+
+    table = run(tmp_path, gemm=rounds_in_place)
+    corrected = table["method"] == "corrected"
+    assert (table.loc[corrected, "status"] == "error").all()
+    assert table.loc[corrected, "error"].str.contains("read-only").all()
+    plain = table[~corrected]
+    assert (plain["status"] == "ok").all() and len(plain) == 2 * 2 * 3
+    for _, row in table.iterrows():  # every row's hash is that of its own, unchanged inputs
+        assert row["inputs_sha256"] == expected_sha256(*inputs_of(row))
+    for fmt in ("fp16", "bf16"):
+        assert seen[("plain", fmt)] == set(plain.loc[plain["format"] == fmt, "inputs_sha256"])
+
+
 def test_two_runs_and_a_forced_recomputation_give_identical_hashes(tmp_path):
     first = run(tmp_path / "a")
     second = run(tmp_path / "b")
