@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from typing import Any
@@ -68,31 +69,44 @@ def _exact(v: Any) -> Fraction:
     return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2**-exp)
 
 
+_CONTEXTS = threading.local()
+
+
+def _mp200() -> Any:
+    """This thread's private mpmath context at 200 bits. mpmath's default context
+    ``mpmath.mp`` holds one precision for the whole process, which ``workprec`` changes under
+    every thread; contexts of our own leave it, and other threads' work, alone."""
+    mp = getattr(_CONTEXTS, "mp", None)
+    if mp is None:
+        import mpmath
+
+        mp = mpmath.MPContext()
+        mp.prec = 200
+        _CONTEXTS.mp = mp
+    return mp
+
+
 @functools.cache
 def _constants() -> tuple[float, float, float, float, np.ndarray, np.ndarray]:
     """``4096/ln2`` (float64), ``ln2/4096`` in three parts (30 + 30 + 53 bits), and the table
     ``2^(j/4096)`` as float64 pairs (hi, lo), all from mpmath at 200 bits."""
-    import mpmath
-
-    with mpmath.workprec(200):
-        c = mpmath.log(2) / _TABLE
-        c_frac = _exact(c)
-        parts = []
-        rest = c_frac
-        for bits in (30, 30):
-            e = math.frexp(float(rest))[1]
-            scale = Fraction(2) ** (bits - e)
-            part = Fraction(math.floor(rest * scale)) / scale  # truncated to `bits` bits
-            parts.append(float(part))
-            rest -= part
-        parts.append(float(rest))
-        inv = float(_exact(_TABLE / mpmath.log(2)))
-        hi = np.empty(_TABLE)
-        lo = np.empty(_TABLE)
-        for j in range(_TABLE):
-            t = _exact(mpmath.power(2, mpmath.mpf(j) / _TABLE))
-            hi[j] = float(t)
-            lo[j] = float(t - Fraction(hi[j]))
+    mp = _mp200()
+    rest = _exact(mp.log(2) / _TABLE)
+    parts = []
+    for bits in (30, 30):
+        e = math.frexp(float(rest))[1]
+        scale = Fraction(2) ** (bits - e)
+        part = Fraction(math.floor(rest * scale)) / scale  # truncated to `bits` bits
+        parts.append(float(part))
+        rest -= part
+    parts.append(float(rest))
+    inv = float(_exact(_TABLE / mp.log(2)))
+    hi = np.empty(_TABLE)
+    lo = np.empty(_TABLE)
+    for j in range(_TABLE):
+        t = _exact(mp.power(2, mp.mpf(j) / _TABLE))
+        hi[j] = float(t)
+        lo[j] = float(t - Fraction(hi[j]))
     return inv, parts[0], parts[1], parts[2], hi, lo
 
 
@@ -105,16 +119,14 @@ def _table_split() -> tuple[np.ndarray, np.ndarray]:
 def _exp_mpmath(x: float) -> float:
     """``RN(exp(x))`` through mpmath at 200 bits and one exact rounding (Python's int / int
     division is correctly rounded, subnormals and overflow included)."""
-    import mpmath
-
     if math.isnan(x):
         return math.nan
     if x > 710.0:
         return math.inf
     if x < -746.0:
         return 0.0
-    with mpmath.workprec(200):
-        y = _exact(mpmath.exp(mpmath.mpf(x)))
+    mp = _mp200()
+    y = _exact(mp.exp(mp.mpf(x)))
     try:
         return y.numerator / y.denominator
     except OverflowError:
@@ -152,6 +164,17 @@ def _exp_chunk(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.ldexp(y, ki >> _TABLE_BITS), near
 
 
+def _thread_count() -> int:
+    """Threads for one call: the cores this process may run on (its CPU affinity), at most
+    ``OMP_NUM_THREADS`` when that is set (the runner's Dask workers set it to their share)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    limit = os.environ.get("OMP_NUM_THREADS", "")
+    return max(1, min(cores, int(limit))) if limit.isdigit() and int(limit) > 0 else cores
+
+
 def _exp_range(flat_x: np.ndarray, flat_out: np.ndarray, start: int, stop: int) -> np.ndarray:
     """The fast path on ``flat_x[start:stop]``, chunk by chunk, into ``flat_out``; returns the
     flat indices left for :func:`_exp_mpmath` (ambiguous or outside the fast path's range)."""
@@ -173,14 +196,14 @@ def exp_rn(x: np.ndarray) -> np.ndarray:
     point warnings are raised.
 
     From :data:`_MIN_THREADED` elements on, the chunks are spread over the CPU's cores
-    (numpy releases the GIL; the result does not depend on it). The few arguments that need
-    mpmath are done afterwards in the calling thread (mpmath's precision is process-wide)."""
+    (:func:`_thread_count`; numpy releases the GIL; the result does not depend on it). The
+    few arguments that need mpmath are done afterwards, in the calling thread."""
     x = np.asarray(x, dtype=np.float64)
     out = np.empty(x.shape, dtype=np.float64)
     flat_x, flat_out = x.reshape(-1), out.reshape(-1)
     size = flat_x.size
     _constants(), _table_split()  # built once, before any thread needs them
-    workers = min(os.cpu_count() or 1, -(-size // CHUNK)) if size >= _MIN_THREADED else 1
+    workers = min(_thread_count(), -(-size // CHUNK)) if size >= _MIN_THREADED else 1
     if workers > 1:
         per = -(-size // (workers * CHUNK)) * CHUNK  # whole chunks per worker
         with ThreadPoolExecutor(workers) as pool:

@@ -5,6 +5,8 @@ exp_rand distribution drawn through it (so its bits do not depend on the CPU's e
 from __future__ import annotations
 
 import math
+import sys
+import threading
 
 import mpmath
 import numpy as np
@@ -104,10 +106,52 @@ def test_threaded_chunks_give_the_same_bits(monkeypatch: pytest.MonkeyPatch) -> 
     take the mpmath path in every worker's share), the result is the reference's, bit for bit."""
     monkeypatch.setattr(crexp, "CHUNK", 256)
     monkeypatch.setattr(crexp, "_MIN_THREADED", 1)
-    monkeypatch.setattr(crexp.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(crexp, "_thread_count", lambda: 4)
     rng = np.random.default_rng(15)
     x = rng.standard_normal(5000) * 30
     x[::700] = rng.uniform(-760, -709, x[::700].size)  # subnormal results: mpmath
     got = crexp.exp_rn(x)
     want = np.array([_rn_exp(float(v)) for v in x])
+    assert _same_bits(got, want).all()
+
+
+def test_threads_follow_omp_num_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner's Dask workers set OMP_NUM_THREADS to their share of the cores; exp_rn must
+    not start more threads than that (one: none at all)."""
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("exp_rn started threads with OMP_NUM_THREADS=1")
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setattr(crexp, "ThreadPoolExecutor", no_pool)
+    monkeypatch.setattr(crexp, "_MIN_THREADED", 1)
+    monkeypatch.setattr(crexp, "CHUNK", 64)
+    x = np.linspace(-5, 5, 1000)
+    assert _same_bits(crexp.exp_rn(x), np.array([_rn_exp(float(v)) for v in x])).all()
+
+
+def test_mpmath_precision_of_other_threads_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """exp_rn's mpmath work uses a context of its own: another thread lowering mpmath's global
+    precision meanwhile changes none of its bits, and the global precision is not touched."""
+    rng = np.random.default_rng(16)
+    x = rng.standard_normal(1500) * 10
+    want = np.array([_rn_exp(float(v)) for v in x])  # before the race starts
+    monkeypatch.setattr(crexp, "_AMBIGUOUS", 1.0)  # every argument through mpmath
+    stop = threading.Event()
+
+    def lower_the_precision() -> None:
+        while not stop.is_set():
+            mpmath.mp.prec = 20
+
+    racer = threading.Thread(target=lower_the_precision)
+    old, interval = mpmath.mp.prec, sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, so that the racer runs in between
+    racer.start()
+    try:
+        got = crexp.exp_rn(x)
+    finally:
+        stop.set()
+        racer.join()
+        sys.setswitchinterval(interval)
+        mpmath.mp.prec = old
     assert _same_bits(got, want).all()
