@@ -68,10 +68,10 @@ def error_metrics(
     ``exact``, so errors of float64 results below 2^-53 are resolved instead of reading 0.
 
     - ``err_fro``: ‖approx − exact‖_F / ‖exact‖_F (``inf`` if the reference is all zero and
-      approx is not; 0 if both are zero). Right at any finite scale: outside magnitudes
-      2^±400 both norms are taken of power-of-two scaled values (no overflow or underflow of
-      the squares), which leaves the bits of every result whose squares did not over- or
-      underflow unchanged.
+      approx is not; 0 if both are zero; NaN if either holds a NaN). Right at any finite
+      scale: outside magnitudes 2^±400 both norms are taken of power-of-two scaled values (no
+      overflow or underflow of the squares), which leaves the bits of every result whose
+      squares did not over- or underflow unchanged.
     - ``err_max`` / ``err_median``: max / median over elements of |approx − exact| / |exact|,
       over elements with exact ≠ 0; an element with exact = 0 contributes 0 if approx is 0 too
       and ``inf`` otherwise.
@@ -123,6 +123,8 @@ def _relative_fro(
         # bit for bit where the squares neither overflow nor underflow).
         norm = _fro_norm(e)
         dnorm = _fro_norm(absdiff)
+        if math.isnan(norm) or math.isnan(dnorm):
+            return math.nan  # a NaN in the reference or in the difference
         return float(dnorm / norm) if norm > 0 else (0.0 if dnorm == 0 else math.inf)
     # Scale each array by a power of two (exact) that brings its largest element to [0.5, 1),
     # so that no square overflows and none that matters underflows; undo the scales on the

@@ -26,7 +26,10 @@ def _direct(approx, exact, exact_lo=None) -> dict[str, float]:
     # below error_metrics' chunk of 65536 elements, so one chunk)
     with np.errstate(over="ignore"):
         norm, dnorm = np.sqrt(np.sum(np.square(e))), np.sqrt(np.sum(np.square(diff)))
-    fro = dnorm / norm if norm > 0 else (0.0 if dnorm == 0 else np.inf)
+    if np.isnan(norm) or np.isnan(dnorm):
+        fro = np.nan
+    else:
+        fro = dnorm / norm if norm > 0 else (0.0 if dnorm == 0 else np.inf)
     if diff.size == 0:
         return {"err_fro": float(fro), "err_max": 0.0, "err_median": 0.0}
     ad, ae = np.abs(diff), np.abs(e)
@@ -266,3 +269,11 @@ def test_err_fro_is_the_rounded_sum_of_squares_to_a_few_ulps() -> None:
     )
     got = error_metrics(approx, exact)["err_fro"]
     assert abs(got - want) <= 4 * math.ulp(want)
+
+
+def test_a_nan_in_the_reference_gives_a_nan_err_fro() -> None:
+    """A NaN anywhere in the reference makes its norm NaN: err_fro is NaN (it read Inf)."""
+    exact = np.array([[1.0, np.nan], [2.0, 3.0]])
+    approx = np.array([[1.0, 5.0], [2.0, 3.0]])
+    assert math.isnan(error_metrics(approx, exact)["err_fro"])
+    assert math.isnan(error_metrics(exact, exact)["err_fro"])
