@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 import time
 from collections.abc import Callable
 from types import ModuleType
@@ -56,6 +57,18 @@ def require_gpu(what: str) -> ModuleType:
     import cupy
 
     return cupy
+
+
+def exit_without_gpu(what: str) -> bool:
+    """For command-line tools: where ``what`` cannot get a GPU here, print one line
+    ``error: <why>`` to stderr (the :func:`require_gpu` message) and return True, so that the
+    caller returns exit status 2; else return False."""
+    try:
+        require_gpu(what)
+    except RuntimeError as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return True
+    return False
 
 
 def device_name() -> str | None:

@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from precision.gpu import exit_without_gpu
+
 COLUMNS = [
     "method", "target", "fmt", "terms", "backend", "n", "phi", "tflops", "tflops_sustained",
     "err_median", "err_max",
@@ -482,6 +484,9 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if not args.combine and set(args.skip) != {"identity", "speed", "errors"}:
+        if exit_without_gpu("python -m precision.gemm.ozaki_bench (without --combine)"):
+            return 2
     args.out.mkdir(parents=True, exist_ok=True)
     if args.combine:
         return combine(args.combine, args.out)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from precision.gemm.schedule import Schedule, all_schedules
+from precision.gpu import exit_without_gpu
 
 #: (label, distribution name, parameters) of the recorded input families.
 DISTRIBUTIONS: tuple[tuple[str, str, dict], ...] = (
@@ -259,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("old")
     args = p.parse_args(argv)
     if args.cmd == "record":
+        if exit_without_gpu("python -m precision.gemm.record record"):
+            return 2
         print(f"recorded {record(args.path, args.full, args.hashed)} kernel outputs")
         return 0
     if args.cmd == "compare":

@@ -7,6 +7,7 @@ is part of the kernel cache key (``build.py`` hashes every ``*.cuh`` next to the
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 #: (C++ type tag, PTX input type, instruction k, transposition immediates allowed)
@@ -108,7 +109,12 @@ def generate() -> str:
     return "".join(out)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argparse.ArgumentParser(
+        prog="python -m precision.kernels.gen_wgmma_ops",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    ).parse_args(argv)
     path = Path(__file__).with_name("wgmma_ops.cuh")
     path.write_text(generate())
     print(f"wrote {path}")

@@ -16,6 +16,8 @@ import argparse
 import json
 import sys
 
+from precision.gpu import exit_without_gpu
+
 _SOURCE = r"""
 extern "C" __global__ void probe(unsigned long long* bad, unsigned int* first_bad,
                                  unsigned long long* nan_payload_changed) {
@@ -71,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--json", help="also write the counts to this file")
     args = p.parse_args(argv)
+    if exit_without_gpu("python -m precision.probe.tf32_cvt"):
+        return 2
     result = run()
     print(json.dumps(result, indent=1))
     if args.json:

@@ -25,12 +25,12 @@ the same inputs; integers against exact arithmetic.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import hashlib
 import json
 import shutil
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from precision.formats import get_format
+from precision.gpu import exit_without_gpu
 from precision.probe.capture import load_arrays
 from precision.probe.catalog import Probe, get_probe
 from precision.probe.inputs import generate
@@ -564,16 +565,24 @@ def _pct(t):
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    extra = "--extra" in argv
-    argv = [a for a in argv if a != "--extra"]
-    if len(argv) != 2 or argv[0] not in ("record", "compare"):
-        print(__doc__)
-        return 2
-    if argv[0] == "record":
-        record_extra(argv[1]) if extra else record(argv[1])
+    p = argparse.ArgumentParser(
+        prog="python -m precision.probe.wgmma",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("record", help="record wgmma and mma.sync on the attached sm_90 GPU")
+    r.add_argument("out_dir")
+    r.add_argument("--extra", action="store_true", help="record the extras (EXTRA) instead")
+    c = sub.add_parser("compare", help="match rates of the recordings under DIR (CPU)")
+    c.add_argument("dir")
+    args = p.parse_args(argv)
+    if args.cmd == "record":
+        if exit_without_gpu("python -m precision.probe.wgmma record"):
+            return 2
+        record_extra(args.out_dir) if args.extra else record(args.out_dir)
         return 0
-    rows = {**compare(argv[1]), **compare_extra(argv[1])}
+    rows = {**compare(args.dir), **compare_extra(args.dir)}
     for name, row in rows.items():
         print(f"## {name}")
         for what, m in row.items():

@@ -31,11 +31,11 @@ against every model that applies:
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import math
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +46,7 @@ from typing import Any, cast
 import numpy as np
 
 from precision import formats
+from precision.gpu import exit_without_gpu
 from precision.probe import packed
 from precision.probe.capture import load_arrays, sass_mma_opcodes
 
@@ -420,18 +421,26 @@ def _pct(t: tuple[int, int]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """``record OUT_DIR [--min-outputs N]`` (GPU) or ``compare DIR`` (CPU)."""
     global MIN_OUTPUTS
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if "--min-outputs" in argv:
-        i = argv.index("--min-outputs")
-        MIN_OUTPUTS = int(argv[i + 1])
-        del argv[i : i + 2]
-    if len(argv) != 2 or argv[0] not in ("record", "compare"):
-        print(__doc__)
-        return 2
-    if argv[0] == "record":
-        record(argv[1])
+    p = argparse.ArgumentParser(
+        prog="python -m precision.probe.wmma",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("record", help="record every WMMA kernel on the attached GPU")
+    r.add_argument("out_dir")
+    r.add_argument("--min-outputs", type=int, default=None, help="outputs per kernel, at least")
+    c = sub.add_parser("compare", help="match rates of the recordings under DIR (CPU)")
+    c.add_argument("dir")
+    args = p.parse_args(argv)
+    if args.cmd == "record":
+        if exit_without_gpu("python -m precision.probe.wmma record"):
+            return 2
+        if args.min_outputs is not None:
+            MIN_OUTPUTS = args.min_outputs
+        record(args.out_dir)
         return 0
-    for name, row in compare(argv[1]).items():
+    for name, row in compare(args.dir).items():
         print(f"## {name}")
         for what, m in row.items():
             bad = [f"{k} {_pct(v)}" for k, v in m.items() if k != "all" and v[0] != v[1]]

@@ -8,6 +8,16 @@
 set -euo pipefail
 OUT=${1:?usage: $0 OUT_DIR}
 PY=${PYTHON:-python3}
+# Check the GPU, CuPy and the CUDA tools before creating anything: one line and exit 2 if not.
+"$PY" -c 'import sys
+from precision.gpu import exit_without_gpu
+sys.exit(2 if exit_without_gpu(sys.argv[1]) else 0)' "$0" || exit 2
+for tool in nvidia-smi nvcc cuobjdump; do
+    if ! command -v "$tool" > /dev/null; then
+        echo "error: $0 needs $tool on PATH (install the CUDA toolkit and driver)" >&2
+        exit 2
+    fi
+done
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv | tee "$OUT/gpu.txt"
 nvcc --version | tail -2 | tee -a "$OUT/gpu.txt"
