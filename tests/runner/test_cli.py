@@ -30,11 +30,28 @@ format = ["fp16", "bf16"]
 """
 
 # Runs the CLI in a fresh interpreter with the gemm double installed.
+# SIGINT gets Python's own handler, as in a terminal: a shell that starts pytest in the
+# background (as CI runners and `cmd &` in scripts do) leaves SIGINT ignored, and a child
+# inherits that, so it would finish its sweep and exit 0 whatever the test sends.
+# With PRECISION_TEST_HOLD="COUNT:DIR", the gemm blocks (until a signal ends the run) once
+# DIR holds COUNT point files: a signal the test sends after seeing COUNT files then always
+# lands while points remain, however slowly a loaded machine runs the test.
 LAUNCHER = f"""\
-import sys
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {str(TESTS_DIR)!r})
 import doubles
 doubles.install(setattr)
+hold = os.environ.get("PRECISION_TEST_HOLD")
+if hold:
+    import pathlib
+    import precision.runner.execute
+    count, folder = hold.split(":", 1)
+    def held_gemm(*args, **kwargs):
+        if len(list(pathlib.Path(folder).glob("*.parquet"))) >= int(count):
+            time.sleep(300)
+        return doubles.fake_gemm(*args, **kwargs)
+    precision.runner.execute._default_gemm = lambda: held_gemm
 from precision.runner.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -129,8 +146,12 @@ def test_list_and_info(cfg, capsys):
     assert "version" in out and "numpy" in out and "git_commit" in out
 
 
-def _launch(cfg: Path, *extra: str, sleep: float = 0.0) -> subprocess.Popen:
-    env = {**os.environ, "PRECISION_TEST_GEMM_SLEEP": str(sleep)}
+def _launch(cfg: Path, *extra: str, hold: tuple[int, Path] | None = None) -> subprocess.Popen:
+    """Start ``precision run``; with ``hold=(count, points_dir)`` it stops (see LAUNCHER)
+    before computing any point past the first ``count``, until it gets a signal."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TEST_")}
+    if hold:
+        env["PRECISION_TEST_HOLD"] = f"{hold[0]}:{hold[1]}"
     return subprocess.Popen(
         [sys.executable, "-c", LAUNCHER, "run", str(cfg), "--quiet", "--no-plots", *extra],
         cwd=cfg.parent,
@@ -146,31 +167,38 @@ def _wait_for_points(proc: subprocess.Popen, points_dir: Path, count: int) -> No
         if points_dir.exists() and len(list(points_dir.glob("*.parquet"))) >= count:
             return
         time.sleep(0.02)
+    proc.kill()  # (a held run would otherwise keep communicate() waiting)
     raise AssertionError(f"no {count} points written: {proc.communicate()}")
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_finished_points(cfg, tmp_path):
     points_dir = tmp_path / "results" / "cli" / "points"
-    proc = _launch(cfg, sleep=0.1)
+    proc = _launch(cfg, hold=(2, points_dir))
     _wait_for_points(proc, points_dir, 2)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130 and "interrupted" in err.decode()
-    files = list(points_dir.glob("*.parquet"))
-    assert 2 <= len(files) < 16
-    for path in files:
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err.decode(), (proc.returncode, err)
+    done = {p: p.stat().st_mtime_ns for p in points_dir.glob("*.parquet")}
+    assert len(done) == 2  # 14 points remained when the signal came
+    for path in done:
         assert len(pd.read_parquet(path)) == 2
-    assert not list(points_dir.glob("*.tmp"))
+    assert not list(points_dir.parent.rglob("*.tmp"))
+
+    resumed = _launch(cfg)
+    out, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err.decode()
+    assert "16 points: 14 computed, 2 already done" in out.decode()
+    assert done == {p: p.stat().st_mtime_ns for p in done}
 
 
 def test_killed_run_resumes_without_recomputing_and_matches_clean_run(cfg, tmp_path):
     points_dir = tmp_path / "results" / "cli" / "points"
-    proc = _launch(cfg, sleep=0.1)
+    proc = _launch(cfg, hold=(4, points_dir))
     _wait_for_points(proc, points_dir, 4)
     proc.send_signal(signal.SIGKILL)
     proc.communicate()  # waits and closes the pipes
     done = {p: p.stat().st_mtime_ns for p in points_dir.glob("*.parquet")}
-    assert 4 <= len(done) < 16
+    assert len(done) == 4  # 12 points remained when the signal came
     assert not (tmp_path / "results" / "cli" / "results.parquet").exists()
 
     resumed = _launch(cfg)
