@@ -6,13 +6,16 @@ multiplies in float64; ``corrected`` adds the split correction terms (three for 
 for markidis). It is deterministic, fast, and its errors have the right orders of magnitude,
 which is all the runner mechanics need. It also raises for ``satf`` with ``tf32`` so that
 failed points can be tested, and sleeps ``PRECISION_TEST_GEMM_SLEEP`` seconds per call so a
-subprocess can be killed mid-sweep.
+subprocess can be killed mid-sweep. With ``PRECISION_TEST_GEMM_HOLD=DIR`` each call first
+creates ``DIR/inside.PID`` and then blocks until ``DIR/release`` exists: a test waits for the
+state it needs (a run holding its lock, workers inside a point) instead of sleeping.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -34,6 +37,7 @@ def fake_gemm(
     delay = float(os.environ.get("PRECISION_TEST_GEMM_SLEEP", "0"))
     if delay:
         time.sleep(delay)
+    _hold(os.environ.get("PRECISION_TEST_GEMM_HOLD"))
     a = np.asarray(A, dtype=np.float64)
     b = np.asarray(B, dtype=np.float64)
     ah, bh = fround(a, fmt), fround(b, fmt)
@@ -44,6 +48,20 @@ def fake_gemm(
         if correction == "markidis":
             out = out + al @ bl
     return out.astype(np.float32)
+
+
+def _hold(folder: str | None, timeout: float = 300.0) -> None:
+    """See the module's docstring; raises after ``timeout`` seconds so that a test that never
+    releases the hold fails instead of hanging."""
+    if not folder:
+        return
+    path = Path(folder)
+    (path / f"inside.{os.getpid()}").touch()
+    deadline = time.monotonic() + timeout
+    while not (path / "release").exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path / 'release'} did not appear within {timeout} s")
+        time.sleep(0.01)
 
 
 def fake_catalog() -> Catalog:

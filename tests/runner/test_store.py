@@ -97,8 +97,17 @@ def test_concurrent_runs_of_different_configs_never_mix(tmp_path):
     cfg_b = tmp_path / "b.toml"
     cfg_a.write_text(CONFIG)
     cfg_b.write_text(CONFIG.replace("size = [8, 16]", "size = [12]"))
-    env = {**os.environ, "PRECISION_TEST_GEMM_SLEEP": "0.2"}
+    # The run that takes the lock blocks at its first gemm (doubles: PRECISION_TEST_GEMM_HOLD)
+    # and so holds the lock until the other one has exited: however late a loaded machine
+    # starts the second process, it finds the directory locked.
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    env = {**_test_env(), "PRECISION_TEST_GEMM_HOLD": str(hold)}
     procs = [_launch(c, tmp_path, env) for c in (cfg_a, cfg_b)]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and all(p.poll() is None for p in procs):
+        time.sleep(0.02)
+    (hold / "release").touch()
     outs = [p.communicate(timeout=120) for p in procs]
     codes = sorted(p.returncode for p in procs)
     assert codes == [0, 2], outs
@@ -121,6 +130,11 @@ doubles.install(setattr)
 from precision.runner.cli import main
 sys.exit(main(sys.argv[1:]))
 """
+
+
+def _test_env() -> dict:
+    """The environment without any ``PRECISION_TEST_*`` setting of the caller's."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TEST_")}
 
 
 def _launch(cfg: Path, cwd: Path, env: dict, *extra: str, pipes: bool = True) -> subprocess.Popen:
@@ -190,16 +204,25 @@ def _running(pid: int) -> bool:
 def test_sigkill_of_a_parallel_run_leaves_no_worker_running(tmp_path):
     cfg = tmp_path / "cfg.toml"
     cfg.write_text(CONFIG.replace("size = [8, 16]", "size = [8, 16, 24, 32]"))
-    env = {**os.environ, "PRECISION_TEST_GEMM_SLEEP": "1"}
+    # each worker blocks inside its first point (doubles: PRECISION_TEST_GEMM_HOLD, never
+    # released here) after naming itself in `hold`, so the kill always lands mid-point
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    env = {**_test_env(), "PRECISION_TEST_GEMM_HOLD": str(hold)}
     # no pipes: orphaned workers would hold them open and block communicate()
     proc = _launch(cfg, tmp_path, env, "--jobs", "2", pipes=False)
     deadline = time.monotonic() + 60
-    workers: set[int] = set()
-    while time.monotonic() < deadline and len(workers) < 2:
-        workers = {p for p in _descendants(proc.pid) if _running(p)}
-        time.sleep(0.1)
-    assert len(workers) >= 2, proc.wait()
-    time.sleep(1.0)  # workers are inside a point
+    inside: set[int] = set()
+    while time.monotonic() < deadline and proc.poll() is None and len(inside) < 2:
+        inside = {int(p.suffix[1:]) for p in hold.glob("inside.*")}
+        time.sleep(0.02)
+    workers = {p for p in _descendants(proc.pid) if _running(p)}
+    if len(inside) < 2 or not inside <= workers:
+        for p in workers:
+            os.kill(p, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"workers inside a point: {inside}, running: {workers}")
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     deadline = time.monotonic() + 15
