@@ -125,6 +125,25 @@ def load_arrays(path: str | Path) -> dict:
     return rec
 
 
+def match_counts(
+    x: np.ndarray, y: np.ndarray, kind: np.ndarray, kinds: tuple[str, ...]
+) -> dict[str, tuple[int, int]]:
+    """Bitwise equality of two output arrays of one recording (tiles first): ``{'all':
+    (equal, total), <data kind>: (equal, total), ...}``, with ``kind[t]`` the index into
+    ``kinds`` of tile ``t``'s input data (the WMMA and wgmma recordings' ``kind``/``kinds``)."""
+    eq = np.asarray(x == y).reshape(x.shape[0], -1)
+    out = {"all": (int(eq.sum()), int(eq.size))}
+    for i, name in enumerate(kinds):
+        tiles = kind == i
+        out[str(name)] = (int(eq[tiles].sum()), int(eq[tiles].size))
+    return out
+
+
+def match_percent(counts: tuple[int, int]) -> str:
+    """``equal/total (pp.ppp%)`` of a :func:`match_counts` entry."""
+    return f"{counts[0]}/{counts[1]} ({100.0 * counts[0] / max(counts[1], 1):.3f}%)"
+
+
 def recording_paths(path: str | Path) -> list[Path]:
     """The ``.npz`` recordings at ``path`` (a directory or one file), in instruction order."""
     path = Path(path)

@@ -39,7 +39,7 @@ import numpy as np
 
 from precision.formats import get_format
 from precision.gpu import exit_without_gpu
-from precision.probe.capture import load_arrays
+from precision.probe.capture import load_arrays, match_counts, match_percent
 from precision.probe.catalog import Probe, get_probe
 from precision.probe.inputs import generate
 from precision.tensorcore.arch import ArchModel, Instruction, get_arch
@@ -304,17 +304,6 @@ def fp8_block_model(
     return np.asarray(out).view(np.uint32)
 
 
-def match(x: np.ndarray, y: np.ndarray, kind: np.ndarray, kinds) -> dict:
-    """{'all': (equal, total), kind: (equal, total), ...} of bitwise equality."""
-    eq = x == y
-    per_tile = eq.reshape(eq.shape[0], -1)
-    out = {"all": (int(eq.sum()), int(eq.size))}
-    for i, k in enumerate(kinds):
-        m = kind == i
-        out[k] = (int(per_tile[m].sum()), int(per_tile[m].size))
-    return out
-
-
 def compare(path: str | Path, device: str = "cpu") -> dict:
     """Match rates for every recording under ``path`` (models on ``device``'s engine)."""
     res = {}
@@ -325,12 +314,12 @@ def compare(path: str | Path, device: str = "cpu") -> dict:
         r = load_arrays(f)
         a, b, c, d = r["a"], r["b"], r["c"], r["d"]
         row = {
-            "wgmma_vs_mma_sync_hw": match(d, r["d_mma"], r["kind"], r["kinds"]),
-            "wgmma_vs_precision_mma": match(
+            "wgmma_vs_mma_sync_hw": match_counts(d, r["d_mma"], r["kind"], r["kinds"]),
+            "wgmma_vs_precision_mma": match_counts(
                 d, mma_sync_model(name, a, b, c, device), r["kind"], r["kinds"]
             ),
         }
-        row["wgmma_vs_precision_mma_wgmma"] = match(
+        row["wgmma_vs_precision_mma_wgmma"] = match_counts(
             d, wgmma_model(name, a, b, c, device), r["kind"], r["kinds"]
         )
         res[name] = row
@@ -551,17 +540,13 @@ def compare_extra(path: str | Path, device: str = "cpu") -> dict:
             continue
         r = load_arrays(f)
         row = {
-            what: match(r["d"], d, r["kind"], r["kinds"])
+            what: match_counts(r["d"], d, r["kind"], r["kinds"])
             for what, d in extra_models(name, r["a"], r["b"], r["c"], device).items()
         }
         if "d_mma" in r:
-            row["mma.sync (hardware)"] = match(r["d"], r["d_mma"], r["kind"], r["kinds"])
+            row["mma.sync (hardware)"] = match_counts(r["d"], r["d_mma"], r["kind"], r["kinds"])
         res[name] = row
     return res
-
-
-def _pct(t):
-    return f"{t[0]}/{t[1]} ({100.0 * t[0] / max(t[1], 1):.3f}%)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -586,10 +571,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, row in rows.items():
         print(f"## {name}")
         for what, m in row.items():
-            print(f"  {what}: {_pct(m['all'])}")
+            print(f"  {what}: {match_percent(m['all'])}")
             for k, v in m.items():
                 if k != "all" and v[0] != v[1]:
-                    print(f"      {k}: {_pct(v)}")
+                    print(f"      {k}: {match_percent(v)}")
     return 0
 
 

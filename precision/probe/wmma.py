@@ -48,7 +48,7 @@ import numpy as np
 from precision import formats
 from precision.gpu import exit_without_gpu
 from precision.probe import packed
-from precision.probe.capture import load_arrays, sass_mma_opcodes
+from precision.probe.capture import load_arrays, match_counts, match_percent, sass_mma_opcodes
 
 SOURCE = Path(__file__).resolve().parent / "cuda" / "wmma_probe.cu"
 #: The line of wmma_probe.cu after which every line is one ``WMMA_KERNEL(...)``.
@@ -382,20 +382,6 @@ def models(
     return out
 
 
-def _same(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    return np.asarray(x == y)
-
-
-def match(x: np.ndarray, y: np.ndarray, kind: np.ndarray, kinds) -> dict[str, tuple[int, int]]:
-    """{'all': (equal, total), kind: (equal, total), ...} of bitwise equality."""
-    eq = _same(x, y).reshape(x.shape[0], -1)
-    out = {"all": (int(eq.sum()), int(eq.size))}
-    for i, kd in enumerate(kinds):
-        m = kind == i
-        out[str(kd)] = (int(eq[m].sum()), int(eq[m].size))
-    return out
-
-
 def compare(
     path: str | Path, device: str = "cpu"
 ) -> dict[str, dict[str, dict[str, tuple[int, int]]]]:
@@ -408,14 +394,10 @@ def compare(
             continue
         r = load_arrays(f)
         res[p.name] = {
-            what: match(r["d"], d, r["kind"], r["kinds"])
+            what: match_counts(r["d"], d, r["kind"], r["kinds"])
             for what, d in models(p, r["a"], r["b"], r["c"], device).items()
         }
     return res
-
-
-def _pct(t: tuple[int, int]) -> str:
-    return f"{t[0]}/{t[1]} ({100.0 * t[0] / max(t[1], 1):.3f}%)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -443,8 +425,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, row in compare(args.dir).items():
         print(f"## {name}")
         for what, m in row.items():
-            bad = [f"{k} {_pct(v)}" for k, v in m.items() if k != "all" and v[0] != v[1]]
-            print(f"  {what}: {_pct(m['all'])}" + (f"   ({'; '.join(bad)})" if bad else ""))
+            bad = [f"{k} {match_percent(v)}" for k, v in m.items() if k != "all" and v[0] != v[1]]
+            print(
+                f"  {what}: {match_percent(m['all'])}" + (f"   ({'; '.join(bad)})" if bad else "")
+            )
     return 0
 
 
