@@ -772,10 +772,10 @@ def ozaki2_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
                    sb: LineStats) -> np.ndarray:  # fmt: skip
     """Scheme II on the CPU, blocked over rows and columns (see the module docstring). The
     limb sums run in float64: every term ``c_l·W[l, t]`` is below 2^40 and every sum below
-    2^46, so they are exact integers."""
+    2^46, so they are exact integers. ``plan``, ``sa`` and ``sb`` come from :func:`plan_for`,
+    which has refused norm bounds beyond int64 (:func:`check_norm_bounds`)."""
     m, k = A.shape
     n = B.shape[1]
-    check_norm_bounds(sa, sb, k)
     dtype = TARGETS[plan.target][2]
     D = np.empty((m, n), dtype=dtype)
     s_a, s_b = norm_shifts(sa, plan.q2), norm_shifts(sb, plan.q2)

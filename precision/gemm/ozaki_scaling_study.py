@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from precision.eft import split
 from precision.gemm import ozaki as oz
 from precision.gemm.ozaki_bench import error_inputs
 from precision.reference import exact_matmul
@@ -73,17 +74,15 @@ def quantisation_error(X: np.ndarray, scale: np.ndarray, axis: int) -> np.ndarra
     """``ΔX = rint(X·σ)/σ − X`` per entry (float64), ``σ`` per row (``axis=1``) or column
     (``axis=0``) with at most 26 significant bits.
 
-    ``X·σ`` has up to 79 bits, so it is formed exactly as ``p_hi + p_lo`` (Veltkamp split of
-    ``X`` into two parts of at most 26 significant bits, each times ``σ`` exact; ``|X|``
-    below 2^996). Both
+    ``X·σ`` has up to 79 bits, so it is formed exactly as ``p_hi + p_lo`` (the Veltkamp split
+    ``eft.split`` of ``X`` into two parts of at most 26 significant bits, each times ``σ``
+    exact; ``|X|`` below 2^996). Both
     parts' distances to their nearest integers are exact, and ``f`` = their sum (one rounding,
     at most 2^-54 absolute) differs from ``X·σ`` by an integer, so
     ``rint(X·σ) − X·σ = rint(f) − f``. A tie of ``X·σ`` may resolve differently from the
     kernels' ``rint``; its error has the same magnitude."""
     sig = scale[:, None] if axis == 1 else scale[None, :]
-    split = X * 134217729.0  # 2^27 + 1
-    hi = split - (split - X)
-    lo = X - hi
+    hi, lo = split(X)
     p_hi, p_lo = hi * sig, lo * sig
     f = (p_hi - np.rint(p_hi)) + (p_lo - np.rint(p_lo))
     return (np.rint(f) - f) / sig

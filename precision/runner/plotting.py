@@ -627,6 +627,9 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
 
         # Per column: major ticks, their labels, minor ticks, x limits.
         ticks: list[tuple[list[float], list[str], list[float], tuple[float, float]]] = []
+        if not linear_x:  # one shared size axis
+            major, labels, minor = _x_ticks(xs)
+            factor = 10.0 ** (spread / 2 + 0.08)
         for c, col in enumerate(cols):
             if linear_x:
                 panel_w = (width - 0.55) * col_w[c] / sum(col_w)
@@ -635,8 +638,6 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
                 lims = (col_xs[col][0] - pad, col_xs[col][-1] + pad)
                 ticks.append((major, labels, [], lims))
             else:
-                major, labels, minor = _x_ticks(xs)
-                factor = 10.0 ** (spread / 2 + 0.08)
                 ticks.append((major, labels, minor, (xs[0] / factor, xs[-1] * factor)))
         for r in range(nrows):
             for c in range(ncols):
