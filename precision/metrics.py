@@ -59,8 +59,9 @@ def error_metrics(
     """Relative errors of ``approx`` against ``exact``, computed in float64 whatever the dtype
     of ``approx`` (float32 results are widened exactly).
 
-    ``approx``, ``exact`` and ``exact_lo`` must have the same shape and a real numeric dtype;
-    other shapes raise ``ValueError`` naming them, complex or non-numeric dtypes ``TypeError``.
+    ``approx``, ``exact`` and ``exact_lo`` must have the same shape (0-d scalars included) and
+    a real numeric dtype; other shapes raise ``ValueError`` naming them, complex or
+    non-numeric dtypes ``TypeError``.
 
     ``exact_lo``: optional low part of a double-double reference ``exact + exact_lo`` (for
     example ``RN64(A·B - exact)``); the difference is then ``(approx - exact) - exact_lo``,
@@ -84,6 +85,9 @@ def error_metrics(
         raise ValueError(f"approx has shape {a.shape} but exact has shape {e.shape}")
     if lo is not None and lo.shape != e.shape:
         raise ValueError(f"exact_lo has shape {lo.shape} but exact has shape {e.shape}")
+    if e.ndim == 0:  # a scalar product: the same metrics on a one-element array
+        a, e = a.reshape(1), e.reshape(1)
+        lo = None if lo is None else lo.reshape(1)
     # absdiff is a new array that the steps below may overwrite (never approx or exact);
     # its norm equals that of the signed difference (the same squares).
     absdiff = _abs_diff(a, e, lo)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from precision.console import run_main
 from precision.gpu import cupy_or_none, device_name
 
 #: The repository root (the folder holding the ``precision`` package).
@@ -245,4 +246,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main)

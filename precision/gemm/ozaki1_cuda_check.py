@@ -19,12 +19,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from precision.console import run_main
 from precision.distributions import get_distribution
 from precision.gemm.ozaki import FP16_KBLOCK, OZAKI1_INT8_KMAX, ozaki_gemm
 
@@ -188,4 +188,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

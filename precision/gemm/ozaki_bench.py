@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from precision.console import run_main
 from precision.gpu import exit_without_gpu
 
 COLUMNS = [
@@ -549,4 +550,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from precision.console import run_main
 from precision.distributions import get_distribution
 from precision.gemm.ozaki import (
     MODULI,
@@ -1458,4 +1459,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -9,13 +9,13 @@ Prints everything; exits 1 if any exactness case differs.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from precision.console import run_main
 from precision.gemm.ozaki_gemm_launch import SOURCE, gemm_mod
 from precision.kernels.build import KERNEL_DIR, NUMERIC_FLAGS, run_nvcc
 
@@ -213,4 +213,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

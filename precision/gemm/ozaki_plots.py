@@ -21,6 +21,8 @@ from typing import Any
 
 import pandas as pd
 
+from precision.console import run_main
+
 PHASES = ("stats", "split", "gemm", "reconstruct", "specials")
 
 
@@ -141,4 +143,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main)

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from precision.console import run_main
 from precision.eft import split
 from precision.gemm import ozaki as oz
 from precision.gemm.ozaki_bench import error_inputs
@@ -210,4 +211,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main)

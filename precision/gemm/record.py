@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from precision.console import run_main
 from precision.gemm.schedule import Schedule, all_schedules
 from precision.gpu import exit_without_gpu
 
@@ -294,6 +294,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)
 
 __all__ = ["DISTRIBUTIONS", "case_inputs", "compare", "iter_verify", "record", "verify"]

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import argparse
 import struct
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from precision.console import run_main
 
 #: Flags of :func:`precision.kernels.build.build_cubin` (``-O3 -std=c++17`` + NUMERIC_FLAGS).
 KERNEL_FLAGS: tuple[str, ...] = (
@@ -144,4 +145,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

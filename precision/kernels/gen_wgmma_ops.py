@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from precision.console import run_main
+
 #: (C++ type tag, PTX input type, instruction k, transposition immediates allowed)
 TYPES = (("F16", "f16", 16, True), ("BF16", "bf16", 16, True), ("TF32", "tf32", 8, False))
 WIDTHS = (128, 256)
@@ -121,4 +123,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

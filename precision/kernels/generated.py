@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from precision.console import run_main
 from precision.kernels import gen_wgmma_ops
 
 KERNEL_DIR = Path(__file__).resolve().parent
@@ -95,4 +96,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from precision.console import run_main
 from precision.formats import Format
 from precision.probe.capture import Recording, load_recording, recording_paths
 from precision.probe.catalog import F16, F32
@@ -310,4 +311,4 @@ def report(path: str | Path = DEFAULT_DIR) -> str:
 
 
 if __name__ == "__main__":
-    print(report(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_DIR))
+    run_main(lambda: print(report(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_DIR)))

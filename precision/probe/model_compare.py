@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from precision.console import run_main
 from precision.formats import Format, get_format
 from precision.probe.inputs import from_values
 from precision.tensorcore.arch import Instruction, get_arch
@@ -629,4 +630,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from precision import formats
+from precision.console import run_main
 from precision.probe.generic import GenericProbe
 from precision.tensorcore.fragments import mma_fragments, pack, unpack
 
@@ -494,4 +495,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main)

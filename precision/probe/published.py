@@ -37,13 +37,13 @@ import dataclasses
 import hashlib
 import json
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from precision.console import run_main
 from precision.formats import from_bits, get_format, to_bits
 from precision.tensorcore import fdpa
 
@@ -641,4 +641,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
+from precision.console import run_main
 from precision.gpu import exit_without_gpu
 
 _SOURCE = r"""
@@ -84,4 +84,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from precision.console import run_main
 from precision.formats import get_format
 from precision.gpu import exit_without_gpu
 from precision.probe.capture import load_arrays, match_counts, match_percent
@@ -579,4 +580,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main)

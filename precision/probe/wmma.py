@@ -46,6 +46,7 @@ from typing import Any, cast
 import numpy as np
 
 from precision import formats
+from precision.console import run_main
 from precision.gpu import exit_without_gpu
 from precision.probe import packed
 from precision.probe.capture import load_arrays, match_counts, match_percent, sass_mma_opcodes
@@ -433,4 +434,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main)

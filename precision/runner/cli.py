@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from precision.console import silence_closed_stdout
+
 # Modules providing subcommands, in the order they appear in ``precision --help``.
 COMMAND_MODULES: list[str] = [
     "precision.runner.commands.run",
@@ -45,10 +47,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe (``precision list | head``) shows here
+        return status
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of standard output went away: stop quietly
+        return silence_closed_stdout()
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import argparse
 import functools
-import sys
+
+from precision.console import run_main
 
 KNOBS = (
     "SLOTS16",
@@ -183,4 +184,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

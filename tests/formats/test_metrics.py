@@ -277,3 +277,13 @@ def test_a_nan_in_the_reference_gives_a_nan_err_fro() -> None:
     approx = np.array([[1.0, 5.0], [2.0, 3.0]])
     assert math.isnan(error_metrics(approx, exact)["err_fro"])
     assert math.isnan(error_metrics(exact, exact)["err_fro"])
+
+
+@pytest.mark.parametrize("lo", [None, 2.0**-60])
+def test_zero_dimensional_inputs_give_the_errors_of_one_element(lo) -> None:
+    # A scalar product (a 1×1×k GEMM reduced to 0-d) used to raise TypeError inside np.abs.
+    exact, approx = 1.5, np.float32(1.25)
+    got = error_metrics(approx, np.float64(exact), None if lo is None else np.float64(lo))
+    want = error_metrics(np.array([approx]), np.array([exact]), None if lo is None else [lo])
+    assert got == want
+    assert got["err_max"] == pytest.approx(abs((1.25 - 1.5) - (lo or 0.0)) / 1.5, rel=1e-15)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from precision.console import run_main
 from precision.probe import packed
 from precision.tensorcore import dmma
 
@@ -116,4 +117,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

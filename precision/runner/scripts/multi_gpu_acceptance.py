@@ -31,6 +31,8 @@ import sys
 import time
 from pathlib import Path
 
+from precision.console import run_main
+
 ERROR_COLUMNS = ["err_fro", "err_max", "err_median"]
 #: The "fp64" reference's last bits depend on the BLAS thread count: every run of this script
 #: uses the same count (PRECISION_BLAS_THREADS, default cores / GPUs), in the run's process
@@ -260,4 +262,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)
