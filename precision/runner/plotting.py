@@ -7,6 +7,19 @@ the repeat count is small, so no bootstrap band); every repeat is also drawn as 
 
 What keeps the figures honest and readable:
 
+- No marker is the median of distinct points. A dimension of a point's identity that the spec
+  does not show (:data:`SPLIT_DIMENSIONS`: method, format, backend, arch, distribution, the
+  Ozaki ``target`` and requested term count, ``emulator_device``, m/n/k) and that varies
+  within a series at one x in one panel becomes rows of panels, labelled ``dim = value`` (the
+  method or distribution label itself), and a note under the figure says which dimension and
+  where ("backend varies within series (...): shown as panel rows; set hue/style/col/row to
+  choose"). A dimension constant within every such cell adds nothing. The count that
+  ``terms = "auto"`` chose is an outcome, not an identity: repeats that chose different counts
+  stay one point (pooled where the count is not shown), and a note names them ("ozaki2 [..]:
+  repeats chose 16 and 17 terms at size = 4096"; where x, a panel or a series shows the count,
+  each count's value is the median of part of the point's repeats, which the note says).
+  A baseline whose own series already names the split value (its backend, format), or which
+  has none (no Ozaki target), is drawn in every panel row split from its own.
 - Lines that coincide stay distinguishable: every style value has its own marker and dash
   pattern, and the series are spread horizontally by a small dodge (at most ``dodge`` of the
   smallest gap between neighbouring x values, on the log axis, or on the linear ``terms``
@@ -23,7 +36,8 @@ What keeps the figures honest and readable:
   ``terms`` axis (Ozaki slices / moduli) is linear, per panel column, and labelled at every
   integer it spans (its panels are widened to fit the labels).
 - Points with no finite positive value (error rows, unavailable backends, NaN or Inf, error 0
-  on a log axis) are listed under the figure.
+  on a log axis) are listed under the figure, after the notes above (each list at most
+  :data:`MAX_NOTE_LINES` lines).
 """
 
 from __future__ import annotations
@@ -34,7 +48,7 @@ import math
 import re
 import textwrap
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -261,17 +275,134 @@ def choose_x(table: pd.DataFrame, x: str) -> tuple[str, list[str], str]:
 
 @dataclass
 class _Frame:
-    """A results table with the plot's columns: _x, _hue, _style, _col, _row, _series..."""
+    """A results table with the plot's columns: _x, _hue, _style, _col, _row, _series...
+
+    ``split`` names the identity dimensions added to the panel rows because they vary within
+    a drawn cell (:func:`prepare`) and ``split_notes`` says why, one line each;
+    ``terms_notes`` names the points whose repeats chose different term counts. Both are
+    shown under the figure, before the points not shown."""
 
     data: pd.DataFrame
     x: str
     x_label: str
     rest: list[str]
     series: list[tuple[str, str]]  # (kind, key) in drawing order; kind "method" or "baseline"
+    split: list[str] = field(default_factory=list)
+    split_notes: list[str] = field(default_factory=list)
+    terms_notes: list[str] = field(default_factory=list)
+
+
+#: Identity dimensions of a point that a figure may leave unshown, in the order in which
+#: :func:`prepare` adds them to the panel rows when one varies within a drawn cell (a series
+#: at one x in one panel): ``method`` (variant: method and correction), ``distribution``
+#: (dist_label: generator and swept parameters), the Ozaki ``target`` and requested term
+#: count (``terms_requested``; the count chosen by ``terms = "auto"`` is an outcome that may
+#: differ between repeats of one point, never a reason to split), ``emulator_device`` (of
+#: emulator rows) and the shape dimensions that :func:`choose_x` did not already place.
+SPLIT_DIMENSIONS: tuple[str, ...] = (
+    "method",
+    "format",
+    "backend",
+    "arch",
+    "distribution",
+    "target",
+    "terms_requested",
+    "emulator_device",
+    "m",
+    "n",
+    "k",
+)
+
+
+def _split_values(
+    table: pd.DataFrame, dim: str, baseline: pd.Series, terms_shown: bool
+) -> tuple[pd.Series, pd.Series]:
+    """The values of identity dimension ``dim`` (:data:`SPLIT_DIMENSIONS`) as text, "" where
+    a row has none (the Ozaki axes of other methods; the backend and format of ``baseline``
+    rows, which their series names), and their panel-row labels: the text itself for
+    ``method`` and ``distribution``, else ``dim = value``. ``terms_requested`` is ``auto`` or
+    ``fixed`` where the chosen count is shown anyway (``terms_shown``), as a fixed request
+    then equals it."""
+    if dim in ("method", "distribution"):
+        values = _dimension(table, dim)
+        return values, values
+    values = _dimension(table, dim)
+    if dim in ("backend", "format"):
+        values = values.where(~baseline, "")
+    if dim == "terms_requested" and terms_shown:
+        values = values.where(values.isin(["", "auto"]), "fixed")
+    if dim == "emulator_device" and "backend" in table:
+        values = values.where(table["backend"] == "emulator", "")
+    return values, values.map(lambda v: f"{dim} = {v}" if v else "")
+
+
+def _join_parts(row: pd.Series, part: pd.Series) -> pd.Series:
+    """Panel-row labels ``row`` with ``part`` appended (", " between; nothing where "")."""
+    joined = [r if not p else (f"{r}, {p}" if r else p) for r, p in zip(row, part, strict=True)]
+    return pd.Series(joined, index=row.index, dtype=object)
+
+
+def _cells(d: pd.DataFrame) -> pd.Series:
+    """The drawn cell of each row: a series at one x in one panel, as one key; rows without
+    an x value (drawn as one level per series and hue) by series, hue and panel."""
+    x = d["_x"].map(lambda v: "" if np.isnan(v) else repr(v))
+    hue = d["_hue"].where(d["_x"].isna(), "")
+    parts = zip(d["_series"], d["_row"], d["_col"], x, hue, strict=True)
+    return pd.Series(["\x01".join(p) for p in parts], index=d.index, dtype=object)
+
+
+def _series_keys(hue: pd.Series, style: pd.Series, baseline: pd.Series, names: Any) -> pd.Series:
+    """The series of each row: ``hue\\x00style`` for methods, ``names`` for baselines. Built
+    in Python: numpy's and pandas' vectorised string operations drop a trailing NUL, which
+    merged the ``hue\\x00`` keys of ``style = "none"`` into the hue alone (no line drawn)."""
+    keys = [f"{h}\x00{s}" for h, s in zip(hue, style, strict=True)]
+    out = [n if b else k for b, n, k in zip(baseline, names, keys, strict=True)]
+    return pd.Series(out, index=hue.index, dtype=object)
+
+
+def _point_keys(table: pd.DataFrame) -> pd.Series:
+    """The point of each row: ``point_id``, else its identity columns (the chosen term count
+    left out: repeats of one ``terms = "auto"`` point may choose different counts)."""
+    from precision.runner.summary import ID_COLUMNS
+
+    if "point_id" in table:
+        return table["point_id"].astype(str)
+    ids = [c for c in (*ID_COLUMNS, "emulator_device") if c in table and c != "terms"]
+    if not ids:
+        return pd.Series(table.index.astype(str), index=table.index)
+    keys = ["\x00".join(map(str, values)) for values in table[ids].itertuples(index=False)]
+    return pd.Series(keys, index=table.index, dtype=object)
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _who(series: Any, row: Any, col: Any) -> str:
+    """How notes name a series in a panel: ``label [row, col]``."""
+    label = str(series).replace("\x00", " ").strip()
+    panel = ", ".join(str(p) for p in (row, col) if p)
+    return f"{label} [{panel}]" if panel else label
+
+
+def _capped(lines: list[str], more: str = "") -> list[str]:
+    """At most :data:`MAX_NOTE_LINES` lines, the last saying how many were left out."""
+    if len(lines) <= MAX_NOTE_LINES:
+        return lines
+    left = len(lines) - (MAX_NOTE_LINES - 1)
+    return lines[: MAX_NOTE_LINES - 1] + [f"... and {left} more{more}"]
 
 
 def prepare(table: pd.DataFrame, spec: PlotSpec, metric: str) -> _Frame:
-    """The rows of ``table`` with the figure's columns for ``metric`` (panels, series, x)."""
+    """The rows of ``table`` with the figure's columns for ``metric`` (panels, series, x).
+
+    No drawn cell (a series at one x in one panel) pools distinct points: the shape
+    dimensions that vary at a fixed x (:func:`choose_x`) and then, one at a time, every
+    identity dimension of :data:`SPLIT_DIMENSIONS` that still varies within a cell are
+    appended to the panel-row labels (``_row``; ``_rowbase`` keeps the label before the
+    latter). A dimension shown by ``hue``/``style``/``col``/``row`` only varies within the
+    cells of baselines (whose series is their backend and format), and one constant within
+    every cell adds nothing."""
     x, rest, x_label = choose_x(table, spec.x)
     d = pd.DataFrame(index=table.index)
     d["_x"] = pd.to_numeric(table["k" if x == "size" else x], errors="coerce").astype(float)
@@ -285,12 +416,13 @@ def prepare(table: pd.DataFrame, spec: PlotSpec, metric: str) -> _Frame:
     if metric == "tflops":
         row = row.str.cat(device, sep=", ")
     d["_row"] = row.str.strip(", ")
+    d["_rowbase"] = d["_row"]
     d["_device"] = device if metric == "tflops" else ""
     fmt = table["format"].astype(str)
     backend = table["backend"].astype(str)
     d["_baseline"] = fmt.isin(BASELINE_FORMATS)
     names = [BASELINE_NAMES.get((b, f), f"{f} {b}") for b, f in zip(backend, fmt, strict=True)]
-    d["_series"] = np.where(d["_baseline"], names, d["_hue"] + "\x00" + d["_style"])
+    d["_series"] = _series_keys(d["_hue"], d["_style"], d["_baseline"], names)
     d["_ok"] = (table["status"] == "ok") if "status" in table else True
     d["_status"] = table["status"].astype(str) if "status" in table else "ok"
     d["_value"] = pd.to_numeric(table[metric], errors="coerce").astype(float)
@@ -302,6 +434,13 @@ def prepare(table: pd.DataFrame, spec: PlotSpec, metric: str) -> _Frame:
         target.astype(str),
         np.where(fmt == "fp64", "fp64", "fp32"),
     )
+    d["_point"] = _point_keys(table)
+    chosen = table["terms"] if "terms" in table else pd.Series(np.nan, index=table.index)
+    d["_terms"] = pd.to_numeric(chosen, errors="coerce").astype(float)
+    shown = (spec.hue, spec.style, spec.col, spec.row)
+    terms_shown = x == "terms" or "terms" in shown
+    split, split_notes = _split_rows(table, d, x, rest, terms_shown)
+    terms_notes = _terms_notes(table, d, spec, x, terms_shown)
     hue_order = _ordered(d.loc[~d["_baseline"], "_hue"])
     style_order = _ordered(d.loc[~d["_baseline"], "_style"])
     methods = [
@@ -311,7 +450,87 @@ def prepare(table: pd.DataFrame, spec: PlotSpec, metric: str) -> _Frame:
         if ((d["_hue"] == h) & (d["_style"] == s) & ~d["_baseline"]).any()
     ]
     baselines = [("baseline", b) for b in _ordered(d.loc[d["_baseline"], "_series"])]
-    return _Frame(d, x, x_label, rest, methods + baselines)
+    return _Frame(d, x, x_label, rest, methods + baselines, split, split_notes, terms_notes)
+
+
+def _split_rows(
+    table: pd.DataFrame, d: pd.DataFrame, x: str, rest: list[str], terms_shown: bool
+) -> tuple[list[str], list[str]]:
+    """Append to ``d["_row"]``, in :data:`SPLIT_DIMENSIONS` order, each identity dimension
+    that varies within a drawn cell (:func:`_cells`, refined by those added before); return
+    their names and one note each: an example cell and its values."""
+    from precision.runner.figures import DIMENSIONS
+
+    split: list[str] = []
+    notes: list[str] = []
+    for dim in SPLIT_DIMENSIONS:
+        if dim in rest or (dim in ("m", "n", "k") and x == dim):
+            continue
+        values, labels = _split_values(table, dim, d["_baseline"], terms_shown)
+        cells = _cells(d)
+        counts = values.groupby(cells, sort=True).nunique()
+        if not (counts > 1).any():
+            continue
+        varying = cells.isin(counts.index[counts > 1])
+        first = d[varying].iloc[0]  # an example: the first such cell in table order
+        example = d[cells == cells[varying].iloc[0]]
+        at = f"at {x} = {first['_x']:g}" if np.isfinite(first["_x"]) else f"without a {x} value"
+        found = _and([v or "(none)" for v in _ordered(values[example.index])])
+        advice = "; set hue/style/col/row to choose" if dim in DIMENSIONS else ""
+        who = _who(first["_series"], first["_row"], first["_col"])
+        notes.append(
+            f"{dim} varies within series ({who} {at}: {found}): shown as panel rows{advice}"
+        )
+        d["_row"] = _join_parts(d["_row"], labels)
+        split.append(dim)
+    return split, _capped(notes)
+
+
+def _terms_notes(
+    table: pd.DataFrame, d: pd.DataFrame, spec: PlotSpec, x: str, terms_shown: bool
+) -> list[str]:
+    """One line per series and panel whose points' repeats chose different term counts
+    (``terms = "auto"``): ``who: repeats chose 16 and 17 terms at size = 4096``. Where the
+    count is shown (x, hue, style, col or row), each count's value is a median of part of
+    the point's repeats, and the line says so."""
+    chosen: dict[str, set[int]] = {}
+    first: dict[str, tuple[Any, float]] = {}  # the first row of each point, and its x
+    for i, point, terms, x_value in zip(d.index, d["_point"], d["_terms"], d["_x"], strict=True):
+        first.setdefault(point, (i, float(x_value)))
+        if not math.isnan(terms):
+            chosen.setdefault(point, set()).add(int(terms))
+    mixed = {point: sorted(counts) for point, counts in chosen.items() if len(counts) > 1}
+    if not mixed:
+        return []
+    # Name a point by what is drawn of it, its requested count where the chosen one is shown.
+    requested = _dimension(table, "terms_requested").map(lambda r: f"{r} terms" if r else "")
+    hue = requested if spec.hue == "terms" else d["_hue"]
+    style = requested if spec.style == "terms" else d["_style"]
+    series = _series_keys(hue, style, d["_baseline"], d["_series"])
+    col = requested if spec.col == "terms" else d["_col"]
+    row = d["_row"]
+    if spec.row == "terms":
+        drawn = _dimension(table, "terms")
+        row = pd.Series(
+            [
+                q + r[len(t) :] if t and r.startswith(t) else r
+                for q, r, t in zip(requested, row, drawn, strict=True)
+            ],
+            index=d.index,
+        )
+    lines: dict[tuple[str, str], list[str]] = {}
+    for point, counts in mixed.items():
+        i, x_value = first[point]
+        who = _who(series[i], row[i], col[i])
+        at = f"{x_value:g}" if x != "terms" and math.isfinite(x_value) else ""
+        lines.setdefault((who, _and([str(c) for c in counts])), []).append(at)
+    out = []
+    for (who, chose), xs in lines.items():
+        shown_at = [v for v in dict.fromkeys(xs) if v]
+        where = f" at {x} = {', '.join(shown_at)}" if shown_at else ""
+        part = "; each count's value is a median of part of the repeats" if terms_shown else ""
+        out.append(f"{who}: repeats chose {chose} terms{where}{part}")
+    return _capped(out)
 
 
 def _decade_limits(values: np.ndarray, margin: float = 0.0) -> tuple[float, float]:
@@ -394,12 +613,14 @@ def _missing_notes(frame: _Frame, metric: str) -> list[str]:
     xname = "size" if frame.x == "size" else frame.x
     # dropna=False: rows without an x value (on a terms axis: baselines, and Ozaki points
     # with terms = "auto" that were not computed, so no count is known) are listed too.
-    grouped = d.groupby(["_series", "_row", "_col", "_x"], sort=True, dropna=False)
-    # (as drawn: a panel value of such rows that no row with an x value has means every panel)
+    grouped = d.groupby(["_series", "_row", "_col", "_x", "_rowbase"], sort=True, dropna=False)
+    # (as drawn: a panel value of such rows that no row with an x value has means every panel;
+    # a row label missing only through the rows prepare() split, the panels split from it)
     placed = d[d["_x"].notna()]
     panel_rows, panel_cols = set(placed["_row"]), set(placed["_col"])
+    panel_bases = set(placed["_rowbase"])
     lines: dict[tuple[str, str], list[str]] = {}
-    for (series, row, col, x), g in grouped:
+    for (series, row, col, x, base), g in grouped:
         valid = int(g["_valid"].sum())
         if valid == len(g):
             continue
@@ -419,12 +640,11 @@ def _missing_notes(frame: _Frame, metric: str) -> list[str]:
         why = "/".join(dict.fromkeys(reasons))
         if valid:
             why = f"{len(bad)} of {len(g)} repeats {why}"
-        label = str(series).replace("\x00", " ").strip()
         x = float(str(x))
         if math.isnan(x) and len(placed):  # drawn in every panel of a value not placed
-            row, col = (row if row in panel_rows else ""), (col if col in panel_cols else "")
-        panel = ", ".join(str(p) for p in (row, col) if p)
-        key = (f"{label} [{panel}]" if panel else label, why)
+            row = row if row in panel_rows else (base if base in panel_bases else "")
+            col = col if col in panel_cols else ""
+        key = (_who(series, row, col), why)
         lines.setdefault(key, []).append("" if math.isnan(x) else str(int(x)))
     out = []
     for (who, why), xs in lines.items():
@@ -433,10 +653,7 @@ def _missing_notes(frame: _Frame, metric: str) -> list[str]:
         if len(at) < len(xs):
             where.append(f"without a {xname} value")
         out.append(f"{who}: {why} {' and '.join(where)}")
-    if len(out) > MAX_NOTE_LINES:
-        more = len(out) - (MAX_NOTE_LINES - 1)
-        out = out[: MAX_NOTE_LINES - 1] + [f"... and {more} more (see the summary table)"]
-    return out
+    return _capped(out, " (see the summary table)")
 
 
 def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
@@ -448,19 +665,46 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
     d = frame.data
     # Rows without an x value (baselines on an Ozaki `terms` axis) are drawn as horizontal
     # lines at their median, in every panel whose row/col they match; a panel value absent
-    # from the other rows (the baseline's own method, say) matches every panel ("*").
+    # from the other rows (the baseline's own method, say) matches every panel ("*"). A row
+    # label absent only through the rows split by prepare() (a baseline has no Ozaki target)
+    # matches every panel row split from its label before the split ("\x01" + that label).
     xless_mask = d["_x"].isna()
     if xless_mask.all():
         xless_mask = pd.Series(False, index=d.index)
     xless = d[xless_mask].copy()
     d = d[~xless_mask]
-    rows = _ordered(d["_row"])
+    # Likewise a baseline left out of the rows split by prepare() (they split the methods by
+    # backend, say; its series names its own) is drawn in every panel row split from its
+    # label, unless a method shares that label (then that is its panel row).
+    split_bases = set(d.loc[d["_row"] != d["_rowbase"], "_rowbase"])
+    unsplit = set(d.loc[~d["_baseline"] & (d["_row"] == d["_rowbase"]), "_row"])
+    shared = d["_baseline"] & (d["_row"] == d["_rowbase"]) & d["_row"].isin(split_bases - unsplit)
+    rows = _ordered(d.loc[~shared, "_row"])
     cols = _ordered(d["_col"])
-    xless["_row"] = xless["_row"].where(xless["_row"].isin(rows), "*")
+    row_base = dict(zip(d.loc[~shared, "_row"], d.loc[~shared, "_rowbase"], strict=True))
+
+    def in_panel(row: str, col: str) -> pd.Series:
+        """The rows (with an x value) drawn in panel ``row``, ``col``."""
+        here = (d["_row"] == row) | (shared & (d["_rowbase"] == row_base[row]))
+        return here & (d["_col"] == col)
+
+    by_base = ~xless["_row"].isin(rows) & xless["_rowbase"].isin(set(row_base.values()))
+    xless["_row"] = xless["_row"].where(
+        xless["_row"].isin(rows), ("\x01" + xless["_rowbase"]).where(by_base, "*")
+    )
     xless["_col"] = xless["_col"].where(xless["_col"].isin(cols), "*")
     targets = [t for t in UNIT_ROUNDOFFS if t in set(frame.data["_target"])]
     nrows, ncols = len(rows), len(cols)
-    notes = _missing_notes(frame, metric)
+    # Under the figure: the rows split and repeats that chose different term counts, then
+    # the points not shown.
+    blocks = [
+        (head, lines)
+        for head, lines in (
+            ("Notes:", _capped(frame.split_notes + frame.terms_notes)),
+            ("Not shown (no finite positive value):", _missing_notes(frame, metric)),
+        )
+        if lines
+    ]
     hue_vals = _ordered(d.loc[~d["_baseline"], "_hue"])
     style_vals = _ordered(d.loc[~d["_baseline"], "_style"])
     palette = dict(zip(hue_vals, sns.color_palette("colorblind", len(hue_vals)), strict=True))
@@ -532,8 +776,8 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
         """The figure with the legend sections stacked into ``layout``'s columns."""
         legend_rows = max((sum(len(items) + 1 for _, items in col) for col in layout), default=0)
         legend_h = 0.16 * legend_rows + 0.1 if legend_rows else 0.0
-        note_lines = sum(1 + len(n) // 70 for n in notes)
-        note_h = 0.13 * (note_lines + 1) + 0.05 if notes else 0.0
+        note_lines = sum(1 + len(n) // 70 for _, lines in blocks for n in lines)
+        note_h = 0.13 * (note_lines + len(blocks)) + 0.05 if blocks else 0.0
         title_h = 0.25 if title else 0.0
         if spec.size is not None:
             width, height = spec.size
@@ -554,15 +798,13 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
         if title:
             top.suptitle(title, fontsize="medium")
 
-        present = [
-            [bool(((d["_row"] == row) & (d["_col"] == col)).any()) for col in cols] for row in rows
-        ]
+        present = [[bool(in_panel(row, col).any()) for col in cols] for row in rows]
         first_col = [next((c for c in range(ncols) if present[r][c]), 0) for r in range(nrows)]
         groups: dict[Any, list[Any]] = {}
         for r, row in enumerate(rows):
             for c, col in enumerate(cols):
                 ax = axes[r, c]
-                panel = d[(d["_row"] == row) & (d["_col"] == col)]
+                panel = d[in_panel(row, col)]
                 if panel.empty:
                     ax.set_visible(False)
                     continue
@@ -587,7 +829,8 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
                         dodged(med.index, key), med.values, color=color, ls=ls, marker=mk, ms=ms,
                         lw=lw, mec="white" if mk not in "x+1" else color, mew=0.5, zorder=z,
                     )  # fmt: skip
-                here = xless["_row"].isin([row, "*"]) & xless["_col"].isin([col, "*"])
+                here = xless["_row"].isin([row, "*", "\x01" + row_base[row]])
+                here &= xless["_col"].isin([col, "*"])
                 lines = xless[here & xless["_valid"]]
                 for (b_key, b_hue), g in lines.groupby(["_series", "_hue"], sort=True):
                     b_color = base_style.get(str(b_key), ("black", "-", ""))[0]
@@ -684,8 +927,12 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
                     text.set_fontweight("bold")
         if note_fig is not None:
             chars = max(40, int(width * 72 / 3.4))  # x-small text: about 3.4 pt per character
-            wrapped = [textwrap.fill(n, chars, subsequent_indent="    ") for n in notes]
-            text = "Not shown (no finite positive value):\n" + "\n".join(wrapped)
+            text = "\n".join(
+                "\n".join(
+                    [head] + [textwrap.fill(n, chars, subsequent_indent="    ") for n in lines]
+                )
+                for head, lines in blocks
+            )
             note_fig.text(0.02, 0.5, text, ha="left", va="center", fontsize="x-small", color="0.2")
 
         return fig, legend

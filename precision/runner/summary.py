@@ -6,11 +6,21 @@ number of repeats with status ok, ``status``) with the median over repeats of ``
 ``err_max``, ``err_median`` and, when the summarised metrics include ``tflops``, of ``tflops``
 and ``time_s`` (so a summary of errors only is the same on every rerun). A median is NaN when
 any repeat has no value (an error row, a NaN error), so a point is never summarised from part
-of its repeats.
+of its repeats, with one exception that its ``repeats`` column shows: the chosen ``terms`` is
+an identity column here, so a ``terms = "auto"`` point whose repeats chose different counts
+has one row per count, each over the repeats that chose it. ``emulator_device`` joins the
+identity columns when the table has more than one value of it.
 
 ``<prefix>summary.md`` / ``<prefix>summary.tex``: per summarised metric, the same medians with
 the figure's panels and series as rows and the x values (sizes) as columns, three significant
-digits; "n/a" where the median is missing. The LaTeX tables use ``booktabs``.
+digits; "n/a" where the median is missing. The rows are the figure's
+(:func:`~precision.runner.plotting.prepare`), so an identity dimension that varies within a
+series is a row column of its own, as it is a row of panels in the figure, with the figure's
+note ("Note: backend varies within series ...") under the table (a ``%`` comment in LaTeX).
+A cell computed from fewer repeats than its point has (the other repeats of a
+``terms = "auto"`` point chose another count, shown in another column or row, or have no
+count) is marked :data:`PARTIAL_MARK` (LaTeX: a superscript dagger), explained by one
+footnote line under the table (:data:`PARTIAL_NOTE`). The LaTeX tables use ``booktabs``.
 
 The summarised metrics are those whose tables the existing ``<prefix>summary.md`` already
 holds (:func:`summarised_metrics`, in its order) followed by the other metrics of the figures
@@ -25,12 +35,16 @@ so that it is not forgotten, and gets its table again once they have values.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from precision.runner.figures import METRICS, PlotSpec
 from precision.runner.store import atomic_write
+
+if TYPE_CHECKING:
+    from precision.runner.plotting import _Frame
 
 ID_COLUMNS = (
     "dist_label",
@@ -50,6 +64,15 @@ ID_COLUMNS = (
 ERROR_COLUMNS = ("err_fro", "err_max", "err_median")
 TIMING_COLUMNS = ("tflops", "time_s")
 MISSING = "n/a"
+#: Marks a table cell computed from fewer repeats than its point has; explained once under
+#: the table by :data:`PARTIAL_NOTE`.
+PARTIAL_MARK = "†"
+LATEX_MARK = r"\textsuperscript{\dag}"
+PARTIAL_NOTE = (
+    f"{PARTIAL_MARK} median of fewer repeats than the point has: its other repeats chose "
+    "another term count (terms = auto), counted where that count is shown, or have no "
+    "term count (not computed); the figure's notes name the counts."
+)
 
 
 def _median_all(values: pd.Series) -> float:
@@ -62,6 +85,8 @@ def summarize(table: pd.DataFrame, timing: bool = True) -> pd.DataFrame:
     """One row per point: identity columns, repeat counts, status and median errors (and,
     with ``timing``, median TFLOP/s and time)."""
     ids = [c for c in ID_COLUMNS if c in table]
+    if "emulator_device" in table and table["emulator_device"].nunique() > 1:
+        ids.append("emulator_device")  # cpu and gpu engine rows of one point apart
     ok = table["status"] == "ok" if "status" in table else pd.Series(True, index=table.index)
     as_text = ("correction", "target", "terms_requested")
     keys = [table[c].astype(str) if c in as_text else table[c] for c in ids]
@@ -87,6 +112,15 @@ def summarize(table: pd.DataFrame, timing: bool = True) -> pd.DataFrame:
 def pivot(table: pd.DataFrame, spec: PlotSpec, metric: str) -> pd.DataFrame:
     """Medians of ``metric`` with the figure's panels and series as rows, x values as columns
     (the same series, order and panels as the figure)."""
+    return pivot_cells(table, spec, metric)[0]
+
+
+def pivot_cells(
+    table: pd.DataFrame, spec: PlotSpec, metric: str
+) -> tuple[pd.DataFrame, pd.DataFrame, _Frame]:
+    """:func:`pivot`, the cells computed from fewer repeats than their point has (True; a
+    frame of the same shape) and the figure's frame (:func:`~precision.runner.plotting.prepare`:
+    the dimensions split into panel rows and their notes)."""
     from precision.runner.plotting import prepare
 
     frame = prepare(table, spec, metric)
@@ -98,6 +132,7 @@ def pivot(table: pd.DataFrame, spec: PlotSpec, metric: str) -> pd.DataFrame:
     row_parts += [dim for dim in frame.rest if dim != spec.row]  # as prepare() labels rows
     if metric == "tflops":
         row_parts.append("device")
+    row_parts += frame.split  # identity dimensions that vary within a series, as prepare() adds
     keys: list[pd.Series] = []
     if spec.col != "none":
         keys.append(d["_col"].rename(spec.col))
@@ -109,10 +144,20 @@ def pivot(table: pd.DataFrame, spec: PlotSpec, metric: str) -> pd.DataFrame:
     if spec.style != "none":
         style = parts[2].where(~d["_baseline"], table["format"].astype(str))
         keys.append(style.rename(spec.style if spec.style != hue_name else "style"))
-    medians = value.groupby([*keys, d["_x"].rename("_x")], sort=True).agg(_median_all)
-    out = medians.unstack("_x").droplevel("_rank")
-    out.columns = pd.Index([f"{x:g}" for x in out.columns])
-    return out
+    cell = [*keys, d["_x"].rename("_x")]
+    medians = value.groupby(cell, sort=True).agg(_median_all)
+    # A cell holds part of a point's repeats when the others chose another term count (x or
+    # a panel or series shows it) or have no x value (terms = "auto" not computed).
+    point = d["_point"]
+    in_cell = point.groupby([*cell, point], sort=False).transform("size")
+    short = (in_cell < point.map(point.value_counts())).groupby(cell, sort=True).any()
+    both = pd.DataFrame({"median": medians, "short": short}).unstack("_x").droplevel("_rank")
+    columns = pd.Index([f"{x:g}" for x in both["median"].columns])
+    out = pd.DataFrame(both["median"].to_numpy(float), index=both.index, columns=columns)
+    marks = pd.DataFrame(
+        both["short"].fillna(False).to_numpy(bool), index=both.index, columns=columns
+    )
+    return out, marks, frame
 
 
 def _fmt(value: float) -> str:
@@ -151,21 +196,36 @@ def _latex_escape(text: str) -> str:
     return out
 
 
-def to_markdown(frame: pd.DataFrame, first_header: str = "") -> str:
-    """A GitHub-flavoured Markdown table of a pivot (index columns left, numbers right)."""
+def _marked(marks: pd.DataFrame | None, i: int, n: int) -> list[bool]:
+    return [False] * n if marks is None else [bool(v) for v in marks.iloc[i].to_numpy()]
+
+
+def to_markdown(
+    frame: pd.DataFrame, first_header: str = "", marks: pd.DataFrame | None = None
+) -> str:
+    """A GitHub-flavoured Markdown table of a pivot (index columns left, numbers right); a
+    cell that is True in ``marks`` (:func:`pivot_cells`) gets :data:`PARTIAL_MARK`."""
     index = frame.index.to_frame(index=False).astype(str)
     header = list(index.columns) + [f"{first_header}{c}" if i == 0 else c
                                     for i, c in enumerate(frame.columns)]  # fmt: skip
     align = [":--"] * index.shape[1] + ["--:"] * frame.shape[1]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
     for i in range(len(frame)):
-        cells = list(index.iloc[i]) + [_fmt(v) for v in frame.iloc[i].to_numpy(float)]
+        values = frame.iloc[i].to_numpy(float)
+        marked = _marked(marks, i, len(values))
+        cells = list(index.iloc[i])
+        cells += [
+            _fmt(v) + (PARTIAL_MARK if m else "") for v, m in zip(values, marked, strict=True)
+        ]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines)
 
 
-def to_latex(frame: pd.DataFrame, caption: str, x_name: str) -> str:
-    """A booktabs LaTeX table of a pivot."""
+def to_latex(
+    frame: pd.DataFrame, caption: str, x_name: str, marks: pd.DataFrame | None = None
+) -> str:
+    """A booktabs LaTeX table of a pivot; cells True in ``marks`` get a dagger, explained
+    under the table (:data:`PARTIAL_NOTE`)."""
     index = frame.index.to_frame(index=False).astype(str)
     ni, nv = index.shape[1], frame.shape[1]
     lines = [
@@ -183,9 +243,16 @@ def to_latex(frame: pd.DataFrame, caption: str, x_name: str) -> str:
     ]
     for i in range(len(frame)):
         cells = [_latex_escape(c) for c in index.iloc[i]]
-        cells += [_latex_number(v) for v in frame.iloc[i].to_numpy(float)]
+        values = frame.iloc[i].to_numpy(float)
+        marked = _marked(marks, i, len(values))
+        cells += [_latex_number(v) + (LATEX_MARK if m else "")
+                  for v, m in zip(values, marked, strict=True)]  # fmt: skip
         lines.append("    " + " & ".join(cells) + r" \\")
-    lines += [r"    \bottomrule", r"  \end{tabular}", r"\end{table}"]
+    lines += [r"    \bottomrule", r"  \end{tabular}"]
+    if marks is not None and bool(marks.to_numpy().any()):
+        note = _latex_escape(PARTIAL_NOTE.removeprefix(PARTIAL_MARK).strip())
+        lines.append(f"  \\par\\smallskip{{\\footnotesize {LATEX_MARK}\\,{note}\\par}}")
+    lines.append(r"\end{table}")
     return "\n".join(lines)
 
 
@@ -235,9 +302,15 @@ def write_summary(
                 md += [f"## {label}\n", f"No table: {why}.", ""]
                 tex += [f"% {label}: no table, {why}", ""]
             continue
-        frame = pivot(table, spec, metric)
-        md += [f"## {label}\n", to_markdown(frame), ""]
-        tex += [to_latex(frame, label, x_label), ""]
+        frame, marks, drawn = pivot_cells(table, spec, metric)
+        md += [f"## {label}\n", to_markdown(frame, marks=marks), ""]
+        if marks.to_numpy().any():
+            md += [PARTIAL_NOTE, ""]
+        # The identity dimensions split into rows (they vary within a series), as the figure says.
+        md += [f"Note: {note}." for note in drawn.split_notes]
+        md += [""] if drawn.split_notes else []
+        tex += [f"% Note: {note}." for note in drawn.split_notes]
+        tex += [to_latex(frame, label, x_label, marks), ""]
     # Written only once all three are computed, each atomically (a failed write leaves the
     # earlier file of that name): StoreError naming the file that could not be written.
     atomic_write(csv_path, lambda tmp: summary.to_csv(tmp, index=False))

@@ -1,0 +1,377 @@
+"""No figure point or summary cell pools distinct points, and none is silently computed from
+part of its point's repeats: an identity dimension that the plot spec does not show and that
+varies within a drawn cell becomes panel rows (said so under the figure and in summary.md),
+and a cell holding only some of a point's repeats (``terms = "auto"`` repeats that chose
+different counts, on a ``terms`` axis) is marked. Synthetic tables: no GEMM is computed."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg", force=True)
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from precision.runner.figures import PlotSpec
+from precision.runner.plotting import MAX_NOTE_LINES, draw_figure, plot_results, prepare
+from precision.runner.summary import (
+    LATEX_MARK,
+    PARTIAL_MARK,
+    pivot,
+    pivot_cells,
+    summarize,
+    write_summary,
+)
+
+SIZES = (32, 64, 128)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def row(size: int = 32, rep: int = 0, value: float = 1e-4, **kw) -> dict:
+    """One results row: plain fp16 on the sm90 emulator, uniform inputs, unless ``kw`` says
+    otherwise (``point`` names the point; by default every identity column does)."""
+    out = {
+        "name": "u", "m": size, "n": size, "k": size,
+        "distribution": "uniform", "dist_label": "uniform", "dist_params": "{}",
+        "method": "plain", "correction": None, "variant": "plain", "format": "fp16",
+        "backend": "emulator", "arch": "sm90", "target": None, "terms": np.nan,
+        "terms_requested": None, "emulator_device": "cpu", "repeat": rep,
+        "status": "ok", "error": None, "err_fro": value, "err_max": 10 * value,
+        "err_median": value / 2, "tflops": 1e-5 * size, "time_s": 1.0,
+    }  # fmt: skip
+    out.update(kw)
+    if "point_id" not in out:
+        ids = ("dist_label", "k", "variant", "format", "backend", "arch", "target")
+        more = ("terms_requested", "emulator_device")
+        out["point_id"] = "/".join(str(out[c]) for c in ids + more)
+    return out
+
+
+def table(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows)
+
+
+def figure_text(fig) -> str:
+    return " ".join(" ".join(t.get_text().split()) for sub in fig.subfigs for t in sub.texts)
+
+
+def lines_by_panel(fig) -> dict[str, list[list[float]]]:
+    """The y values of the drawn lines (two or more points) of each visible panel, by the
+    panel's row label (its margin text; "" without one)."""
+    out: dict[str, list[list[float]]] = {}
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        label = " ".join(t.get_text() for t in ax.texts)
+        ys = [list(ln.get_ydata()) for ln in ax.get_lines() if len(ln.get_xdata()) == len(SIZES)]
+        out.setdefault(label, []).extend(ys)
+    return out
+
+
+# ----------------------------------------------------------------------------- backends
+
+
+def two_backends(baseline: bool = False, repeats: int = 3) -> pd.DataFrame:
+    """plain fp16 on the emulator (error 1e-4) and on cuda (error 1e-2): one method, one
+    format, one hue and style value, two points at every size."""
+    rows = [
+        row(size, rep, value, backend=backend)
+        for backend, value in (("emulator", 1e-4), ("cuda", 1e-2))
+        for size in SIZES
+        for rep in range(repeats)
+    ]
+    if baseline:
+        rows += [
+            row(size, rep, 3e-7, format="fp32", backend="numpy")
+            for size in SIZES
+            for rep in range(repeats)
+        ]
+    return table(rows)
+
+
+def test_backends_of_one_series_become_panel_rows_not_one_median():
+    frame = prepare(two_backends(), PlotSpec(), "err_fro")
+    assert frame.split == ["backend"]
+    assert set(frame.data["_row"]) == {"backend = cuda", "backend = emulator"}
+    fig = draw_figure(frame, "err_fro", PlotSpec(), "")
+    lines = lines_by_panel(fig)
+    # Each backend's own median in its own panel; never the pooled median of both.
+    assert lines["backend = emulator"] == [[1e-4] * 3]
+    assert lines["backend = cuda"] == [[1e-2] * 3]
+    text = figure_text(fig)
+    assert "Notes:" in text and "Not shown" not in text
+    assert (
+        "backend varies within series (plain fp16 [uniform] at size = 32: cuda and emulator): "
+        "shown as panel rows; set hue/style/col/row to choose" in text
+    )
+
+
+def test_summary_pivot_has_the_same_rows_and_says_why():
+    t = two_backends()
+    piv = pivot(t, PlotSpec(), "err_fro")
+    assert piv.index.names == ["distribution", "backend", "method", "format"]
+    values = piv.droplevel(["distribution", "method", "format"])
+    assert list(values.loc["backend = cuda"]) == [1e-2] * 3
+    assert list(values.loc["backend = emulator"]) == [1e-4] * 3
+
+
+def test_summary_md_and_tex_note_the_rows_split(tmp_path):
+    write_summary(two_backends(), tmp_path, PlotSpec(metrics=("err_fro",)))
+    md = (tmp_path / "summary.md").read_text()
+    assert "| uniform | backend = cuda | plain | fp16 | 0.01 | 0.01 | 0.01 |" in md
+    assert "| uniform | backend = emulator | plain | fp16 | 1.00e-04 |" in md
+    assert "Note: backend varies within series (plain fp16 [uniform] at size = 32" in md
+    assert "% Note: backend varies within series" in (tmp_path / "summary.tex").read_text()
+
+
+def test_a_baseline_is_drawn_in_every_row_split_from_its_panel():
+    """The numpy baseline (its series names its backend) is the reference of both backends'
+    rows: drawn in each, listed once in the summary, not given a panel row of its own."""
+    frame = prepare(two_backends(baseline=True), PlotSpec(), "err_fro")
+    assert frame.split == ["backend"]
+    lines = lines_by_panel(draw_figure(frame, "err_fro", PlotSpec(), ""))
+    assert sorted(lines) == ["backend = cuda", "backend = emulator"]
+    assert [3e-7] * 3 in lines["backend = cuda"] and [3e-7] * 3 in lines["backend = emulator"]
+    piv = pivot(two_backends(baseline=True), PlotSpec(), "err_fro")
+    backends = list(piv.index.get_level_values("backend"))
+    assert sorted(backends) == ["", "backend = cuda", "backend = emulator"]  # baseline: once
+
+
+def test_tflops_panels_already_split_by_device_add_no_backend_rows():
+    frame = prepare(two_backends(), PlotSpec(), "tflops")
+    assert frame.split == []  # emulator and cuda are on different devices: rows already
+    assert set(frame.data["_row"]) == {"GPU", "CPU emulator (not a GPU speed)"}
+
+
+# ----------------------------------------------------------------------------- constant
+
+
+def test_dimensions_constant_within_every_cell_add_nothing():
+    t = table(
+        [
+            row(size, rep, v, variant=variant, method=variant.split("-")[0], dist_label=dist,
+                distribution=dist, format=fmt)
+            for variant, v in (("plain", 1e-3), ("corrected-ootomo", 1e-6))
+            for fmt in ("fp16", "bf16")
+            for dist in ("uniform", "normal")
+            for size in SIZES
+            for rep in range(2)
+        ]
+        + [row(size, rep, 3e-7, format="fp32", backend="numpy", dist_label=dist,
+               distribution=dist) for dist in ("uniform", "normal") for size in SIZES
+           for rep in range(2)]
+    )  # fmt: skip
+    frame = prepare(t, PlotSpec(), "err_fro")
+    assert frame.split == [] and frame.split_notes == [] and frame.terms_notes == []
+    assert set(frame.data["_row"]) == {""}
+    assert "Notes:" not in figure_text(draw_figure(frame, "err_fro", PlotSpec(), ""))
+
+
+# ----------------------------------------------------------------------------- other dims
+
+
+def test_arch_emulator_device_and_distribution_split_when_not_shown():
+    arch = table([row(s, r, v, arch=a) for a, v in (("sm80", 1e-3), ("sm90", 1e-4))
+                  for s in SIZES for r in range(2)])  # fmt: skip
+    assert prepare(arch, PlotSpec(), "err_fro").split == ["arch"]
+    assert set(prepare(arch, PlotSpec(), "err_fro").data["_row"]) == {"arch = sm80", "arch = sm90"}
+    assert prepare(arch, PlotSpec(row="arch"), "err_fro").split == []  # shown: nothing to add
+
+    device = table([row(s, r, 1e-4, emulator_device=e) for e in ("cpu", "gpu")
+                    for s in SIZES for r in range(2)])  # fmt: skip
+    frame = prepare(device, PlotSpec(), "err_fro")
+    assert frame.split == ["emulator_device"]
+    assert "; set hue" not in frame.split_notes[0]  # not a plot dimension: nothing to set
+    assert prepare(device, PlotSpec(), "tflops").split == []  # device rows already
+    # summary.csv keeps cpu and gpu engine rows of one point apart too
+    assert len(summarize(device)) == 2 * len(SIZES)
+
+    dists = table([row(s, r, v, distribution=d, dist_label=label)
+                   for d, label, v in (("uniform", "uniform", 1e-4),
+                                       ("exp_rand", "exp_rand(phi=2)", 1e-3))
+                   for s in SIZES for r in range(2)])  # fmt: skip
+    spec = PlotSpec(col="none")
+    frame = prepare(dists, spec, "err_fro")
+    assert frame.split == ["distribution"]
+    assert set(frame.data["_row"]) == {"uniform", "exp_rand(phi=2)"}
+    assert pivot(dists, spec, "err_fro").index.names == ["distribution", "method", "format"]
+
+
+def test_method_splits_when_hue_and_style_show_other_things():
+    t = table([row(s, r, v, variant=var, method=var.split("-")[0])
+               for var, v in (("plain", 1e-3), ("corrected-ootomo", 1e-6))
+               for s in SIZES for r in range(2)])  # fmt: skip
+    spec = PlotSpec(hue="format", style="none", col="none")
+    frame = prepare(t, spec, "err_fro")
+    assert frame.split == ["method"]
+    lines = lines_by_panel(draw_figure(frame, "err_fro", spec, ""))
+    assert lines == {"corrected-ootomo": [[1e-6] * 3], "plain": [[1e-3] * 3]}
+
+
+# ----------------------------------------------------------------------------- ozaki
+
+
+def ozaki(
+    size: int, rep: int, terms: float, requested: str, value: float, target: str = "fp64", **kw
+) -> dict:
+    return row(
+        size, rep, value, method="ozaki2", variant="ozaki2", format="int8", target=target,
+        terms=float(terms), terms_requested=requested, input_dtype="float64", **kw,
+    )  # fmt: skip
+
+
+def dgemm(size: int, rep: int = 0) -> dict:
+    return row(size, rep, 3e-16, format="fp64", backend="numpy")
+
+
+def test_auto_and_fixed_requests_at_one_term_count_are_two_rows_on_a_terms_axis():
+    """x = terms: "auto" that chose 16 moduli and a fixed request of 16 land on one x; they
+    are two points (the requested count is the identity), so two panel rows, and the DGEMM
+    baseline (no target, no terms) is drawn as a level in both."""
+    rows_ = [ozaki(64, 0, t, str(t), 10.0**-t) for t in (14, 15, 16)]
+    rows_ += [ozaki(64, 0, 16, "auto", 5e-15)]
+    rows_ += [dgemm(64)]
+    spec = PlotSpec(metrics=("err_max",), x="terms", hue="method", style="none", col="none")
+    frame = prepare(table(rows_), spec, "err_max")
+    assert frame.split == ["terms_requested"]
+    rows_seen = set(frame.data.loc[frame.data["_x"].notna(), "_row"])
+    assert rows_seen == {"terms_requested = auto", "terms_requested = fixed"}
+    fig = draw_figure(frame, "err_max", spec, "")
+    drawn = {}  # err_max = 10 x the values given
+    for ax in (a for a in fig.axes if a.get_visible()):
+        ys = [list(ln.get_ydata()) for ln in ax.get_lines()]
+        assert [3e-15, 3e-15] in ys  # the DGEMM level in both rows
+        drawn[" ".join(t.get_text() for t in ax.texts)] = ys
+    assert [5e-14] in drawn["terms_requested = auto"]  # never pooled with the fixed 16
+    assert any(np.allclose(ys, [1e-13, 1e-14, 1e-15]) for ys in drawn["terms_requested = fixed"])
+    piv = pivot(table(rows_), spec, "err_max")
+    auto = piv.xs("terms_requested = auto", level="terms_requested")
+    assert list(auto.iloc[0].dropna()) == [5e-14]
+
+
+def test_targets_and_requested_counts_split_on_a_size_axis_not_chosen_counts():
+    rows_ = [ozaki(s, 0, 16, "16", 1e-16, target="fp64") for s in SIZES]
+    rows_ += [ozaki(s, 0, 8, "8", 1e-7, target="fp32") for s in SIZES]
+    rows_ += [ozaki(s, 0, 14, "14", 1e-14, target="fp64") for s in SIZES]
+    frame = prepare(table(rows_), PlotSpec(), "err_fro")
+    assert frame.split == ["target", "terms_requested"]
+    assert set(frame.data["_row"]) == {
+        "target = fp32, terms_requested = 8",
+        "target = fp64, terms_requested = 14",
+        "target = fp64, terms_requested = 16",
+    }
+
+
+def auto_point(repeats_terms=(16, 16, 17), size: int = 64) -> list[dict]:
+    """Three repeats of one ozaki2 terms = "auto" point; by default two chose 16 moduli
+    (errors 1e-15, 3e-15) and one 17 (2e-16)."""
+    return [
+        ozaki(size, rep, t, "auto", v, point_id="auto64")
+        for rep, (t, v) in enumerate(zip(repeats_terms, (1e-15, 3e-15, 2e-16), strict=True))
+    ]
+
+
+def test_chosen_counts_of_auto_repeats_are_pooled_on_a_size_axis_and_named():
+    rows_ = auto_point() + [ozaki(s, 0, 16, "auto", 1e-15) for s in (32, 128)]
+    spec = PlotSpec(metrics=("err_fro",), col="none")
+    frame = prepare(table(rows_), spec, "err_fro")
+    assert frame.split == []  # the chosen count is an outcome, not the point's identity
+    assert frame.terms_notes == ["ozaki2 int8: repeats chose 16 and 17 terms at size = 64"]
+    fig = draw_figure(frame, "err_fro", spec, "")
+    assert "ozaki2 int8: repeats chose 16 and 17 terms at size = 64" in figure_text(fig)
+    assert lines_by_panel(fig)[""] == [[1e-15, 1e-15, 1e-15]]  # median of all three repeats
+    _, marks, _ = pivot_cells(table(rows_), spec, "err_fro")
+    assert not marks.to_numpy().any()  # every cell holds all repeats of its point
+
+
+def test_cells_from_part_of_the_repeats_are_marked_on_a_terms_axis(tmp_path):
+    rows_ = auto_point() + [ozaki(64, r, 16, "16", 1e-14) for r in range(3)]
+    t = table(rows_)
+    spec = PlotSpec(metrics=("err_max",), x="terms", hue="method", style="none", col="none",
+                    formats=("png",))  # fmt: skip
+    frame = prepare(t, spec, "err_max")
+    (note,) = frame.terms_notes
+    assert note == (
+        "ozaki2 [terms_requested = auto]: repeats chose 16 and 17 terms; "
+        "each count's value is a median of part of the repeats"
+    )
+    assert note in figure_text(draw_figure(frame, "err_max", spec, ""))
+    piv, marks, _ = pivot_cells(t, spec, "err_max")
+    auto = marks.xs("terms_requested = auto", level="terms_requested").iloc[0]
+    fixed = marks.xs("terms_requested = fixed", level="terms_requested").iloc[0]
+    assert auto.to_dict() == {"16": True, "17": True}
+    assert not fixed.any()
+
+    plot_results(t, tmp_path, "oz", spec)
+    md = (tmp_path / "summary.md").read_text()
+    assert "# Summary: median over 3 repeat(s) per point" in md
+    auto_line = next(line for line in md.splitlines() if "terms_requested = auto" in line)
+    assert auto_line.endswith(f"| 2.00e-14{PARTIAL_MARK} | 2.00e-15{PARTIAL_MARK} |")
+    fixed_line = next(line for line in md.splitlines() if "terms_requested = fixed" in line)
+    assert PARTIAL_MARK not in fixed_line
+    footnotes = [line for line in md.splitlines() if line.startswith(PARTIAL_MARK)]
+    assert len(footnotes) == 1 and "fewer repeats than the point has" in footnotes[0]
+    tex = (tmp_path / "summary.tex").read_text()
+    assert tex.count(LATEX_MARK) == 3  # two cells and the footnote
+    assert "fewer repeats than the point has" in tex
+
+
+def test_auto_repeats_without_a_count_mark_the_cells_of_the_others():
+    """A failed repeat of an auto point has no count (no x on a terms axis): the cell of the
+    repeats that did run is the median of part of the point's repeats."""
+    rows_ = auto_point((16, 16, 16))
+    rows_[2].update(terms=np.nan, status="error", err_max=np.nan)
+    spec = PlotSpec(metrics=("err_max",), x="terms", hue="method", style="none", col="none")
+    _, marks, _ = pivot_cells(table(rows_), spec, "err_max")
+    assert marks.to_numpy().all()
+
+
+def test_chosen_counts_shown_as_hue_name_the_request():
+    rows_ = auto_point()
+    spec = PlotSpec(metrics=("err_fro",), hue="terms", col="none")
+    frame = prepare(table(rows_), spec, "err_fro")
+    assert frame.split == []
+    assert frame.terms_notes == [
+        "auto terms int8: repeats chose 16 and 17 terms at size = 64; "
+        "each count's value is a median of part of the repeats"
+    ]
+    _, marks, _ = pivot_cells(table(rows_), spec, "err_fro")
+    assert marks.to_numpy().all()  # 16 terms: 2 of 3 repeats, 17 terms: 1 of 3
+
+
+# ----------------------------------------------------------------------------- notes
+
+
+def test_notes_are_capped_and_come_before_the_points_not_shown():
+    t = two_backends()
+    bad = (t["backend"] == "cuda") & (t["k"] == 64)
+    t.loc[bad, ["status", "err_fro"]] = ["error", np.nan]
+    fig = draw_figure(prepare(t, PlotSpec(), "err_fro"), "err_fro", PlotSpec(), "")
+    text = figure_text(fig)
+    assert text.index("Notes:") < text.index("backend varies") < text.index("Not shown")
+    assert "plain fp16 [backend = cuda, uniform]: error at size = 64" in text
+
+    # One auto point per distribution whose repeats chose 16 and 17 moduli: 8 lines, capped.
+    many = table([ozaki(64, rep, t, "auto", 1e-15, point_id=f"auto-{i}", dist_label=f"d{i}",
+                        distribution=f"d{i}")
+                  for i in range(8) for rep, t in enumerate((16, 17))])  # fmt: skip
+    frame = prepare(many, PlotSpec(), "err_fro")
+    assert len(frame.terms_notes) == MAX_NOTE_LINES
+    assert frame.terms_notes[-1] == f"... and {8 - MAX_NOTE_LINES + 1} more"
+    assert frame.terms_notes[0] == "ozaki2 int8 [d0]: repeats chose 16 and 17 terms at size = 64"
+
+
+def test_point_keys_without_point_id_ignore_the_chosen_count():
+    rows_ = [{k: v for k, v in r.items() if k != "point_id"} for r in auto_point()]
+    spec = PlotSpec(metrics=("err_max",), x="terms", hue="method", style="none", col="none")
+    _, marks, _ = pivot_cells(table(rows_), spec, "err_max")
+    assert marks.to_numpy().all()
+    assert len(prepare(table(rows_), spec, "err_max").terms_notes) == 1
