@@ -38,6 +38,17 @@ What keeps the figures honest and readable:
 - Points with no finite positive value (error rows, unavailable backends, NaN or Inf, error 0
   on a log axis) are listed under the figure, after the notes above (each list at most
   :data:`MAX_NOTE_LINES` lines).
+- Distributions are named as a reader writes them, from every parameter value of the row
+  (``dist_params``): ``U(−1, 1)``, ``N(0, 1)``, ``exp_rand, φ = 1`` (:data:`DIST_LABELS`;
+  a real minus sign), whether or not the config spelled the defaults out; others by their
+  ``dist_label``. Display only: the tables' ``dist_label`` column is unchanged.
+- Caveats head the notes, never capped: an ``err_max`` figure reaching 1 says that entries
+  with an exact value near 0 set it (:data:`ERR_MAX_NOTE`); a TFLOP/s figure says when its
+  points were timed while a run computed several at once (``--jobs N``, Dask workers), and
+  that numpy's multithreaded BLAS stalls on a loaded machine unless the run recorded one
+  BLAS thread (:func:`timing_notes`, from the records of provenance.json).
+- PDF (and PostScript) files embed TrueType fonts (Type 42), not Type 3, which IEEE's and
+  ACM's PDF checks reject.
 """
 
 from __future__ import annotations
@@ -136,6 +147,15 @@ TERM_LABEL_W = 0.19
 #: Width (inches) of a panel taken by what is not the x range (margins, the half-term pads).
 PANEL_FRAME_W = 0.6
 MAX_NOTE_LINES = 6
+#: Least share of a figure's height (``size``) left to the panels when the legend and the
+#: notes would take more.
+MIN_PANEL_SHARE = 0.4
+#: The note under an ``err_max`` figure (and table) with a value of 1 or more: an elementwise
+#: relative error is largest where the exact entry is smallest, whatever the method.
+ERR_MAX_NOTE = (
+    "err_max = max over entries of |C − C_exact| / |C_exact|: entries with C_exact near 0 "
+    "set it, hence values ≥ 1"
+)
 
 
 def _setup():
@@ -146,7 +166,11 @@ def _setup():
     import seaborn as sns
 
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.85)
-    plt.rcParams.update({"pgf.rcfonts": False, "svg.fonttype": "none"})
+    # Fonts embedded as TrueType (Type 42), not Type 3: IEEE PDF eXpress and the ACM checks
+    # reject PDFs with Type 3 fonts (matplotlib's default), and they also print less well.
+    plt.rcParams.update(
+        {"pgf.rcfonts": False, "svg.fonttype": "none", "pdf.fonttype": 42, "ps.fonttype": 42}
+    )
     return plt, sns
 
 
@@ -161,7 +185,7 @@ def _dimension(table: pd.DataFrame, dim: str) -> pd.Series:
     if dim == "method":
         return _column(table, "variant", "method").astype(str)
     if dim == "distribution":
-        return _column(table, "dist_label", "distribution").astype(str)
+        return _distribution_labels(table)
     if dim == "shape":
         return table["m"].astype(str) + "×" + table["n"].astype(str) + "×" + table["k"].astype(str)
     if dim == "phi":
@@ -181,6 +205,80 @@ def _dimension(table: pd.DataFrame, dim: str) -> pd.Series:
         return terms.map(lambda t: "" if np.isnan(t) else f"{int(t)} terms")
     # Missing values (None, NaN, pandas' NA in a string column) are shown as "".
     return table[dim].map(lambda v: "" if v is None or pd.isna(v) else str(v)).astype(object)
+
+
+MINUS = "\u2212"  # the minus sign (−), not the hyphen of Python's number formatting
+
+
+def _number(value: float) -> str:
+    """``value`` as figures show it: ``:g`` with a real minus sign (−1, not -1)."""
+    return f"{value:g}".replace("-", MINUS)
+
+
+def _normal_label(mean: str, std: str) -> str:
+    return f"N({mean}, {std if std == '1' else std + '²'})"  # N(μ, σ²)
+
+
+#: How figures and the summary's pivot tables name the distributions they know, from the
+#: values of all their parameters (formatted by :func:`_number`), in the names of
+#: :mod:`precision.distributions`: U(−1, 1), N(0, 1), "exp_rand, φ = 1". Any other
+#: distribution is shown by its ``dist_label`` (``name(param=value, ...)``).
+DIST_LABELS: dict[str, Any] = {
+    "uniform": lambda low, high: f"U({low}, {high})",
+    "normal": _normal_label,
+    "exp_rand": lambda phi: f"exp_rand, φ = {phi}",
+    "wide_range": lambda exp_min, exp_max: f"wide_range, e ∈ [{exp_min}, {exp_max}]",
+    "cancellation": lambda eps: f"cancellation, ε = {eps}",
+}
+
+
+def readable_distribution(name: str, params: Any) -> str | None:
+    """The display label of distribution ``name`` with ``params`` (a dict, or the JSON of
+    the ``dist_params`` column), per :data:`DIST_LABELS`; None when ``name`` is not there or
+    ``params`` does not hold exactly its parameters, as numbers."""
+    import json
+
+    from precision.distributions import DISTRIBUTIONS
+
+    if name not in DIST_LABELS or name not in DISTRIBUTIONS:
+        return None
+    if isinstance(params, str):
+        try:
+            params = json.loads(params)
+        except ValueError:
+            return None
+    if not isinstance(params, dict) or set(params) != set(DISTRIBUTIONS[name].defaults):
+        return None
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in params.values()):
+        return None
+    return str(DIST_LABELS[name](**{key: _number(v) for key, v in params.items()}))
+
+
+def _distribution_labels(table: pd.DataFrame) -> pd.Series:
+    """The ``distribution`` dimension as figures show it: each ``dist_label`` (the generator
+    and its swept or configured parameters, ``uniform(low=-1, high=1)`` or ``uniform``)
+    rendered from the row's full ``dist_params`` (:func:`readable_distribution`), so the
+    same distribution reads the same whichever of its parameters a config spelled out.
+
+    Display only: a label is kept as it is where its rows lack complete ``dist_params``
+    (hand-made tables), disagree on them, or would read the same as another label's (two
+    labels never merge into one panel or series)."""
+    raw = _column(table, "dist_label", "distribution").astype(str)
+    if "dist_params" not in table or "distribution" not in table:
+        return raw
+    shown: dict[str, str] = {}
+    pairs = zip(raw, table["distribution"].astype(str), table["dist_params"], strict=True)
+    variants: dict[str, set[tuple[str, str]]] = {}
+    for label, name, params in pairs:
+        variants.setdefault(label, set()).add((name, str(params)))
+    for label, found in variants.items():
+        readable = readable_distribution(*next(iter(found))) if len(found) == 1 else None
+        shown[label] = readable or label
+    uses: dict[str, int] = {}
+    for text in shown.values():
+        uses[text] = uses.get(text, 0) + 1
+    shown = {label: text if uses[text] == 1 else label for label, text in shown.items()}
+    return raw.map(shown).astype(object)
 
 
 def _dim_title(dim: str, value: str) -> str:
@@ -280,7 +378,9 @@ class _Frame:
     ``split`` names the identity dimensions added to the panel rows because they vary within
     a drawn cell (:func:`prepare`) and ``split_notes`` says why, one line each;
     ``terms_notes`` names the points whose repeats chose different term counts. Both are
-    shown under the figure, before the points not shown."""
+    shown under the figure, before the points not shown, after ``caveats``: what the metric
+    or its measurement needs said (:data:`ERR_MAX_NOTE`, :func:`timing_notes`), never
+    capped."""
 
     data: pd.DataFrame
     x: str
@@ -290,6 +390,7 @@ class _Frame:
     split: list[str] = field(default_factory=list)
     split_notes: list[str] = field(default_factory=list)
     terms_notes: list[str] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
 
 
 #: Identity dimensions of a point that a figure may leave unshown, in the order in which
@@ -450,7 +551,12 @@ def prepare(table: pd.DataFrame, spec: PlotSpec, metric: str) -> _Frame:
         if ((d["_hue"] == h) & (d["_style"] == s) & ~d["_baseline"]).any()
     ]
     baselines = [("baseline", b) for b in _ordered(d.loc[d["_baseline"], "_series"])]
-    return _Frame(d, x, x_label, rest, methods + baselines, split, split_notes, terms_notes)
+    caveats = []
+    if metric == "err_max" and (d.loc[d["_valid"], "_value"] >= 1).any():
+        caveats.append(ERR_MAX_NOTE)
+    return _Frame(
+        d, x, x_label, rest, methods + baselines, split, split_notes, terms_notes, caveats
+    )
 
 
 def _split_rows(
@@ -656,6 +762,138 @@ def _missing_notes(frame: _Frame, metric: str) -> list[str]:
     return _capped(out, " (see the summary table)")
 
 
+#: Environment variables that set the thread count of numpy's BLAS (OpenBLAS, in its order
+#: of precedence); ``precision run`` records them in provenance.json (``blas_threads_env``).
+BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+#: The note under TFLOP/s figures of numpy BLAS timings not recorded as single-threaded
+#: (:func:`timing_notes`).
+BLAS_NOTE = (
+    "numpy's multithreaded BLAS stalls on a loaded machine: time it with OPENBLAS_NUM_THREADS=1"
+)
+
+
+def read_runs(results_dir: Path) -> list[dict]:
+    """The run records of ``results_dir/provenance.json``, one per ``precision run``, oldest
+    first ([] when the file is missing or unreadable)."""
+    import json
+
+    try:
+        runs = json.loads((results_dir / "provenance.json").read_text(encoding="utf-8"))["runs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return [run for run in runs if isinstance(run, dict)] if isinstance(runs, list) else []
+
+
+def run_concurrency(run: dict) -> tuple[int | None, int, str]:
+    """How many points the run of provenance record ``run`` computed at once (None: unknown,
+    workers of a ``--scheduler`` cluster), how many of them were CPU workers beside the GPU
+    workers of ``--gpus``, and the options that asked for it. Taken from the record's
+    ``concurrent_jobs`` where recorded, else from its ``executor``, ``jobs`` and ``gpus``
+    (Dask's local cluster defaults to one worker per core)."""
+    jobs = run.get("jobs") if isinstance(run.get("jobs"), int) else None
+    gpus = run.get("gpus") if isinstance(run.get("gpus"), list) else None
+    recorded = run.get("concurrent_jobs")
+    if run.get("executor", "local") == "local":
+        n = jobs or 1
+        return (recorded if isinstance(recorded, int) else n), 0, f"--jobs {n}"
+    if run.get("scheduler"):
+        return None, 0, f"--scheduler {run['scheduler']}"
+    if gpus:
+        cpu = jobs or 0
+        n = len(gpus) + cpu
+        how = f"--gpus: {len(gpus)} GPU and {cpu} CPU workers"
+        return (recorded if isinstance(recorded, int) else n), cpu, how
+    cores = run.get("cpu_count") if isinstance(run.get("cpu_count"), int) else None
+    n_or_none = recorded if isinstance(recorded, int) else (jobs or cores)
+    return n_or_none, 0, f"--executor dask, {n_or_none or 'one per core'} workers"
+
+
+def _single_blas_thread(run: dict | None) -> bool:
+    """True when the run of ``run`` is recorded to have given numpy's BLAS one thread."""
+    if run is None:
+        return False
+    if run.get("cpu_count") == 1:
+        return True
+    env = run.get("blas_threads_env")
+    if run.get("executor", "local") != "local" or not isinstance(env, dict):
+        return False  # Dask workers set their own (see precision.runner.cluster)
+    value = next((env[v] for v in BLAS_THREAD_VARS if env.get(v) not in (None, "")), None)
+    return str(value).strip() == "1"
+
+
+def _runs_of(table: pd.DataFrame, runs: list[dict]) -> list[dict | None]:
+    """The run record that computed each row: the latest run that started (``created_utc``)
+    no later than the row was made (None where a time is missing or unreadable)."""
+    starts = pd.to_datetime(
+        pd.Series([r.get("created_utc") for r in runs], dtype=object), utc=True, errors="coerce"
+    )
+    known = [(t, r) for t, r in zip(starts, runs, strict=True) if not pd.isna(t)]
+    if not known or "created_utc" not in table:
+        return [None] * len(table)
+    known.sort(key=lambda tr: tr[0])
+    times = np.array([t.value for t, _ in known])
+    made = pd.to_datetime(table["created_utc"], utc=True, errors="coerce")
+    out: list[dict | None] = []
+    for t in made:
+        if pd.isna(t):
+            out.append(None)
+            continue
+        i = int(np.searchsorted(times, t.value, side="right")) - 1
+        out.append(known[max(i, 0)][1])  # made before every recorded start: the first run
+    return out
+
+
+def timing_notes(table: pd.DataFrame, runs: list[dict] | None = None) -> list[str]:
+    """Notes for TFLOP/s figures and tables, from the rows with a TFLOP/s value and the
+    ``precision run`` records ``runs`` (:func:`read_runs`; None: unknown) that computed them:
+
+    - rows timed while the run computed several points at once (``--jobs N``, several Dask
+      workers; the GPU rows of ``--gpus`` only when CPU workers ran beside them, as each GPU
+      times one GEMM at a time): their speeds are not one job's;
+    - rows of numpy's BLAS (its matmul, the Ozaki emulation's integer GEMMs), timed by the
+      wall clock, unless their runs recorded one BLAS thread: a multithreaded OpenBLAS
+      stalls for milliseconds per call while another process holds a core (measured: 24 ms
+      for a 0.05 ms SGEMM at n = 128 on 2 cores), far below its speed on an idle machine.
+    """
+    if "tflops" not in table:
+        return []
+    values = pd.to_numeric(table["tflops"], errors="coerce")
+    ok = table["status"] == "ok" if "status" in table else pd.Series(True, index=table.index)
+    timed = table[ok & np.isfinite(values) & (values > 0)]
+    if timed.empty:
+        return []
+    gpu = timed["backend"].isin(["cuda", "cublas"])
+    if "timing" in timed:
+        gpu = timed["timing"].eq("cuda_events") | (timed["timing"].isna() & gpu)
+    made_by = _runs_of(timed, runs) if runs else [None] * len(timed)
+    notes = []
+    shared: list[tuple[int, str]] = []
+    for run, on_gpu in zip(made_by, gpu, strict=True):
+        if run is None:
+            continue
+        n, cpu_workers, how = run_concurrency(run)
+        if on_gpu and run.get("gpus"):
+            if cpu_workers:
+                shared.append((n or 0, how))
+        elif n is not None and n > 1:
+            shared.append((n, how))
+    if shared:
+        n, how = max(shared)
+        share = "" if len(shared) == len(timed) else f" ({len(shared)} of {len(timed)} rows)"
+        notes.append(
+            f"timed with up to {n} points computed at once ({how}){share}: not one job's speed; "
+            "time with one job (--force)"
+        )
+    blas = timed["backend"].eq("numpy") & ~gpu
+    if "terms_requested" in timed:
+        blas |= timed["backend"].eq("emulator") & timed["terms_requested"].notna() & ~gpu
+    if any(b and not _single_blas_thread(r) for b, r in zip(blas, made_by, strict=True)):
+        notes.append(BLAS_NOTE)
+    return notes
+
+
 def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
     """The matplotlib Figure of ``metric`` (see the module docstring); the caller closes it."""
     from matplotlib.lines import Line2D
@@ -700,7 +938,7 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
     blocks = [
         (head, lines)
         for head, lines in (
-            ("Notes:", _capped(frame.split_notes + frame.terms_notes)),
+            ("Notes:", frame.caveats + _capped(frame.split_notes + frame.terms_notes)),
             ("Not shown (no finite positive value):", _missing_notes(frame, metric)),
         )
         if lines
@@ -785,7 +1023,9 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
             width = 0.55 + sum(col_w)
             height = PANEL_H * nrows + 0.35 + legend_h + note_h + title_h
         fig = plt.figure(figsize=(width, height), dpi=spec.dpi, layout="constrained")
-        parts = [height - legend_h - note_h, legend_h, note_h]
+        # The panels keep a share of a given size too small for the legend and notes (they
+        # then overlap, as matplotlib warns; without one the panels would be dropped).
+        parts = [max(height - legend_h - note_h, MIN_PANEL_SHARE * height), legend_h, note_h]
         keep = [h > 0 for h in parts]
         subfigs = fig.subfigures(
             sum(keep), 1, height_ratios=[h for h in parts if h > 0], squeeze=False
@@ -1007,11 +1247,14 @@ def plot_results(
     *,
     prefix: str = "",
     notes: list[str] | None = None,
+    runs: list[dict] | None = None,
 ) -> list[Path]:
     """Write the figures of ``spec`` (default: error and, when timed, TFLOP/s) and the summary
     tables into ``out_dir`` as ``<prefix><metric>.<format>`` and ``<prefix>summary.*`` (which
     keep the tables of the metrics summarised there before:
-    :func:`~precision.runner.summary.write_summary`).
+    :func:`~precision.runner.summary.write_summary`). ``runs`` are the records of the runs
+    that computed ``table`` (:func:`read_runs`): the TFLOP/s figure and table say when their
+    timings shared the machine (:func:`timing_notes`).
 
     Returns the files written. A metric without a single drawable value is skipped; when it
     was asked for explicitly, ``notes`` (if given) receives a line saying so. Every file is
@@ -1045,6 +1288,8 @@ def plot_results(
                 notes.append(f"no {metric} figure: no row has a finite positive {metric}")
             continue
         frame = prepare(table, spec, metric)
+        if metric == "tflops":
+            frame.caveats += timing_notes(table, runs)
         files = [out_dir / f"{prefix}{metric}.{ext}" for ext in formats]
         plt, _ = _setup()
         fig = draw_figure(frame, metric, spec, heading)
@@ -1062,5 +1307,5 @@ def plot_results(
             atomic_write(path, functools.partial(_write_bytes, data=data))
         paths += files
     if table["status"].eq("ok").any() if "status" in table else True:
-        paths += write_summary(table, out_dir, spec, prefix=prefix)
+        paths += write_summary(table, out_dir, spec, prefix=prefix, runs=runs)
     return paths

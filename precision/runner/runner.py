@@ -11,8 +11,11 @@ write to its last, so two runs never mix in one directory. Point files that fail
 identity check are moved aside and recomputed. A rerun after the config changed, or with
 stored points computed by another package version or git commit, reuses those points (a
 point's id fixes all its parameters) but says so in :attr:`RunSummary.warnings` and records
-it in ``provenance.json`` (``previous_config``, ``reused_points_code``). Process-pool workers
-exit when the run's process dies, even by SIGKILL.
+it in ``provenance.json`` (``previous_config``, ``reused_points_code``). Each run's record
+there also says how many points it computed at once (``concurrent_jobs``) and what set the
+BLAS threads (``blas_threads_env``, ``cpu_count``): the TFLOP/s figure and table note timings
+that shared the machine (:func:`~precision.runner.plotting.timing_notes`). Process-pool
+workers exit when the run's process dies, even by SIGKILL.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from precision.runner.execute import (
     compute_group,
     compute_point,
 )
-from precision.runner.plotting import plot_results
+from precision.runner.plotting import BLAS_THREAD_VARS, plot_results, read_runs
 from precision.runner.store import ResultsDir, StoreError, finished
 from precision.runner.sweep import Point, expand, group_by_inputs
 
@@ -364,7 +367,11 @@ def run_experiment(
         summary.problems = {str(k): int(v) for k, v in reasons.items()}
         if plots:
             summary.figures = plot_results(
-                table, rd.figures_dir, title=config.name, spec=config.plot
+                table,
+                rd.figures_dir,
+                title=config.name,
+                spec=config.plot,
+                runs=read_runs(rd.path),
             )
     return summary
 
@@ -382,6 +389,22 @@ def _code_of(rows: pd.DataFrame | dict) -> str:
 def _same_code(stored: str, current: str) -> bool:
     """Stored rows without a source digest match on version and commit alone."""
     return stored == current or (" source " not in stored and current.startswith(stored + " "))
+
+
+def _concurrent_jobs(
+    executor: str, jobs: int | None, scheduler: str | None, processes: bool, gpus: list | None
+) -> int | None:
+    """How many points a run computes at once: ``--jobs`` locally; the workers of the local
+    Dask cluster (one per GPU plus ``--jobs`` CPU workers with ``--gpus``, else ``--jobs`` or,
+    as Dask's default, one per core; one with ``processes=False``); None on a ``--scheduler``
+    cluster, whose workers this process does not know."""
+    if executor == "local":
+        return jobs or 1
+    if scheduler:
+        return None
+    if gpus:
+        return len(gpus) + (jobs or 0)
+    return jobs or ((os.cpu_count() or 1) if processes else 1)
 
 
 def _resolve_gpus(
@@ -462,6 +485,12 @@ def _run_locked(
             "jobs": jobs,
             "scheduler": scheduler,
             "gpus": gpus,
+            # How many points this run computes at once (None: unknown, the workers of a
+            # --scheduler cluster), and what sets the BLAS threads of this process: the
+            # TFLOP/s figures say when timings shared the machine (plotting.timing_notes).
+            "concurrent_jobs": _concurrent_jobs(executor, jobs, scheduler, dask_processes, gpus),
+            "cpu_count": os.cpu_count(),
+            "blas_threads_env": {var: os.environ.get(var) for var in BLAS_THREAD_VARS},
             "points": len(points),
             "points_pending": len(pending),
             "previous_config": previous_config,

@@ -11,15 +11,20 @@ an identity column here, so a ``terms = "auto"`` point whose repeats chose diffe
 has one row per count, each over the repeats that chose it. ``emulator_device`` joins the
 identity columns when the table has more than one value of it.
 
-``<prefix>summary.md`` / ``<prefix>summary.tex``: per summarised metric, the same medians with
-the figure's panels and series as rows and the x values (sizes) as columns, three significant
-digits; "n/a" where the median is missing. The rows are the figure's
-(:func:`~precision.runner.plotting.prepare`), so an identity dimension that varies within a
-series is a row column of its own, as it is a row of panels in the figure, with the figure's
-note ("Note: backend varies within series ...") under the table (a ``%`` comment in LaTeX).
-A cell computed from fewer repeats than its point has (the other repeats of a
-``terms = "auto"`` point chose another count, shown in another column or row, or have no
-count) is marked :data:`PARTIAL_MARK` (LaTeX: a superscript dagger), explained by one
+``<prefix>summary.md`` / ``<prefix>summary.tex``: per summarised metric, the same medians
+with the figure's panels and series as rows and the x values (sizes) as columns, exactly
+three significant digits (trailing zeros kept: 0.0260), plain for magnitudes in [0.01, 1000)
+and scientific below and above (4.23e-03; :func:`_fmt`); "n/a" where the median is missing.
+Rows are labelled as the figure labels its panels and series (a distribution as ``U(−1, 1)``
+or ``exp_rand, φ = 1``: :func:`~precision.runner.plotting.readable_distribution`; the
+``dist_label`` column of ``summary.csv`` keeps the config's spelling), and the figure's
+caveats (the ``err_max`` and TFLOP/s notes) are ``Note:`` lines under the table. The rows
+are the figure's (:func:`~precision.runner.plotting.prepare`), so an identity dimension that
+varies within a series is a row column of its own, as it is a row of panels in the figure,
+with the figure's note ("Note: backend varies within series ...") under the table (a ``%``
+comment in LaTeX). A cell computed from fewer repeats than its point has (the other repeats
+of a ``terms = "auto"`` point chose another count, shown in another column or row, or have
+no count) is marked :data:`PARTIAL_MARK` (LaTeX: a superscript dagger), explained by one
 footnote line under the table (:data:`PARTIAL_NOTE`). The LaTeX tables use ``booktabs``.
 
 The summarised metrics are those whose tables the existing ``<prefix>summary.md`` already
@@ -160,21 +165,41 @@ def pivot_cells(
     return out, marks, frame
 
 
+#: Decimal exponents (of the value rounded to three significant digits) written in plain
+#: notation: magnitudes in [0.01, 1000), as 0.0260, 0.705, 16.2, 105; smaller and larger ones
+#: in scientific notation, 4.23e-03 and 1.23e+03 (LaTeX: $4.23\times10^{-3}$).
+PLAIN_EXPONENTS = range(-2, 3)
+
+
+def _significant(value: float) -> tuple[str, str, int]:
+    """``value`` (finite, non-zero) rounded to three significant digits: its plain form with
+    exactly three significant digits (trailing zeros kept: 0.0260, 1.00), its mantissa
+    ``d.dd`` and its decimal exponent (after the rounding: 9.996 gives 10.0, exponent 1)."""
+    mantissa, _, exponent = f"{value:.2e}".partition("e")
+    exp = int(exponent)
+    return f"{value:.{max(0, 2 - exp)}f}", mantissa, exp
+
+
 def _fmt(value: float) -> str:
-    """Three significant digits: plain in [0.01, 10000), else as 2.06e-07."""
+    """Exactly three significant digits, trailing zeros kept: plain notation for magnitudes
+    (rounded) in [0.01, 1000) (:data:`PLAIN_EXPONENTS`: 0.0260, 0.705, 16.2), else as 2.06e-07;
+    0 as ``0`` and a missing value as :data:`MISSING`."""
     if not np.isfinite(value):
         return MISSING
-    return f"{value:.3g}" if value == 0 or 1e-2 <= abs(value) < 1e4 else f"{value:.2e}"
+    if value == 0:
+        return "0"
+    plain, mantissa, exp = _significant(value)
+    return plain if exp in PLAIN_EXPONENTS else f"{mantissa}e{exp:+03d}"
 
 
 def _latex_number(value: float) -> str:
+    """:func:`_fmt` in LaTeX: the same digits, scientific notation as $2.06\\times10^{-7}$."""
     if not np.isfinite(value):
         return MISSING
-    mantissa, _, exponent = f"{value:.2e}".partition("e")
-    exp = int(exponent)
-    if -2 <= exp <= 3:
-        return f"{value:.3g}"
-    return f"${mantissa}\\times10^{{{exp}}}$"
+    if value == 0:
+        return "0"
+    plain, mantissa, exp = _significant(value)
+    return plain if exp in PLAIN_EXPONENTS else f"${mantissa}\\times10^{{{exp}}}$"
 
 
 def _latex_escape(text: str) -> str:
@@ -191,6 +216,13 @@ def _latex_escape(text: str) -> str:
         ("^", r"\textasciicircum{}"),
         ("$", r"\$"),
         ("×", r"$\times$"),
+        # the display labels of distributions and φ (precision.runner.plotting): pdflatex
+        # has no glyph for these characters in text
+        ("\u2212", "$-$"),
+        ("φ", r"$\varphi$"),
+        ("ε", r"$\varepsilon$"),
+        ("∈", r"$\in$"),
+        ("²", r"\textsuperscript{2}"),
     ):
         out = out.replace(char, repl)
     return out
@@ -271,15 +303,23 @@ def summarised_metrics(md_path: Path) -> list[str]:
 
 
 def write_summary(
-    table: pd.DataFrame, out_dir: Path, spec: PlotSpec, *, prefix: str = ""
+    table: pd.DataFrame,
+    out_dir: Path,
+    spec: PlotSpec,
+    *,
+    prefix: str = "",
+    runs: list[dict] | None = None,
 ) -> list[Path]:
     """Write ``<prefix>summary.csv``, ``.md`` and ``.tex`` into ``out_dir`` (atomically:
     :class:`~precision.runner.store.StoreError` naming a file that cannot be written); return
     the paths.
 
     The tables cover the metrics the existing ``<prefix>summary.md`` has a table of and then
-    the other metrics of ``spec`` (see the module docstring), all computed from ``table``."""
-    from precision.runner.plotting import METRIC_LABELS, choose_x
+    the other metrics of ``spec`` (see the module docstring), all computed from ``table``.
+    Under each table are the figure's notes: its caveats (the ``tflops`` table's from
+    ``runs``, :func:`~precision.runner.plotting.timing_notes`) and the dimensions split into
+    rows."""
+    from precision.runner.plotting import METRIC_LABELS, choose_x, timing_notes
 
     csv_path = out_dir / f"{prefix}summary.csv"
     md_path = out_dir / f"{prefix}summary.md"
@@ -306,10 +346,13 @@ def write_summary(
         md += [f"## {label}\n", to_markdown(frame, marks=marks), ""]
         if marks.to_numpy().any():
             md += [PARTIAL_NOTE, ""]
-        # The identity dimensions split into rows (they vary within a series), as the figure says.
-        md += [f"Note: {note}." for note in drawn.split_notes]
-        md += [""] if drawn.split_notes else []
-        tex += [f"% Note: {note}." for note in drawn.split_notes]
+        # The figure's caveats, and the identity dimensions split into rows (they vary within
+        # a series), as the figure says.
+        said = drawn.caveats + (timing_notes(table, runs) if metric == "tflops" else [])
+        said += drawn.split_notes
+        md += [f"Note: {note}." for note in said]
+        md += [""] if said else []
+        tex += [f"% Note: {note}." for note in said]
         tex += [to_latex(frame, label, x_label, marks), ""]
     # Written only once all three are computed, each atomically (a failed write leaves the
     # earlier file of that name): StoreError naming the file that could not be written.

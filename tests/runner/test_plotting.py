@@ -279,9 +279,9 @@ def test_summary_is_the_median_over_repeats_and_missing_is_nan():
     assert piv.index.names == ["distribution", "method", "format"]
     md = to_markdown(piv)
     assert md.splitlines()[0] == "| distribution | method | format | 32 | 64 |"
-    assert md.splitlines()[2] == "| uniform | plain | fp16 | 2 | n/a |"
+    assert md.splitlines()[2] == "| uniform | plain | fp16 | 2.00 | n/a |"  # 3 digits
     tex = to_latex(piv, "err_fro: rel_error", "size")
-    assert r"\toprule" in tex and r"err\_fro: rel\_error" in tex and "& 2 & n/a" in tex
+    assert r"\toprule" in tex and r"err\_fro: rel\_error" in tex and "& 2.00 & n/a" in tex
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -305,7 +305,8 @@ def test_plot_command_options_override_the_config_plot_table(tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["plot", str(root), "--metric", "err_fro,tflops", "--format", "png", "--out", str(out)]
     argv += ["--prefix", "x_", "--hue", "format", "--style", "method", "--no-sharey"]
-    argv += ["--size", "5", "3", "--col", "none", "--title", ""]
+    # (4 inches high: two rows of panels, the legend and the note on numpy's BLAS timings)
+    argv += ["--size", "5", "4", "--col", "none", "--title", ""]
     assert main(argv) == 0
     assert {p.name for p in out.iterdir()} == {
         "x_err_fro.png",

@@ -126,7 +126,7 @@ def test_summary_pivot_has_the_same_rows_and_says_why():
 def test_summary_md_and_tex_note_the_rows_split(tmp_path):
     write_summary(two_backends(), tmp_path, PlotSpec(metrics=("err_fro",)))
     md = (tmp_path / "summary.md").read_text()
-    assert "| uniform | backend = cuda | plain | fp16 | 0.01 | 0.01 | 0.01 |" in md
+    assert "| uniform | backend = cuda | plain | fp16 | 0.0100 | 0.0100 | 0.0100 |" in md
     assert "| uniform | backend = emulator | plain | fp16 | 1.00e-04 |" in md
     assert "Note: backend varies within series (plain fp16 [uniform] at size = 32" in md
     assert "% Note: backend varies within series" in (tmp_path / "summary.tex").read_text()

@@ -119,7 +119,7 @@ def main(args: argparse.Namespace) -> int:
     """Plot; return the exit code."""
     from precision.runner.config import ConfigError
     from precision.runner.figures import plot_table_of
-    from precision.runner.plotting import check_formats, check_table, plot_results
+    from precision.runner.plotting import check_formats, check_table, plot_results, read_runs
     from precision.runner.store import StoreError
 
     root = Path(args.results_dir)
@@ -151,7 +151,15 @@ def main(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else root / "figures"
     notes: list[str] = []
     try:
-        paths = plot_results(results, out, title=title, spec=spec, prefix=args.prefix, notes=notes)
+        paths = plot_results(
+            results,
+            out,
+            title=title,
+            spec=spec,
+            prefix=args.prefix,
+            notes=notes,
+            runs=read_runs(root),  # TFLOP/s figures say when timings shared the machine
+        )
     except ValueError as exc:  # e.g. --x size on non-square shapes
         print(f"error: {exc}", file=sys.stderr)
         return 2

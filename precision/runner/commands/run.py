@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="parallel workers (local: a process pool when N > 1; dask: "
         "LocalCluster workers; with --gpus: CPU workers beside the GPU workers, default 0). "
-        "Timings are only meaningful with one job.",
+        "Timings are only meaningful with one job (TFLOP/s figures note a count above one).",
     )
     p.add_argument(
         "--gpus",
