@@ -346,3 +346,22 @@ def test_config_that_is_not_utf8_names_file_and_offset(tmp_path):
     path.write_bytes(b"# " + b"a" * 20000 + b'\n\nname = "\xc3"\n')
     with pytest.raises(ConfigError, match="byte 0xc3 at byte offset 20012 \\(line 3\\)"):
         load_config(path, catalog=fake_catalog())
+
+
+@pytest.mark.parametrize(
+    ("arch", "model"),
+    [("sm86", "sm80"), ("sm_87", "sm80"), ("SM86", "sm80"), ("sm72", "sm70"), ("sm120", "sm100")],
+)
+def test_arch_modelled_by_another_names_that_model(arch, model):
+    """sm_86 is run with sm80's model (docs/coverage.md): the message says so, rather than
+    suggesting the nearest spelling ('sm89', whose model differs)."""
+    message = error_of(MINIMAL.replace('backend = ["emulator"]', f'arch = ["{arch}"]'))
+    assert f"unknown arch {arch!r}" in message
+    assert f"{model!r} models it, so write {model!r}" in message, message
+    assert "did you mean" not in message
+
+
+@pytest.mark.parametrize(("arch", "hint"), [("sm_90", "sm90"), ("sm91", "sm90")])
+def test_arch_misspelling_still_gets_the_nearest_name(arch, hint):
+    message = error_of(MINIMAL.replace('backend = ["emulator"]', f'arch = ["{arch}"]'))
+    assert f"did you mean {hint!r}" in message and "models it" not in message, message

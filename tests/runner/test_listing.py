@@ -18,7 +18,7 @@ import pytest
 from precision.gemm import gemm
 from precision.runner import catalog
 from precision.runner.cli import main
-from precision.runner.config import ConfigError, parse_config
+from precision.runner.config import REFERENCES, ConfigError, parse_config
 
 UNAVAILABLE = {"cuda": "no GPU (test)", "cublas": "no GPU (test)"}
 
@@ -93,6 +93,20 @@ def test_table_matches_the_config_validator_exactly(listed):
         if validator_accepts(m, b, f, a, c)
     }
     assert allowed == accepted
+
+
+def test_references_line_lists_exactly_what_the_validator_accepts(listed):
+    """Every reference a config may name is listed (exact_dd too), and each listed one passes."""
+    (line,) = [ln for ln in listed.splitlines() if ln.startswith("references:")]
+    shown = line.removeprefix("references:").strip().split(", ")
+    assert shown == list(REFERENCES)
+    assert "exact_dd" in shown  # configs/ozaki.toml uses it
+    base = 'name = "x"\n{}[sweep]\nsize = [8]\ndistribution = ["uniform"]\n'
+    base += 'method = ["plain"]\nformat = ["fp16"]\n'
+    for ref in shown:
+        assert parse_config(base.format(f'reference = "{ref}"\n'), "c.toml").reference == ref
+    with pytest.raises(ConfigError, match="unknown reference"):
+        parse_config(base.format('reference = "fp128"\n'), "c.toml")
 
 
 def test_unrestricted_formats_read_all_archs_and_restricted_ones_list_their_own(listed):

@@ -16,6 +16,7 @@ import argparse
 from dataclasses import dataclass
 
 from precision.runner import catalog
+from precision.runner.config import REFERENCES
 
 #: Shown in the archs column for a format that runs on every arch of the catalog.
 ALL_ARCHS = "all"
@@ -116,7 +117,7 @@ def main(args: argparse.Namespace) -> int:
         "formats:       " + ", ".join(cat.formats) + (f"  (aliases: {aliases})" if aliases else "")
     )
     print("archs:         " + ", ".join(cat.archs))
-    print("references:    exact, fp64")
+    print("references:    " + ", ".join(REFERENCES))
     print("distributions:")
     for dist in DISTRIBUTIONS.values():
         params = ", ".join(f"{k}={v}" for k, v in dist.defaults.items())
