@@ -22,8 +22,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
+import sys
 import time
+import zipfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -239,8 +243,40 @@ def compare(new_path: str, old_path: str) -> dict[str, list[str]]:
     return out
 
 
+PROG = "python -m precision.gemm.record"
+
+
+def _unreadable(path: str) -> str | None:
+    """None if ``path`` is an ``.npz`` archive, else the one-line reason it is not."""
+    where = Path(path)
+    if not where.exists():
+        return f"{path}: no such recording (expected an .npz file written by {PROG} record)"
+    if not where.is_file():
+        return f"{path}: not a file (expected an .npz file written by {PROG} record)"
+    if not zipfile.is_zipfile(path):
+        return f"{path}: not an .npz recording (not a zip archive)"
+    try:
+        with np.load(path) as data:
+            data.files  # noqa: B018 -- an .npy file loads as an array, without .files
+    except Exception as exc:  # a damaged archive, an .npy file, ...
+        return f"{path}: not an .npz recording ({type(exc).__name__}: {exc})"
+    return None
+
+
+def _unwritable(path: str) -> str | None:
+    """None if a file can be created at ``path``, else the one-line reason it cannot."""
+    parent = Path(path).parent
+    if Path(path).is_dir():
+        return f"{path}: is a directory; expected the name of the .npz file to write"
+    if not parent.is_dir():
+        return f"{path}: no directory {parent} to write it in"
+    if not os.access(parent, os.W_OK):
+        return f"{path}: cannot write in {parent} (permission denied)"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m precision.gemm.record", description=__doc__)
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("record")
     r.add_argument("path")
@@ -262,8 +298,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "record":
         if exit_without_gpu("python -m precision.gemm.record record"):
             return 2
+        problem = _unwritable(args.path)
+        if problem:  # before the GPU runs: their outputs would have nowhere to go
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
         print(f"recorded {record(args.path, args.full, args.hashed)} kernel outputs")
         return 0
+    for path in (args.new, args.old) if args.cmd == "compare" else (args.path,):
+        problem = _unreadable(path)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
     if args.cmd == "compare":
         result = compare(args.new, args.old)
         for outcome in ("different", "only_new", "only_old"):
@@ -280,15 +325,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     bad, start = 0, time.monotonic()
     rows = iter_verify(args.path, max_n=args.max_n, kernels=args.kernel, rows_only=args.rows_only)
-    for i, row in enumerate(rows, 1):
-        bad += not row["identical"]
+    try:
+        for i, row in enumerate(rows, 1):
+            bad += not row["identical"]
+            print(
+                f"[{i:3d}/{total} {time.monotonic() - start:7.1f} s] n={row['n']:5d} "
+                f"{row['distribution']:10s} {row['kernel']:22s} "
+                f"{'identical' if row['identical'] else 'DIFFERENT'} ({row['mismatches']}, "
+                f"{row['checked']})",
+                flush=True,
+            )
+    except KeyError as exc:  # the rows above stay printed
+        key = exc.args[0] if exc.args else exc
         print(
-            f"[{i:3d}/{total} {time.monotonic() - start:7.1f} s] n={row['n']:5d} "
-            f"{row['distribution']:10s} {row['kernel']:22s} "
-            f"{'identical' if row['identical'] else 'DIFFERENT'} ({row['mismatches']}, "
-            f"{row['checked']})",
-            flush=True,
+            f"error: {args.path}: unexpected content ({key}); expected a recording written "
+            f"by {PROG} record",
+            file=sys.stderr,
         )
+        return 2
+    except (ValueError, RuntimeError) as exc:
+        print(f"error: {args.path}: {exc}", file=sys.stderr)
+        return 2
     print(f"{bad} record(s) differ")
     return 1 if bad else 0
 

@@ -18,6 +18,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -142,6 +143,29 @@ def match_counts(
 def match_percent(counts: tuple[int, int]) -> str:
     """``equal/total (pp.ppp%)`` of a :func:`match_counts` entry."""
     return f"{counts[0]}/{counts[1]} ({100.0 * counts[0] / max(counts[1], 1):.3f}%)"
+
+
+def compare_dir_or_error(
+    where: Path, compare: Callable[[Path], dict], recordings: str, expected: str
+) -> dict | None:
+    """``compare(where)``, the tables of a ``compare`` command; ``None`` after one ``error:``
+    line on stderr when ``where`` is no directory, a recording is unreadable or none was
+    found (a checking tool never reads "nothing compared" as success). ``recordings`` names
+    the files looked for (``wgmma_*.npz``), ``expected`` says what a recording looks like."""
+    if not where.is_dir():
+        what = "a file, not a directory" if where.exists() else "no such directory"
+        print(f"error: no {recordings} recordings under {where} ({what})", file=sys.stderr)
+        return None
+    try:
+        rows = compare(where)
+    except (OSError, ValueError, KeyError) as exc:
+        why = f"{type(exc).__name__}: {exc}"
+        print(f"error: {where}: unreadable recording ({why})", file=sys.stderr)
+        return None
+    if not rows:
+        print(f"error: no {recordings} recordings under {where} ({expected})", file=sys.stderr)
+        return None
+    return rows
 
 
 def recording_paths(path: str | Path) -> list[Path]:

@@ -310,5 +310,41 @@ def report(path: str | Path = DEFAULT_DIR) -> str:
     return "\n".join(out)
 
 
+def main(argv: list[str] | None = None) -> int:
+    """Print :func:`report` of DIR; a DIR without mma.sync recordings is one ``error:`` line
+    and exit status 2."""
+    import argparse
+
+    p = argparse.ArgumentParser(
+        prog="python -m precision.probe.facts",
+        description="Facts about the recorded hardware, derived from the recordings alone.",
+    )
+    p.add_argument(
+        "dir",
+        nargs="?",
+        default=str(DEFAULT_DIR),
+        metavar="DIR",
+        help="directory of hand-written mma.sync recordings (default: tests/data/sm90)",
+    )
+    args = p.parse_args(argv)
+    if not Path(args.dir).exists():
+        print(
+            f"error: {args.dir}: no such directory (expected a directory of mma.sync "
+            f"recordings such as tests/data/sm90, or one of its .npz files)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        text = report(args.dir)
+    except FileNotFoundError as exc:  # a directory without recordings: the message says so
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"error: {args.dir}: not an mma.sync recording ({exc})", file=sys.stderr)
+        return 2
+    print(text)
+    return 0
+
+
 if __name__ == "__main__":
-    run_main(lambda: print(report(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_DIR)))
+    run_main(main)

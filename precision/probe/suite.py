@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,9 +175,63 @@ def _family_of(d: Path) -> str | None:
     return None
 
 
+#: What ``precision verify`` reads, for its error messages.
+EXPECTED = (
+    "expected a recording directory made by precision capture, one family's directory such "
+    "as tests/data/sm90, or one .npz recording inside such a directory"
+)
+
+
+def _verify_family(d: Path, family: str | None, device: str) -> list[Row]:
+    if family == "mma_sync":
+        return _verify_mma_sync(d, device)
+    if family == "mma":
+        return _verify_mma(d, device)
+    if family == "wmma":
+        return _verify_wmma(d, device)
+    if family in ("wgmma", "wgmma_extra"):
+        return _verify_wgmma(d, family == "wgmma_extra", device)
+    return []
+
+
+def _verify_file(f: Path, device: str) -> list[Row]:
+    """Rows of one ``.npz`` recording, of the family its directory's manifest names (a file
+    named after a hand-written mma.sync probe also without a manifest)."""
+    from precision.probe.catalog import PROBES
+
+    family = _family_of(f.parent)
+    if family is None and f.suffix == ".npz" and f.stem in PROBES:
+        family = "mma_sync"
+    if f.suffix != ".npz" or family is None:
+        raise ValueError(f"{f}: not a recording ({EXPECTED})")
+    if family == "mma_sync":
+        if f.stem not in PROBES:
+            raise ValueError(
+                f"{f}: not a recording of the mma_sync family of {f.parent} "
+                f"(expected one of {', '.join(f'{n}.npz' for n in PROBES)})"
+            )
+        return _verify_mma_sync(f, device)
+    # the family's reader takes a directory: one holding the manifest and just this file
+    with tempfile.TemporaryDirectory(prefix="precision-verify-") as tmp:
+        for src in (f.parent / "manifest.json", f):
+            try:
+                (Path(tmp) / src.name).symlink_to(src.resolve())
+            except OSError:  # no symbolic links here: a copy
+                shutil.copy(src, tmp)
+        rows = _verify_family(Path(tmp), family, device)
+    if not rows:
+        raise ValueError(
+            f"{f}: not a recording of the {family} family of {f.parent} "
+            f"(expected one of the .npz files its manifest.json lists)"
+        )
+    return rows
+
+
 def verify_dir(path: str | Path, device: str = "cpu") -> list[Row]:
     """Match rows for every recording under ``path`` (see the module docstring).
 
+    ``path`` is a capture directory, one family's directory, or one ``.npz`` recording inside
+    a family's directory (its family read from that directory's manifest).
     ``device="gpu"`` replays through ``precision.mma``'s GPU engine instead of the CPU
     engine. Recordings that only a CPU model replays (WMMA's integer, single-bit and f64
     probes, checked against exact integer models and the f64 FMA chain) are still verified,
@@ -185,21 +241,17 @@ def verify_dir(path: str | Path, device: str = "cpu") -> list[Row]:
         raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
     root = Path(path)
     if not root.exists():
-        raise FileNotFoundError(f"{root}: no such recording directory")
-    dirs = [root] + sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else [root]
+        raise FileNotFoundError(f"{root}: no such recording directory ({EXPECTED})")
+    if not root.is_dir():
+        return _verify_file(root, device)
     rows: list[Row] = []
-    for d in dirs:
-        family = _family_of(d) if d.is_dir() else "mma_sync"
-        if family == "mma_sync":
-            rows += _verify_mma_sync(d, device)
-        elif family == "mma":
-            rows += _verify_mma(d, device)
-        elif family == "wmma":
-            rows += _verify_wmma(d, device)
-        elif family in ("wgmma", "wgmma_extra"):
-            rows += _verify_wgmma(d, family == "wgmma_extra", device)
+    for d in [root] + sorted(p for p in root.iterdir() if p.is_dir()):
+        rows += _verify_family(d, _family_of(d), device)
     if not rows:
-        raise ValueError(f"{root}: no recordings found (expected manifest.json + .npz files)")
+        raise ValueError(
+            f"{root}: no recordings found (no manifest.json of a probe family with its .npz "
+            f"files; {EXPECTED})"
+        )
     return rows
 
 

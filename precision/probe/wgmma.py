@@ -40,7 +40,7 @@ import numpy as np
 from precision.console import run_main
 from precision.formats import get_format
 from precision.gpu import exit_without_gpu
-from precision.probe.capture import load_arrays, match_counts, match_percent
+from precision.probe.capture import compare_dir_or_error, load_arrays, match_counts, match_percent
 from precision.probe.catalog import Probe, get_probe
 from precision.probe.inputs import generate
 from precision.tensorcore.arch import ArchModel, Instruction, get_arch
@@ -568,7 +568,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         record_extra(args.out_dir) if args.extra else record(args.out_dir)
         return 0
-    rows = {**compare(args.dir), **compare_extra(args.dir)}
+    rows = compare_dir_or_error(
+        Path(args.dir),
+        lambda where: {**compare(where), **compare_extra(where)},
+        "wgmma_*.npz",
+        "expected the files python -m precision.probe.wgmma record writes, e.g. wgmma_f16_f32.npz",
+    )
+    if rows is None:
+        return 2
     for name, row in rows.items():
         print(f"## {name}")
         for what, m in row.items():

@@ -49,7 +49,13 @@ from precision import formats
 from precision.console import run_main
 from precision.gpu import exit_without_gpu
 from precision.probe import packed
-from precision.probe.capture import load_arrays, match_counts, match_percent, sass_mma_opcodes
+from precision.probe.capture import (
+    compare_dir_or_error,
+    load_arrays,
+    match_counts,
+    match_percent,
+    sass_mma_opcodes,
+)
 
 SOURCE = Path(__file__).resolve().parent / "cuda" / "wmma_probe.cu"
 #: The line of wmma_probe.cu after which every line is one ``WMMA_KERNEL(...)``.
@@ -423,7 +429,15 @@ def main(argv: list[str] | None = None) -> int:
             MIN_OUTPUTS = args.min_outputs
         record(args.out_dir)
         return 0
-    for name, row in compare(args.dir).items():
+    table = compare_dir_or_error(
+        Path(args.dir),
+        compare,
+        "WMMA .npz",
+        f"expected files named after the probes, e.g. {PROBES[0].name}.npz",
+    )
+    if table is None:
+        return 2
+    for name, row in table.items():
         print(f"## {name}")
         for what, m in row.items():
             bad = [f"{k} {match_percent(v)}" for k, v in m.items() if k != "all" and v[0] != v[1]]

@@ -8,8 +8,12 @@ is called with the parsed arguments and returns the process exit code.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import os
 import sys
+import tempfile
+from pathlib import Path
 
 from precision.console import silence_closed_stdout
 
@@ -40,9 +44,70 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    """The sub-parser of ``command`` (``parser`` itself when there is none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
+    return parser
+
+
+def unrecognized_message(parser: argparse.ArgumentParser, extras: list[str]) -> str:
+    """``unrecognized arguments: ...``, with a ``did you mean`` for a mistyped option of
+    ``parser``."""
+    message = f"unrecognized arguments: {' '.join(extras)}"
+    options = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    hints = []
+    for extra in extras:
+        if extra.startswith("-"):
+            close = difflib.get_close_matches(extra.split("=", 1)[0], options, n=1)
+            hints += [f"{close[0]}?"] if close else []
+    return message + (f" (did you mean {', '.join(hints)})" if hints else "")
+
+
+def _int_at_least(lowest: int, text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < lowest:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {lowest}, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """``argparse`` type: an integer >= 1 (sizes, repeats, strides)."""
+    return _int_at_least(1, text)
+
+
+def nonnegative_int(text: str) -> int:
+    """``argparse`` type: an integer >= 0 (seeds, warm-up calls, sizes where 0 means skip)."""
+    return _int_at_least(0, text)
+
+
+def check_writable(path: str | os.PathLike[str], option: str) -> str | None:
+    """None if a file can be written at ``path`` (its directory is created if missing), else
+    the one-line reason why not, naming ``option``: asked before the work whose results it
+    would hold, so that a mistyped destination costs nothing."""
+    path = Path(path)
+    if path.is_dir():
+        return f"{option} {path}: is a directory; expected a file name"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=True):
+            pass
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        return f"{option} {path}: cannot write in {path.parent} ({why})"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # reported by the sub-command's parser: its usage, and a close option name
+        sub = _subparser(parser, getattr(args, "command", None))
+        sub.error(unrecognized_message(sub, extras))
     if not getattr(args, "func", None):
         parser.print_help()
         return 0

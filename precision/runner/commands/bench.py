@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import csv
 import functools
+import math
 import os
 import time
 import tracemalloc
@@ -61,36 +62,130 @@ def _case(operand: str, acc: str) -> tuple[type, type, str | None]:
 FORMATS: dict[str, tuple[type, type, str | None]] = {k: _case(*v) for k, v in CASES.items()}
 
 
+#: ``precision bench --help``: what the command does, in plain text.
+DESCRIPTION = """\
+Time the bit-exact emulator (precision.mma) per format on the CPU and/or GPU
+engine, from c = 0 over an n x n x n product, and the exact reference product
+(precision.reference.exact_matmul), each next to a baseline timed in the same
+run: NumPy float64 matmul on the CPU, cuBLAS FP16->FP32 GEMM on the GPU. With
+--device gpu and --verify-n, also check the GPU engine bit for bit against the
+CPU engine.
+
+One CSV row per measurement, with provenance columns, goes to a new
+results/bench/emulator_<host>_<date-time>.csv unless --out is given. Times are
+the median (and min) of --repeats calls after one warm-up call. --quick is a
+first look in well under 30 s on 2 cores."""
+
+
+def _instruction_k(case: str) -> int:
+    """k of the sm90 instruction that ``mma`` chains for bench case ``case``: the emulated
+    K must be a multiple of it."""
+    from precision.tensorcore.arch import get_arch
+
+    return get_arch("sm90").instruction(*CASES[case]).k
+
+
+def bench_format(text: str) -> str:
+    """``argparse`` type of ``--formats``: a bench case (``f16``, ``f16acc``, ...) or any alias
+    of a case's operand format (``fp16``, ``half``, ``float16`` -> ``f16``). Anything else is
+    returned as given, for ``choices`` to refuse with the list of cases."""
+    if text in FORMATS:
+        return text
+    try:
+        name = get_format(text).name
+    except (ValueError, TypeError):
+        return text
+    return next((case for case, (operand, _) in CASES.items() if operand == name), text)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``bench`` sub-command."""
+    from precision.runner.cli import nonnegative_int, positive_int
+
     p = subparsers.add_parser(
         "bench",
         help="emulated MAC/s per format (CPU/GPU) and exact-reference time, with baselines",
-        description=__doc__.split("\n\n")[0],
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--device", nargs="+", choices=("cpu", "gpu"), default=["cpu"])
-    p.add_argument("--formats", nargs="+", choices=tuple(FORMATS), default=None)
-    p.add_argument("--cpu-n", type=int, default=None, help="CPU emulator size n (default 1024)")
-    p.add_argument("--gpu-n", type=int, default=8192, help="GPU emulator size n")
+    ks = ", ".join(f"{f} {_instruction_k(f)}" for f in ("f16", "tf32", "e4m3", "s4", "b1", "f64"))
     p.add_argument(
-        "--exact-n", type=int, default=None, help="exact reference size (default 4096; 0: skip)"
+        "--device",
+        nargs="+",
+        choices=("cpu", "gpu"),
+        default=["cpu"],
+        help="engines to time: cpu (NumPy), gpu (CUDA, needs CuPy) or both (default: cpu)",
+    )
+    p.add_argument(
+        "--formats",
+        nargs="+",
+        type=bench_format,
+        choices=tuple(FORMATS),
+        default=None,
+        metavar="FORMAT",
+        help=f"bench cases: {', '.join(FORMATS)} (f16acc: fp16 with fp16 accumulate); any "
+        "name of a case's operand format also works (fp16, half, ...) (default: all; "
+        "with --quick f16 bf16 tf32)",
+    )
+    p.add_argument(
+        "--cpu-n",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help=f"CPU emulator size n, a multiple of each format's instruction k ({ks}) "
+        "(default: 1024; with --quick 512)",
+    )
+    p.add_argument(
+        "--gpu-n",
+        type=positive_int,
+        default=8192,
+        metavar="N",
+        help="GPU emulator size n, a multiple of each format's instruction k "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--exact-n",
+        type=nonnegative_int,
+        default=None,
+        metavar="N",
+        help="exact reference size; 0 skips it (default: 4096; with --quick 1024)",
     )
     p.add_argument(
         "--verify-n",
-        type=int,
+        type=nonnegative_int,
         default=0,
-        help="GPU-vs-CPU bit check size (0: skip); needs --device gpu",
+        metavar="N",
+        help="GPU-vs-CPU bit check size, a multiple of each checked format's instruction k; "
+        "needs --device gpu (default: 0, skip)",
     )
     p.add_argument(
         "--verify-formats",
         nargs="+",
+        type=bench_format,
         choices=tuple(FORMATS),
         default=list(FORMATS),
-        help="formats of the bit check",
+        metavar="FORMAT",
+        help="formats of the bit check, as --formats (default: all)",
     )
-    p.add_argument("--verify-stride", type=int, default=8, help="CPU rows checked: every k-th")
-    p.add_argument("--repeats", type=int, default=None, help="timed calls (default 3)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--verify-stride",
+        type=positive_int,
+        default=8,
+        metavar="K",
+        help="bit check: the CPU engine runs every K-th output row (default: %(default)s)",
+    )
+    p.add_argument(
+        "--repeats",
+        type=positive_int,
+        default=None,
+        help="timed calls per measurement, after one warm-up call (default: 3; with --quick 1)",
+    )
+    p.add_argument(
+        "--seed",
+        type=nonnegative_int,
+        default=0,
+        help="seed of the random inputs (default: %(default)s)",
+    )
     p.add_argument(
         "--quick",
         action="store_true",
@@ -106,6 +201,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--append", action="store_true", help="append to --out instead of replacing")
     p.set_defaults(func=main)
+
+
+def size_problem(
+    option: str, n: int, cases: list[str], formats_option: str = "--formats"
+) -> str | None:
+    """None if every bench case in ``cases`` can emulate an ``n``-cubed product, else the
+    one-line reason (``n`` not a multiple of a case's instruction k)."""
+    by_k: dict[int, list[str]] = {}
+    for case in cases:
+        by_k.setdefault(_instruction_k(case), []).append(case)
+    bad = sorted((k for k in by_k if n % k), reverse=True)
+    if not bad:
+        return None
+    step = math.lcm(*by_k)
+    near = sorted({max(step, n // step * step), (n // step + 1) * step})
+    which = ", ".join(f"{'/'.join(by_k[k])} ({k})" for k in bad)
+    return (
+        f"{option} {n}: not a multiple of the instruction k of {which}; use a multiple of {step} "
+        f"(e.g. {' or '.join(map(str, near))}) or other {formats_option}"
+    )
 
 
 def _inputs(fmt: str, m: int, k: int, n: int, rng: np.random.Generator):
@@ -290,8 +405,10 @@ def main(args: argparse.Namespace) -> int:
     2 if the output or a GPU is unusable)."""
     import sys
 
+    from precision.gpu import exit_without_gpu
     from precision.provenance import collect
     from precision.runner.bench_output import check_out, claim_new, default_path
+    from precision.runner.cli import check_writable
 
     for key, value in (QUICK if args.quick else FULL).items():
         if getattr(args, key) is None:
@@ -305,14 +422,22 @@ def main(args: argparse.Namespace) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    sizes = [("--cpu-n", args.cpu_n, args.formats, "--formats")] if "cpu" in args.device else []
     if "gpu" in args.device:
-        from precision.gpu import cupy_or_none
-
-        if cupy_or_none() is None:
-            print(
-                "error: precision bench --device gpu needs an NVIDIA GPU with CuPy", file=sys.stderr
-            )
+        sizes.append(("--gpu-n", args.gpu_n, args.formats, "--formats"))
+        if args.verify_n:
+            sizes.append(("--verify-n", args.verify_n, args.verify_formats, "--verify-formats"))
+    for option, n, cases, formats_option in sizes:  # before any measurement
+        problem = size_problem(option, n, cases, formats_option)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
             return 2
+    if "gpu" in args.device and exit_without_gpu("precision bench --device gpu"):
+        return 2
+    problem = check_writable(args.out, "--out")
+    if problem:  # before the measurements: their rows would have nowhere to go
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     rng = np.random.default_rng(args.seed)
     rows: list[dict] = []
     for device in args.device:

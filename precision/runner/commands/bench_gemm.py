@@ -112,25 +112,22 @@ def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from precision.distributions import make_inputs
-    from precision.gpu import calls_per_sample, cupy_or_none, device_name, require_gpu
+    from precision.gpu import calls_per_sample, device_name, exit_without_gpu, require_gpu
     from precision.metrics import error_metrics
     from precision.provenance import collect
     from precision.runner.bench_output import check_out, claim_new, default_path
+    from precision.runner.cli import check_writable
     from precision.telemetry import summarize, time_gpu_sampled
 
     if args.sustained < 0:
         print(f"error: --sustained {args.sustained}: expected seconds >= 0", file=sys.stderr)
         return 2
-    if cupy_or_none() is None:
-        try:
-            require_gpu("precision bench-gemm")
-        except RuntimeError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+    if exit_without_gpu("precision bench-gemm"):
         return 2
     cp = require_gpu("precision bench-gemm")
     out = Path(args.out) if args.out else default_path("gemm", device_name() or "gpu")
-    problem = check_out(out)
-    if problem:
+    problem = check_out(out) or check_writable(out, "--out")
+    if problem:  # before the measurements: their rows would have nowhere to go
         print(f"error: {problem}", file=sys.stderr)
         return 2
     prov = collect(seed=args.seed)
@@ -213,28 +210,73 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: ``precision bench-gemm --help``: what the command does, in plain text.
+DESCRIPTION = """\
+Benchmark our CUDA GEMM kernels and the cuBLAS baselines on the attached GPU, in
+one process. One CSV row per (distribution, n, method, format, correction,
+backend): TFLOP/s (2 n^3 useful flops over the median time of a whole call from
+fp32 device inputs, conversions included; samples of back-to-back calls about
+2 ms long, timed by CUDA events), the relative Frobenius and max elementwise
+error against the exact product rounded to float64 (a float64 GEMM where that
+reference refuses the inputs; the reference column says which), the card's
+power, SM clock and temperature during the timed calls, and provenance.
+
+A short run from a cool card is a burst figure; --sustained S adds, at the
+largest size, the steady state of S seconds of back-to-back calls.
+
+The CSV goes to a new results/bench/gemm_<gpu-model>_<host>_<date-time>.csv
+unless --out is given; a file tracked by git is refused. Without a GPU the
+command stops with one line (exit status 2)."""
+
+
 def register(subparsers) -> None:
+    from precision.runner.cli import nonnegative_int, positive_int
+
     p = subparsers.add_parser(
         "bench-gemm",
         help="benchmark our GEMM kernels and cuBLAS baselines on the GPU",
-        description=__doc__,
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--sizes", type=int, nargs="+", default=[1024, 4096, 8192])
+    p.add_argument(
+        "--sizes",
+        type=positive_int,
+        nargs="+",
+        default=[1024, 4096, 8192],
+        metavar="N",
+        help="square sizes n of the n x n x n products (default: 1024 4096 8192)",
+    )
     p.add_argument(
         "--phi",
         type=float,
         nargs="*",
         default=[0.5],
-        help="exp_rand phi values also benchmarked (sizes <= --max-n-exp)",
+        help="exp_rand phi values also benchmarked (sizes <= --max-n-exp) (default: 0.5)",
     )
-    p.add_argument("--max-n-exp", type=int, default=4096)
+    p.add_argument(
+        "--max-n-exp",
+        type=nonnegative_int,
+        default=4096,
+        metavar="N",
+        help="largest size of the exp_rand inputs (default: %(default)s)",
+    )
     p.add_argument(
         "--only-corrected",
         action="store_true",
         help="for exp_rand inputs run only corrected methods and SGEMM",
     )
-    p.add_argument("--repeats", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument(
+        "--repeats",
+        type=positive_int,
+        default=10,
+        help="timed samples per configuration (default: %(default)s)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=nonnegative_int,
+        default=3,
+        help="untimed calls before the timing (default: %(default)s)",
+    )
     p.add_argument(
         "--sustained",
         type=float,
@@ -243,7 +285,12 @@ def register(subparsers) -> None:
         help="also time each configuration at the largest size back to back for "
         "SECONDS and report the steady state (default 0: off)",
     )
-    p.add_argument("--seed", type=int, default=20240601)
+    p.add_argument(
+        "--seed",
+        type=nonnegative_int,
+        default=20240601,
+        help="seed of the inputs; size n uses seed + n (default: %(default)s)",
+    )
     p.add_argument(
         "--out",
         default=None,

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
+from pathlib import Path
 
 
 def register(subparsers) -> None:
+    from precision.runner.cli import nonnegative_int
+
     p = subparsers.add_parser(
         "capture",
         help="record tensor-core input/output bit patterns on the attached GPU (sm_75 on)",
@@ -17,24 +22,31 @@ def register(subparsers) -> None:
         "Instructions the assembler refuses are listed with its message.",
     )
     p.add_argument("--out", default=None, help="output directory (default results/capture-seed<N>)")
-    p.add_argument("--seed", type=int, default=1, help="generator seed (default 1)")
+    p.add_argument(
+        "--seed", type=nonnegative_int, default=1, help="generator seed (default: %(default)s)"
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from precision.gpu import unavailable_reason
+    from precision.gpu import exit_without_gpu
 
-    reason = unavailable_reason()
-    if reason is not None:
-        print(f"precision capture: needs an NVIDIA GPU ({reason})", file=sys.stderr)
+    if exit_without_gpu("precision capture"):
         return 2
     from precision.probe.suite import capture_all
 
     out = args.out or f"results/capture-seed{args.seed}"
+    try:  # before the GPU runs: their recordings would have nowhere to go
+        Path(out).mkdir(parents=True, exist_ok=True)
+        if not os.access(out, os.W_OK):
+            raise PermissionError(errno.EACCES, "permission denied")
+    except OSError as exc:
+        print(f"error: --out {out}: cannot write there ({exc.strerror or exc})", file=sys.stderr)
+        return 2
     try:
         done = capture_all(out, seed=args.seed, log=print)
     except (RuntimeError, ValueError) as exc:
-        print(f"precision capture: {exc}", file=sys.stderr)
+        print(f"error: capture failed: {exc}", file=sys.stderr)
         return 2
     counts = {f: len(v) for f, v in done["families"].items()}
     print(f"wrote {sum(counts.values())} recordings to {out} on sm_{done['compute_capability']}")

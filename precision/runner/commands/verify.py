@@ -11,22 +11,29 @@ from pathlib import Path
 
 
 def register(subparsers) -> None:
+    from precision.runner.cli import nonnegative_int
+
     p = subparsers.add_parser(
         "verify",
         help="compare precision.mma bit for bit with recorded tensor-core outputs",
-        description="Replay every recording under PATH (a capture directory, or one family's "
-        "directory such as tests/data/sm90) through the emulator and print a match table per "
-        "instruction and data kind. Without PATH, capture every family afresh on the attached "
-        "GPU (new random seed) and verify that. Exit status 0 only when every output matches.",
+        description="Replay every recording under PATH (a directory made by precision capture, "
+        "one family's directory such as tests/data/sm90, or one .npz recording inside such a "
+        "directory) through the emulator and print a match table per instruction and data "
+        "kind. Without PATH, capture every family afresh on the attached GPU (new random "
+        "seed) and verify that. Exit status 0 only when every output matches.",
     )
     p.add_argument(
         "path",
         nargs="?",
         default=None,
-        help="recording directory (e.g. tests/data/sm90, or a precision capture --out directory)",
+        help="recording directory (a precision capture --out directory, or one family's, e.g. "
+        "tests/data/sm90), or one .npz recording inside one",
     )
     p.add_argument(
-        "--seed", type=int, default=None, help="seed for a fresh capture (default: random, printed)"
+        "--seed",
+        type=nonnegative_int,
+        default=None,
+        help="seed for a fresh capture (default: random, printed)",
     )
     p.add_argument(
         "--device",
@@ -36,24 +43,39 @@ def register(subparsers) -> None:
         "recordings only a CPU model replays (WMMA's integer and f64 probes) are still verified "
         "on the CPU, and their rows say so",
     )
-    p.add_argument("--json", default=None, metavar="FILE", help="also write the table as JSON")
+    p.add_argument(
+        "--json",
+        default=None,
+        metavar="FILE",
+        help="also write the table as JSON (checked to be writable before the replay)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from precision.gpu import unavailable_reason
+    from precision.gpu import exit_without_gpu, require_gpu
     from precision.probe.suite import capture_all, format_rows, verify_dir
+    from precision.runner.cli import check_writable
+    from precision.runner.store import StoreError, atomic_write
 
+    if args.json:  # before the replay: a destination that cannot be written costs nothing
+        problem = check_writable(args.json, "--json")
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+    if args.device == "gpu" and exit_without_gpu("precision verify --device gpu"):
+        return 2
     tmp = None
     path = args.path
     if path is None:
-        reason = unavailable_reason()
-        if reason is not None:
+        try:
+            require_gpu("precision verify without PATH (a fresh capture)")
+        except RuntimeError as exc:
+            why = " ".join(str(exc).split())
             print(
-                f"precision verify: no PATH given and no GPU to capture from ({reason}); "
-                f"pass a recording directory such as tests/data/sm90",
+                f"error: {why} Or pass a recording directory such as tests/data/sm90.",
                 file=sys.stderr,
             )
             return 2
@@ -64,23 +86,23 @@ def run(args: argparse.Namespace) -> int:
         try:
             capture_all(path, seed=seed, log=print)
         except (RuntimeError, ValueError) as exc:
-            print(f"precision verify: capture failed: {exc}", file=sys.stderr)
+            print(f"error: capture failed: {exc}", file=sys.stderr)
             return 2
     try:
         rows = verify_dir(path, device=args.device)
     except (OSError, ValueError, RuntimeError) as exc:
-        print(f"precision verify: {exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     print(format_rows(rows))
+    status = 0 if all(r.matches == r.outputs for r in rows) else 1
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(
-            json.dumps(
-                {"path": str(path), "device": args.device, "rows": [asdict(r) for r in rows]},
-                indent=1,
-            )
-            + "\n"
-        )
+        table = {"path": str(path), "device": args.device, "rows": [asdict(r) for r in rows]}
+        text = json.dumps(table, indent=1) + "\n"
+        try:
+            atomic_write(Path(args.json), lambda tmp: tmp.write_text(text, encoding="utf-8"))
+        except StoreError as exc:  # the table is printed above: nothing computed is lost
+            print(f"error: --json: {exc}", file=sys.stderr)
+            status = 2
     if tmp is not None:
         tmp.cleanup()
-    return 0 if all(r.matches == r.outputs for r in rows) else 1
+    return status
