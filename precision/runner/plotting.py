@@ -76,6 +76,11 @@ METRIC_LABELS = {
     "tflops": "TFLOP/s (2mnk / median time)",
 }
 ERROR_METRICS = ("err_fro", "err_max", "err_median")
+#: Joins the hue and style values of a method's series key (and the identity columns of a
+#: point's key). Not NUL: pandas 3.0's factorize (under groupby) cuts object strings at a NUL,
+#: which merged every series of one hue, whatever its style; numpy's and pandas' vectorised
+#: string operations drop a trailing NUL too.
+SERIES_SEP = "\x1f"
 #: fp32's unit roundoff: the relative error bound of one round-to-nearest into fp32.
 FP32_UNIT_ROUNDOFF = 2.0**-24
 #: Unit roundoff 2^-p of each result format: error figures draw one dotted line per result
@@ -453,10 +458,9 @@ def _cells(d: pd.DataFrame) -> pd.Series:
 
 
 def _series_keys(hue: pd.Series, style: pd.Series, baseline: pd.Series, names: Any) -> pd.Series:
-    """The series of each row: ``hue\\x00style`` for methods, ``names`` for baselines. Built
-    in Python: numpy's and pandas' vectorised string operations drop a trailing NUL, which
-    merged the ``hue\\x00`` keys of ``style = "none"`` into the hue alone (no line drawn)."""
-    keys = [f"{h}\x00{s}" for h, s in zip(hue, style, strict=True)]
+    """The series of each row: hue and style joined by :data:`SERIES_SEP` for methods,
+    ``names`` for baselines (built in Python, element by element)."""
+    keys = [f"{h}{SERIES_SEP}{s}" for h, s in zip(hue, style, strict=True)]
     out = [n if b else k for b, n, k in zip(baseline, names, keys, strict=True)]
     return pd.Series(out, index=hue.index, dtype=object)
 
@@ -471,7 +475,7 @@ def _point_keys(table: pd.DataFrame) -> pd.Series:
     ids = [c for c in (*ID_COLUMNS, "emulator_device") if c in table and c != "terms"]
     if not ids:
         return pd.Series(table.index.astype(str), index=table.index)
-    keys = ["\x00".join(map(str, values)) for values in table[ids].itertuples(index=False)]
+    keys = [SERIES_SEP.join(map(str, v)) for v in table[ids].itertuples(index=False)]
     return pd.Series(keys, index=table.index, dtype=object)
 
 
@@ -481,7 +485,7 @@ def _and(items: list[str]) -> str:
 
 def _who(series: Any, row: Any, col: Any) -> str:
     """How notes name a series in a panel: ``label [row, col]``."""
-    label = str(series).replace("\x00", " ").strip()
+    label = str(series).replace(SERIES_SEP, " ").strip()
     panel = ", ".join(str(p) for p in (row, col) if p)
     return f"{label} [{panel}]" if panel else label
 
@@ -545,7 +549,7 @@ def prepare(table: pd.DataFrame, spec: PlotSpec, metric: str) -> _Frame:
     hue_order = _ordered(d.loc[~d["_baseline"], "_hue"])
     style_order = _ordered(d.loc[~d["_baseline"], "_style"])
     methods = [
-        ("method", f"{h}\x00{s}")
+        ("method", f"{h}{SERIES_SEP}{s}")
         for s in style_order
         for h in hue_order
         if ((d["_hue"] == h) & (d["_style"] == s) & ~d["_baseline"]).any()
@@ -1056,7 +1060,7 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
                         color, ls, mk = base_style[key]
                         ms, lw, z = 6, 1.2, 3
                     else:
-                        h, s = key.split("\x00")
+                        h, s = key.split(SERIES_SEP)
                         color = palette[h] if spec.hue != "none" else "C0"
                         ls, mk = dash[s], marker[s]
                         ms, lw, z = 4, 1.1, 2

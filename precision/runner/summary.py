@@ -126,12 +126,12 @@ def pivot_cells(
     """:func:`pivot`, the cells computed from fewer repeats than their point has (True; a
     frame of the same shape) and the figure's frame (:func:`~precision.runner.plotting.prepare`:
     the dimensions split into panel rows and their notes)."""
-    from precision.runner.plotting import prepare
+    from precision.runner.plotting import SERIES_SEP, prepare
 
     frame = prepare(table, spec, metric)
     d = frame.data
     value = d["_value"].where(d["_ok"])
-    parts = d["_series"].str.partition("\x00")
+    parts = d["_series"].str.partition(SERIES_SEP)
     order = {key: i for i, (_, key) in enumerate(frame.series)}
     row_parts = [spec.row] if spec.row != "none" else []
     row_parts += [dim for dim in frame.rest if dim != spec.row]  # as prepare() labels rows

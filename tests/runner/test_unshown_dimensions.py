@@ -375,3 +375,17 @@ def test_point_keys_without_point_id_ignore_the_chosen_count():
     _, marks, _ = pivot_cells(table(rows_), spec, "err_max")
     assert marks.to_numpy().all()
     assert len(prepare(table(rows_), spec, "err_max").terms_notes) == 1
+
+
+def test_series_and_point_keys_hold_no_nul() -> None:
+    # pandas 3.0's factorize (under groupby) cuts object strings at a NUL: with NUL-joined
+    # keys every series of one hue was one group there, whatever its style, and every
+    # dimension looked split (seen on the GPU host's pandas 3.0.6; 3.1 is not affected).
+    from precision.runner.plotting import SERIES_SEP, _point_keys
+
+    frame = prepare(two_backends(baseline=True), PlotSpec(), "err_fro")
+    methods = frame.data.loc[~frame.data["_baseline"], "_series"]
+    assert methods.str.contains(SERIES_SEP, regex=False).all()
+    assert not frame.data["_series"].str.contains("\x00", regex=False).any()
+    assert not _point_keys(two_backends().drop(columns="point_id")).str.contains("\x00").any()
+    assert frame.split == ["backend"]
