@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import sys
 import time
 import zipfile
@@ -32,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from precision.console import run_main
+from precision.console import file_destination_problem, run_main
 from precision.gemm.schedule import Schedule, all_schedules
 from precision.gpu import exit_without_gpu
 
@@ -263,18 +262,6 @@ def _unreadable(path: str) -> str | None:
     return None
 
 
-def _unwritable(path: str) -> str | None:
-    """None if a file can be created at ``path``, else the one-line reason it cannot."""
-    parent = Path(path).parent
-    if Path(path).is_dir():
-        return f"{path}: is a directory; expected the name of the .npz file to write"
-    if not parent.is_dir():
-        return f"{path}: no directory {parent} to write it in"
-    if not os.access(parent, os.W_OK):
-        return f"{path}: cannot write in {parent} (permission denied)"
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -298,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "record":
         if exit_without_gpu("python -m precision.gemm.record record"):
             return 2
-        problem = _unwritable(args.path)
+        problem = file_destination_problem(args.path, "record")
         if problem:  # before the GPU runs: their outputs would have nowhere to go
             print(f"error: {problem}", file=sys.stderr)
             return 2

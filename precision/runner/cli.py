@@ -10,12 +10,9 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
-import os
 import sys
-import tempfile
-from pathlib import Path
 
-from precision.console import silence_closed_stdout
+from precision.console import silence_closed_stdout, stdout_reader_gone
 
 # Modules providing subcommands, in the order they appear in ``precision --help``.
 COMMAND_MODULES: list[str] = [
@@ -85,23 +82,6 @@ def nonnegative_int(text: str) -> int:
     return _int_at_least(0, text)
 
 
-def check_writable(path: str | os.PathLike[str], option: str) -> str | None:
-    """None if a file can be written at ``path`` (its directory is created if missing), else
-    the one-line reason why not, naming ``option``: asked before the work whose results it
-    would hold, so that a mistyped destination costs nothing."""
-    path = Path(path)
-    if path.is_dir():
-        return f"{option} {path}: is a directory; expected a file name"
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=True):
-            pass
-    except OSError as exc:
-        why = exc.strerror or type(exc).__name__
-        return f"{option} {path}: cannot write in {path.parent} ({why})"
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
@@ -118,8 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # the reader of standard output went away: stop quietly
-        return silence_closed_stdout()
+    except BrokenPipeError:
+        if not stdout_reader_gone():  # another pipe broke: not ours to hide
+            raise
+        return silence_closed_stdout()  # the reader of standard output went away: stop quietly
 
 
 if __name__ == "__main__":

@@ -67,7 +67,7 @@ import numpy as np
 import pandas as pd
 
 from precision.runner.figures import PlotSpec
-from precision.runner.store import StoreError, atomic_write
+from precision.runner.store import ResultsDir, StoreError, atomic_write
 
 METRIC_LABELS = {
     "err_fro": "relative error (Frobenius)",
@@ -485,9 +485,14 @@ def _and(items: list[str]) -> str:
 
 def _who(series: Any, row: Any, col: Any) -> str:
     """How notes name a series in a panel: ``label [row, col]``."""
-    label = str(series).replace(SERIES_SEP, " ").strip()
+    label = str(series).replace(SERIES_SEP, " ").strip()  # "" with hue and style "none"
     panel = ", ".join(str(p) for p in (row, col) if p)
-    return f"{label} [{panel}]" if panel else label
+    return " ".join(part for part in (label, f"[{panel}]" if panel else "") if part)
+
+
+def _of(who: str, what: str) -> str:
+    """A note line ``who: what`` (just ``what`` where :func:`_who` is "")."""
+    return f"{who}: {what}" if who else what
 
 
 def _capped(lines: list[str], more: str = "") -> list[str]:
@@ -588,9 +593,8 @@ def _split_rows(
         found = _and([v or "(none)" for v in _ordered(values[example.index])])
         advice = "; set hue/style/col/row to choose" if dim in DIMENSIONS else ""
         who = _who(first["_series"], first["_row"], first["_col"])
-        notes.append(
-            f"{dim} varies within series ({who} {at}: {found}): shown as panel rows{advice}"
-        )
+        where = f"{who} {at}" if who else at  # who: "" with hue and style "none", one panel
+        notes.append(f"{dim} varies within series ({where}: {found}): shown as panel rows{advice}")
         d["_row"] = _join_parts(d["_row"], labels)
         split.append(dim)
     return split, _capped(notes)
@@ -639,7 +643,7 @@ def _terms_notes(
         shown_at = [v for v in dict.fromkeys(xs) if v]
         where = f" at {x} = {', '.join(shown_at)}" if shown_at else ""
         part = "; each count's value is a median of part of the repeats" if terms_shown else ""
-        out.append(f"{who}: repeats chose {chose} terms{where}{part}")
+        out.append(_of(who, f"repeats chose {chose} terms{where}{part}"))
     return _capped(out)
 
 
@@ -762,7 +766,7 @@ def _missing_notes(frame: _Frame, metric: str) -> list[str]:
         where = [f"at {xname} = {', '.join(at)}"] if at else []
         if len(at) < len(xs):
             where.append(f"without a {xname} value")
-        out.append(f"{who}: {why} {' and '.join(where)}")
+        out.append(_of(who, f"{why} {' and '.join(where)}"))
     return _capped(out, " (see the summary table)")
 
 
@@ -780,14 +784,11 @@ BLAS_NOTE = (
 
 def read_runs(results_dir: Path) -> list[dict]:
     """The run records of ``results_dir/provenance.json``, one per ``precision run``, oldest
-    first ([] when the file is missing or unreadable)."""
-    import json
-
-    try:
-        runs = json.loads((results_dir / "provenance.json").read_text(encoding="utf-8"))["runs"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
-    return [run for run in runs if isinstance(run, dict)] if isinstance(runs, list) else []
+    first ([] when the file is missing or unreadable:
+    :meth:`~precision.runner.store.ResultsDir.read_provenance`)."""
+    results_dir = Path(results_dir)
+    runs, _ = ResultsDir(results_dir.parent, results_dir.name).read_provenance()
+    return [run for run in runs if isinstance(run, dict)]
 
 
 def run_concurrency(run: dict) -> tuple[int | None, int, str]:
@@ -898,43 +899,69 @@ def timing_notes(table: pd.DataFrame, runs: list[dict] | None = None) -> list[st
     return notes
 
 
+@dataclass
+class _Panels:
+    """Which rows of a :func:`prepare` frame each panel of the figure draws.
+
+    ``lines``: the rows with an x value, drawn as lines in the panel of their ``_row`` and
+    ``_col``. A baseline row that prepare() left out of the panel rows it split (its series
+    names the split value, say its backend, or it has none, say no Ozaki target) is
+    ``shared``: drawn in every panel row split from its label (``base``), unless a method row
+    kept that label unsplit (then that is its panel row).
+
+    ``levels``: the rows without an x value (baselines on an Ozaki ``terms`` axis), drawn as
+    horizontal lines at their median; their ``_row`` / ``_col`` become ``"*"`` (every panel)
+    where no line has that value (the baseline's own method, say), or ``"\x01" + label`` (every
+    panel row split from ``label``) where only prepare()'s split took it away."""
+
+    lines: pd.DataFrame
+    levels: pd.DataFrame
+    rows: list[str]
+    cols: list[str]
+    shared: pd.Series
+    base: dict[str, str]  # panel row -> its label before prepare()'s split (_rowbase)
+
+    @classmethod
+    def of(cls, data: pd.DataFrame) -> _Panels:
+        xless_mask = data["_x"].isna()
+        if xless_mask.all():  # no x at all: every row is a line
+            xless_mask = pd.Series(False, index=data.index)
+        d, xless = data[~xless_mask], data[xless_mask].copy()
+        split_bases = set(d.loc[d["_row"] != d["_rowbase"], "_rowbase"])
+        unsplit = set(d.loc[~d["_baseline"] & (d["_row"] == d["_rowbase"]), "_row"])
+        shared = d["_baseline"] & (d["_row"] == d["_rowbase"])
+        shared &= d["_row"].isin(split_bases - unsplit)
+        rows = _ordered(d.loc[~shared, "_row"])
+        cols = _ordered(d["_col"])
+        base = dict(zip(d.loc[~shared, "_row"], d.loc[~shared, "_rowbase"], strict=True))
+        by_base = ~xless["_row"].isin(rows) & xless["_rowbase"].isin(set(base.values()))
+        xless["_row"] = xless["_row"].where(
+            xless["_row"].isin(rows), ("\x01" + xless["_rowbase"]).where(by_base, "*")
+        )
+        xless["_col"] = xless["_col"].where(xless["_col"].isin(cols), "*")
+        return cls(d, xless, rows, cols, shared, base)
+
+    def lines_in(self, row: str, col: str) -> pd.Series:
+        """Mask of the ``lines`` drawn in panel ``row``, ``col``."""
+        d = self.lines
+        here = (d["_row"] == row) | (self.shared & (d["_rowbase"] == self.base[row]))
+        return here & (d["_col"] == col)
+
+    def levels_in(self, row: str, col: str) -> pd.Series:
+        """Mask of the ``levels`` drawn in panel ``row``, ``col``."""
+        x = self.levels
+        here = x["_row"].isin([row, "*", "\x01" + self.base[row]])
+        return here & x["_col"].isin([col, "*"])
+
+
 def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
     """The matplotlib Figure of ``metric`` (see the module docstring); the caller closes it."""
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FixedLocator, LogFormatterSciNotation, LogLocator, NullFormatter
 
     plt, sns = _setup()
-    d = frame.data
-    # Rows without an x value (baselines on an Ozaki `terms` axis) are drawn as horizontal
-    # lines at their median, in every panel whose row/col they match; a panel value absent
-    # from the other rows (the baseline's own method, say) matches every panel ("*"). A row
-    # label absent only through the rows split by prepare() (a baseline has no Ozaki target)
-    # matches every panel row split from its label before the split ("\x01" + that label).
-    xless_mask = d["_x"].isna()
-    if xless_mask.all():
-        xless_mask = pd.Series(False, index=d.index)
-    xless = d[xless_mask].copy()
-    d = d[~xless_mask]
-    # Likewise a baseline left out of the rows split by prepare() (they split the methods by
-    # backend, say; its series names its own) is drawn in every panel row split from its
-    # label, unless a method shares that label (then that is its panel row).
-    split_bases = set(d.loc[d["_row"] != d["_rowbase"], "_rowbase"])
-    unsplit = set(d.loc[~d["_baseline"] & (d["_row"] == d["_rowbase"]), "_row"])
-    shared = d["_baseline"] & (d["_row"] == d["_rowbase"]) & d["_row"].isin(split_bases - unsplit)
-    rows = _ordered(d.loc[~shared, "_row"])
-    cols = _ordered(d["_col"])
-    row_base = dict(zip(d.loc[~shared, "_row"], d.loc[~shared, "_rowbase"], strict=True))
-
-    def in_panel(row: str, col: str) -> pd.Series:
-        """The rows (with an x value) drawn in panel ``row``, ``col``."""
-        here = (d["_row"] == row) | (shared & (d["_rowbase"] == row_base[row]))
-        return here & (d["_col"] == col)
-
-    by_base = ~xless["_row"].isin(rows) & xless["_rowbase"].isin(set(row_base.values()))
-    xless["_row"] = xless["_row"].where(
-        xless["_row"].isin(rows), ("\x01" + xless["_rowbase"]).where(by_base, "*")
-    )
-    xless["_col"] = xless["_col"].where(xless["_col"].isin(cols), "*")
+    panels = _Panels.of(frame.data)  # which rows each panel draws, as lines or levels
+    d, xless, rows, cols = panels.lines, panels.levels, panels.rows, panels.cols
     targets = [t for t in UNIT_ROUNDOFFS if t in set(frame.data["_target"])]
     nrows, ncols = len(rows), len(cols)
     # Under the figure: the rows split and repeats that chose different term counts, then
@@ -1042,13 +1069,13 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
         if title:
             top.suptitle(title, fontsize="medium")
 
-        present = [[bool(in_panel(row, col).any()) for col in cols] for row in rows]
+        present = [[bool(panels.lines_in(row, col).any()) for col in cols] for row in rows]
         first_col = [next((c for c in range(ncols) if present[r][c]), 0) for r in range(nrows)]
         groups: dict[Any, list[Any]] = {}
         for r, row in enumerate(rows):
             for c, col in enumerate(cols):
                 ax = axes[r, c]
-                panel = d[in_panel(row, col)]
+                panel = d[panels.lines_in(row, col)]
                 if panel.empty:
                     ax.set_visible(False)
                     continue
@@ -1073,9 +1100,7 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
                         dodged(med.index, key), med.values, color=color, ls=ls, marker=mk, ms=ms,
                         lw=lw, mec="white" if mk not in "x+1" else color, mew=0.5, zorder=z,
                     )  # fmt: skip
-                here = xless["_row"].isin([row, "*", "\x01" + row_base[row]])
-                here &= xless["_col"].isin([col, "*"])
-                lines = xless[here & xless["_valid"]]
+                lines = xless[panels.levels_in(row, col) & xless["_valid"]]
                 for (b_key, b_hue), g in lines.groupby(["_series", "_hue"], sort=True):
                     b_color = base_style.get(str(b_key), ("black", "-", ""))[0]
                     ax.axhline(

@@ -48,3 +48,21 @@ def test_a_closed_pipe_ends_the_tool_quietly(entry: str) -> None:
     proc.stderr.close()
     assert proc.wait(timeout=60) == BROKEN_PIPE_STATUS
     assert stderr == ""  # no BrokenPipeError traceback, no "Exception ignored" at exit
+
+
+def test_a_broken_pipe_other_than_stdout_is_not_hidden() -> None:
+    # A BrokenPipeError from a subprocess or a Dask connection is an error, not a reader
+    # that went away: it keeps its traceback and a failing status.
+    code = textwrap.dedent(
+        """
+        from precision.console import run_main
+        def main():
+            print("line 0")
+            raise BrokenPipeError(32, "Broken pipe (a worker's connection)")
+        run_main(main)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout == "line 0\n"
+    assert "Traceback" in proc.stderr and "a worker's connection" in proc.stderr
+    assert proc.returncode != 0

@@ -121,6 +121,13 @@ def test_bench_with_an_alias_runs_and_writes_the_canonical_name(tmp_path, capsys
     assert list(pd.read_csv(out)["format"]) == ["f16"]
 
 
+def test_bench_measures_a_case_named_twice_once(tmp_path, capsys):
+    out = tmp_path / "bench.csv"
+    argv = ["bench", "--formats", "fp16", "half", "--device", "cpu", "cpu", "--cpu-n", "16"]
+    assert main([*argv, "--exact-n", "0", "--repeats", "1", "--out", str(out)]) == 0
+    assert list(pd.read_csv(out)["format"]) == ["f16"]
+
+
 def test_bench_out_that_cannot_be_written_is_refused_before_the_work(tmp_path, capsys):
     blocker = tmp_path / "a_file"
     blocker.write_text("")

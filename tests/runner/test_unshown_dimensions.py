@@ -389,3 +389,22 @@ def test_series_and_point_keys_hold_no_nul() -> None:
     assert not frame.data["_series"].str.contains("\x00", regex=False).any()
     assert not _point_keys(two_backends().drop(columns="point_id")).str.contains("\x00").any()
     assert frame.split == ["backend"]
+
+
+def test_notes_of_an_unnamed_series_in_one_panel_start_cleanly():
+    """hue and style "none", no col or row: the series and its panel have no name, and the
+    notes say what they say without an empty "who"."""
+    t = table(
+        [row(s, r, v, variant=var, method=var.split("-")[0])
+         for var, v in (("plain", 1e-3), ("corrected-ootomo", 1e-6))
+         for s in SIZES for r in range(2)]
+        + auto_point()
+    )  # fmt: skip
+    t.loc[t["k"] == 128, ["status", "err_fro"]] = ["error", np.nan]
+    spec = PlotSpec(hue="none", style="none", col="none")
+    frame = prepare(t, spec, "err_fro")
+    assert frame.split_notes[0].startswith("method varies within series (at size = 32: ")
+    assert frame.terms_notes == ["[ozaki2]: repeats chose 16 and 17 terms at size = 64"]
+    text = figure_text(draw_figure(frame, "err_fro", spec, ""))
+    assert "[plain]: error at size = 128" in text
+    assert "( " not in text and " : " not in text

@@ -405,14 +405,17 @@ def main(args: argparse.Namespace) -> int:
     2 if the output or a GPU is unusable)."""
     import sys
 
+    from precision.console import file_destination_problem
     from precision.gpu import exit_without_gpu
     from precision.provenance import collect
     from precision.runner.bench_output import check_out, claim_new, default_path
-    from precision.runner.cli import check_writable
 
     for key, value in (QUICK if args.quick else FULL).items():
         if getattr(args, key) is None:
             setattr(args, key, value)
+    # Aliases name one case several ways (--formats fp16 half): each is measured once.
+    for key in ("device", "formats", "verify_formats"):
+        setattr(args, key, list(dict.fromkeys(getattr(args, key))))
     if args.append and args.out is None:
         print("error: --append needs --out (the default file is new each time)", file=sys.stderr)
         return 2
@@ -434,7 +437,7 @@ def main(args: argparse.Namespace) -> int:
             return 2
     if "gpu" in args.device and exit_without_gpu("precision bench --device gpu"):
         return 2
-    problem = check_writable(args.out, "--out")
+    problem = file_destination_problem(args.out, "--out")
     if problem:  # before the measurements: their rows would have nowhere to go
         print(f"error: {problem}", file=sys.stderr)
         return 2

@@ -111,12 +111,12 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
     from tqdm.auto import tqdm
 
+    from precision.console import file_destination_problem
     from precision.distributions import make_inputs
     from precision.gpu import calls_per_sample, device_name, exit_without_gpu, require_gpu
     from precision.metrics import error_metrics
     from precision.provenance import collect
     from precision.runner.bench_output import check_out, claim_new, default_path
-    from precision.runner.cli import check_writable
     from precision.telemetry import summarize, time_gpu_sampled
 
     if args.sustained < 0:
@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     cp = require_gpu("precision bench-gemm")
     out = Path(args.out) if args.out else default_path("gemm", device_name() or "gpu")
-    problem = check_out(out) or check_writable(out, "--out")
+    problem = check_out(out) or file_destination_problem(out, "--out")
     if problem:  # before the measurements: their rows would have nowhere to go
         print(f"error: {problem}", file=sys.stderr)
         return 2

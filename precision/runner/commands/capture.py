@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import errno
-import os
 import sys
-from pathlib import Path
+
+from precision.console import directory_destination_problem
 
 
 def register(subparsers) -> None:
@@ -36,12 +35,9 @@ def run(args: argparse.Namespace) -> int:
     from precision.probe.suite import capture_all
 
     out = args.out or f"results/capture-seed{args.seed}"
-    try:  # before the GPU runs: their recordings would have nowhere to go
-        Path(out).mkdir(parents=True, exist_ok=True)
-        if not os.access(out, os.W_OK):
-            raise PermissionError(errno.EACCES, "permission denied")
-    except OSError as exc:
-        print(f"error: --out {out}: cannot write there ({exc.strerror or exc})", file=sys.stderr)
+    problem = directory_destination_problem(out, "--out")
+    if problem:  # before the GPU runs: their recordings would have nowhere to go
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
         done = capture_all(out, seed=args.seed, log=print)

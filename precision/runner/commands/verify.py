@@ -55,13 +55,13 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
+    from precision.console import file_destination_problem
     from precision.gpu import exit_without_gpu, require_gpu
     from precision.probe.suite import capture_all, format_rows, verify_dir
-    from precision.runner.cli import check_writable
     from precision.runner.store import StoreError, atomic_write
 
     if args.json:  # before the replay: a destination that cannot be written costs nothing
-        problem = check_writable(args.json, "--json")
+        problem = file_destination_problem(args.json, "--json")
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return 2
