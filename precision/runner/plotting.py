@@ -18,8 +18,9 @@ What keeps the figures honest and readable:
   stay one point (pooled where the count is not shown), and a note names them ("ozaki2 [..]:
   repeats chose 16 and 17 terms at size = 4096"; where x, a panel or a series shows the count,
   each count's value is the median of part of the point's repeats, which the note says).
-  A baseline whose own series already names the split value (its backend, format), or which
-  has none (no Ozaki target), is drawn in every panel row split from its own.
+  A baseline without a value of a split dimension (its series names its backend and format;
+  it has no Ozaki target) joins every panel row of the methods that agree with it on the
+  other split dimensions, instead of a panel row of its own.
 - Lines that coincide stay distinguishable: every style value has its own marker and dash
   pattern, and the series are spread horizontally by a small dodge (at most ``dodge`` of the
   smallest gap between neighbouring x values, on the log axis, or on the linear ``terms``
@@ -527,6 +528,7 @@ def prepare(table: pd.DataFrame, spec: PlotSpec, metric: str) -> _Frame:
         row = row.str.cat(device, sep=", ")
     d["_row"] = row.str.strip(", ")
     d["_rowbase"] = d["_row"]
+    d["_split"] = pd.Series([()] * len(d), index=d.index, dtype=object)  # see _split_rows
     d["_device"] = device if metric == "tflops" else ""
     fmt = table["format"].astype(str)
     backend = table["backend"].astype(str)
@@ -572,8 +574,9 @@ def _split_rows(
     table: pd.DataFrame, d: pd.DataFrame, x: str, rest: list[str], terms_shown: bool
 ) -> tuple[list[str], list[str]]:
     """Append to ``d["_row"]``, in :data:`SPLIT_DIMENSIONS` order, each identity dimension
-    that varies within a drawn cell (:func:`_cells`, refined by those added before); return
-    their names and one note each: an example cell and its values."""
+    that varies within a drawn cell (:func:`_cells`, refined by those added before), and its
+    value ("" where a row has none) to the tuple ``d["_split"]``; return their names and one
+    note each: an example cell and its values."""
     from precision.runner.figures import DIMENSIONS
 
     split: list[str] = []
@@ -596,6 +599,11 @@ def _split_rows(
         where = f"{who} {at}" if who else at  # who: "" with hue and style "none", one panel
         notes.append(f"{dim} varies within series ({where}: {found}): shown as panel rows{advice}")
         d["_row"] = _join_parts(d["_row"], labels)
+        d["_split"] = pd.Series(
+            [key + (v,) for key, v in zip(d["_split"], values, strict=True)],
+            index=d.index,
+            dtype=object,
+        )
         split.append(dim)
     return split, _capped(notes)
 
@@ -899,27 +907,34 @@ def timing_notes(table: pd.DataFrame, runs: list[dict] | None = None) -> list[st
     return notes
 
 
+def _fits(baseline: tuple[str, tuple], row: tuple[str, tuple]) -> bool:
+    """Whether a baseline with panel-row key ``baseline`` belongs in panel row ``row``: the
+    same label before prepare()'s split, and each split value either the row's or none ("":
+    a dimension its series names, or one it lacks)."""
+    (base_b, split_b), (base_r, split_r) = baseline, row
+    return base_b == base_r and all(b in ("", r) for b, r in zip(split_b, split_r, strict=True))
+
+
 @dataclass
 class _Panels:
     """Which rows of a :func:`prepare` frame each panel of the figure draws.
 
     ``lines``: the rows with an x value, drawn as lines in the panel of their ``_row`` and
-    ``_col``. A baseline row that prepare() left out of the panel rows it split (its series
-    names the split value, say its backend, or it has none, say no Ozaki target) is
-    ``shared``: drawn in every panel row split from its label (``base``), unless a method row
-    kept that label unsplit (then that is its panel row).
+    ``_col``. A baseline whose panel row holds no method (prepare() split the methods by a
+    dimension that the baseline's series names, say its backend, or that it lacks, say an
+    Ozaki target) is drawn instead in every panel row it fits (:func:`_fits`), next to the
+    methods it is the reference of; ``targets`` maps its row label to those panel rows.
 
     ``levels``: the rows without an x value (baselines on an Ozaki ``terms`` axis), drawn as
-    horizontal lines at their median; their ``_row`` / ``_col`` become ``"*"`` (every panel)
-    where no line has that value (the baseline's own method, say), or ``"\x01" + label`` (every
-    panel row split from ``label``) where only prepare()'s split took it away."""
+    horizontal lines at their median, likewise in every panel row they fit, and in every
+    panel (``"*"``) where no panel row or column has their value (the baseline's own method,
+    say)."""
 
     lines: pd.DataFrame
     levels: pd.DataFrame
     rows: list[str]
     cols: list[str]
-    shared: pd.Series
-    base: dict[str, str]  # panel row -> its label before prepare()'s split (_rowbase)
+    targets: dict[str, set[str]]  # row label of a moved baseline -> the panel rows it joins
 
     @classmethod
     def of(cls, data: pd.DataFrame) -> _Panels:
@@ -927,30 +942,35 @@ class _Panels:
         if xless_mask.all():  # no x at all: every row is a line
             xless_mask = pd.Series(False, index=data.index)
         d, xless = data[~xless_mask], data[xless_mask].copy()
-        split_bases = set(d.loc[d["_row"] != d["_rowbase"], "_rowbase"])
-        unsplit = set(d.loc[~d["_baseline"] & (d["_row"] == d["_rowbase"]), "_row"])
-        shared = d["_baseline"] & (d["_row"] == d["_rowbase"])
-        shared &= d["_row"].isin(split_bases - unsplit)
-        rows = _ordered(d.loc[~shared, "_row"])
-        cols = _ordered(d["_col"])
-        base = dict(zip(d.loc[~shared, "_row"], d.loc[~shared, "_rowbase"], strict=True))
-        by_base = ~xless["_row"].isin(rows) & xless["_rowbase"].isin(set(base.values()))
-        xless["_row"] = xless["_row"].where(
-            xless["_row"].isin(rows), ("\x01" + xless["_rowbase"]).where(by_base, "*")
-        )
-        xless["_col"] = xless["_col"].where(xless["_col"].isin(cols), "*")
-        return cls(d, xless, rows, cols, shared, base)
+        labels = zip(data["_row"], data["_rowbase"], data["_split"], strict=True)
+        keys = {row: (base, split) for row, base, split in labels}
+        method_rows = set(d.loc[~d["_baseline"], "_row"])
+        targets = {
+            label: {r for r in method_rows if _fits(keys[label], keys[r])}
+            for label in set(d.loc[d["_baseline"], "_row"]) - method_rows
+        }
+        targets = {label: rows for label, rows in targets.items() if rows}
+        rows = _ordered(r for r in d["_row"] if r not in targets)
+        for label in set(xless["_row"]) - set(rows):
+            targets[label] = {r for r in rows if _fits(keys[label], keys[r])}
+        placed = [label in rows or bool(targets.get(label)) for label in xless["_row"]]
+        xless["_row"] = xless["_row"].where(pd.Series(placed, index=xless.index, dtype=bool), "*")
+        xless["_col"] = xless["_col"].where(xless["_col"].isin(set(d["_col"])), "*")
+        return cls(d, xless, rows, _ordered(d["_col"]), targets)
+
+    def _in_row(self, labels: pd.Series, row: str) -> pd.Series:
+        """Mask of ``labels`` (row labels) drawn in panel row ``row``."""
+        joined = [label == row or row in self.targets.get(label, ()) for label in labels]
+        return pd.Series(joined, index=labels.index, dtype=bool)
 
     def lines_in(self, row: str, col: str) -> pd.Series:
         """Mask of the ``lines`` drawn in panel ``row``, ``col``."""
-        d = self.lines
-        here = (d["_row"] == row) | (self.shared & (d["_rowbase"] == self.base[row]))
-        return here & (d["_col"] == col)
+        return self._in_row(self.lines["_row"], row) & (self.lines["_col"] == col)
 
     def levels_in(self, row: str, col: str) -> pd.Series:
         """Mask of the ``levels`` drawn in panel ``row``, ``col``."""
         x = self.levels
-        here = x["_row"].isin([row, "*", "\x01" + self.base[row]])
+        here = self._in_row(x["_row"], row) | (x["_row"] == "*")
         return here & x["_col"].isin([col, "*"])
 
 

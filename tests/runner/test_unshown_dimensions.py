@@ -408,3 +408,31 @@ def test_notes_of_an_unnamed_series_in_one_panel_start_cleanly():
     text = figure_text(draw_figure(frame, "err_fro", spec, ""))
     assert "[plain]: error at size = 128" in text
     assert "( " not in text and " : " not in text
+
+
+def test_a_baseline_split_by_one_dimension_joins_every_method_row_it_fits() -> None:
+    # hue and style "none", one column: the methods are split by format and distribution,
+    # the fp32 baseline (no format of its own to split by) by distribution only. It is drawn
+    # in each format's row of its own distribution, and in no other distribution's rows.
+    rows = [
+        row(size, 0, value * (10 if dist == "normal" else 1), format=fmt, dist_label=dist)
+        for dist in ("uniform", "normal")
+        for fmt, value in (("fp16", 1e-4), ("bf16", 1e-3))
+        for size in SIZES
+    ]
+    rows += [
+        row(size, 0, 3e-7 * (10 if dist == "normal" else 1), format="fp32", dist_label=dist)
+        for dist in ("uniform", "normal")
+        for size in SIZES
+    ]
+    spec = PlotSpec(hue="none", style="none", col="none")
+    frame = prepare(table(rows), spec, "err_fro")
+    assert frame.split == ["format", "distribution"]
+    lines = lines_by_panel(draw_figure(frame, "err_fro", spec, ""))
+    assert sorted(lines) == sorted(
+        f"format = {f}, {d}" for f in ("bf16", "fp16") for d in ("normal", "uniform")
+    )
+    for label, ys in lines.items():
+        scale = 10 if "normal" in label else 1
+        method = (1e-3 if "bf16" in label else 1e-4) * scale
+        assert sorted(y[0] for y in ys) == pytest.approx(sorted([method, 3e-7 * scale]))
