@@ -384,8 +384,9 @@ class _Frame:
     ``split`` names the identity dimensions added to the panel rows because they vary within
     a drawn cell (:func:`prepare`) and ``split_notes`` says why, one line each;
     ``terms_notes`` names the points whose repeats chose different term counts. Both are
-    shown under the figure, before the points not shown, after ``caveats``: what the metric
-    or its measurement needs said (:data:`ERR_MAX_NOTE`, :func:`timing_notes`), never
+    shown (together at most :data:`MAX_NOTE_LINES` lines, :func:`cap_notes`) under the
+    figure and in summary.md, before the points not shown, after ``caveats``: what the
+    metric or its measurement needs said (:data:`ERR_MAX_NOTE`, :func:`timing_notes`), never
     capped."""
 
     data: pd.DataFrame
@@ -496,7 +497,7 @@ def _of(who: str, what: str) -> str:
     return f"{who}: {what}" if who else what
 
 
-def _capped(lines: list[str], more: str = "") -> list[str]:
+def cap_notes(lines: list[str], more: str = "") -> list[str]:
     """At most :data:`MAX_NOTE_LINES` lines, the last saying how many were left out."""
     if len(lines) <= MAX_NOTE_LINES:
         return lines
@@ -551,7 +552,8 @@ def prepare(table: pd.DataFrame, spec: PlotSpec, metric: str) -> _Frame:
     d["_terms"] = pd.to_numeric(chosen, errors="coerce").astype(float)
     shown = (spec.hue, spec.style, spec.col, spec.row)
     terms_shown = x == "terms" or "terms" in shown
-    split, split_notes = _split_rows(table, d, x, rest, terms_shown)
+    by_colour_or_style = tuple(dim for dim in (spec.hue, spec.style) if dim != "none")
+    split, split_notes = _split_rows(table, d, x, rest, terms_shown, by_colour_or_style)
     terms_notes = _terms_notes(table, d, spec, x, terms_shown)
     hue_order = _ordered(d.loc[~d["_baseline"], "_hue"])
     style_order = _ordered(d.loc[~d["_baseline"], "_style"])
@@ -571,12 +573,19 @@ def prepare(table: pd.DataFrame, spec: PlotSpec, metric: str) -> _Frame:
 
 
 def _split_rows(
-    table: pd.DataFrame, d: pd.DataFrame, x: str, rest: list[str], terms_shown: bool
+    table: pd.DataFrame,
+    d: pd.DataFrame,
+    x: str,
+    rest: list[str],
+    terms_shown: bool,
+    by_colour_or_style: tuple[str, ...] = (),
 ) -> tuple[list[str], list[str]]:
     """Append to ``d["_row"]``, in :data:`SPLIT_DIMENSIONS` order, each identity dimension
     that varies within a drawn cell (:func:`_cells`, refined by those added before), and its
     value ("" where a row has none) to the tuple ``d["_split"]``; return their names and one
-    note each: an example cell and its values."""
+    note each: an example cell and its values. A dimension shown by colour or line style
+    (``by_colour_or_style``) varies only within the baselines' series, which take neither;
+    its note says so."""
     from precision.runner.figures import DIMENSIONS
 
     split: list[str] = []
@@ -595,6 +604,11 @@ def _split_rows(
         at = f"at {x} = {first['_x']:g}" if np.isfinite(first["_x"]) else f"without a {x} value"
         found = _and([v or "(none)" for v in _ordered(values[example.index])])
         advice = "; set hue/style/col/row to choose" if dim in DIMENSIONS else ""
+        if dim in by_colour_or_style:
+            advice = (
+                f" (baselines are drawn in black and grey, not by {dim}); "
+                f'set col or row = "{dim}" to choose'
+            )
         who = _who(first["_series"], first["_row"], first["_col"])
         where = f"{who} {at}" if who else at  # who: "" with hue and style "none", one panel
         notes.append(f"{dim} varies within series ({where}: {found}): shown as panel rows{advice}")
@@ -605,7 +619,7 @@ def _split_rows(
             dtype=object,
         )
         split.append(dim)
-    return split, _capped(notes)
+    return split, notes
 
 
 def _terms_notes(
@@ -652,7 +666,7 @@ def _terms_notes(
         where = f" at {x} = {', '.join(shown_at)}" if shown_at else ""
         part = "; each count's value is a median of part of the repeats" if terms_shown else ""
         out.append(_of(who, f"repeats chose {chose} terms{where}{part}"))
-    return _capped(out)
+    return out
 
 
 def _decade_limits(values: np.ndarray, margin: float = 0.0) -> tuple[float, float]:
@@ -775,7 +789,7 @@ def _missing_notes(frame: _Frame, metric: str) -> list[str]:
         if len(at) < len(xs):
             where.append(f"without a {xname} value")
         out.append(_of(who, f"{why} {' and '.join(where)}"))
-    return _capped(out, " (see the summary table)")
+    return cap_notes(out, " (see the summary table)")
 
 
 #: Environment variables that set the thread count of numpy's BLAS (OpenBLAS, in its order
@@ -989,7 +1003,7 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
     blocks = [
         (head, lines)
         for head, lines in (
-            ("Notes:", frame.caveats + _capped(frame.split_notes + frame.terms_notes)),
+            ("Notes:", frame.caveats + cap_notes(frame.split_notes + frame.terms_notes)),
             ("Not shown (no finite positive value):", _missing_notes(frame, metric)),
         )
         if lines

@@ -319,7 +319,7 @@ def write_summary(
     Under each table are the figure's notes: its caveats (the ``tflops`` table's from
     ``runs``, :func:`~precision.runner.plotting.timing_notes`) and the dimensions split into
     rows."""
-    from precision.runner.plotting import METRIC_LABELS, choose_x, timing_notes
+    from precision.runner.plotting import METRIC_LABELS, cap_notes, choose_x, timing_notes
 
     csv_path = out_dir / f"{prefix}summary.csv"
     md_path = out_dir / f"{prefix}summary.md"
@@ -349,7 +349,7 @@ def write_summary(
         # The figure's caveats, and the identity dimensions split into rows (they vary within
         # a series), as the figure says.
         said = drawn.caveats + (timing_notes(table, runs) if metric == "tflops" else [])
-        said += drawn.split_notes
+        said += cap_notes(drawn.split_notes + drawn.terms_notes)
         md += [f"Note: {note}." for note in said]
         md += [""] if said else []
         tex += [f"% Note: {note}." for note in said]

@@ -16,7 +16,13 @@ import pandas as pd
 import pytest
 
 from precision.runner.figures import PlotSpec
-from precision.runner.plotting import MAX_NOTE_LINES, draw_figure, plot_results, prepare
+from precision.runner.plotting import (
+    MAX_NOTE_LINES,
+    cap_notes,
+    draw_figure,
+    plot_results,
+    prepare,
+)
 from precision.runner.summary import (
     LATEX_MARK,
     PARTIAL_MARK,
@@ -364,9 +370,13 @@ def test_notes_are_capped_and_come_before_the_points_not_shown():
                         distribution=f"d{i}")
                   for i in range(8) for rep, t in enumerate((16, 17))])  # fmt: skip
     frame = prepare(many, PlotSpec(), "err_fro")
-    assert len(frame.terms_notes) == MAX_NOTE_LINES
-    assert frame.terms_notes[-1] == f"... and {8 - MAX_NOTE_LINES + 1} more"
-    assert frame.terms_notes[0] == "ozaki2 int8 [d0]: repeats chose 16 and 17 terms at size = 64"
+    assert len(frame.terms_notes) == 8  # all kept; capped once, where shown
+    shown = cap_notes(frame.split_notes + frame.terms_notes)
+    assert len(shown) == MAX_NOTE_LINES
+    assert shown[-1] == f"... and {8 - MAX_NOTE_LINES + 1} more"  # counts every note left out
+    assert shown[0] == "ozaki2 int8 [d0]: repeats chose 16 and 17 terms at size = 64"
+    text = figure_text(draw_figure(frame, "err_fro", PlotSpec(), ""))
+    assert f"... and {8 - MAX_NOTE_LINES + 1} more" in text and "[d7]" not in text
 
 
 def test_point_keys_without_point_id_ignore_the_chosen_count():
@@ -436,3 +446,27 @@ def test_a_baseline_split_by_one_dimension_joins_every_method_row_it_fits() -> N
         scale = 10 if "normal" in label else 1
         method = (1e-3 if "bf16" in label else 1e-4) * scale
         assert sorted(y[0] for y in ys) == pytest.approx(sorted([method, 3e-7 * scale]))
+
+
+def test_a_dimension_shown_by_colour_that_splits_the_baselines_says_why(tmp_path) -> None:
+    # hue = distribution: the methods are coloured by it, the black/grey baselines are not,
+    # so only they vary within a series; the note says so instead of "set hue to choose".
+    rows = [
+        row(size, 0, v, dist_label=dist, format=fmt, backend=be)
+        for dist in ("uniform", "normal")
+        for fmt, be, v in (("fp16", "emulator", 1e-4), ("fp32", "numpy", 3e-7))
+        for size in SIZES
+    ]
+    spec = PlotSpec(hue="distribution", col="none")
+    frame = prepare(table(rows), spec, "err_fro")
+    assert frame.split == ["distribution"]
+    (note,) = frame.split_notes
+    assert "not by distribution" in note and 'set col or row = "distribution"' in note
+    assert "set hue/style/col/row" not in note
+
+
+def test_summary_md_names_auto_points_whose_repeats_chose_different_counts(tmp_path) -> None:
+    spec = PlotSpec(metrics=("err_fro",), col="none")
+    write_summary(table(auto_point()), tmp_path, spec)
+    md = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert "Note: ozaki2 int8: repeats chose 16 and 17 terms at size = 64." in md
