@@ -208,6 +208,13 @@ def _arch_model_of(word: Any, valid: tuple[str, ...]) -> str | None:
     return model if model in valid and model != f"sm{int(m.group(1))}" else None
 
 
+def _arch_without_tensor_cores(word: Any) -> bool:
+    """Whether ``word`` names a GPU generation before Volta (``"sm60"``, ``"sm_61"``): no
+    tensor cores, so nothing to emulate."""
+    m = re.fullmatch(r"sm_?(\d+)", str(word).strip().lower())
+    return m is not None and int(m.group(1)) < 70
+
+
 def _unique(items: list) -> tuple:
     return tuple(dict.fromkeys(items))
 
@@ -247,6 +254,12 @@ def _parse_sweep(ck: _Checker, raw: Any, where: str) -> Sweep:
         values = ck.string_list(table[key], f"{where} {key}")
         if key == "arch":
             for v in values:
+                if _arch_without_tensor_cores(v):
+                    ck.fail(
+                        f"{where} {key}",
+                        f"unknown arch {v!r}: GPUs before sm_70 (Volta) have no tensor cores "
+                        f"to emulate (valid: {', '.join(valid)})",
+                    )
                 model = _arch_model_of(v, valid)
                 if model is not None:
                     ck.fail(

@@ -365,3 +365,12 @@ def test_arch_modelled_by_another_names_that_model(arch, model):
 def test_arch_misspelling_still_gets_the_nearest_name(arch, hint):
     message = error_of(MINIMAL.replace('backend = ["emulator"]', f'arch = ["{arch}"]'))
     assert f"did you mean {hint!r}" in message and "models it" not in message, message
+
+
+@pytest.mark.parametrize("arch", ["sm60", "sm_61", "SM52"])
+def test_arch_before_volta_says_it_has_no_tensor_cores(arch):
+    # It used to get "did you mean 'sm90'", the nearest spelling, which has nothing to do with
+    # a Pascal GPU.
+    message = error_of(MINIMAL.replace('backend = ["emulator"]', f'arch = ["{arch}"]'))
+    assert f"unknown arch {arch!r}: GPUs before sm_70 (Volta) have no tensor cores" in message
+    assert "did you mean" not in message
