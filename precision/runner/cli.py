@@ -85,9 +85,13 @@ def nonnegative_int(text: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
-    if extras:  # reported by the sub-command's parser: its usage, and a close option name
-        sub = _subparser(parser, getattr(args, "command", None))
-        sub.error(unrecognized_message(sub, extras))
+    if extras:  # reported by the parser they were given to: its usage, a close option name
+        words = sys.argv[1:] if argv is None else list(argv)
+        command = getattr(args, "command", None)
+        first = extras[0]
+        before = command in words and first in words and words.index(first) < words.index(command)
+        owner = parser if before else _subparser(parser, command)
+        owner.error(unrecognized_message(owner, extras))
     if not getattr(args, "func", None):
         parser.print_help()
         return 0

@@ -266,6 +266,14 @@ def test_unknown_option_before_any_command_is_the_top_level_parser(capsys):
     assert err.startswith("usage: precision [-h]")
 
 
+def test_unknown_option_before_the_command_is_the_top_level_parsers(capsys):
+    # `precision --froce run ...`: --force belongs to `run`, not before it, so the top-level
+    # parser reports it and does not suggest --force.
+    err = _usage_error(capsys, ["--froce", "run", "configs/quickstart.toml"])
+    assert err.startswith("usage: precision [-h]") and "unrecognized arguments: --froce" in err
+    assert "--force" not in err
+
+
 # -- defect 8: plain-text help with defaults ---------------------------------------------------
 
 
