@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("old")
     args = p.parse_args(argv)
     if args.cmd == "record":
-        if exit_without_gpu("python -m precision.gemm.record record"):
+        if exit_without_gpu(f"{PROG} record"):
             return 2
         problem = file_destination_problem(args.path, "record")
         if problem:  # before the GPU runs: their outputs would have nowhere to go

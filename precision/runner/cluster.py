@@ -38,6 +38,29 @@ class ClusterError(RuntimeError):
     """A GPU list cannot be resolved or a cluster cannot serve the sweep (message for the user)."""
 
 
+def concurrent_points(
+    executor: str,
+    jobs: int | None,
+    scheduler: str | None,
+    gpus: Sequence[str] | None,
+    *,
+    processes: bool = True,
+    cores: int | None = None,
+) -> int | None:
+    """How many points a run computes at once: ``--jobs`` locally; the workers of the local
+    Dask cluster (one per GPU plus ``--jobs`` CPU workers with ``--gpus``, else ``--jobs``
+    or, as Dask's default, one per core (``cores``; None when unknown); one with
+    ``processes=False``); None on a ``--scheduler`` cluster, whose workers the run does not
+    know."""
+    if executor == "local":
+        return jobs or 1
+    if scheduler:
+        return None
+    if gpus:
+        return len(gpus) + (jobs or 0)
+    return jobs or (cores if processes else 1)
+
+
 def needs_gpu(point) -> bool:
     """True when ``point`` (a :class:`precision.runner.sweep.Point`) runs a GPU backend, as its
     backend or as its comparison backend, or runs the emulator on the GPU engine."""

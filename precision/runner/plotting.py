@@ -819,22 +819,26 @@ def run_concurrency(run: dict) -> tuple[int | None, int, str]:
     workers of ``--gpus``, and the options that asked for it. Taken from the record's
     ``concurrent_jobs`` where recorded, else from its ``executor``, ``jobs`` and ``gpus``
     (Dask's local cluster defaults to one worker per core)."""
+    from precision.runner.cluster import concurrent_points
+
+    executor, scheduler = run.get("executor", "local"), run.get("scheduler")
     jobs = run.get("jobs") if isinstance(run.get("jobs"), int) else None
     gpus = run.get("gpus") if isinstance(run.get("gpus"), list) else None
+    if scheduler and executor != "local":
+        return None, 0, f"--scheduler {scheduler}"
     recorded = run.get("concurrent_jobs")
-    if run.get("executor", "local") == "local":
-        n = jobs or 1
-        return (recorded if isinstance(recorded, int) else n), 0, f"--jobs {n}"
-    if run.get("scheduler"):
-        return None, 0, f"--scheduler {run['scheduler']}"
+    cores = run.get("cpu_count") if isinstance(run.get("cpu_count"), int) else None
+    n = (
+        recorded
+        if isinstance(recorded, int)
+        else concurrent_points(executor, jobs, scheduler, gpus, cores=cores)
+    )
+    if executor == "local":
+        return n, 0, f"--jobs {jobs or 1}"
     if gpus:
         cpu = jobs or 0
-        n = len(gpus) + cpu
-        how = f"--gpus: {len(gpus)} GPU and {cpu} CPU workers"
-        return (recorded if isinstance(recorded, int) else n), cpu, how
-    cores = run.get("cpu_count") if isinstance(run.get("cpu_count"), int) else None
-    n_or_none = recorded if isinstance(recorded, int) else (jobs or cores)
-    return n_or_none, 0, f"--executor dask, {n_or_none or 'one per core'} workers"
+        return n, cpu, f"--gpus: {len(gpus)} GPU and {cpu} CPU workers"
+    return n, 0, f"--executor dask, {n or 'one per core'} workers"
 
 
 def _single_blas_thread(run: dict | None) -> bool:

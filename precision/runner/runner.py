@@ -36,6 +36,7 @@ from precision.runner.cluster import (
     GPU_BACKENDS,
     GPU_RESOURCE,
     ClusterError,
+    concurrent_points,
     gpu_workers,
     local_cluster,
     needs_gpu,
@@ -391,22 +392,6 @@ def _same_code(stored: str, current: str) -> bool:
     return stored == current or (" source " not in stored and current.startswith(stored + " "))
 
 
-def _concurrent_jobs(
-    executor: str, jobs: int | None, scheduler: str | None, processes: bool, gpus: list | None
-) -> int | None:
-    """How many points a run computes at once: ``--jobs`` locally; the workers of the local
-    Dask cluster (one per GPU plus ``--jobs`` CPU workers with ``--gpus``, else ``--jobs`` or,
-    as Dask's default, one per core; one with ``processes=False``); None on a ``--scheduler``
-    cluster, whose workers this process does not know."""
-    if executor == "local":
-        return jobs or 1
-    if scheduler:
-        return None
-    if gpus:
-        return len(gpus) + (jobs or 0)
-    return jobs or ((os.cpu_count() or 1) if processes else 1)
-
-
 def _resolve_gpus(
     gpus: str | list[str] | None, executor: str, scheduler: str | None
 ) -> list[str] | None:
@@ -488,7 +473,9 @@ def _run_locked(
             # How many points this run computes at once (None: unknown, the workers of a
             # --scheduler cluster), and what sets the BLAS threads of this process: the
             # TFLOP/s figures say when timings shared the machine (plotting.timing_notes).
-            "concurrent_jobs": _concurrent_jobs(executor, jobs, scheduler, dask_processes, gpus),
+            "concurrent_jobs": concurrent_points(
+                executor, jobs, scheduler, gpus, processes=dask_processes, cores=os.cpu_count() or 1
+            ),
             "cpu_count": os.cpu_count(),
             "blas_threads_env": {var: os.environ.get(var) for var in BLAS_THREAD_VARS},
             "points": len(points),
