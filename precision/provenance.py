@@ -13,6 +13,7 @@ commits whose source has a row's digest.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import functools
 import hashlib
@@ -167,12 +168,26 @@ def _gpu_fields() -> dict:
     }
 
 
+@functools.cache
+def cpu_model() -> str | None:
+    """The CPU's model name ("Intel(R) Xeon(R) Platinum 8480+", from ``/proc/cpuinfo`` on
+    Linux, else :func:`platform.processor`); None when the system does not say."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "Model", "Hardware") and value.strip():
+                return value.strip()
+    return platform.processor() or None
+
+
 def collect(seed: int | None = None) -> dict:
     """A flat dict of provenance fields, ready to become columns of a results table.
 
-    Keys: version, git_commit, source_digest (:func:`source_digest`), host, python, numpy,
-    ml_dtypes, gpu, driver (release from nvidia-smi), driver_api (CUDA driver API version),
-    cuda (runtime version), cupy, seed, created_utc (ISO 8601).
+    Keys: version, git_commit, source_digest (:func:`source_digest`), host, cpu
+    (:func:`cpu_model`), cpu_count (logical CPUs), python, numpy, ml_dtypes, gpu, driver
+    (release from nvidia-smi), driver_api (CUDA driver API version), cuda (runtime version),
+    cupy, seed, created_utc (ISO 8601). Host names are not unique (many VMs are "vm"), so
+    timings are told apart by cpu, cpu_count and gpu.
     """
     import ml_dtypes
 
@@ -183,6 +198,8 @@ def collect(seed: int | None = None) -> dict:
         "git_commit": git_commit(),
         "source_digest": _source_digest_here(),
         "host": socket.gethostname(),
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "ml_dtypes": ml_dtypes.__version__,

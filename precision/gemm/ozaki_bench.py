@@ -458,6 +458,19 @@ def combine(paths: list[Path], out: Path) -> int:
     return 0
 
 
+def _why_unreadable(path: Path) -> str | None:
+    """Why the csv file ``path`` cannot be read (missing, a directory, no access), or None."""
+    if not path.exists():
+        return "no such file"
+    if not path.is_file():
+        return "not a file"
+    try:
+        with path.open("rb"):
+            return None
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, type=Path)
@@ -488,6 +501,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.combine and set(args.skip) != {"identity", "speed", "errors"}:
         if exit_without_gpu("python -m precision.gemm.ozaki_bench (without --combine)"):
             return 2
+    unreadable = [f"{path} ({_why_unreadable(path)})" for path in args.combine
+                  if _why_unreadable(path)]  # fmt: skip
+    if unreadable:  # before --out is made: a failed combine leaves nothing behind
+        print(f"error: --combine: cannot read {', '.join(unreadable)}", file=sys.stderr)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
     if args.combine:
         return combine(args.combine, args.out)

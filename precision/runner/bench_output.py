@@ -19,6 +19,10 @@ import socket
 import subprocess
 from pathlib import Path
 
+from precision.runner.store import claim_new
+
+__all__ = ["BENCH_DIR", "check_out", "claim_new", "default_path", "is_tracked", "slug"]
+
 BENCH_DIR = Path("results/bench")
 
 
@@ -32,21 +36,6 @@ def default_path(kind: str, tag: str | None = None, now: dt.datetime | None = No
     stamp = (now or dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
     parts = [kind, *([slug(tag)] if tag else []), slug(socket.gethostname().split(".")[0])]
     return BENCH_DIR / f"{'_'.join(parts)}_{stamp}.csv"
-
-
-def claim_new(path: Path) -> Path:
-    """Create ``path`` empty, or if it exists ``<stem>_2<suffix>``, ``_3``, ... (the first
-    free one), with an exclusive create, and return the path created. Two benches that
-    claim the same default name at once get different files."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    candidate, number = path, 1
-    while True:
-        try:
-            with candidate.open("x"):
-                return candidate
-        except FileExistsError:
-            number += 1
-            candidate = path.with_name(f"{path.stem}_{number}{path.suffix}")
 
 
 def is_tracked(path: Path) -> bool:

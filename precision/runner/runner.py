@@ -75,7 +75,7 @@ class RunSummary:
     and ``errors`` the points it attempted whose backend cannot run here or that raised;
     ``skipped`` the points already stored; ``kept`` the points ``--force`` could not
     recompute here (unavailable, or failed: ``kept_after_error`` says why) whose earlier
-    finished result was kept; ``not_run`` the pending points a Dask run left
+    finished result was kept; ``not_run`` the pending points a Dask run or a process pool left
     (no GPU worker, or a worker lost too often: see ``warnings``). ``warnings`` are for the
     user (config or code changed since the stored points, files moved aside, leftovers
     removed, points not run).
@@ -302,12 +302,44 @@ def _process_pool(jobs: int) -> Iterator[tuple[Callable, Callable]]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _run_pool(pool, groups: list[list[Point]], on_done: Callable[[Point, pd.DataFrame], None]):
-    submit, as_completed = pool
-    futures = {submit(compute_group, group): group for group in groups}
-    for future in as_completed(list(futures)):
-        for point, rows in zip(futures[future], future.result(), strict=True):
-            on_done(point, rows)
+#: How many times the groups of a process pool whose worker died are run in a fresh pool.
+POOL_RETRIES = 1
+
+
+def _run_pool(
+    jobs: int, groups: list[list[Point]], on_done: Callable[[Point, pd.DataFrame], None]
+) -> tuple[int, list[str]]:
+    """Compute ``groups`` in a pool of ``jobs`` processes; returns the number of points left
+    not computed and a note saying why.
+
+    A worker that dies (killed, out of memory) breaks the whole pool: every group it had not
+    yet returned fails. Those groups are run again in a fresh pool, up to
+    :data:`POOL_RETRIES` times; the groups still failing are left for the next run, as on
+    Dask. Rows already returned are written as they arrive.
+    """
+    lost: list[list[Point]] = []
+    for _attempt in range(POOL_RETRIES + 1):
+        lost = []
+        with _process_pool(jobs) as (submit, as_completed):
+            futures = {submit(compute_group, group): group for group in groups}
+            for future in as_completed(list(futures)):
+                try:
+                    results = future.result()
+                except concurrent.futures.process.BrokenProcessPool:
+                    lost.append(futures[future])
+                    continue
+                for point, rows in zip(futures[future], results, strict=True):
+                    on_done(point, rows)
+        if not lost:
+            return 0, []
+        groups = lost
+    n = sum(len(group) for group in lost)
+    tries = POOL_RETRIES + 1
+    return n, [
+        f"{n} point(s) not computed: a worker process died while computing them, in each of "
+        f"{tries} tries (killed, or out of memory: the system log says which); a rerun "
+        "retries them, and --jobs 1 runs them in this process"
+    ]
 
 
 def run_experiment(
@@ -360,21 +392,25 @@ def run_experiment(
             gemm,
         )
         table = combine_results(config, rd)
-    if not table.empty:
-        counts = table.drop_duplicates("point_id")["status"].value_counts()
-        summary.status_counts = {str(k): int(v) for k, v in counts.items()}
-        bad = table[table["status"] != STATUS_OK].drop_duplicates("point_id")
-        reasons = (bad["status"] + ": " + bad["error"].astype(str)).value_counts()
-        summary.problems = {str(k): int(v) for k, v in reasons.items()}
-        if plots:
-            summary.figures = plot_results(
-                table,
-                rd.figures_dir,
-                title=config.name,
-                spec=config.plot,
-                runs=read_runs(rd.path),
-            )
+        if not table.empty:
+            counts = table.drop_duplicates("point_id")["status"].value_counts()
+            summary.status_counts = {str(k): int(v) for k, v in counts.items()}
+            bad = table[table["status"] != STATUS_OK].drop_duplicates("point_id")
+            reasons = (bad["status"] + ": " + bad["error"].astype(str)).value_counts()
+            summary.problems = {str(k): int(v) for k, v in reasons.items()}
+            if plots:  # (still under the lock: a queued run's figures never mix with these)
+                summary.figures = plot_results(
+                    table,
+                    rd.figures_dir,
+                    title=config.name,
+                    spec=config.plot,
+                    runs=read_runs(rd.path),
+                )
     return summary
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _code_of(rows: pd.DataFrame | dict) -> str:
@@ -385,6 +421,17 @@ def _code_of(rows: pd.DataFrame | dict) -> str:
     digest = first.get("source_digest")
     code = f"version {version} commit {commit}"
     return code if digest is None or pd.isna(digest) else f"{code} source {digest}"
+
+
+def _hardware_of(rows: pd.DataFrame | dict) -> str | None:
+    """The machine that timed stored rows (or of provenance fields), as "CPU ×N" or
+    "CPU ×N, GPU"; None for rows written before the CPU was recorded."""
+    first = rows.iloc[0] if isinstance(rows, pd.DataFrame) else pd.Series(rows)
+    cpu, count, gpu = first.get("cpu"), first.get("cpu_count"), first.get("gpu")
+    if cpu is None or pd.isna(cpu):
+        return None
+    where = f"{cpu} ×{int(count)}" if count is not None and not pd.isna(count) else str(cpu)
+    return where if gpu is None or pd.isna(gpu) else f"{where}, {gpu}"
 
 
 def _same_code(stored: str, current: str) -> bool:
@@ -430,29 +477,43 @@ def _run_locked(
     warnings = list(notes)
     warnings += rd.reject_foreign_points()
     warnings += rd.adopt_table_points(points)
-    previous_config = rd.save_config(config)
-    if previous_config:
+    kept = rd.save_config(config)  # (the earlier config's table is kept with it, first)
+    previous_config = kept[0] if kept else None
+    if kept:
         warnings.append(
             f"the config differs from the one stored in {rd.path}; the earlier one is kept "
-            f"as {previous_config}. Points whose parameters did not change are reused; the "
+            f"as {_and(kept)}. Points whose parameters did not change are reused; the "
             "table holds the points of this config only"
         )
-        # the table is rewritten now, not only at the end, so that a run stopped before then
-        # leaves no table of the earlier config next to this config (the figures are redrawn
-        # at the end, or by `precision plot`)
-        if combine_results(config, rd).empty:
-            rd.remove_table()
+        # the table is written now, not only at the end, so that a run stopped before then
+        # leaves the reused points' table (the figures are redrawn at the end, or by
+        # `precision plot`)
+        combine_results(config, rd)
     info = collect(seed=config.seed)
     current = _code_of(info)
     pending: list[Point] = []
     reused_code: dict[str, int] = {}
+    reused_on: dict[str | None, int] = {}  # the machines that timed the reused points
     for p in points:
         rows = None if force else rd.read_point(p)
         if finished(rows, p):
             code = _code_of(rows)
             reused_code[code] = reused_code.get(code, 0) + 1
+            where = _hardware_of(rows)
+            reused_on[where] = reused_on.get(where, 0) + 1
         else:
             pending.append(p)
+    hardware = _hardware_of(info)
+    if executor == "local" and hardware is not None:  # (Dask workers may be other machines)
+        elsewhere = {w: n for w, n in reused_on.items() if w is not None and w != hardware}
+        if elsewhere:
+            listed = "; ".join(f"{n} on {where}" for where, n in elsewhere.items())
+            warnings.append(
+                f"stored points were timed on other hardware ({listed}); this run is on "
+                f"{hardware}. Their errors are reused as they are, but their time_s and "
+                "TFLOP/s are not comparable with this run's (the figures say so); --force "
+                "recomputes every point here"
+            )
     other = {code: n for code, n in reused_code.items() if not _same_code(code, current)}
     if other:
         listed = "; ".join(f"{n} by {code}" for code, n in other.items())
@@ -481,7 +542,9 @@ def _run_locked(
             "points": len(points),
             "points_pending": len(pending),
             "previous_config": previous_config,
+            "previous_table": kept[1:],
             "reused_points_code": reused_code,
+            "reused_points_hardware": {str(w): n for w, n in reused_on.items()},
         }
     )
     summary = RunSummary(rd.path, total=len(points), skipped=len(points) - len(pending), computed=0)
@@ -522,12 +585,12 @@ def _run_locked(
             cache = InputCache()
             for point in pending:
                 on_done(point, compute_point(point, cache, gemm))
-        elif executor == "local":
-            with _process_pool(jobs) as pool:
-                _run_pool(pool, group_by_inputs(pending), on_done)
         else:
-            with _dask_client(jobs, scheduler, dask_processes, gpus) as client:
-                summary.not_run, left = _run_dask(client, group_by_inputs(pending), on_done)
+            if executor == "local":
+                summary.not_run, left = _run_pool(jobs or 1, group_by_inputs(pending), on_done)
+            else:
+                with _dask_client(jobs, scheduler, dask_processes, gpus) as client:
+                    summary.not_run, left = _run_dask(client, group_by_inputs(pending), on_done)
             summary.warnings += left
             for note in left:
                 bar.write(f"warning: {note}", file=sys.stderr)

@@ -6,6 +6,7 @@
         .lock                who holds the directory's lock (host, pid); informational
         config.toml          the config, copied verbatim (rerun it to reproduce the table)
         config.<UTC>.toml    an earlier, different config of the same name (kept, never mixed)
+        results.<UTC>.parquet, .csv  the table of that earlier config's points (kept with it)
         provenance.json      package version, git commit, host, GPU, ... of each run
         points/<slug>-<id>.parquet   one file per completed sweep point (resume unit)
         points/rejected/     point files that failed their identity check (kept, not used)
@@ -16,7 +17,7 @@ Every file is written to a temporary name in the same directory and renamed into
 an interrupted run never leaves a half-written file under its final name; files get the
 permissions of the user's umask (like any file the user creates), not ``mkstemp``'s 0600.
 A run holds an exclusive ``flock`` on the directory itself from before it writes anything
-until it has written the combined table, so two runs never interleave in one directory (a
+until it has drawn its figures, so two runs never interleave in one directory (a
 deleted ``.lock`` changes nothing: it only names the holder); the holder
 removes leftover ``.*.tmp`` files of earlier, killed runs. A point file is used only if the
 ``point_id`` of every row equals the id in its file name and the id of the point read.
@@ -116,6 +117,25 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
         raise
 
 
+def claim_new(path: Path) -> Path:
+    """Create ``path`` empty, or if it exists ``<stem>_2<suffix>``, ``_3``, ... (the first
+    free one), with an exclusive create, and return the path created. Two writers (benches, runs
+    keeping an earlier config) that claim the same name at once get different files."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    candidate, number = path, 1
+    while True:
+        try:
+            with candidate.open("x"):
+                return candidate
+        except FileExistsError:
+            number += 1
+            candidate = path.with_name(f"{path.stem}_{number}{path.suffix}")
+
+
+#: Age in seconds after which a run's clean-up removes a temporary file in ``figures/``.
+STALE_FIGURE_TMP_S = 600.0
+
+
 class ResultsDir:
     """Paths and file operations of ``<root>/<name>/``."""
 
@@ -145,6 +165,10 @@ class ResultsDir:
     @property
     def table_path(self) -> Path:
         return self.path / "results.parquet"
+
+    @property
+    def csv_path(self) -> Path:
+        return self.path / "results.csv"
 
     @property
     def lock_path(self) -> Path:
@@ -196,12 +220,21 @@ class ResultsDir:
             os.close(fd)  # releases the flock
 
     def remove_temporaries(self) -> list[str]:
-        """Delete ``.*.tmp`` files left by killed runs (call only while holding the lock)."""
+        """Delete ``.*.tmp`` files left by killed runs (call only while holding the lock).
+
+        In ``figures/``, which ``precision plot`` writes without the lock, only temporary
+        files older than :data:`STALE_FIGURE_TMP_S` are removed: a younger one may be a
+        figure being written right now.
+        """
         notes: list[str] = []
         for folder in (self.path, self.points_dir, self.figures_dir):
             if folder.is_dir():
                 for tmp in folder.glob(".*.tmp"):
                     with contextlib.suppress(OSError):
+                        if folder == self.figures_dir and (
+                            time.time() - tmp.stat().st_mtime < STALE_FIGURE_TMP_S
+                        ):
+                            continue
                         tmp.unlink()
                         notes.append(f"removed leftover temporary file {tmp}")
         return notes
@@ -256,12 +289,11 @@ class ResultsDir:
             expected = path.stem.rsplit("-", 1)[-1]
             _, why = self._check_point_file(path, expected)
             if why:
-                self.rejected_dir.mkdir(exist_ok=True)
-                dest = self.rejected_dir / f"{path.stem}.{stamp}.parquet"
                 try:
-                    os.replace(path, dest)
+                    self.rejected_dir.mkdir(exist_ok=True)
                 except OSError as exc:
-                    raise StoreError(_describe_os_error(exc, dest)) from None
+                    raise StoreError(_describe_os_error(exc, self.rejected_dir)) from None
+                dest = self._keep(path, self.rejected_dir / f"{path.stem}.{stamp}.parquet")
                 notes.append(
                     f"point file {path.name} {why}: moved to {dest}; its point is recomputed "
                     "(or taken from results.parquet, if the table holds it)"
@@ -317,24 +349,59 @@ class ResultsDir:
 
     # ------------------------------------------------------------------------------ metadata
 
-    def save_config(self, config: ExperimentConfig) -> str | None:
-        """Copy the config file verbatim; keep a previous, different one under a dated name.
+    @staticmethod
+    def _keep(path: Path, dest: Path) -> Path:
+        """Move ``path`` to ``dest``, or to ``dest`` with ``_2`` and so on before its suffix
+        where that is taken: never over another file (two runs that keep a file in the same
+        second keep both). Returns the new path."""
+        try:
+            kept = claim_new(dest)
+        except OSError as exc:
+            raise StoreError(_describe_os_error(exc, dest.parent)) from None
+        try:
+            os.replace(path, kept)
+        except BaseException as exc:  # (the claimed name stays free for the next try)
+            kept.unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise StoreError(_describe_os_error(exc, kept)) from None
+            raise
+        return kept
 
-        Returns the dated name the previous config was kept under, or None if unchanged.
+    def save_config(self, config: ExperimentConfig) -> list[str]:
+        """Copy the config file verbatim, keeping a previous, different one and its table.
+
+        When ``config.toml`` holds another config, it is copied to ``config.<UTC>.toml`` and
+        the table of its points (``results.parquet``, ``results.csv``) is moved to
+        ``results.<UTC>.parquet`` / ``.csv``, all *before* the new config is written: a run
+        stopped at any moment never leaves a table of one config next to another config, and
+        the earlier table's rows are kept even where no point file holds them (a directory
+        published without ``points/``). A name already taken (two changes in one second)
+        gets ``_2`` and so on. Returns the kept names, the config's first; [] if unchanged.
         """
         dest = self.config_path
-        kept = None
+        kept: list[str] = []
         if dest.exists():
-            if dest.read_text(encoding="utf-8", errors="replace") == config.text:
-                return None
+            previous = dest.read_bytes()
+            if previous.decode("utf-8", errors="replace") == config.text:
+                return []
             stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-            kept = dest.with_name(f"config.{stamp}.toml")
             try:
-                os.replace(dest, kept)
+                old_config = claim_new(dest.with_name(f"config.{stamp}.toml"))
             except OSError as exc:
-                raise StoreError(_describe_os_error(exc, kept)) from None
+                raise StoreError(_describe_os_error(exc, self.path)) from None
+            try:
+                atomic_write(old_config, lambda tmp: tmp.write_bytes(previous))
+            except BaseException:  # (no empty file under a kept config's name)
+                old_config.unlink(missing_ok=True)
+                raise
+            kept.append(old_config.name)
+            for table in (self.table_path, self.csv_path):
+                if table.exists():
+                    kept.append(
+                        self._keep(table, self.path / f"results.{stamp}{table.suffix}").name
+                    )
         atomic_write(dest, lambda tmp: tmp.write_text(config.text, encoding="utf-8"))
-        return kept.name if kept else None
+        return kept
 
     def read_provenance(self) -> tuple[list[dict], str | None]:
         """(earlier runs' records, None) or ([], why) if ``provenance.json`` is unreadable."""
@@ -358,11 +425,7 @@ class ResultsDir:
         notes: list[str] = []
         if why is not None:
             stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-            kept = self.path / f"provenance.{stamp}.corrupt.json"
-            try:
-                os.replace(self.provenance_path, kept)
-            except OSError as exc:
-                raise StoreError(_describe_os_error(exc, kept)) from None
+            kept = self._keep(self.provenance_path, self.path / f"provenance.{stamp}.corrupt.json")
             notes.append(f"{self.provenance_path} was unreadable ({why}); kept as {kept.name}")
         doc = {"latest": info, "runs": [*runs, info]}
         text = json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n"
@@ -383,21 +446,24 @@ class ResultsDir:
 
     def remove_table(self) -> None:
         """Remove ``results.parquet`` and ``results.csv`` (a table of another config)."""
-        for path in (self.table_path, self.table_path.with_suffix(".csv")):
+        for path in (self.table_path, self.csv_path):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
     def write_table(self, table: pd.DataFrame, name: str) -> None:
-        """Write the combined ``results.parquet`` and ``results.csv`` (name column first)."""
+        """Write the combined ``results.parquet`` and ``results.csv`` (name column first).
+
+        The csv is written first: a run stopped between the two leaves a csv newer than the
+        parquet, which :meth:`table_is_stale` reports, so the pair is rewritten together.
+        """
         table = table.assign(name=name)
         table = table[["name", *[c for c in table.columns if c != "name"]]]
+        atomic_write(self.csv_path, lambda tmp: table.to_csv(tmp, index=False))
         atomic_write(self.table_path, lambda tmp: table.to_parquet(tmp, index=False))
-        atomic_write(
-            self.table_path.with_suffix(".csv"), lambda tmp: table.to_csv(tmp, index=False)
-        )
 
     def table_is_stale(self) -> bool:
-        """True if ``results.parquet`` is absent, unreadable, or older than a point file."""
+        """True if ``results.parquet`` is absent, unreadable, or older than a point file, or
+        ``results.csv`` is newer than it (a run stopped between writing the two)."""
         if not self.table_path.exists():
             return True
         try:
@@ -405,6 +471,8 @@ class ResultsDir:
         except Exception:
             return True
         mtime = self.table_path.stat().st_mtime
+        if self.csv_path.exists() and self.csv_path.stat().st_mtime > mtime:
+            return True
         return any(p.stat().st_mtime > mtime for p in self.points_dir.glob("*.parquet"))
 
     def read_table(self) -> pd.DataFrame:

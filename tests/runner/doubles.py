@@ -8,12 +8,16 @@ which is all the runner mechanics need. It also raises for ``satf`` with ``tf32`
 failed points can be tested, and sleeps ``PRECISION_TEST_GEMM_SLEEP`` seconds per call so a
 subprocess can be killed mid-sweep. With ``PRECISION_TEST_GEMM_HOLD=DIR`` each call first
 creates ``DIR/inside.PID`` and then blocks until ``DIR/release`` exists: a test waits for the
-state it needs (a run holding its lock, workers inside a point) instead of sleeping.
+state it needs (a run holding its lock, workers inside a point) instead of sleeping. With
+``PRECISION_TEST_GEMM_DIE=N`` a call on an N×N input SIGKILLs its own process (a worker
+killed by the system), the first time only when ``PRECISION_TEST_GEMM_DIE_ONCE=FILE`` is set
+too (the file records that it died).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -38,6 +42,7 @@ def fake_gemm(
     if delay:
         time.sleep(delay)
     _hold(os.environ.get("PRECISION_TEST_GEMM_HOLD"))
+    _die(len(A))
     a = np.asarray(A, dtype=np.float64)
     b = np.asarray(B, dtype=np.float64)
     ah, bh = fround(a, fmt), fround(b, fmt)
@@ -62,6 +67,19 @@ def _hold(folder: str | None, timeout: float = 300.0) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{path / 'release'} did not appear within {timeout} s")
         time.sleep(0.01)
+
+
+def _die(n: int) -> None:
+    """See the module's docstring."""
+    if os.environ.get("PRECISION_TEST_GEMM_DIE") != str(n):
+        return
+    once = os.environ.get("PRECISION_TEST_GEMM_DIE_ONCE")
+    if once:
+        try:
+            Path(once).open("x").close()
+        except FileExistsError:
+            return
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def fake_catalog() -> Catalog:

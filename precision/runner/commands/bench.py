@@ -460,7 +460,6 @@ def main(args: argparse.Namespace) -> int:
     prov = collect(seed=args.seed)
     if prov.get("git_commit") is None:  # e.g. a copy of the tree without .git
         prov["git_commit"] = os.environ.get("PRECISION_GIT_COMMIT")
-    prov["cpu_count"] = os.cpu_count()
     rows = [{**r, **prov} for r in rows]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if dated:
@@ -468,12 +467,31 @@ def main(args: argparse.Namespace) -> int:
     fields: list[str] = []
     for r in rows:
         fields += [k for k in r if k not in fields]
+    status = 1 if any(r.get("identical", 1.0) != 1.0 for r in rows) else 0
     mode = "a" if args.append and args.out.exists() else "w"
+    if mode == "a":
+        header = _csv_header(args.out)
+        extra = [f for f in fields if f not in header]
+        if extra:  # appending would put values under other columns' names
+            wanted = args.out
+            args.out, mode, status = claim_new(args.out), "w", 2
+            print(
+                f"error: cannot append to {wanted}: it has no column {', '.join(extra)}; "
+                f"the rows are written to {args.out} instead",
+                file=sys.stderr,
+            )
+        else:
+            fields = header  # the file's own column order (columns this bench lacks stay empty)
     with args.out.open(mode, newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields)
         if mode == "w":
             writer.writeheader()
         writer.writerows(rows)
     print(f"wrote {len(rows)} rows to {args.out}")
-    failed = any(r.get("identical", 1.0) != 1.0 for r in rows)
-    return 1 if failed else 0
+    return status
+
+
+def _csv_header(path: Path) -> list[str]:
+    """The column names on the first line of the csv file ``path`` ([] if it is empty)."""
+    with path.open(newline="") as fh:
+        return next(csv.reader(fh), [])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from precision.console import directory_destination_problem
 
@@ -20,7 +21,12 @@ def register(subparsers) -> None:
         "sm_90 also mma_sync/ (the hand-written probes, chains of 4), wgmma/ and wgmma_extra/. "
         "Instructions the assembler refuses are listed with its message.",
     )
-    p.add_argument("--out", default=None, help="output directory (default results/capture-seed<N>)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="output directory, new or empty (default results/capture-seed<N>); a directory "
+        "that holds files, such as an earlier capture, is refused, never overwritten",
+    )
     p.add_argument(
         "--seed", type=nonnegative_int, default=1, help="generator seed (default: %(default)s)"
     )
@@ -35,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from precision.probe.suite import capture_all
 
     out = args.out or f"results/capture-seed{args.seed}"
-    problem = directory_destination_problem(out, "--out")
+    problem = _holds_files(Path(out)) or directory_destination_problem(out, "--out")
     if problem:  # before the GPU runs: their recordings would have nowhere to go
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -48,3 +54,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {sum(counts.values())} recordings to {out} on sm_{done['compute_capability']}")
     print("  " + ", ".join(f"{f}: {n}" for f, n in counts.items()))
     return 0
+
+
+def _holds_files(out: Path) -> str | None:
+    """The reason ``out`` may not receive a capture: it holds files already (an earlier
+    capture, perhaps one the docs cite); None for a new or empty directory."""
+    if out.is_dir() and any(out.iterdir()):
+        return (
+            f"--out {out} already holds files (an earlier capture?); a capture is never "
+            "written over another: give a new or empty directory with --out"
+        )
+    return None
