@@ -53,7 +53,8 @@ from precision.runner.execute import (
     compute_group,
     compute_point,
 )
-from precision.runner.plotting import BLAS_THREAD_VARS, plot_results, read_runs
+from precision.runner.plot_notes import BLAS_THREAD_VARS, read_runs
+from precision.runner.plotting import plot_results
 from precision.runner.store import ResultsDir, StoreError, finished
 from precision.runner.sweep import Point, expand, group_by_inputs
 

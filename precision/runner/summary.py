@@ -49,7 +49,7 @@ from precision.runner.figures import METRICS, PlotSpec
 from precision.runner.store import atomic_write
 
 if TYPE_CHECKING:
-    from precision.runner.plotting import _Frame
+    from precision.runner.plot_frame import _Frame
 
 ID_COLUMNS = (
     "dist_label",
@@ -126,7 +126,8 @@ def pivot_cells(
     """:func:`pivot`, the cells computed from fewer repeats than their point has (True; a
     frame of the same shape) and the figure's frame (:func:`~precision.runner.plotting.prepare`:
     the dimensions split into panel rows and their notes)."""
-    from precision.runner.plotting import SERIES_SEP, prepare
+    from precision.runner.plot_frame import prepare
+    from precision.runner.plot_labels import SERIES_SEP
 
     frame = prepare(table, spec, metric)
     d = frame.data
@@ -319,7 +320,9 @@ def write_summary(
     Under each table are the figure's notes: its caveats (the ``tflops`` table's from
     ``runs``, :func:`~precision.runner.plotting.timing_notes`) and the dimensions split into
     rows."""
-    from precision.runner.plotting import METRIC_LABELS, cap_notes, choose_x, timing_notes
+    from precision.runner.plot_frame import choose_x
+    from precision.runner.plot_labels import METRIC_LABELS
+    from precision.runner.plot_notes import cap_notes, timing_notes
 
     csv_path = out_dir / f"{prefix}summary.csv"
     md_path = out_dir / f"{prefix}summary.md"

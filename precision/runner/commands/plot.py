@@ -119,7 +119,9 @@ def main(args: argparse.Namespace) -> int:
     """Plot; return the exit code."""
     from precision.runner.config import ConfigError
     from precision.runner.figures import plot_table_of
-    from precision.runner.plotting import check_formats, check_table, plot_results, read_runs
+    from precision.runner.plot_frame import check_table
+    from precision.runner.plot_notes import read_runs
+    from precision.runner.plotting import check_formats, plot_results
     from precision.runner.store import StoreError
 
     root = Path(args.results_dir)

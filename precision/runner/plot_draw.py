@@ -1,0 +1,590 @@
+"""The drawing of a figure from its frame (:func:`~precision.runner.plot_frame.prepare`):
+:func:`draw_figure` lays out one panel per value of ``col`` × ``row``, a legend and the notes
+under the panels, and tries as many legend columns as fit the figure's width. The look of each
+series (:class:`_Look`: colour by hue, dash and marker by style, black and grey for the
+baselines), their horizontal dodge (:class:`_Dodge`), the log y limits at whole decades
+(:func:`_decade_limits`) and the x ticks of size and ``terms`` axes (:func:`_x_ticks`,
+:func:`_term_ticks`) are decided here; what the figures promise is in the docstring of
+:mod:`precision.runner.plotting`.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from precision.runner.figures import PlotSpec
+from precision.runner.plot_frame import UNIT_ROUNDOFFS, _Frame, _Panels
+from precision.runner.plot_labels import ERROR_METRICS, METRIC_LABELS, SERIES_SEP, _ordered
+from precision.runner.plot_notes import _note_blocks
+
+#: Dash of the horizontal lines of baselines without an x value (on a ``terms`` axis).
+XLESS_DASH: Any = (0, (6, 2))
+ROUNDOFF_DASHES = {"fp32": (0, (1, 2)), "fp64": (0, (3, 2, 1, 2))}
+MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "h", "p", "d")
+DASHES: tuple[Any, ...] = (
+    "-",
+    (0, (4, 1.5)),
+    (0, (1, 1.2)),
+    (0, (5, 1.5, 1, 1.5)),
+    (0, (2.5, 1.2)),
+    (0, (6, 1.5, 1, 1.5, 1, 1.5)),
+)
+BASELINE_STYLES = (  # colour, dash, marker
+    ("black", "-", "*"),
+    ("0.45", (0, (4, 1.5)), "x"),
+    ("black", (0, (1, 1.2)), "+"),
+    ("0.45", (0, (5, 1.5, 1, 1.5)), "1"),
+)
+PANEL_W, PANEL_H = 2.5, 2.4  # inches per panel when no size is given
+#: Least distance, as a fraction of the axis height, between the frame and the smallest or
+#: largest value (or reference line) of a log y axis: a marker there stays inside the axes.
+Y_MARGIN = 0.03
+#: A ``terms`` axis spanning at most this many integers is ticked at every integer.
+MAX_TERM_TICKS = 20
+#: Width (inches) a two-digit tick label of a ``terms`` axis needs, gap included; a panel's
+#: default width grows with its term count so that every integer gets its label.
+TERM_LABEL_W = 0.19
+#: Width (inches) of a panel taken by what is not the x range (margins, the half-term pads).
+PANEL_FRAME_W = 0.6
+#: Least share of a figure's height (``size``) left to the panels when the legend and the
+#: notes would take more.
+MIN_PANEL_SHARE = 0.4
+#: A legend section: its title and its entries, (handle, label) each.
+_Section = tuple[str, list[tuple[Any, str]]]
+
+
+def _setup():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(context="paper", style="whitegrid", font_scale=0.85)
+    # Fonts embedded as TrueType (Type 42), not Type 3: IEEE PDF eXpress and the ACM checks
+    # reject PDFs with Type 3 fonts (matplotlib's default), and they also print less well.
+    plt.rcParams.update(
+        {"pgf.rcfonts": False, "svg.fonttype": "none", "pdf.fonttype": 42, "ps.fonttype": 42}
+    )
+    return plt, sns
+
+
+def _decade_limits(values: np.ndarray, margin: float = 0.0) -> tuple[float, float]:
+    """Log-axis limits at whole decades around the positive ``values``, extended by a decade
+    on a side whose extreme value would lie within ``margin`` (a fraction of the axis height)
+    of the frame, so that markers and reference lines there stay visibly inside the axes."""
+    vmin, vmax = math.log10(float(values.min())), math.log10(float(values.max()))
+    lo, hi = math.floor(vmin), math.ceil(vmax)
+    if hi <= lo:
+        hi = lo + 1
+    # Extending one side lengthens the axis, which shrinks the other side's margin: repeat
+    # until both hold (each extension adds a whole decade, so this ends at once in practice).
+    for _ in range(4):
+        span = hi - lo
+        low_ok, high_ok = vmin - lo >= margin * span, hi - vmax >= margin * span
+        if low_ok and high_ok:
+            break
+        if not low_ok:
+            lo -= 1
+        if not high_ok:
+            hi += 1
+    return 10.0**lo, 10.0**hi
+
+
+def _x_ticks(xs: list[float]) -> tuple[list[float], list[str], list[float]]:
+    """Major ticks with labels, and unlabelled minor ticks, for the swept x values: at most
+    six labels, at least a seventh of the axis's (log) span apart; powers of two as 2^p when
+    some must be left out."""
+    logs = np.log2(xs)
+    span = float(logs[-1] - logs[0]) or 1.0
+    major = [xs[0]]
+    for v, lv in zip(xs[1:], logs[1:], strict=True):
+        if lv - math.log2(major[-1]) >= span / 7 - 1e-9:
+            major.append(v)
+    while len(major) > 6:
+        major = major[::2]
+    ints = [int(v) for v in major]
+    pow2 = all(v > 0 and v & (v - 1) == 0 for v in (int(x) for x in xs))
+    if pow2 and len(major) < len(xs):
+        labels = [f"$2^{{{int(math.log2(v))}}}$" for v in ints]
+    else:
+        labels = [f"{v:d}" if v < 100000 else f"{v:.0e}" for v in ints]
+    return major, labels, [v for v in xs if v not in major]
+
+
+def _term_ticks(xs: list[float], width: float | None = None) -> tuple[list[float], list[str]]:
+    """Ticks and labels of a linear ``terms`` axis (slices / moduli) showing the counts ``xs``
+    in a panel ``width`` inches wide (None: wide enough for every label).
+
+    Ticks at every integer from the smallest to the largest count when they are at most
+    :data:`MAX_TERM_TICKS` (the Ozaki ranges, 1-8 slices and 2-20 moduli, always are), else
+    at every count present. Every tick is labelled unless the labels would not fit the
+    width (:data:`TERM_LABEL_W` each); then every 2nd, 5th or 10th integer is.
+    """
+    first, last = int(min(xs)), int(max(xs))
+    if last - first + 1 <= MAX_TERM_TICKS:
+        ticks = [float(t) for t in range(first, last + 1)]
+    else:
+        ticks = sorted({float(int(x)) for x in xs})
+    per_unit = (width - PANEL_FRAME_W) / (last - first + 1) if width is not None else math.inf
+    step = next((s for s in (1, 2, 5) if s * per_unit >= TERM_LABEL_W), 10)
+    labels = [f"{int(t)}" if step == 1 or int(t) % step == 0 else "" for t in ticks]
+    return ticks, labels
+
+
+def _term_panel_width(xs: list[float]) -> float:
+    """Default width (inches) of a panel whose ``terms`` axis shows the counts ``xs``: at
+    least :data:`PANEL_W`, and enough for a label at every integer they span (at most
+    :data:`MAX_TERM_TICKS` of them)."""
+    if not xs:
+        return PANEL_W
+    units = min(int(max(xs)) - int(min(xs)) + 1, MAX_TERM_TICKS)
+    return max(PANEL_W, PANEL_FRAME_W + TERM_LABEL_W * units)
+
+
+@dataclass
+class _Look:
+    """How each series is drawn: a colour per hue value and a marker and dash pattern per
+    style value (methods), a colour, dash and marker per baseline (:data:`BASELINE_STYLES`)."""
+
+    hue_vals: list[str]
+    style_vals: list[str]
+    palette: dict[str, Any]
+    marker: dict[str, str]
+    dash: dict[str, Any]
+    base_names: list[str]
+    base_style: dict[str, tuple[Any, Any, str]]
+
+    @classmethod
+    def of(cls, frame: _Frame, d: pd.DataFrame, sns: Any) -> _Look:
+        """The look of the series of ``frame`` whose rows ``d`` are drawn as lines."""
+        hue_vals = _ordered(d.loc[~d["_baseline"], "_hue"])
+        style_vals = _ordered(d.loc[~d["_baseline"], "_style"])
+        palette = dict(zip(hue_vals, sns.color_palette("colorblind", len(hue_vals)), strict=True))
+        marker = {s: MARKERS[i % len(MARKERS)] for i, s in enumerate(style_vals)}
+        dash = {s: DASHES[i % len(DASHES)] for i, s in enumerate(style_vals)}
+        base_names = [key for kind, key in frame.series if kind == "baseline"]
+        base_style = {
+            b: BASELINE_STYLES[i % len(BASELINE_STYLES)] for i, b in enumerate(base_names)
+        }
+        return cls(hue_vals, style_vals, palette, marker, dash, base_names, base_style)
+
+    def of_series(self, kind: str, key: str, spec: PlotSpec) -> tuple[Any, ...]:
+        """Colour, dash, marker, marker size, line width and zorder of the line of series
+        ``key`` (``kind`` "method" or "baseline")."""
+        if kind == "baseline":
+            color, ls, mk = self.base_style[key]
+            ms, lw, z = 6, 1.2, 3
+        else:
+            h, s = key.split(SERIES_SEP)
+            color = self.palette[h] if spec.hue != "none" else "C0"
+            ls, mk = self.dash[s], self.marker[s]
+            ms, lw, z = 4, 1.1, 2
+        return color, ls, mk, ms, lw, z
+
+
+@dataclass
+class _Dodge:
+    """Horizontal dodge (log10 units; x units on the linear `terms` axis): the series spread
+    over at most `dodge` of the smallest x gap, neighbours at most a fifth of that apart.
+    Series drawn only as horizontal levels (no x value) take no share of the spread."""
+
+    linear_x: bool
+    spread: float
+    offset: dict[str, float]
+
+    @classmethod
+    def of(cls, frame: _Frame, d: pd.DataFrame, xs: list[float], dodge: float) -> _Dodge:
+        """The dodge of the series of ``frame`` whose rows ``d`` are drawn as lines at the
+        x values ``xs`` (sorted)."""
+        linear_x = frame.x == "terms"  # counts: error falls geometrically, a line on a linear axis
+        if linear_x:
+            gap = float(np.diff(xs).min()) if len(xs) > 1 else 1.0
+        else:
+            gap = float(np.diff(np.log10(xs)).min()) if len(xs) > 1 else 0.3
+        placed = [key for _, key in frame.series if key in set(d["_series"])]
+        n_series = len(placed)
+        budget = dodge * gap
+        step = min(budget / (n_series - 1), budget / 5) if n_series > 1 else 0.0
+        spread = step * (n_series - 1)
+        offset = {key: step * i - spread / 2 for i, key in enumerate(placed)}
+        return cls(linear_x, spread, offset)
+
+    def __call__(self, x: Any, key: str) -> Any:
+        """The x positions of series ``key``: ``x`` moved by its dodge offset."""
+        return x + self.offset[key] if self.linear_x else x * 10.0 ** self.offset[key]
+
+
+@dataclass
+class _Plan:
+    """What a figure draws, decided once before its legend's column count is: the panels
+    (:class:`_Panels`), the result formats whose unit roundoff is drawn (``targets``), the
+    blocks of notes under the figure, the look and dodge of the series, the x values drawn
+    (``xs``; ``col_xs`` per panel column) and the relative width of each panel column."""
+
+    frame: _Frame
+    metric: str
+    spec: PlotSpec
+    title: str
+    panels: _Panels
+    targets: list[str]
+    blocks: list[tuple[str, list[str]]]
+    look: _Look
+    xs: list[float]
+    dodge: _Dodge
+    col_xs: dict[str, list[float]]
+    col_w: list[float]
+
+    @classmethod
+    def of(cls, frame: _Frame, metric: str, spec: PlotSpec, title: str, sns: Any) -> _Plan:
+        """The plan of the figure of ``metric`` of ``frame``, titled ``title``."""
+        panels = _Panels.of(frame.data)  # which rows each panel draws, as lines or levels
+        d = panels.lines
+        targets = [t for t in UNIT_ROUNDOFFS if t in set(frame.data["_target"])]
+        blocks = _note_blocks(frame, metric)
+        look = _Look.of(frame, d, sns)
+        xs = sorted(d["_x"].unique())
+        dodge = _Dodge.of(frame, d, xs, spec.dodge)
+        # A terms axis is per panel column (slices of scheme I and moduli of scheme II are not
+        # one scale), each column as wide as its labels need; size axes are shared.
+        col_xs = {col: sorted(d.loc[d["_col"] == col, "_x"].unique()) for col in panels.cols}
+        col_w = [
+            _term_panel_width(col_xs[col]) if dodge.linear_x else PANEL_W for col in panels.cols
+        ]
+        return cls(
+            frame, metric, spec, title, panels, targets, blocks, look, xs, dodge, col_xs, col_w
+        )
+
+
+def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
+    """The matplotlib Figure of ``metric`` (see the docstring of
+    :mod:`precision.runner.plotting`); the caller closes it."""
+    plt, sns = _setup()
+    plan = _Plan.of(frame, metric, spec, title, sns)
+    sections = _legend_sections(plan)
+    # As many legend columns as fit the figure's width (sections stacked otherwise).
+    for n_cols in range(len(sections), 0, -1):
+        fig, legend = _build(plt, plan, _stack(sections, n_cols))
+        if legend is None or n_cols == 1:
+            return fig
+        fig.canvas.draw()
+        if legend.get_window_extent().width <= fig.bbox.width * 0.98:
+            return fig
+        plt.close(fig)
+    return _build(plt, plan, [])[0]
+
+
+def _legend_sections(plan: _Plan) -> list[_Section]:
+    """Legend sections: (title, [(handle, label), ...]): the hue values, the style values,
+    then the baselines and the unit-roundoff lines."""
+    from matplotlib.lines import Line2D
+
+    frame, spec, metric, look = plan.frame, plan.spec, plan.metric, plan.look
+    d, xless = plan.panels.lines, plan.panels.levels
+    hue_vals, style_vals, palette = look.hue_vals, look.style_vals, look.palette
+    marker, dash = look.marker, look.dash
+    sections: list[_Section] = []
+    if spec.hue != "none" and hue_vals and any(k == "method" for k, _ in frame.series):
+        sections.append(
+            (spec.hue, [(Line2D([], [], color=palette[h], lw=1.6), h) for h in hue_vals])
+        )
+    if spec.style != "none" and style_vals and any(k == "method" for k, _ in frame.series):
+        color = "0.3" if spec.hue != "none" else palette.get("", "0.3")
+        sections.append(
+            (
+                spec.style,
+                [
+                    (Line2D([], [], color=color, ls=dash[s], marker=marker[s], ms=4, lw=1), s)
+                    for s in style_vals
+                ],
+            )
+        )
+    reference: list[tuple[Any, str]] = []
+    level_only = set(xless["_series"]) - set(d["_series"])  # drawn as horizontal lines only
+    for b in look.base_names:
+        if b in level_only:
+            handle = Line2D([], [], color="0.3", ls=XLESS_DASH, lw=1.0)
+            reference.append((handle, f"{b} (colour: {spec.hue})"))
+            continue
+        b_color, b_dash, b_marker = look.base_style[b]
+        handle = Line2D([], [], color=b_color, ls=b_dash, marker=b_marker, ms=5, lw=1.2)
+        reference.append((handle, b))
+    if metric in ERROR_METRICS:
+        for t in plan.targets:
+            ref_handle = Line2D([], [], color="0.35", ls=ROUNDOFF_DASHES[t], lw=0.9)
+            reference.append((ref_handle, f"{t} unit roundoff $u = {UNIT_ROUNDOFFS[t][1]}$"))
+    if reference:
+        sections.append(("baselines" if look.base_names else "reference", reference))
+    return sections
+
+
+def _legend_rows(layout: list[list[_Section]]) -> int:
+    """The rows of the tallest legend column of ``layout`` (a title row per section)."""
+    return max((sum(len(items) + 1 for _, items in col) for col in layout), default=0)
+
+
+def _stack(sections: list[_Section], n_cols: int) -> list[list[_Section]]:
+    """``sections`` stacked into ``n_cols`` legend columns."""
+    layout: list[list[_Section]] = [[] for _ in range(n_cols)]
+    for section in sections:  # each section to the shortest column so far
+        heights = [sum(len(items) + 1 for _, items in col) for col in layout]
+        layout[heights.index(min(heights))].append(section)
+    return layout
+
+
+class _Size(NamedTuple):
+    """A figure's width and height, and the heights of its legend and notes (inches)."""
+
+    width: float
+    height: float
+    legend_h: float
+    note_h: float
+
+
+def _figure_size(plan: _Plan, legend_rows: int) -> _Size:
+    """The size of the figure of ``plan`` with a legend ``legend_rows`` rows tall: the
+    spec's, else one derived from the panels, the legend, the notes and the title."""
+    blocks = plan.blocks
+    legend_h = 0.16 * legend_rows + 0.1 if legend_rows else 0.0
+    note_lines = sum(1 + len(n) // 70 for _, lines in blocks for n in lines)
+    note_h = 0.13 * (note_lines + len(blocks)) + 0.05 if blocks else 0.0
+    title_h = 0.25 if plan.title else 0.0
+    if plan.spec.size is not None:
+        width, height = plan.spec.size
+    else:
+        width = 0.55 + sum(plan.col_w)
+        height = PANEL_H * len(plan.panels.rows) + 0.35 + legend_h + note_h + title_h
+    return _Size(width, height, legend_h, note_h)
+
+
+def _build(plt: Any, plan: _Plan, layout: list[list[_Section]]) -> tuple[Any, Any]:
+    """The figure with the legend sections stacked into ``layout``'s columns."""
+    legend_rows = _legend_rows(layout)
+    size = _figure_size(plan, legend_rows)
+    fig, axes, legend_fig, note_fig = _new_figure(plt, plan, size)
+    present, groups = _draw_panels(plan, axes)
+    _set_y_limits(plan, groups)
+    _set_x_axes(plan, axes, present, size.width)
+    legend = None
+    if legend_fig is not None and layout:
+        legend = _draw_legend(legend_fig, layout, legend_rows)
+    if note_fig is not None:
+        _draw_notes(note_fig, plan.blocks, size.width)
+    return fig, legend
+
+
+def _new_figure(plt: Any, plan: _Plan, size: _Size) -> tuple[Any, Any, Any, Any]:
+    """A figure of ``size`` split into subfigures from top to bottom: the panels (its grid of
+    axes, titled), the legend and the notes (None where they take no height). Returns the
+    figure, its axes (rows × columns) and the legend's and the notes' subfigures."""
+    width, height, legend_h, note_h = size
+    fig = plt.figure(figsize=(width, height), dpi=plan.spec.dpi, layout="constrained")
+    # The panels keep a share of a given size too small for the legend and notes (they
+    # then overlap, as matplotlib warns; without one the panels would be dropped).
+    parts = [max(height - legend_h - note_h, MIN_PANEL_SHARE * height), legend_h, note_h]
+    keep = [h > 0 for h in parts]
+    subfigs = fig.subfigures(sum(keep), 1, height_ratios=[h for h in parts if h > 0], squeeze=False)
+    sub_iter = iter(subfigs[:, 0])
+    top = next(sub_iter)
+    legend_fig = next(sub_iter) if keep[1] else None
+    note_fig = next(sub_iter) if keep[2] else None
+    nrows, ncols = len(plan.panels.rows), len(plan.panels.cols)
+    axes = top.subplots(nrows, ncols, squeeze=False, gridspec_kw={"width_ratios": plan.col_w})
+    if plan.title:
+        top.suptitle(plan.title, fontsize="medium")
+    return fig, axes, legend_fig, note_fig
+
+
+def _draw_panels(plan: _Plan, axes: Any) -> tuple[list[list[bool]], dict[Any, list[Any]]]:
+    """Draw the series, levels and unit-roundoff lines of every panel and name its column
+    and row; hide the panels with nothing drawn as lines. Returns which panels are present
+    (by row, then column) and the panels that share a y range (``sharey``: those of one
+    device class; else each alone), as (axes, rows drawn) by group."""
+    panels, metric = plan.panels, plan.metric
+    rows, cols = panels.rows, panels.cols
+    present = [[bool(panels.lines_in(row, col).any()) for col in cols] for row in rows]
+    groups: dict[Any, list[Any]] = {}
+    for r, row in enumerate(rows):
+        for c, col in enumerate(cols):
+            ax = axes[r, c]
+            panel = panels.lines[panels.lines_in(row, col)]
+            if panel.empty:
+                ax.set_visible(False)
+                continue
+            _draw_series(plan, ax, panel)
+            _draw_levels(plan, ax, row, col)
+            if metric in ERROR_METRICS:
+                for t in plan.targets:
+                    u = UNIT_ROUNDOFFS[t][0]
+                    ax.axhline(u, color="0.35", ls=ROUNDOFF_DASHES[t], lw=0.9, zorder=0)
+            _name_panel(ax, present, r, c, row, col)
+            share = panel["_device"].iloc[0] if plan.spec.sharey else (r, c)
+            groups.setdefault(share, []).append((ax, panel))
+    return present, groups
+
+
+def _draw_series(plan: _Plan, ax: Any, panel: pd.DataFrame) -> None:
+    """Draw each series of ``panel`` (the rows drawn as lines there): its valid repeats as
+    faint dots and its median over repeats at each x as a line with markers."""
+    dodged = plan.dodge
+    for kind, key in plan.frame.series:
+        sel = panel[(panel["_series"] == key) & panel["_valid"]]
+        if sel.empty:
+            continue
+        color, ls, mk, ms, lw, z = plan.look.of_series(kind, key, plan.spec)
+        med = sel.groupby("_x")["_value"].median().sort_index()
+        ax.scatter(
+            dodged(sel["_x"], key), sel["_value"], s=5, color=color, alpha=0.3,
+            linewidths=0, zorder=1,
+        )  # fmt: skip
+        ax.plot(
+            dodged(med.index, key), med.values, color=color, ls=ls, marker=mk, ms=ms,
+            lw=lw, mec="white" if mk not in "x+1" else color, mew=0.5, zorder=z,
+        )  # fmt: skip
+
+
+def _draw_levels(plan: _Plan, ax: Any, row: str, col: str) -> None:
+    """Draw the rows without an x value of panel ``row``, ``col`` as horizontal lines at
+    their median, one per series and hue."""
+    xless, look = plan.panels.levels, plan.look
+    lines = xless[plan.panels.levels_in(row, col) & xless["_valid"]]
+    for (b_key, b_hue), g in lines.groupby(["_series", "_hue"], sort=True):
+        b_color = look.base_style.get(str(b_key), ("black", "-", ""))[0]
+        ax.axhline(
+            float(g["_value"].median()), color=look.palette.get(str(b_hue), b_color),
+            ls=XLESS_DASH,
+            lw=1.0, alpha=0.85, zorder=1,
+        )  # fmt: skip
+
+
+def _name_panel(ax: Any, present: list[list[bool]], r: int, c: int, row: str, col: str) -> None:
+    """Title panel ``r``, ``c`` with its column's value where none is drawn above it, and
+    write its row's value at its right where none is drawn right of it."""
+    ncols = len(present[r])
+    if col and (r == 0 or not present[r - 1][c]):
+        ax.set_title(col, fontsize="small")
+    if row and (c == ncols - 1 or not any(present[r][c + 1 :])):
+        ax.annotate(
+            textwrap.fill(row, 30), xy=(1.03, 0.5), xycoords="axes fraction",
+            rotation=270, ha="left", va="center", fontsize="small",
+        )  # fmt: skip
+
+
+def _set_y_limits(plan: _Plan, groups: dict[Any, list[Any]]) -> None:
+    """Give the panels of each group (:func:`_draw_panels`) one log y axis, at whole decades
+    around their values, the levels and the unit roundoffs drawn (:func:`_decade_limits`)."""
+    from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
+
+    xless, metric, targets = plan.panels.levels, plan.metric, plan.targets
+    for members in groups.values():
+        values = pd.concat([p.loc[p["_valid"], "_value"] for _, p in members])
+        values = pd.concat([values, xless.loc[xless["_valid"], "_value"]])
+        if metric in ERROR_METRICS:
+            values = pd.concat([values, pd.Series([UNIT_ROUNDOFFS[t][0] for t in targets])])
+        lo, hi = _decade_limits(values.to_numpy(), Y_MARGIN) if len(values) else (1e-8, 1.0)
+        for ax, _ in members:
+            ax.set_yscale("log")
+            ax.set_ylim(lo, hi)
+            ax.yaxis.set_major_locator(LogLocator(base=10, numticks=7))
+            ax.yaxis.set_major_formatter(LogFormatterSciNotation(base=10))
+            subs = [2.0, 3, 4, 5, 6, 7, 8, 9]
+            ax.yaxis.set_minor_locator(LogLocator(base=10, subs=subs, numticks=50))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _column_ticks(
+    plan: _Plan, width: float
+) -> list[tuple[list[float], list[str], list[float], tuple[float, float]]]:
+    """Per column of a figure ``width`` inches wide: major ticks, their labels, minor ticks,
+    x limits (one shared size axis, or a ``terms`` axis per column)."""
+    xs, cols, col_w, spread = plan.xs, plan.panels.cols, plan.col_w, plan.dodge.spread
+    linear_x = plan.dodge.linear_x
+    ticks: list[tuple[list[float], list[str], list[float], tuple[float, float]]] = []
+    if not linear_x:  # one shared size axis
+        major, labels, minor = _x_ticks(xs)
+        factor = 10.0 ** (spread / 2 + 0.08)
+    for c, col in enumerate(cols):
+        if linear_x:
+            panel_w = (width - 0.55) * col_w[c] / sum(col_w)
+            major, labels = _term_ticks(plan.col_xs[col], panel_w)
+            pad = spread / 2 + 0.5  # half a term beyond the outermost markers
+            lims = (plan.col_xs[col][0] - pad, plan.col_xs[col][-1] + pad)
+            ticks.append((major, labels, [], lims))
+        else:
+            ticks.append((major, labels, minor, (xs[0] / factor, xs[-1] * factor)))
+    return ticks
+
+
+def _set_x_axes(plan: _Plan, axes: Any, present: list[list[bool]], width: float) -> None:
+    """Scale, limit and tick the x axis of every panel drawn (:func:`_column_ticks`), label
+    the lowest panel of each column and the first panel of each row's y axis."""
+    from matplotlib.ticker import FixedLocator, NullFormatter
+
+    ticks = _column_ticks(plan, width)
+    nrows, ncols = len(present), len(plan.panels.cols)
+    first_col = [next((c for c in range(ncols) if present[r][c]), 0) for r in range(nrows)]
+    for r in range(nrows):
+        for c in range(ncols):
+            ax = axes[r, c]
+            if not ax.get_visible():
+                continue
+            major, labels, minor, lims = ticks[c]
+            if not plan.dodge.linear_x:
+                ax.set_xscale("log", base=2)
+            ax.set_xlim(*lims)
+            ax.set_xticks(major, labels)
+            ax.xaxis.set_minor_locator(FixedLocator(minor))
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            below = any(present[r2][c] for r2 in range(r + 1, nrows))
+            ax.set_xlabel("" if below else plan.frame.x_label)
+            if below:
+                ax.tick_params(labelbottom=False)
+            ax.set_ylabel(METRIC_LABELS[plan.metric] if c == first_col[r] else "")
+            if plan.spec.sharey and c > first_col[r]:
+                ax.tick_params(labelleft=False)
+
+
+def _draw_legend(legend_fig: Any, layout: list[list[_Section]], legend_rows: int) -> Any:
+    """The legend of ``layout``'s columns of sections in ``legend_fig``, each column padded
+    to ``legend_rows`` rows, section titles in bold."""
+    from matplotlib.lines import Line2D
+
+    handles, labels_, bold = [], [], set()
+    for column in layout:
+        used = 0
+        for name, items in column:
+            handles.append(Line2D([], [], ls="none"))
+            labels_.append(name)
+            bold.add(len(labels_) - 1)
+            for handle, label in items:
+                handles.append(handle)
+                labels_.append(label)
+            used += len(items) + 1
+        for _ in range(legend_rows - used):
+            handles.append(Line2D([], [], ls="none"))
+            labels_.append("")
+    legend = legend_fig.legend(
+        handles, labels_, loc="center", ncols=len(layout), frameon=False,
+        fontsize="small", handlelength=2.8, columnspacing=1.4, borderaxespad=0.0,
+    )  # fmt: skip
+    for i, text in enumerate(legend.get_texts()):
+        if i in bold:
+            text.set_fontweight("bold")
+    return legend
+
+
+def _draw_notes(note_fig: Any, blocks: list[tuple[str, list[str]]], width: float) -> None:
+    """Write the notes ``blocks`` (:func:`~precision.runner.plot_notes._note_blocks`) into
+    ``note_fig``, wrapped to a figure ``width`` inches wide."""
+    chars = max(40, int(width * 72 / 3.4))  # x-small text: about 3.4 pt per character
+    text = "\n".join(
+        "\n".join([head] + [textwrap.fill(n, chars, subsequent_indent="    ") for n in lines])
+        for head, lines in blocks
+    )
+    note_fig.text(0.02, 0.5, text, ha="left", va="center", fontsize="x-small", color="0.2")
