@@ -69,8 +69,15 @@ def _setup():
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.85)
     # Fonts embedded as TrueType (Type 42), not Type 3: IEEE PDF eXpress and the ACM checks
     # reject PDFs with Type 3 fonts (matplotlib's default), and they also print less well.
+    # A fixed salt makes SVG's clip-path ids the same in every run (they are random otherwise).
     plt.rcParams.update(
-        {"pgf.rcfonts": False, "svg.fonttype": "none", "pdf.fonttype": 42, "ps.fonttype": 42}
+        {
+            "pgf.rcfonts": False,
+            "svg.fonttype": "none",
+            "svg.hashsalt": "precision",
+            "pdf.fonttype": 42,
+            "ps.fonttype": 42,
+        }
     )
     return plt, sns
 

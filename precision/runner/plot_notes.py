@@ -198,6 +198,9 @@ def timing_notes(table: pd.DataFrame, runs: list[dict] | None = None) -> list[st
     - rows timed while the run computed several points at once (``--jobs N``, several Dask
       workers; the GPU rows of ``--gpus`` only when CPU workers ran beside them, as each GPU
       times one GEMM at a time): their speeds are not one job's;
+    - CPU-timed rows from more than one CPU (model and core count: columns ``cpu``,
+      ``cpu_count``), or GPU-timed rows from more than one GPU model (``gpu``): a run resumed
+      on another machine;
     - rows of numpy's BLAS (its matmul, the Ozaki emulation's integer GEMMs), timed by the
       wall clock, unless their runs recorded one BLAS thread: a multithreaded OpenBLAS
       stalls for milliseconds per call while another process holds a core (measured: 24 ms
@@ -232,9 +235,39 @@ def timing_notes(table: pd.DataFrame, runs: list[dict] | None = None) -> list[st
             f"timed with up to {n} points computed at once ({how}){share}: not one job's speed; "
             "time with one job (--force)"
         )
+    for on_device, kind in ((False, "CPU"), (True, "GPU")):
+        machines = _machines(timed[gpu == on_device], on_device)
+        if len(machines) > 1:
+            listed = ", ".join(f"{name} ({n} rows)" for name, n in machines.items())
+            notes.append(
+                f"{kind} timings from {len(machines)} machines: {listed}; speeds of different "
+                "machines are not comparable (rerun on one machine with --force)"
+            )
     blas = timed["backend"].eq("numpy") & ~gpu
     if "terms_requested" in timed:
         blas |= timed["backend"].eq("emulator") & timed["terms_requested"].notna() & ~gpu
     if any(b and not _single_blas_thread(r) for b, r in zip(blas, made_by, strict=True)):
         notes.append(BLAS_NOTE)
     return notes
+
+
+def _machines(timed: pd.DataFrame, on_gpu: bool) -> dict[str, int]:
+    """How many of ``timed``'s rows each machine timed: the GPU model for GPU-timed rows,
+    "CPU model ×cores" for the others; rows written before the CPU was recorded (no ``cpu``
+    column or value) are left out, as nothing is known of them."""
+    if on_gpu:
+        names = timed["gpu"] if "gpu" in timed else pd.Series(dtype=object)
+    elif "cpu" in timed:
+        cores = timed["cpu_count"] if "cpu_count" in timed else pd.Series(None, index=timed.index)
+        names = pd.Series(
+            [
+                None if pd.isna(cpu) else cpu if pd.isna(n) else f"{cpu} ×{int(n)}"
+                for cpu, n in zip(timed["cpu"], cores, strict=True)
+            ],
+            index=timed.index,
+            dtype=object,
+        )
+    else:
+        return {}
+    counts = names.dropna().astype(str).value_counts()
+    return dict(sorted(((str(k), int(n)) for k, n in counts.items()), key=lambda c: (-c[1], c[0])))

@@ -146,6 +146,11 @@ __all__ = [
 ]
 
 
+
+#: savefig metadata that leaves out the creation date, so that the same table gives the same
+#: bytes in every format (PNG carries no date; SVG ids are salted in ``_setup``).
+UNDATED: dict[str, dict[str, None]] = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}
+
 def missing_tex(formats: Iterable[str]) -> str | None:
     """Why ``formats`` cannot be written here (pgf needs matplotlib's TeX system), else None."""
     if "pgf" not in formats:
@@ -252,7 +257,7 @@ def plot_results(
             images: dict[Path, bytes] = {}
             for path, ext in zip(files, formats, strict=True):
                 buffer = io.BytesIO()
-                fig.savefig(buffer, format=ext, dpi=spec.dpi)
+                fig.savefig(buffer, format=ext, dpi=spec.dpi, metadata=UNDATED.get(ext))
                 images[path] = buffer.getvalue()
         finally:
             plt.close(fig)

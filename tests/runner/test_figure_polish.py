@@ -245,6 +245,34 @@ def test_gpu_timings_on_their_own_gpus_are_not_noted():
     assert run_concurrency(run(executor="dask", scheduler="tcp://h:8786"))[0] is None
 
 
+def test_timings_of_two_machines_are_noted():
+    """A run resumed on another machine: its CPU-timed rows come from two CPUs."""
+    table = rows(series=(("plain", "fp16", "emulator"),)).assign(cpu="Xeon", cpu_count=2)
+    assert timing_notes(table, None) == []
+    other = table.assign(point_id=table["point_id"] + "b", cpu_count=16)
+    (note,) = timing_notes(pd.concat([table, other], ignore_index=True), None)
+    assert note.startswith(f"CPU timings from 2 machines: Xeon ×16 ({len(table)} rows), Xeon ×2")
+    # GPU rows: the GPU model decides, not the host's CPU; CPU and GPU rows side by side are
+    # one machine's work
+    gpu = table.assign(backend="cuda", timing="cuda_events", gpu="NVIDIA H200", cpu_count=16)
+    assert timing_notes(pd.concat([table, gpu], ignore_index=True), None) == []
+    h100 = gpu.assign(point_id=gpu["point_id"] + "h", gpu="NVIDIA H100")
+    (note,) = timing_notes(pd.concat([gpu, h100], ignore_index=True), None)
+    assert note.startswith("GPU timings from 2 machines: NVIDIA H100")
+    assert timing_notes(table.drop(columns=["cpu"]), None) == []  # older rows: unknown
+
+
+def test_pdf_and_svg_figures_are_byte_reproducible(tmp_path):
+    """No creation date in PDF or SVG, and SVG's clip-path ids are salted: a redrawn table
+    gives the same bytes, so a figure can be checked against its table."""
+    from precision.runner.plotting import plot_results
+
+    spec = PlotSpec(metrics=("err_fro",), formats=("pdf", "svg"))
+    first = {p.name: p.read_bytes() for p in plot_results(rows(), tmp_path / "a", "t", spec)}
+    again = {p.name: p.read_bytes() for p in plot_results(rows(), tmp_path / "b", "t", spec)}
+    assert {"err_fro.pdf", "err_fro.svg"} <= set(first) and first == again
+
+
 def test_numpy_timings_carry_the_blas_threads_caveat_unless_single_threaded():
     table = rows()  # numpy SGEMM rows timed by the wall clock
     assert timing_notes(table, None) == [BLAS_NOTE]
