@@ -146,10 +146,10 @@ __all__ = [
 ]
 
 
-
 #: savefig metadata that leaves out the creation date, so that the same table gives the same
 #: bytes in every format (PNG carries no date; SVG ids are salted in ``_setup``).
 UNDATED: dict[str, dict[str, None]] = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}
+
 
 def missing_tex(formats: Iterable[str]) -> str | None:
     """Why ``formats`` cannot be written here (pgf needs matplotlib's TeX system), else None."""
