@@ -58,10 +58,10 @@ def _unknown(arg: str, value: Any, valid: tuple[str, ...] | list[str]) -> ValueE
 
 
 def _check_args(
-    method: str, backend: str, arch: str, correction: str, target: str, terms: int | str
+    method: str, backend: str, arch: Any, correction: str, target: Any, terms: int | str
 ) -> None:
     """Names that gemm does not know, and arguments that do not apply to ``method``."""
-    from precision.tensorcore import ARCHS, ArchModel
+    from precision.tensorcore.arch import get_arch
 
     methods = METHODS + OZAKI_METHODS
     if method not in methods:
@@ -70,15 +70,29 @@ def _check_args(
         raise _unknown("backend", backend, BACKENDS)
     if correction not in CORRECTIONS:
         raise _unknown("correction", correction, CORRECTIONS)
-    if not isinstance(arch, ArchModel) and str(arch).lower().replace("_", "") not in ARCHS:
-        raise _unknown("arch", arch, list(ARCHS))
+    get_arch(arch)  # ValueError: tensorcore.arch.unknown_arch_message (sm86: "'sm80' models it")
     if method not in OZAKI_METHODS:
-        for name, value, default in (("terms", terms, "auto"), ("target", target, "fp64")):
-            if not (isinstance(value, str) and value == default):
-                raise ValueError(
-                    f"{name}={value!r}: terms and target apply to method='ozaki1' / 'ozaki2' "
-                    f"only, got method={method!r}"
-                )
+        if not (isinstance(terms, str) and terms == "auto"):
+            raise _not_ozaki("terms", terms, method)
+        if not _is_fp64(target):
+            raise _not_ozaki("target", target, method)
+
+
+def _not_ozaki(name: str, value: Any, method: str) -> ValueError:
+    return ValueError(
+        f"{name}={value!r}: terms and target apply to method='ozaki1' / 'ozaki2' only, got "
+        f"method={method!r}"
+    )
+
+
+def _is_fp64(target: Any) -> bool:
+    """Whether ``target`` names fp64 (the default ``target``), in any spelling."""
+    from precision.formats import get_format
+
+    try:
+        return get_format(target).name == "fp64"
+    except (TypeError, ValueError):
+        return False
 
 
 def _as_matrix(X: Any, name: str) -> Any:
@@ -104,23 +118,24 @@ def _check_matrices(A: Any, B: Any) -> None:
         )
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"inner dimensions differ: A is {A.shape}, B is {B.shape}")
-    if min(A.shape + B.shape) < 1:
-        raise ValueError(f"empty matrices are not supported: A {A.shape}, B {B.shape}")
 
 
 def cuda_gemm(A: Any, B: Any, schedule: Schedule, *, arch: str = "sm90") -> Any:
     """Run ``schedule``'s CUDA kernel on device (CuPy) or host arrays; returns a CuPy array."""
     from precision.gpu import require_gpu
 
+    nv_arch = _cuda_arch(arch)  # an arch the kernels are not built for, before the GPU
     cp = require_gpu(f"backend='cuda' (kernel {schedule.kernel})")
     s = schedule.split.lo_scale_log2 if schedule.split else 0
+    with np.errstate(over="ignore"):  # beyond FLT_MAX: ±Inf, as in _to_host_f32
+        A32, B32 = cp.asarray(A, dtype=cp.float32), cp.asarray(B, dtype=cp.float32)
     return launch_gemm(
         schedule.kernel,
-        cp.asarray(A, dtype=cp.float32),
-        cp.asarray(B, dtype=cp.float32),
+        A32,
+        B32,
         lo_scale=2.0**s,
         out_scale=2.0**-s,
-        arch=_cuda_arch(arch),
+        arch=nv_arch,
         strict_name=schedule.strict_kernel,
     )
 
@@ -154,9 +169,9 @@ def gemm(
     method: str = "plain",
     fmt: Any = None,
     backend: str = "emulator",
-    arch: str = "sm90",
+    arch: Any = "sm90",
     correction: str = "ootomo",
-    target: str = "fp64",
+    target: Any = "fp64",
     terms: int | str = "auto",
     device: str = "cpu",
 ) -> np.ndarray:
@@ -175,10 +190,18 @@ def gemm(
     ``"numpy"`` numpy's float32 matmul. fp64 only with ``backend="numpy"`` (plain).
     Returns a float32 numpy array (M x N); float64 for fp64.
 
+    Inputs are rounded to fp32 first (plain, corrected, satf and the fp32 baselines) by
+    round-to-nearest-even, as CUDA's ``cvt.rn.f32.f64`` does: a float64 entry whose magnitude
+    rounds beyond FLT_MAX (``|x| >= 2^128 - 2^103``) becomes ±Inf, silently (no numpy
+    warning), and the method then computes with that Inf.
+
     ``method="ozaki1"`` / ``"ozaki2"`` (Ozaki schemes I and II, :mod:`precision.gemm.ozaki`):
     float64/float32 inputs, ``fmt="int8"`` (scheme I also ``"fp16"``), the result rounded once
-    to ``target`` (``"fp64"`` or ``"fp32"``, returned in that dtype), ``terms`` slices/moduli
-    or ``"auto"``; backends ``"emulator"`` and ``"cuda"`` (bit-identical). See docs/ozaki.md.
+    to ``target`` (``"fp64"`` or ``"fp32"``, any alias: ``"double"``, ``"FP32"``,
+    ``np.float32``; returned in that dtype), ``terms`` slices/moduli or ``"auto"``; backends
+    ``"emulator"`` and ``"cuda"`` (bit-identical). ``arch`` must have tensor-core
+    instructions for ``fmt`` (int8 from sm75 on; sm70 runs ``ozaki1`` with ``fmt="fp16"``
+    only), as for the other emulated methods. See docs/ozaki.md.
 
     ``device``: where ``backend="emulator"`` runs the tensor-core instructions of ``plain``,
     ``corrected`` and ``satf``: ``"cpu"`` (NumPy) or ``"gpu"`` (the GPU engine of
@@ -191,9 +214,19 @@ def gemm(
     object inputs raise ``TypeError`` naming the argument and its dtype. Every argument is
     checked whether or not the method uses it: an unknown ``method``, ``backend``,
     ``correction`` or ``arch`` (one of :data:`precision.tensorcore.ARCHS`, also for the CPU
-    baselines and the Ozaki methods) raises ``ValueError`` with the closest valid name and
+    baselines and the Ozaki methods; a GPU generation that another model runs, such as
+    ``"sm86"``, is told which one) raises ``ValueError`` with the closest valid name and
     the full list; ``terms`` or ``target`` other than their defaults with a method other
-    than ``ozaki1`` / ``ozaki2`` raise ``ValueError``.
+    than ``ozaki1`` / ``ozaki2`` raise ``ValueError``. Combinations are checked before any
+    GPU is asked for, so a combination that exists nowhere (``method="satf",
+    backend="cublas"``) is named as such on every machine. The emulator refuses a format
+    that ``arch`` has no tensor-core instruction for (the runner's check:
+    :func:`precision.tensorcore.arch.format_problem`); ``backend="cuda"`` runs ``arch="sm90"``
+    only.
+
+    Empty shapes: M = 0 or N = 0 gives an empty (M, N) array of the method's output dtype;
+    K = 0 gives +0.0 everywhere (the empty sum that every method's arithmetic starts from).
+    Both are checked like any other call (a GPU backend still needs a GPU).
     """
     _check_args(method, backend, arch, correction, target, terms)
     if device not in ("cpu", "gpu"):
@@ -211,47 +244,92 @@ def gemm(
     A = _as_matrix(A, "A")
     B = _as_matrix(B, "B")
     _check_matrices(A, B)
+    empty = min(A.shape + B.shape) == 0
     if method in OZAKI_METHODS:
-        from precision.gemm.ozaki import ozaki_gemm
+        from precision.gemm.ozaki import TARGETS, canonical_args, ozaki_gemm
 
-        fmt = "int8" if fmt is None else fmt
+        fmt, target = canonical_args(method, "int8" if fmt is None else fmt, target)
+        if backend not in ("emulator", "cuda"):
+            raise ValueError(f"ozaki methods run on backend 'emulator' or 'cuda', got {backend!r}")
+        _check_arch_runs(arch, fmt, backend)
+        if empty and backend == "cuda":  # (the emulator handles empty shapes itself)
+            _require_gpu(f"{method} backend='cuda'")
+            return _empty_product(A, B, TARGETS[target][2])
         return ozaki_gemm(A, B, method=method, fmt=fmt, target=target, terms=terms, backend=backend)
     fmt = "f16" if fmt is None else fmt
     cpu_fp = _cpu_float_baseline(method, fmt, backend)
-    if cpu_fp == "numpy":
-        from precision.vendor.numpy_blas import numpy_gemm
+    if cpu_fp is not None:
+        out_dtype = np.float64 if _format_name(fmt) == "fp64" else np.float32
+        if empty:
+            return _empty_product(A, B, out_dtype)
+        if cpu_fp == "numpy":
+            from precision.vendor.numpy_blas import numpy_gemm
 
-        return numpy_gemm(_to_host(A), _to_host(B), fmt)
-    if cpu_fp == "fma_chain":
+            if out_dtype == np.float32:
+                return numpy_gemm(_to_host_f32(A), _to_host_f32(B), fmt)
+            return numpy_gemm(_to_host(A), _to_host(B), fmt)
         from precision.gemm.sgemm import fma_chain_sgemm
 
         return fma_chain_sgemm(_to_host_f32(A), _to_host_f32(B))
     if backend == "cublas" and method == "plain" and _format_name(fmt) == "fp64":
-        from precision.gpu import require_gpu
-
-        cp = require_gpu("backend='cublas'")
+        cp = _require_gpu("backend='cublas'")
+        if empty:
+            return _empty_product(A, B, np.float64)
         return cp.asnumpy(cublas_dgemm(A, B))
     if backend == "cublas":
-        from precision.gpu import require_gpu
         from precision.vendor.cublas import cublas_gemm
 
-        cp = require_gpu("backend='cublas'")
-        mode = cublas_mode(method, fmt, correction)
-        out = cublas_gemm(
-            cp.asarray(A, dtype=cp.float32), cp.asarray(B, dtype=cp.float32), mode=mode
-        )
+        mode = cublas_mode(method, fmt, correction)  # an unknown combination before the GPU
+        cp = _require_gpu("backend='cublas'")
+        if empty:
+            return _empty_product(A, B, np.float32)
+        with np.errstate(over="ignore"):  # beyond FLT_MAX: ±Inf, as in _to_host_f32
+            A32, B32 = cp.asarray(A, dtype=cp.float32), cp.asarray(B, dtype=cp.float32)
+        out = cublas_gemm(A32, B32, mode=mode)
         return cp.asnumpy(out).astype(np.float32, copy=False)
     schedule = get_schedule(method, fmt, correction)
+    _check_arch_runs(arch, schedule.fmt, backend)
     if backend == "cuda":
-        from precision.gpu import require_gpu
-
-        cp = require_gpu("backend='cuda'")
+        cp = _require_gpu("backend='cuda'")
+        if empty:
+            return _empty_product(A, B, np.float32)
         return cp.asnumpy(cuda_gemm(A, B, schedule, arch=arch))
+    if empty:
+        if device == "gpu":
+            _require_gpu("device='gpu'")
+        return _empty_product(A, B, np.float32)
     from precision.gemm.emulator import run_schedule
 
     A = _to_host_f32(A)
     B = _to_host_f32(B)
     return run_schedule(A, B, schedule, arch=arch, device=device)
+
+
+def _require_gpu(what: str) -> Any:
+    from precision.gpu import require_gpu
+
+    return require_gpu(what)
+
+
+def _check_arch_runs(arch: Any, fmt: str, backend: str) -> None:
+    """ValueError where ``arch`` cannot run ``fmt`` on ``backend``: our CUDA kernels are built
+    for sm90 only; the emulator needs a tensor-core instruction for ``fmt`` inputs on
+    ``arch`` (the runner's check, with its wording: :func:`precision.tensorcore.arch.
+    format_problem`)."""
+    if backend == "cuda":
+        _cuda_arch(arch)
+    elif backend == "emulator":
+        from precision.tensorcore.arch import format_problem
+
+        problem = format_problem(arch, fmt)
+        if problem is not None:
+            raise ValueError(problem)
+
+
+def _empty_product(A: Any, B: Any, dtype: Any) -> np.ndarray:
+    """The (M, N) result of a product with M, N or K zero: +0.0 everywhere (an empty sum;
+    nothing at all where M or N is 0), in the method's output ``dtype``."""
+    return np.zeros((A.shape[0], B.shape[1]), dtype=dtype)
 
 
 def _format_name(fmt: Any) -> str:
@@ -277,7 +355,11 @@ def _to_host(X: Any) -> np.ndarray:
 
 
 def _to_host_f32(X: Any) -> np.ndarray:
-    return np.ascontiguousarray(_to_host(X), dtype=np.float32)
+    """``X`` as a C-contiguous float32 host array, rounded to nearest even (numpy's cast, the
+    same as CUDA's ``cvt.rn.f32.f64``): magnitudes that round beyond FLT_MAX become ±Inf, the
+    intended value, so numpy's "overflow encountered in cast" warning is not raised."""
+    with np.errstate(over="ignore"):
+        return np.ascontiguousarray(_to_host(X), dtype=np.float32)
 
 
 def _cpu_float_baseline(method: str, fmt: Any, backend: str) -> str | None:

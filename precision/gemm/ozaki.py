@@ -420,19 +420,64 @@ def fewest_moduli(need: int | None, k: int) -> int:
     return len(MODULI)
 
 
-def check_args(method: str, fmt: str, target: str) -> None:
-    """ValueError naming the bad one of ``method``, ``fmt`` and ``target``."""
+def canonical_target(target: Any) -> str:
+    """``target`` as ``"fp64"`` or ``"fp32"``: any name :func:`precision.formats.get_format`
+    takes (``"FP64"``, ``"f64"``, ``"double"``, ``"float64"``, ``"single"``, a ``Format``, a
+    numpy dtype such as ``np.float32``). ValueError naming the argument, the valid targets and,
+    for a misspelling, the closest one."""
+    try:
+        name: str | None = get_format(target).name
+    except (TypeError, ValueError):
+        name = None
+    if name in TARGETS:
+        return str(name)
+    from precision.tensorcore.arch import did_you_mean
+
+    spellings = [n for t in TARGETS for n in get_format(t).names]
+    if name is None:
+        what = "unknown" + did_you_mean(str(target).strip().lower(), spellings)
+    else:
+        what = f"format {name} is not a target"
+    raise ValueError(
+        f"target={target!r}: {what} (expected one of {', '.join(TARGETS)}, or an alias of "
+        f"them such as 'double', 'single')"
+    )
+
+
+def canonical_args(method: str, fmt: Any, target: Any) -> tuple[str, str]:
+    """``(fmt, target)`` as canonical names (any alias of either is taken: ``"s8"`` is
+    ``"int8"``, ``"double"`` is ``"fp64"``), after checking that ``method`` is an Ozaki
+    scheme and runs on ``fmt``; ValueError naming the bad argument otherwise. The public
+    entry points (``gemm``, :func:`ozaki_gemm`, :func:`plan_for`, :func:`make_plan`,
+    :func:`chosen_terms`) normalise through this once."""
     if method not in METHODS:
         raise ValueError(f"method={method!r}: expected one of {METHODS}")
-    if fmt not in FORMATS[method]:
+    try:
+        fmt_name = get_format(fmt).name
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"fmt={fmt!r}: {exc}") from None
+    if fmt_name not in FORMATS[method]:
         raise ValueError(f"method={method!r} runs on fmt in {FORMATS[method]}, got fmt={fmt!r}")
-    if target not in TARGETS:
-        raise ValueError(f"target={target!r}: expected one of {tuple(TARGETS)}")
+    return fmt_name, canonical_target(target)
 
 
-def make_plan(method: str, fmt: str, target: str, terms: int, k: int) -> OzakiPlan:
-    """The :class:`OzakiPlan` for explicit ``terms``; ValueError naming the bad argument."""
-    check_args(method, fmt, target)
+def check_args(method: str, fmt: str, target: str) -> None:
+    """ValueError naming the bad one of ``method``, ``fmt`` and ``target``, which must be
+    canonical names here: the check of the CUDA drivers, which compare the names as strings.
+    The public entry points take aliases (:func:`canonical_args`)."""
+    canon = canonical_args(method, fmt, target)
+    for arg, given, name in (("fmt", fmt, canon[0]), ("target", target, canon[1])):
+        if given != name:
+            raise ValueError(
+                f"{arg}={given!r}: give the canonical name {name!r} here (gemm, ozaki_gemm, "
+                f"plan_for and chosen_terms take any alias)"
+            )
+
+
+def make_plan(method: str, fmt: Any, target: Any, terms: int, k: int) -> OzakiPlan:
+    """The :class:`OzakiPlan` for explicit ``terms`` (``fmt`` and ``target``: any alias; the
+    plan holds the canonical names); ValueError naming the bad argument."""
+    fmt, target = canonical_args(method, fmt, target)
     if method == "ozaki2":
         if not 2 <= terms <= len(MODULI):
             raise ValueError(f"ozaki2: terms (moduli) must be in [2, {len(MODULI)}], got {terms}")
@@ -477,15 +522,16 @@ def plan_for(
     B: np.ndarray,
     *,
     method: str,
-    fmt: str,
-    target: str,
+    fmt: Any,
+    target: Any,
     terms: int | str,
     stats: tuple[LineStats, LineStats] | None = None,
 ) -> tuple[OzakiPlan, LineStats, LineStats]:
     """Plan (resolving ``terms="auto"``) plus the line statistics of A's rows and B's columns.
-    ValueError for invalid ``terms``, and for scheme II with a norm bound beyond int64
+    ``fmt`` and ``target`` take any alias (``"s8"``, ``"double"``; the plan holds canonical
+    names). ValueError for invalid ``terms``, and for scheme II with a norm bound beyond int64
     (:func:`check_norm_bounds`)."""
-    check_args(method, fmt, target)
+    fmt, target = canonical_args(method, fmt, target)
     n = explicit_terms(terms)
     sa, sb = stats if stats is not None else (line_stats(A, 1), line_stats(B, 0))
     k = A.shape[1]
@@ -731,12 +777,63 @@ def _blocks(m: int, n: int, line_bytes: int, out_bytes: int, budget: int) -> tup
 
 #: Workspace allowed beyond inputs and output, as a multiple of the float64 size of A and B.
 WORKSPACE_FACTOR = 1.5
+#: ... or as a share of the output's float64 size (M·N·8 bytes), where that is larger: thin K
+#: (outer products), whose inputs are tiny next to the output. With the input share alone, a
+#: 2000 x 1 x 2000 product ran in 15625 blocks of 16 x 16 outputs (12 s; numpy: 0.01 s).
+OUTPUT_SHARE = 0.5
 
 
-def workspace_budget(A: np.ndarray, B: np.ndarray) -> int:
-    """Bytes of block workspace aimed at: :data:`WORKSPACE_FACTOR` times the float64 size of
-    A and B, less a quarter of it for numpy temporaries and the line statistics."""
+def _input_budget(A: Any, B: Any) -> int:
+    """:data:`WORKSPACE_FACTOR` times the float64 size of A and B, less a quarter."""
     return int(0.75 * WORKSPACE_FACTOR * 8 * (A.size + B.size))
+
+
+def _output_budget(A: Any, B: Any) -> int:
+    """:data:`OUTPUT_SHARE` times the float64 size of the M x N output, less a quarter."""
+    return int(0.75 * OUTPUT_SHARE * 8 * A.shape[0] * B.shape[1])
+
+
+def workspace_budget(A: Any, B: Any) -> int:
+    """Bytes of block workspace aimed at: the larger of :data:`WORKSPACE_FACTOR` times the
+    float64 size of A and B and :data:`OUTPUT_SHARE` times the float64 size of the M x N
+    output, less a quarter of it for numpy temporaries and the line statistics. Square
+    problems take the input term (1.5·8·2n² against 0.5·8·n²); thin K (outer products) the
+    output term."""
+    return max(_input_budget(A, B), _output_budget(A, B))
+
+
+def emulator_blocks(
+    plan: OzakiPlan, m: int, n: int, budget_in: int, budget_out: int = 0
+) -> tuple[int, int]:
+    """Row and column block sizes (:func:`_blocks`) of :func:`ozaki2_emulate` /
+    :func:`ozaki1_emulate` for an M x N output of ``plan``: the larger of two sizings.
+
+    - Within ``budget_in`` (the input share of :func:`workspace_budget`), from the bytes of the
+      arrays a block holds per line and per output; the quarter of the workspace left aside
+      covers the temporaries where the lines dominate (measured: 1.0-1.4x the float64 size of
+      A and B on square problems).
+    - Within ``budget_out`` (the output share), from the measured peak per output, which is
+      reached in :func:`round_limbs`: ``16·nl + 188`` bytes for scheme II and ``16·nl + 180``
+      for scheme I with ``nl`` limbs (tracemalloc, either target), 2.6x and 1.4x what a block
+      holds, more than a quarter covers; per line 32 (II) and ``15 + 2T`` (I) bytes per k.
+
+    The blocking never changes a bit: every output is an exact integer rounded once."""
+    k, nl, T = plan.k, plan.limbs, plan.terms
+    if plan.method == "ozaki2":
+        # held per line: float64 scaled integers and one residue copy; per output nl + 8
+        # float64s
+        held = _blocks(m, n, 16 * k, 8 * (nl + 8), budget_in)
+        peak_line = 32 * k
+    else:
+        # held per line: the int64 scaled integers, their T int8 digits and the T - 1 padded
+        # digit copies of a slice product; per output: nl limbs, the int64 sum G, T - 1 int32
+        # products and about ten int64 temporaries of round_limbs
+        held = _blocks(m, n, (8 + 2 * T) * k, 8 * (nl + 11) + 4 * (T - 1), budget_in)
+        peak_line = (15 + 2 * T) * k
+    if budget_out <= 0:
+        return held
+    peak = _blocks(m, n, peak_line, 8 * (2 * nl + 24), budget_out)
+    return peak if peak[0] * peak[1] > held[0] * held[1] else held
 
 
 #: Split point of the residue reduction: y = yh·2^27 + yl with |yl| < 2^27.
@@ -784,8 +881,7 @@ def ozaki2_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
     nl = W.shape[1]
     # Residues |r| <= 128: float32 BLAS is exact while every partial sum stays below 2^24.
     rdt = np.float32 if 128 * 128 * k <= 2**24 else np.float64
-    # per line: float64 scaled integers and one residue copy; per output: nl + 8 float64s
-    mb, nb = _blocks(m, n, 16 * k, 8 * (nl + 8), workspace_budget(A, B))
+    mb, nb = emulator_blocks(plan, m, n, _input_budget(A, B), _output_budget(A, B))
     for r0 in range(0, m, mb):
         ya = scaled_integers(A[r0 : r0 + mb], s_a[r0 : r0 + mb], 1, "rint")
         for c0 in range(0, n, nb):
@@ -852,7 +948,8 @@ def ozaki1_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
                    budget: int | None = None) -> np.ndarray:  # fmt: skip
     """Scheme I, blocked over rows and columns (see the module docstring), on the CPU (the
     steps also run on CuPy arrays; the GPU backend is :mod:`precision.gemm.ozaki1_cuda`'s
-    kernels, same bits). ``budget``: block workspace bytes (default
+    kernels, same bits). ``budget``: block workspace bytes for both sizings of
+    :func:`emulator_blocks` (default: the input and the output share of
     :func:`workspace_budget`). Digits are int8 values; every step after the products is exact
     int64 arithmetic, so the result does not depend on how the products are summed."""
     xp = array_module(A)
@@ -864,11 +961,10 @@ def ozaki1_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
     s_a, s_b = shifts(sa, 7 * T), shifts(sb, 7 * T)
     s_a, s_b = xp.asarray(s_a), xp.asarray(s_b)
     nl = plan.limbs
-    budget = workspace_budget(A, B) if budget is None else budget
-    # per line: the int64 scaled integers, their T int8 digits and the T - 1 padded digit
-    # copies of a slice product; per output: nl limbs, the int64 sum G, T - 1 int32 products
-    # and about ten int64 temporaries of round_limbs
-    mb, nb = _blocks(m, n, (8 + 2 * T) * k, 8 * (nl + 11) + 4 * (T - 1), budget)
+    if budget is None:
+        mb, nb = emulator_blocks(plan, m, n, _input_budget(A, B), _output_budget(A, B))
+    else:
+        mb, nb = emulator_blocks(plan, m, n, budget, budget)
     for r0 in range(0, m, mb):
         ia = scaled_integers(A[r0 : r0 + mb], s_a[r0 : r0 + mb], 1, "trunc").astype(np.int64)
         da = slices(ia, T)
@@ -977,8 +1073,8 @@ def ozaki_gemm(
     B: Any,
     *,
     method: str = "ozaki2",
-    fmt: str = "int8",
-    target: str = "fp64",
+    fmt: Any = "int8",
+    target: Any = "fp64",
     terms: int | str = "auto",
     backend: str = "emulator",
 ) -> np.ndarray:
@@ -986,17 +1082,16 @@ def ozaki_gemm(
 
     ``A`` (M x K) and ``B`` (K x N): float64 or float32 arrays (numpy, or CuPy with
     ``backend="cuda"``). ``method``: ``"ozaki1"`` (``fmt`` ``"int8"`` or ``"fp16"``) or
-    ``"ozaki2"`` (``"int8"``). ``terms``: slices / moduli, or ``"auto"`` (:func:`auto_terms`).
-    ``backend``: ``"emulator"`` (CPU) or ``"cuda"`` (:mod:`precision.gemm.ozaki_cuda`, same
-    bits). Returns a numpy array of ``target``'s dtype.
+    ``"ozaki2"`` (``"int8"``); ``fmt`` and ``target`` (``"fp64"`` or ``"fp32"``) take any
+    alias (``"s8"``, ``"double"``, ``"single"``, ``np.float32``). ``terms``: slices / moduli, or
+    ``"auto"`` (:func:`auto_terms`). ``backend``: ``"emulator"`` (CPU) or ``"cuda"``
+    (:mod:`precision.gemm.ozaki_cuda`, same bits). Returns a numpy array of ``target``'s
+    dtype.
     """
-    from precision.formats import get_format
-
-    fmt = get_format(fmt).name
+    fmt, target = canonical_args(method, fmt, target)
     if backend == "cuda" and method == "ozaki1":
         from precision.gemm.ozaki1_cuda import ozaki1_cuda
 
-        check_args(method, fmt, target)
         return np.asarray(ozaki1_cuda(A, B, fmt=fmt, target=target, terms=terms)[0].get())
     if backend == "cuda":
         from precision.gemm.ozaki_cuda import ozaki_gemm_cuda
@@ -1013,18 +1108,19 @@ def ozaki_gemm(
 
 
 def chosen_terms(
-    A: Any, B: Any, *, method: str, fmt: str = "int8", target: str = "fp64", terms: int | str
+    A: Any, B: Any, *, method: str, fmt: Any = "int8", target: Any = "fp64", terms: int | str
 ) -> int:
     """The number of slices (scheme I) / moduli (scheme II) that :func:`ozaki_gemm` uses for
     these operands: ``terms`` itself when it is an int, else what ``"auto"`` picks from the
     operands' exponent spread (:func:`auto_terms`; the line statistics are exact, so every
     backend picks the same). Costs one pass over A and B. The arguments are checked as
-    :func:`ozaki_gemm` checks them (shapes, ``terms``; the dtypes for ``"auto"``)."""
+    :func:`ozaki_gemm` checks them (``fmt`` / ``target`` aliases, shapes, ``terms``; the
+    dtypes for ``"auto"``)."""
+    fmt, target = canonical_args(method, fmt, target)
     n = explicit_terms(terms)
     if n is not None:
         _check_shapes(np.shape(A), np.shape(B))
-        return make_plan(method, get_format(fmt).name, target, n, np.shape(A)[1]).terms
+        return make_plan(method, fmt, target, n, np.shape(A)[1]).terms
     a, b = _host_operands(A, B)
-    plan, _, _ = plan_for(a, b, method=method, fmt=get_format(fmt).name, target=target,
-                          terms=terms)  # fmt: skip
+    plan, _, _ = plan_for(a, b, method=method, fmt=fmt, target=target, terms=terms)
     return plan.terms

@@ -49,14 +49,12 @@ class Row:
 
 def arch_of(compute_capability: int) -> str:
     """The :data:`precision.tensorcore.ARCHS` model of a compute capability (sm_86 and sm_87
-    take sm80's, sm_120 sm100's); ``ValueError`` where none exists (before sm_70)."""
-    from precision.tensorcore import ARCHS
+    take sm80's, sm_120 sm100's: :data:`precision.tensorcore.arch.MODELLED_BY`, the table
+    ``gemm``, ``get_arch`` and the runner's config name too); ``ValueError`` where none exists
+    (before sm_70)."""
+    from precision.tensorcore.arch import arch_of_compute_capability
 
-    cc = int(compute_capability)
-    name = {86: "sm80", 87: "sm80", 72: "sm70", 120: "sm100", 103: "sm100"}.get(cc, f"sm{cc}")
-    if name not in ARCHS:
-        raise ValueError(f"compute capability {cc / 10:.1f}: no model (known: {', '.join(ARCHS)})")
-    return name
+    return arch_of_compute_capability(compute_capability)
 
 
 def capture_all(out_dir: str | Path, *, seed: int = 1, log: Callable[[str], Any] = print) -> dict:

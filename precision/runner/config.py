@@ -190,31 +190,6 @@ def _suggest(word: str, valid: tuple[str, ...] | list[str]) -> str:
     return f"; did you mean {hint[0]!r}?" if hint else ""
 
 
-def _arch_model_of(word: Any, valid: tuple[str, ...]) -> str | None:
-    """The arch of ``valid`` that models the GPU generation ``word`` names (``"sm86"`` or
-    ``"sm_86"``: ``"sm80"``), where that is another arch than the one it spells; else None.
-
-    The compute capability -> model table is :func:`precision.probe.suite.arch_of`'s (sm_86 and
-    sm_87 take sm80's model, sm_72 sm70's, sm_103 and sm_120 sm100's)."""
-    from precision.probe.suite import arch_of
-
-    m = re.fullmatch(r"sm_?(\d+)", str(word).strip().lower())
-    if m is None:
-        return None
-    try:
-        model = arch_of(int(m.group(1)))
-    except ValueError:
-        return None
-    return model if model in valid and model != f"sm{int(m.group(1))}" else None
-
-
-def _arch_without_tensor_cores(word: Any) -> bool:
-    """Whether ``word`` names a GPU generation before Volta (``"sm60"``, ``"sm_61"``): no
-    tensor cores, so nothing to emulate."""
-    m = re.fullmatch(r"sm_?(\d+)", str(word).strip().lower())
-    return m is not None and int(m.group(1)) < 70
-
-
 def _unique(items: list) -> tuple:
     return tuple(dict.fromkeys(items))
 
@@ -253,20 +228,11 @@ def _parse_sweep(ck: _Checker, raw: Any, where: str) -> Sweep:
             return (default,)
         values = ck.string_list(table[key], f"{where} {key}")
         if key == "arch":
+            from precision.tensorcore.arch import unknown_arch_message
+
             for v in values:
-                if _arch_without_tensor_cores(v):
-                    ck.fail(
-                        f"{where} {key}",
-                        f"unknown arch {v!r}: GPUs before sm_70 (Volta) have no tensor cores "
-                        f"to emulate (valid: {', '.join(valid)})",
-                    )
-                model = _arch_model_of(v, valid)
-                if model is not None:
-                    ck.fail(
-                        f"{where} {key}",
-                        f"unknown arch {v!r}: that GPU generation has no model of its own; "
-                        f"{model!r} models it, so write {model!r} (valid: {', '.join(valid)})",
-                    )
+                if v not in valid:  # the library's one wording (sm86: "'sm80' models it")
+                    ck.fail(f"{where} {key}", unknown_arch_message(v, valid))
         return _unique([ck.choice(v, valid, f"{where} {key}", what) for v in values])
 
     if "format" not in table:

@@ -38,7 +38,9 @@ exact arithmetic (wrapping int32 sums; IEEE binary64 FMA chains).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import difflib
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,7 +165,10 @@ class ArchModel:
         """
         op = self.default_op if op is None else op
         if op not in FAMILIES:
-            raise ValueError(f"op={op!r}: expected one of {FAMILIES}")
+            raise ValueError(
+                f"op={op!r}: unknown{did_you_mean(op, FAMILIES)} (expected one of "
+                f"{', '.join(FAMILIES)})"
+            )
         fa = get_format(a_fmt).name
         fb = fa if b_fmt is None else get_format(b_fmt).name
         fc = get_format(acc_fmt).name
@@ -776,11 +781,91 @@ ARCHS: dict[str, ArchModel] = {
 }
 
 
+def did_you_mean(word: Any, valid: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the valid name closest to ``word``, or ``""`` when none is
+    close (difflib, cutoff 0.6 as the runner's config uses)."""
+    hint = difflib.get_close_matches(str(word), list(valid), n=1, cutoff=0.6)
+    return f"; did you mean {hint[0]!r}?" if hint else ""
+
+
+#: GPU generations (compute capabilities) without a model of their own, and the model in
+#: :data:`ARCHS` that runs them: sm_86 and sm_87 (Ampere consumer / Orin) take sm80's,
+#: sm_72 (Xavier) sm70's, sm_103 and sm_120 sm100's. Every other generation from sm_70 on
+#: is its own model or has none.
+MODELLED_BY: dict[int, str] = {86: "sm80", 87: "sm80", 72: "sm70", 120: "sm100", 103: "sm100"}
+
+
+def arch_of_compute_capability(compute_capability: int) -> str:
+    """The :data:`ARCHS` model of a compute capability (90 -> ``"sm90"``, 86 -> ``"sm80"``:
+    :data:`MODELLED_BY`); ``ValueError`` where none exists (before sm_70, or unmodelled)."""
+    cc = int(compute_capability)
+    name = MODELLED_BY.get(cc, f"sm{cc}")
+    if name not in ARCHS:
+        raise ValueError(f"compute capability {cc / 10:.1f}: no model (known: {', '.join(ARCHS)})")
+    return name
+
+
+def _generation(word: Any) -> int | None:
+    """The compute capability a name such as ``"sm86"``, ``"sm_86"`` or ``"SM86"`` spells."""
+    m = re.fullmatch(r"sm_?(\d+)", str(word).strip().lower())
+    return int(m.group(1)) if m else None
+
+
+def unknown_arch_message(name: Any, valid: Iterable[str] | None = None) -> str:
+    """Why ``name`` is not one of the archs ``valid`` (default :data:`ARCHS`), as one sentence
+    that every place taking an arch raises (:func:`get_arch`, ``gemm``, ``mma``, the runner's
+    config): a GPU generation that another model runs names that model (``"sm86"``: "'sm80'
+    models it, so write 'sm80'", :data:`MODELLED_BY`); one before sm_70 has no tensor cores;
+    anything else gets the closest valid spelling. The valid names end the message."""
+    valid = tuple(ARCHS if valid is None else valid)
+    listed = f"(valid: {', '.join(valid)})"
+    cc = _generation(name)
+    if cc is not None and cc < 70:
+        return (
+            f"unknown arch {name!r}: GPUs before sm_70 (Volta) have no tensor cores to "
+            f"emulate {listed}"
+        )
+    model = MODELLED_BY.get(cc) if cc is not None else None
+    if model is not None and model in valid:
+        return (
+            f"unknown arch {name!r}: that GPU generation has no model of its own; {model!r} "
+            f"models it, so write {model!r} {listed}"
+        )
+    return f"unknown arch {name!r}{did_you_mean(name, valid)} {listed}"
+
+
 def get_arch(name: str | ArchModel) -> ArchModel:
-    """The :class:`ArchModel` called ``name`` (e.g. ``"sm90"``); ``ValueError`` lists the known."""
+    """The :class:`ArchModel` called ``name`` (e.g. ``"sm90"``; case and ``_`` ignored:
+    ``"SM_90"``); ``ValueError`` (:func:`unknown_arch_message`) otherwise, which names the
+    model of a generation that has none of its own (``"sm86"``: ``"sm80"``) and lists the
+    known ones."""
     if isinstance(name, ArchModel):
         return name
     key = str(name).lower().replace("_", "")
     if key in ARCHS:
         return ARCHS[key]
-    raise ValueError(f"unknown arch {name!r}; known: {', '.join(ARCHS)}")
+    raise ValueError(unknown_arch_message(name))
+
+
+def input_formats(arch: str | ArchModel) -> tuple[str, ...]:
+    """Input formats (canonical names, table order) that ``arch``'s model has a default
+    tensor-core instruction for: the format x arch table that the runner's
+    ``precision.runner.catalog.arch_formats`` also reads."""
+    model = get_arch(arch)
+    return tuple(dict.fromkeys(ins.a_fmt for ins in model.instructions.values()))
+
+
+def format_problem(arch: str | ArchModel, fmt: Any) -> str | None:
+    """None if ``arch`` has a tensor-core instruction for ``fmt`` inputs (any alias), else the
+    sentence the runner's config validator gives
+    (``precision.runner.catalog.combination_problem``): "arch 'sm70' has no tensor-core
+    instruction for 'int8' inputs (it has: fp16)"."""
+    model = get_arch(arch)
+    name = get_format(fmt).name
+    have = input_formats(model)
+    if name in have:
+        return None
+    return (
+        f"arch {model.name!r} has no tensor-core instruction for {name!r} inputs "
+        f"(it has: {', '.join(have)})"
+    )

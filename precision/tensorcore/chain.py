@@ -64,7 +64,8 @@ def mma(
         each fp32 container are ignored, as by the hardware); int4/uint4 in int8/uint8 (values
         outside their range are refused); b1 (``fmt="uint1"``) as one bit per uint8 element,
         of which only bit 0 is read (the upper bits are ignored, as by the GPU engine).
-        Big-endian arrays are accepted; Python lists too when ``fmt`` names the format:
+        Big-endian arrays are accepted, ndarray subclasses (``np.matrix``) as the plain
+        array of their values; Python lists too when ``fmt`` names the format:
         floating-point values are rounded once into it by :func:`precision.formats.cast` (to
         nearest even; e4m3 saturates to ±448; see :func:`precision.formats.round`); integer
         formats take integers in their range only (uint1: 0 and 1), anything else is refused.
@@ -159,7 +160,8 @@ def mma(
 
 
 def _as_array(x: Any, name: str, device: str, fmt: Format | None) -> Any:
-    """``x`` as a native-endian, real, >= 2-D array (lists converted with ``fmt``'s storage)."""
+    """``x`` as a native-endian, real, >= 2-D plain array (lists converted with ``fmt``'s
+    storage, ndarray subclasses such as ``np.matrix`` viewed as ``np.ndarray``)."""
     on_gpu = hasattr(x, "__cuda_array_interface__")
     if on_gpu and device != "gpu":
         raise TypeError(f"{name} is a GPU array; pass device='gpu' with CuPy arrays")
@@ -190,6 +192,10 @@ def _as_array(x: Any, name: str, device: str, fmt: Format | None) -> Any:
             x = cast(values, fmt)
     if not (on_gpu or isinstance(x, np.ndarray)):
         raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
+    if not on_gpu and type(x) is not np.ndarray:
+        # a subclass (np.matrix, whose indexing keeps two axes, a masked array) is read as the
+        # plain array of its values, as gemm reads it
+        x = np.asarray(x)
     if np.dtype(x.dtype).kind == "c":
         raise TypeError(
             f"{name} has complex dtype {x.dtype}; tensor-core MMA takes real inputs only "

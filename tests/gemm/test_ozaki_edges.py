@@ -273,3 +273,103 @@ def test_a_whole_call_stays_within_the_workspace_budget(method: str, terms: int)
     assert peak - out_bytes <= 1.5 * (A.nbytes + B.nbytes), (peak - out_bytes) / (
         A.nbytes + B.nbytes
     )
+
+
+# ------------------------------------------------------------------ thin K (outer products)
+
+
+def _count_blocks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the emulators' blocks: each block of outputs is rounded by one round_limbs call."""
+    calls: list[int] = []
+    real = oz.round_limbs
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(oz, "round_limbs", counting)
+    return calls
+
+
+def _thin_specials(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Copies of thin-K A and B with NaN, ±Inf and an Inf·0 pair."""
+    A, B = A.copy(), B.copy()
+    A[3, 0], A[-1, -1], A[10, 0] = np.inf, np.nan, -np.inf
+    B[0, 11], B[-1, 4], B[0, 0] = -np.inf, np.nan, 0.0
+    return A, B
+
+
+def _assert_within_bound(D: np.ndarray, A: np.ndarray, B: np.ndarray, method: str, fmt: str,
+                         target: str) -> None:  # fmt: skip
+    """docs/ozaki.md's error bound against the exact product, on the outputs whose row of A
+    and column of B are finite (the others are special values)."""
+    fin = np.isfinite(A).all(axis=1)[:, None] & np.isfinite(B).all(axis=0)[None, :]
+    Af, Bf = np.where(np.isfinite(A), A, 0), np.where(np.isfinite(B), B, 0)
+    plan, _, _ = plan_for(Af, Bf, method=method, fmt=fmt, target=target, terms="auto")
+    exact = exact_matmul(Af, Bf)
+    err = np.abs(D.astype(np.float64) - exact)
+    assert np.all((err <= error_bound(Af, Bf, plan) + 2.0**-53 * np.abs(exact))[fin])
+
+
+@pytest.mark.parametrize("method", ["ozaki2", "ozaki1"])
+def test_thin_k_runs_in_few_blocks(monkeypatch: pytest.MonkeyPatch, method: str) -> None:
+    """An outer product (K = 1) ran in blocks of about 16 x 16 outputs: the workspace budget
+    was 1.5x the float64 size of A and B only, 48 KB here, so 2000 x 1 x 2000 took 15625
+    blocks (scheme I 31250) times the moduli in a Python loop, 12-17 s against numpy's 0.01 s.
+    The budget now also grows with the output (docs/ozaki.md, "Workspace")."""
+    rng = np.random.default_rng(21)
+    A, B = rng.standard_normal((2000, 1)), rng.standard_normal((1, 2000))
+    calls = _count_blocks(monkeypatch)
+    D = gemm(A, B, method=method)
+    assert 1 <= len(calls) <= 128, len(calls)  # 125 x 250 outputs each
+    _assert_within_bound(D, A, B, method, "int8", "fp64")
+    assert np.median(np.abs(D - A * B) / np.abs(A * B)) <= 2.0**-53
+
+
+@pytest.mark.parametrize("target", ["fp64", "fp32"])
+@pytest.mark.parametrize(("method", "fmt"), CASES)
+def test_thin_k_call_stays_within_half_the_output(target: str, method: str, fmt: str) -> None:
+    """docs/ozaki.md "Workspace": beyond its inputs and output, a call keeps at most 1.5x the
+    float64 size of A and B, or half the float64 size of the output where that is larger
+    (thin K). The blocks of the output share are sized from the measured peak of
+    round_limbs, 2.6x (scheme II) what a block holds; sized from the held arrays alone, this
+    call kept 1.0-1.9x half the output."""
+    rng = np.random.default_rng(22)
+    A, B = _thin_specials(rng.standard_normal((1500, 2)), rng.standard_normal((2, 1500)))
+    A[:, 0] *= np.exp2(rng.integers(-40, 40, 1500))  # a wide range: auto picks many terms
+    gemm(A[:4], B, method=method, fmt=fmt, target=target)
+    out_bytes = 1500 * 1500 * np.dtype(oz.TARGETS[target][2]).itemsize
+    peak = _traced_peak(lambda: gemm(A, B, method=method, fmt=fmt, target=target))
+    allowed = max(1.5 * (A.nbytes + B.nbytes), 0.5 * 8 * 1500 * 1500)
+    assert peak - out_bytes <= allowed, (peak - out_bytes) / allowed
+
+
+@pytest.mark.parametrize("target", ["fp64", "fp32"])
+@pytest.mark.parametrize(("method", "fmt"), CASES)
+def test_thin_k_blocking_changes_no_bit(monkeypatch: pytest.MonkeyPatch, target: str,
+                                        method: str, fmt: str) -> None:  # fmt: skip
+    """The larger blocks give the bits of the old ones (sized by 1.5x the inputs alone, here
+    about 16 x 32), special values included, and the error bound holds."""
+    rng = np.random.default_rng(23)
+    A = rng.standard_normal((300, 3)) * np.exp2(rng.integers(-30, 30, (300, 3)))
+    A, B = _thin_specials(A, rng.standard_normal((3, 500)))
+    D = gemm(A, B, method=method, fmt=fmt, target=target)
+    calls = _count_blocks(monkeypatch)
+    monkeypatch.setattr(oz, "_output_budget", lambda A, B: 0)  # the input share alone
+    old = gemm(A, B, method=method, fmt=fmt, target=target)
+    assert len(calls) > 16  # the old blocking really was finer
+    assert D.dtype == old.dtype and np.array_equal(_bits(D), _bits(old))
+    assert np.isnan(D[-1]).all() and np.isnan(D[:, 4]).all() and np.isinf(D[3, 1:4]).all()
+    _assert_within_bound(D, A, B, method, fmt, target)
+
+
+def test_square_blocks_are_those_of_the_input_budget() -> None:
+    """Square problems keep their blocks (the input share of the budget is the larger one)."""
+    for n, method, terms in ((600, "ozaki2", 16), (600, "ozaki1", 8), (1200, "ozaki2", 15)):
+        A, B = np.ones((n, n)), np.ones((n, n))
+        plan = oz.make_plan(method, "int8", "fp64", terms, n)
+        budget_in = oz._input_budget(A, B)
+        assert oz.emulator_blocks(plan, n, n, budget_in, oz._output_budget(A, B)) == (
+            oz.emulator_blocks(plan, n, n, budget_in)
+        )
+        assert oz.workspace_budget(A, B) == budget_in

@@ -275,3 +275,86 @@ def test_subnormal_fp32_c_anchors_at_minus_126():
     b = np.full((16, 1), 2.0**-76, BF16)
     c = np.full((1, 1), 2.0**-130, F32)
     assert mma(a, b, c)[0, 0] == np.float32(2.0**-130)
+
+
+# ----------------------------------------------------------------- arch and op names
+
+
+@pytest.mark.parametrize(
+    ("arch", "says"),
+    [
+        ("sm86", "that GPU generation has no model of its own; 'sm80' models it, so write 'sm80'"),
+        ("sm_87", "'sm80' models it, so write 'sm80'"),
+        ("sm120", "'sm100' models it, so write 'sm100'"),
+        ("sm61", "GPUs before sm_70 (Volta) have no tensor cores to emulate"),
+        ("sm91", "; did you mean 'sm90'?"),
+    ],
+)
+def test_every_entry_point_says_the_same_about_an_unknown_arch(tmp_path, arch, says):
+    """gemm(arch="sm86") suggested 'sm89' (another GPU's model), get_arch gave no suggestion at
+    all, and only the runner's config said that sm80 models sm_86. One sentence now
+    (tensorcore.arch.unknown_arch_message, table MODELLED_BY), raised by all of them."""
+    from precision.gemm import gemm
+    from precision.runner.config import ConfigError, parse_config
+
+    messages = []
+    a = np.ones((2, 16), np.float16)
+    calls = [
+        lambda: get_arch(arch),
+        lambda: mma(a, a.T.copy(), np.zeros((2, 2), F32), arch=arch),
+        lambda: gemm(np.ones((2, 2)), np.ones((2, 2)), arch=arch),
+        lambda: gemm(np.ones((2, 2)), np.ones((2, 2)), method="ozaki2", arch=arch),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError) as exc:
+            call()
+        messages.append(str(exc.value))
+    assert len(set(messages)) == 1, messages
+    assert messages[0].startswith(f"unknown arch {arch!r}") and says in messages[0]
+    if "models it" in says:
+        assert "did you mean" not in messages[0]
+    config = (
+        'name = "x"\nseed = 0\nrepeats = 1\nreference = "exact"\n[sweep]\nsize = [64]\n'
+        f'distribution = ["uniform"]\nmethod = ["plain"]\nformat = ["f16"]\narch = ["{arch}"]\n'
+    )
+    with pytest.raises(ConfigError) as exc:
+        parse_config(config, "cfg.toml")
+    assert str(exc.value).endswith(f"[sweep] arch: {messages[0]}")
+
+
+def test_the_probes_map_compute_capabilities_with_the_same_table():
+    from precision.probe.suite import arch_of
+    from precision.tensorcore.arch import MODELLED_BY
+
+    for cc, model in MODELLED_BY.items():
+        assert arch_of(cc) == model
+        with pytest.raises(ValueError, match=f"{model!r} models it"):
+            get_arch(f"sm{cc}")
+
+
+def test_a_misspelt_op_gets_the_nearest_family():
+    a = np.ones((2, 16), np.float16)
+    with pytest.raises(ValueError, match=r"op='wgma': unknown; did you mean 'wgmma'\?"):
+        mma(a, a.T.copy(), np.zeros((2, 2), F32), op="wgma")
+    with pytest.raises(ValueError, match=r"op='bogus': unknown \(expected one of mma, wgmma"):
+        get_arch("sm90").instruction("f16", "f32", op="bogus")
+
+
+# -------------------------------------------------------------------- array subclasses
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_np_matrix_operands_behave_like_arrays():
+    """np.matrix kept its class through the checks and failed with "not enough values to
+    unpack" (a matrix's indexing keeps two axes); ndarray subclasses are now read as the
+    plain array of their values, as gemm reads them."""
+    rng = np.random.default_rng(3)
+    a, b = _rand(rng, (4, 32), np.float16), _rand(rng, (32, 3), np.float16)
+    c = _rand(rng, (4, 3), F32)
+    want = mma(a, b, c)
+    for args in ((np.asmatrix(a), b, c), (a, np.asmatrix(b), c), (a, b, np.asmatrix(c))):
+        got = mma(*args)
+        assert type(got) is np.ndarray and got.shape == (4, 3)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    got = mma(np.asmatrix(a), np.asmatrix(b), np.asmatrix(c), arch="sm80")
+    assert np.array_equal(got.view(np.uint32), mma(a, b, c, arch="sm80").view(np.uint32))
