@@ -139,17 +139,23 @@ def pivot_cells(
     if metric == "tflops":
         row_parts.append("device")
     row_parts += frame.split  # identity dimensions that vary within a series, as prepare() adds
-    keys: list[pd.Series] = []
+    # One column per role; a dimension shown in two roles (style and col both "format"; a
+    # hue dimension that varies within the baselines' series is split into panel rows too, by
+    # prepare) names its second column by the role: "format (style)".
+    named: list[tuple[pd.Series, str, str]] = []
     if spec.col != "none":
-        keys.append(d["_col"].rename(spec.col))
+        named.append((d["_col"], spec.col, "col"))
     if row_parts:
-        keys.append(d["_row"].rename(" / ".join(row_parts)))
-    keys.append(d["_series"].map(order).rename("_rank"))
-    hue_name = spec.hue if spec.hue != "none" else "series"
-    keys.append(parts[0].rename(hue_name))
+        named.append((d["_row"], " / ".join(row_parts), "panel row"))
+    named.append((d["_series"].map(order), "_rank", ""))
+    named.append((parts[0], spec.hue if spec.hue != "none" else "series", "hue"))
     if spec.style != "none":
         style = parts[2].where(~d["_baseline"], table["format"].astype(str))
-        keys.append(style.rename(spec.style if spec.style != hue_name else "style"))
+        named.append((style, spec.style, "style"))
+    keys: list[pd.Series] = []
+    for values, name, role in named:
+        taken = {key.name for key in keys}
+        keys.append(values.rename(name if name not in taken else f"{name} ({role})"))
     cell = [*keys, d["_x"].rename("_x")]
     medians = value.groupby(cell, sort=True).agg(_median_all)
     # A cell holds part of a point's repeats when the others chose another term count (x or

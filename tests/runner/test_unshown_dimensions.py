@@ -465,6 +465,34 @@ def test_a_dimension_shown_by_colour_that_splits_the_baselines_says_why(tmp_path
     assert "set hue/style/col/row" not in note
 
 
+@pytest.mark.parametrize(
+    ("spec", "names"),
+    [
+        # hue = distribution also splits the baselines' series into panel rows
+        (PlotSpec(metrics=("err_fro",), hue="distribution", col="none"),
+         ["distribution", "distribution (hue)", "format"]),
+        # col and style both show format
+        (PlotSpec(metrics=("err_fro",), hue="distribution", col="format", style="format"),
+         ["format", "distribution", "distribution (hue)", "format (style)"]),
+    ],
+)  # fmt: skip
+def test_a_dimension_in_two_roles_names_both_summary_columns(tmp_path, spec, names) -> None:
+    """`precision plot --hue distribution`, or --col format with the default style = format,
+    used to write the figure and then fail on the summary: "Cannot create duplicate column
+    labels". The second column of a dimension now says its role."""
+    rows = [
+        row(size, 0, v, dist_label=dist, format=fmt, backend=be)
+        for dist in ("uniform", "normal")
+        for fmt, be, v in (("fp16", "emulator", 1e-4), ("fp32", "numpy", 3e-7))
+        for size in SIZES
+    ]
+    assert list(pivot(table(rows), spec, "err_fro").index.names) == names
+    paths = write_summary(table(rows), tmp_path, spec)
+    header = (tmp_path / "summary.md").read_text().split("## err_fro")[1].splitlines()[2]
+    assert header.startswith("| " + " | ".join(names) + " | 32 |")
+    assert {p.name for p in paths} >= {"summary.md", "summary.tex", "summary.csv"}
+
+
 def test_summary_md_names_auto_points_whose_repeats_chose_different_counts(tmp_path) -> None:
     spec = PlotSpec(metrics=("err_fro",), col="none")
     write_summary(table(auto_point()), tmp_path, spec)
