@@ -265,9 +265,12 @@ def gemm(
         if cpu_fp == "numpy":
             from precision.vendor.numpy_blas import numpy_gemm
 
-            if out_dtype == np.float32:
-                return numpy_gemm(_to_host_f32(A), _to_host_f32(B), fmt)
-            return numpy_gemm(_to_host(A), _to_host(B), fmt)
+            # Inf·0 and overflowing products give NaN and ±Inf by IEEE rules, as on any BLAS:
+            # the intended values, so numpy's "invalid value" / "overflow" warnings are off
+            with np.errstate(invalid="ignore", over="ignore"):
+                if out_dtype == np.float32:
+                    return numpy_gemm(_to_host_f32(A), _to_host_f32(B), fmt)
+                return numpy_gemm(_to_host(A), _to_host(B), fmt)
         from precision.gemm.sgemm import fma_chain_sgemm
 
         return fma_chain_sgemm(_to_host_f32(A), _to_host_f32(B))

@@ -815,7 +815,8 @@ def emulator_blocks(
     - Within ``budget_out`` (the output share), from the measured peak per output, which is
       reached in :func:`round_limbs`: ``16·nl + 188`` bytes for scheme II and ``16·nl + 180``
       for scheme I with ``nl`` limbs (tracemalloc, either target), 2.6x and 1.4x what a block
-      holds, more than a quarter covers; per line 32 (II) and ``15 + 2T`` (I) bytes per k.
+      holds, more than a quarter covers, so both are sized at ``16·nl + 192``; per line 32
+      (II) and ``15 + 2T`` (I) bytes per k.
 
     The blocking never changes a bit: every output is an exact integer rounded once."""
     k, nl, T = plan.k, plan.limbs, plan.terms
@@ -948,10 +949,11 @@ def ozaki1_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
                    budget: int | None = None) -> np.ndarray:  # fmt: skip
     """Scheme I, blocked over rows and columns (see the module docstring), on the CPU (the
     steps also run on CuPy arrays; the GPU backend is :mod:`precision.gemm.ozaki1_cuda`'s
-    kernels, same bits). ``budget``: block workspace bytes for both sizings of
-    :func:`emulator_blocks` (default: the input and the output share of
-    :func:`workspace_budget`). Digits are int8 values; every step after the products is exact
-    int64 arithmetic, so the result does not depend on how the products are summed."""
+    kernels, same bits). ``budget``: block workspace bytes for the arrays a block holds
+    (:func:`emulator_blocks`' first sizing; default: the input and the output share of
+    :func:`workspace_budget`, both sizings). Digits are int8 values; every step after the
+    products is exact int64 arithmetic, so the result does not depend on how the products
+    are summed."""
     xp = array_module(A)
     m, k = A.shape
     n = B.shape[1]
@@ -964,7 +966,7 @@ def ozaki1_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
     if budget is None:
         mb, nb = emulator_blocks(plan, m, n, _input_budget(A, B), _output_budget(A, B))
     else:
-        mb, nb = emulator_blocks(plan, m, n, budget, budget)
+        mb, nb = emulator_blocks(plan, m, n, budget)  # (a given budget: the held arrays)
     for r0 in range(0, m, mb):
         ia = scaled_integers(A[r0 : r0 + mb], s_a[r0 : r0 + mb], 1, "trunc").astype(np.int64)
         da = slices(ia, T)

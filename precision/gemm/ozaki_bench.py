@@ -439,12 +439,36 @@ def acceptance(rows: list[dict], fp64_terms: int = 15, fp32_terms: int = 8) -> s
     return "\n".join(out) + "\n"
 
 
-def combine(paths: list[Path], out: Path) -> int:
+def read_bench_tables(paths: list[Path]) -> tuple[list[Any], list[str]]:
+    """The bench tables ``paths`` (pandas frames) and, for each that cannot be used, one
+    line saying why: missing, unreadable, empty, or without a column the acceptance needs
+    (:data:`COLUMNS`)."""
+    import pandas as pd
+
+    frames, problems = [], []
+    for path in paths:
+        why = _why_unreadable(path)
+        if why is None:
+            try:
+                frame = pd.read_csv(path)
+            except (ValueError, OSError) as exc:  # empty or malformed csv (EmptyDataError...)
+                why = f"not a csv table: {type(exc).__name__}: {exc}"
+            else:
+                missing = [c for c in COLUMNS if c not in frame.columns]
+                if missing:
+                    why = f"no column {', '.join(missing)}"
+                else:
+                    frames.append(frame)
+        if why is not None:
+            problems.append(f"{path} ({why})")
+    return frames, problems
+
+
+def combine(frames: list[Any], out: Path) -> int:
     """Join bench tables (e.g. the identity/errors and the speed stages, run as two calls)
     into ``out/ozaki_bench.csv`` and write ``out/ozaki_acceptance.md``."""
     import pandas as pd
 
-    frames = [pd.read_csv(p) for p in paths]
     commits = {str(c) for f in frames for c in f.get("git_commit", pd.Series(dtype=str)).unique()}
     if len(commits) > 1:  # each row keeps its own commit (provenance column git_commit)
         log(f"--combine: rows from commits {sorted(commits)}; see the git_commit column")
@@ -501,14 +525,14 @@ def main(argv: list[str] | None = None) -> int:
     if not args.combine and set(args.skip) != {"identity", "speed", "errors"}:
         if exit_without_gpu("python -m precision.gemm.ozaki_bench (without --combine)"):
             return 2
-    unreadable = [f"{path} ({_why_unreadable(path)})" for path in args.combine
-                  if _why_unreadable(path)]  # fmt: skip
-    if unreadable:  # before --out is made: a failed combine leaves nothing behind
-        print(f"error: --combine: cannot read {', '.join(unreadable)}", file=sys.stderr)
-        return 2
+    if args.combine:  # every input read and checked before --out is made
+        frames, problems = read_bench_tables(args.combine)
+        if problems:
+            print(f"error: --combine: cannot use {'; '.join(problems)}", file=sys.stderr)
+            return 2
+        args.out.mkdir(parents=True, exist_ok=True)
+        return combine(frames, args.out)
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.combine:
-        return combine(args.combine, args.out)
     from precision.provenance import collect
 
     prov = collect()

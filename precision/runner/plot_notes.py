@@ -1,8 +1,9 @@
 """The notes printed under figures (and under the summary's tables): the caveats that head
 them, never capped (:data:`ERR_MAX_NOTE`; :func:`timing_notes`, when TFLOP/s were timed
-while a run computed several points at once or numpy's BLAS was not recorded as
-single-threaded, from the run records of provenance.json: :func:`read_runs`,
-:func:`run_concurrency`), the cap on
+while a run computed several points at once, on more than one machine
+(:func:`timing_machines`, also used by the runner's warning on reused points) or with
+numpy's BLAS not recorded as single-threaded, from the run records of provenance.json:
+:func:`read_runs`, :func:`run_concurrency`), the cap on
 the other lists (:func:`cap_notes`) and the points a figure cannot show
 (:func:`_missing_notes`). The notes on the dimensions split into panel rows and on the term
 counts that repeats chose are made with the figure's frame
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -213,9 +214,7 @@ def timing_notes(table: pd.DataFrame, runs: list[dict] | None = None) -> list[st
     timed = table[ok & np.isfinite(values) & (values > 0)]
     if timed.empty:
         return []
-    gpu = timed["backend"].isin(["cuda", "cublas"])
-    if "timing" in timed:
-        gpu = timed["timing"].eq("cuda_events") | (timed["timing"].isna() & gpu)
+    gpu = gpu_timed(timed)
     made_by = _runs_of(timed, runs) if runs else [None] * len(timed)
     notes = []
     shared: list[tuple[int, str]] = []
@@ -236,7 +235,7 @@ def timing_notes(table: pd.DataFrame, runs: list[dict] | None = None) -> list[st
             "time with one job (--force)"
         )
     for on_device, kind in ((False, "CPU"), (True, "GPU")):
-        machines = _machines(timed[gpu == on_device], on_device)
+        machines = _machines(timed[gpu == on_device])
         if len(machines) > 1:
             listed = ", ".join(f"{name} ({n} rows)" for name, n in machines.items())
             notes.append(
@@ -251,23 +250,44 @@ def timing_notes(table: pd.DataFrame, runs: list[dict] | None = None) -> list[st
     return notes
 
 
-def _machines(timed: pd.DataFrame, on_gpu: bool) -> dict[str, int]:
-    """How many of ``timed``'s rows each machine timed: the GPU model for GPU-timed rows,
-    "CPU model ×cores" for the others; rows written before the CPU was recorded (no ``cpu``
-    column or value) are left out, as nothing is known of them."""
+def gpu_timed(rows: pd.DataFrame) -> pd.Series:
+    """Which rows a GPU's clock timed (``timing`` "cuda_events"; rows without a ``timing``
+    value: the cuda and cublas backends)."""
+    on_gpu = rows["backend"].isin(["cuda", "cublas"])
+    if "timing" in rows:
+        on_gpu = rows["timing"].eq("cuda_events") | (rows["timing"].isna() & on_gpu)
+    return on_gpu
+
+
+def machine_label(cpu: Any, cpu_count: Any, gpu: Any, on_gpu: bool) -> str | None:
+    """The machine that times a row, as far as its speed goes: the GPU model for GPU-timed
+    rows, "CPU model ×cores" for the others (the CPU alone where the core count is
+    unknown); None where it is not recorded (rows written before the CPU was, CPU rows
+    without ``cpu``, GPU rows without ``gpu``)."""
     if on_gpu:
-        names = timed["gpu"] if "gpu" in timed else pd.Series(dtype=object)
-    elif "cpu" in timed:
-        cores = timed["cpu_count"] if "cpu_count" in timed else pd.Series(None, index=timed.index)
-        names = pd.Series(
-            [
-                None if pd.isna(cpu) else cpu if pd.isna(n) else f"{cpu} ×{int(n)}"
-                for cpu, n in zip(timed["cpu"], cores, strict=True)
-            ],
-            index=timed.index,
-            dtype=object,
+        return None if gpu is None or pd.isna(gpu) else str(gpu)
+    if cpu is None or pd.isna(cpu):
+        return None
+    return str(cpu) if cpu_count is None or pd.isna(cpu_count) else f"{cpu} ×{int(cpu_count)}"
+
+
+def timing_machines(rows: pd.DataFrame) -> pd.Series:
+    """:func:`machine_label` of every row of ``rows`` (None where unknown)."""
+
+    def column(name: str) -> pd.Series:
+        return rows[name] if name in rows else pd.Series(None, index=rows.index, dtype=object)
+
+    labels = [
+        machine_label(cpu, n, gpu, bool(on))
+        for cpu, n, gpu, on in zip(
+            column("cpu"), column("cpu_count"), column("gpu"), gpu_timed(rows), strict=True
         )
-    else:
-        return {}
-    counts = names.dropna().astype(str).value_counts()
+    ]
+    return pd.Series(labels, index=rows.index, dtype=object)
+
+
+def _machines(timed: pd.DataFrame) -> dict[str, int]:
+    """How many of ``timed``'s rows each machine timed (:func:`timing_machines`), most rows
+    first; rows whose machine is not recorded are left out."""
+    counts = timing_machines(timed).dropna().value_counts()
     return dict(sorted(((str(k), int(n)) for k, n in counts.items()), key=lambda c: (-c[1], c[0])))

@@ -11,11 +11,13 @@ write to its last, so two runs never mix in one directory. Point files that fail
 identity check are moved aside and recomputed. A rerun after the config changed, or with
 stored points computed by another package version or git commit, reuses those points (a
 point's id fixes all its parameters) but says so in :attr:`RunSummary.warnings` and records
-it in ``provenance.json`` (``previous_config``, ``reused_points_code``). Each run's record
+it in ``provenance.json`` (``previous_config``, ``previous_table``, ``reused_points_code``;
+a local rerun on another machine warns too: ``reused_points_hardware``). Each run's record
 there also says how many points it computed at once (``concurrent_jobs``) and what set the
 BLAS threads (``blas_threads_env``, ``cpu_count``): the TFLOP/s figure and table note timings
 that shared the machine (:func:`~precision.runner.plotting.timing_notes`). Process-pool
-workers exit when the run's process dies, even by SIGKILL.
+workers exit when the run's process dies, even by SIGKILL; a worker that dies breaks its pool,
+and the groups it took with it are run again one at a time (:func:`_run_pool`).
 """
 
 from __future__ import annotations
@@ -53,7 +55,14 @@ from precision.runner.execute import (
     compute_group,
     compute_point,
 )
-from precision.runner.plot_notes import BLAS_THREAD_VARS, read_runs
+from precision.runner.plot_labels import _and
+from precision.runner.plot_notes import (
+    BLAS_THREAD_VARS,
+    gpu_timed,
+    machine_label,
+    read_runs,
+    timing_machines,
+)
 from precision.runner.plotting import plot_results
 from precision.runner.store import ResultsDir, StoreError, finished
 from precision.runner.sweep import Point, expand, group_by_inputs
@@ -303,10 +312,6 @@ def _process_pool(jobs: int) -> Iterator[tuple[Callable, Callable]]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-#: How many times the groups of a process pool whose worker died are run in a fresh pool.
-POOL_RETRIES = 1
-
-
 def _run_pool(
     jobs: int, groups: list[list[Point]], on_done: Callable[[Point, pd.DataFrame], None]
 ) -> tuple[int, list[str]]:
@@ -314,32 +319,39 @@ def _run_pool(
     not computed and a note saying why.
 
     A worker that dies (killed, out of memory) breaks the whole pool: every group it had not
-    yet returned fails. Those groups are run again in a fresh pool, up to
-    :data:`POOL_RETRIES` times; the groups still failing are left for the next run, as on
-    Dask. Rows already returned are written as they arrive.
+    yet returned fails, queued ones included. Those groups are then run one at a time, each
+    in a fresh process of its own, so a group that kills its worker again loses only its own
+    points; they are left for the next run, as on Dask. Rows already returned are written as
+    they arrive.
     """
     lost: list[list[Point]] = []
-    for _attempt in range(POOL_RETRIES + 1):
-        lost = []
-        with _process_pool(jobs) as (submit, as_completed):
-            futures = {submit(compute_group, group): group for group in groups}
-            for future in as_completed(list(futures)):
-                try:
-                    results = future.result()
-                except concurrent.futures.process.BrokenProcessPool:
-                    lost.append(futures[future])
-                    continue
-                for point, rows in zip(futures[future], results, strict=True):
-                    on_done(point, rows)
-        if not lost:
-            return 0, []
-        groups = lost
-    n = sum(len(group) for group in lost)
-    tries = POOL_RETRIES + 1
+    with _process_pool(jobs) as (submit, as_completed):
+        futures = {submit(compute_group, group): group for group in groups}
+        for future in as_completed(list(futures)):
+            try:
+                results = future.result()
+            except concurrent.futures.process.BrokenProcessPool:
+                lost.append(futures[future])
+                continue
+            for point, rows in zip(futures[future], results, strict=True):
+                on_done(point, rows)
+    failed: list[list[Point]] = []
+    for group in lost:  # one at a time, each in a fresh process
+        with _process_pool(1) as (submit, _):
+            try:
+                results = submit(compute_group, group).result()
+            except concurrent.futures.process.BrokenProcessPool:
+                failed.append(group)
+                continue
+        for point, rows in zip(group, results, strict=True):
+            on_done(point, rows)
+    if not failed:
+        return 0, []
+    n = sum(len(group) for group in failed)
     return n, [
-        f"{n} point(s) not computed: a worker process died while computing them, in each of "
-        f"{tries} tries (killed, or out of memory: the system log says which); a rerun "
-        "retries them, and --jobs 1 runs them in this process"
+        f"{n} point(s) not computed: the worker process computing them died, in the pool and "
+        "again alone in a fresh process (killed, or out of memory: the system log says "
+        "which); a rerun retries them, and --jobs 1 runs them in this process"
     ]
 
 
@@ -410,10 +422,6 @@ def run_experiment(
     return summary
 
 
-def _and(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-
-
 def _code_of(rows: pd.DataFrame | dict) -> str:
     """The code of stored rows (or provenance fields), as "version V commit C source D"; rows
     written before the source digest was recorded give "version V commit C"."""
@@ -422,17 +430,6 @@ def _code_of(rows: pd.DataFrame | dict) -> str:
     digest = first.get("source_digest")
     code = f"version {version} commit {commit}"
     return code if digest is None or pd.isna(digest) else f"{code} source {digest}"
-
-
-def _hardware_of(rows: pd.DataFrame | dict) -> str | None:
-    """The machine that timed stored rows (or of provenance fields), as "CPU ×N" or
-    "CPU ×N, GPU"; None for rows written before the CPU was recorded."""
-    first = rows.iloc[0] if isinstance(rows, pd.DataFrame) else pd.Series(rows)
-    cpu, count, gpu = first.get("cpu"), first.get("cpu_count"), first.get("gpu")
-    if cpu is None or pd.isna(cpu):
-        return None
-    where = f"{cpu} ×{int(count)}" if count is not None and not pd.isna(count) else str(cpu)
-    return where if gpu is None or pd.isna(gpu) else f"{where}, {gpu}"
 
 
 def _same_code(stored: str, current: str) -> bool:
@@ -494,27 +491,32 @@ def _run_locked(
     current = _code_of(info)
     pending: list[Point] = []
     reused_code: dict[str, int] = {}
-    reused_on: dict[str | None, int] = {}  # the machines that timed the reused points
+    reused_on: dict[str, int] = {}  # the machines that timed the reused points
+    elsewhere: dict[str, int] = {}  # ... where they are not this run's machine
     for p in points:
         rows = None if force else rd.read_point(p)
         if finished(rows, p):
             code = _code_of(rows)
             reused_code[code] = reused_code.get(code, 0) + 1
-            where = _hardware_of(rows)
-            reused_on[where] = reused_on.get(where, 0) + 1
+            where = timing_machines(rows).iloc[0]
+            here = machine_label(info["cpu"], info["cpu_count"], info["gpu"],
+                                 bool(gpu_timed(rows).iloc[0]))  # fmt: skip
+            if where is not None:
+                reused_on[where] = reused_on.get(where, 0) + 1
+                if here is not None and where != here:
+                    elsewhere[where] = elsewhere.get(where, 0) + 1
         else:
             pending.append(p)
-    hardware = _hardware_of(info)
-    if executor == "local" and hardware is not None:  # (Dask workers may be other machines)
-        elsewhere = {w: n for w, n in reused_on.items() if w is not None and w != hardware}
-        if elsewhere:
-            listed = "; ".join(f"{n} on {where}" for where, n in elsewhere.items())
-            warnings.append(
-                f"stored points were timed on other hardware ({listed}); this run is on "
-                f"{hardware}. Their errors are reused as they are, but their time_s and "
-                "TFLOP/s are not comparable with this run's (the figures say so); --force "
-                "recomputes every point here"
-            )
+    if executor == "local" and elsewhere:  # (Dask workers may be other machines)
+        listed = "; ".join(f"{n} on {where}" for where, n in elsewhere.items())
+        here = _and([m for m in (machine_label(info["cpu"], info["cpu_count"], None, False),
+                                 info["gpu"]) if m])  # fmt: skip
+        warnings.append(
+            f"stored points were timed on other hardware ({listed}); this run is on {here}. "
+            "Their errors are reused as they are, but their time_s and TFLOP/s are not "
+            "comparable with this run's (the TFLOP/s figures say so); --force recomputes "
+            "every point here"
+        )
     other = {code: n for code, n in reused_code.items() if not _same_code(code, current)}
     if other:
         listed = "; ".join(f"{n} by {code}" for code, n in other.items())
@@ -545,7 +547,7 @@ def _run_locked(
             "previous_config": previous_config,
             "previous_table": kept[1:],
             "reused_points_code": reused_code,
-            "reused_points_hardware": {str(w): n for w, n in reused_on.items()},
+            "reused_points_hardware": reused_on,
         }
     )
     summary = RunSummary(rd.path, total=len(points), skipped=len(points) - len(pending), computed=0)

@@ -117,19 +117,54 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
         raise
 
 
+def _numbered(path: Path) -> Iterator[Path]:
+    """``path``, then ``<stem>_2<suffix>``, ``_3``, ...: the names tried for a new file."""
+    yield path
+    number = 2
+    while True:
+        yield path.with_name(f"{path.stem}_{number}{path.suffix}")
+        number += 1
+
+
 def claim_new(path: Path) -> Path:
     """Create ``path`` empty, or if it exists ``<stem>_2<suffix>``, ``_3``, ... (the first
-    free one), with an exclusive create, and return the path created. Two writers (benches, runs
-    keeping an earlier config) that claim the same name at once get different files."""
+    free one), with an exclusive create, and return the path created. Two benches that claim
+    the same name at once get different files."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    candidate, number = path, 1
-    while True:
+    for candidate in _numbered(path):
         try:
             with candidate.open("x"):
                 return candidate
         except FileExistsError:
-            number += 1
-            candidate = path.with_name(f"{path.stem}_{number}{path.suffix}")
+            continue
+    raise AssertionError("unreachable")  # (_numbered never ends)
+
+
+def rename_new(src: Path, dest: Path) -> Path:
+    """Give the file ``src`` the name ``dest``, or ``<stem>_2<suffix>``, ... where that is
+    taken, never replacing another file, and return the new path.
+
+    A hard link under the new name, then ``src`` unlinked: at every moment the file has at
+    least one complete name, so a process killed even by SIGKILL leaves no empty or partial
+    file under a kept name (at worst both names). Where the file system has no hard links,
+    the new name is claimed empty first (:func:`claim_new`) and ``src`` renamed over it.
+    """
+    for candidate in _numbered(dest):
+        try:
+            os.link(src, candidate)
+        except FileExistsError:
+            continue
+        except OSError:  # no hard links here (FAT, some network file systems)
+            claimed = claim_new(dest)
+            try:
+                os.replace(src, claimed)
+            except BaseException:
+                claimed.unlink(missing_ok=True)
+                raise
+            return claimed
+        os.unlink(src)
+        return candidate
+    raise AssertionError("unreachable")
 
 
 #: Age in seconds after which a run's clean-up removes a temporary file in ``figures/``.
@@ -351,21 +386,12 @@ class ResultsDir:
 
     @staticmethod
     def _keep(path: Path, dest: Path) -> Path:
-        """Move ``path`` to ``dest``, or to ``dest`` with ``_2`` and so on before its suffix
-        where that is taken: never over another file (two runs that keep a file in the same
-        second keep both). Returns the new path."""
+        """Move ``path`` to ``dest`` (:func:`rename_new`: ``_2`` and so on where that is
+        taken, never over another file, never an empty kept file). Returns the new path."""
         try:
-            kept = claim_new(dest)
+            return rename_new(path, dest)
         except OSError as exc:
-            raise StoreError(_describe_os_error(exc, dest.parent)) from None
-        try:
-            os.replace(path, kept)
-        except BaseException as exc:  # (the claimed name stays free for the next try)
-            kept.unlink(missing_ok=True)
-            if isinstance(exc, OSError):
-                raise StoreError(_describe_os_error(exc, kept)) from None
-            raise
-        return kept
+            raise StoreError(_describe_os_error(exc, dest)) from None
 
     def save_config(self, config: ExperimentConfig) -> list[str]:
         """Copy the config file verbatim, keeping a previous, different one and its table.
@@ -376,7 +402,9 @@ class ResultsDir:
         stopped at any moment never leaves a table of one config next to another config, and
         the earlier table's rows are kept even where no point file holds them (a directory
         published without ``points/``). A name already taken (two changes in one second)
-        gets ``_2`` and so on. Returns the kept names, the config's first; [] if unchanged.
+        gets ``_2`` and so on, the table the same as its config. No kept name is ever an
+        empty file (:func:`rename_new`). Returns the kept names, the config's first; [] if
+        unchanged.
         """
         dest = self.config_path
         kept: list[str] = []
@@ -385,21 +413,15 @@ class ResultsDir:
             if previous.decode("utf-8", errors="replace") == config.text:
                 return []
             stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-            try:
-                old_config = claim_new(dest.with_name(f"config.{stamp}.toml"))
-            except OSError as exc:
-                raise StoreError(_describe_os_error(exc, self.path)) from None
-            try:
-                atomic_write(old_config, lambda tmp: tmp.write_bytes(previous))
-            except BaseException:  # (no empty file under a kept config's name)
-                old_config.unlink(missing_ok=True)
-                raise
+            copy = self.path / f".config.{stamp}.toml.tmp"  # (a later run's clean-up removes it)
+            atomic_write(copy, lambda tmp: tmp.write_bytes(previous))
+            old_config = self._keep(copy, self.path / f"config.{stamp}.toml")
             kept.append(old_config.name)
+            # the table takes its config's name (config.S_2.toml: results.S_2.parquet)
+            stem = old_config.name.removeprefix("config.").removesuffix(".toml")
             for table in (self.table_path, self.csv_path):
                 if table.exists():
-                    kept.append(
-                        self._keep(table, self.path / f"results.{stamp}{table.suffix}").name
-                    )
+                    kept.append(self._keep(table, self.path / f"results.{stem}{table.suffix}").name)
         atomic_write(dest, lambda tmp: tmp.write_text(config.text, encoding="utf-8"))
         return kept
 
@@ -443,12 +465,6 @@ class ResultsDir:
             if rows is not None:
                 frames.append(rows.assign(dist_label=labels.get(point.id, point.distribution)))
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-    def remove_table(self) -> None:
-        """Remove ``results.parquet`` and ``results.csv`` (a table of another config)."""
-        for path in (self.table_path, self.csv_path):
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
 
     def write_table(self, table: pd.DataFrame, name: str) -> None:
         """Write the combined ``results.parquet`` and ``results.csv`` (name column first).

@@ -271,6 +271,9 @@ def test_pdf_and_svg_figures_are_byte_reproducible(tmp_path):
     first = {p.name: p.read_bytes() for p in plot_results(rows(), tmp_path / "a", "t", spec)}
     again = {p.name: p.read_bytes() for p in plot_results(rows(), tmp_path / "b", "t", spec)}
     assert {"err_fro.pdf", "err_fro.svg"} <= set(first) and first == again
+    # (two draws within one second would match anyway: the date itself must be absent)
+    assert b"/CreationDate" not in first["err_fro.pdf"]
+    assert b"<dc:date>" not in first["err_fro.svg"]
 
 
 def test_numpy_timings_carry_the_blas_threads_caveat_unless_single_threaded():

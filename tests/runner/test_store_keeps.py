@@ -62,43 +62,65 @@ def rows_kept(rd: ResultsDir) -> set[tuple[str, int]]:
     return set(zip(rows["point_id"], rows["repeat"], strict=True))
 
 
-@pytest.mark.parametrize("stop_at", range(1, 9))
-def test_a_config_change_stopped_at_any_write_keeps_table_and_config_paired(
-    tmp_path, monkeypatch, stop_at
-):
-    """The run of a narrowed config is stopped at its 1st, 2nd, ... file replacement: the
-    table and csv on disk always belong to the config.toml next to them, and every row of
-    the earlier config survives somewhere (point files removed, as in a published directory,
-    so the table is the only copy of the dropped size)."""
+def _stopping_at(monkeypatch, stop_at: int | None) -> list[str]:
+    """Make the store's ``stop_at``-th file replacement or link (None: none) raise
+    KeyboardInterrupt before it happens; returns the list of names written, as they come."""
+    calls: list[str] = []
+    real_replace, real_link = os.replace, os.link
+
+    def counted(real):
+        def call(src, dst):
+            calls.append(Path(dst).name)
+            if len(calls) == stop_at:
+                raise KeyboardInterrupt
+            real(src, dst)
+
+        return call
+
+    monkeypatch.setattr(store.os, "replace", counted(real_replace))
+    monkeypatch.setattr(store.os, "link", counted(real_link))
+    return calls
+
+
+def _published(root: Path) -> tuple[ResultsDir, set[tuple[str, int]]]:
+    """CONFIG run into ``root``, then its points/ removed (as a published directory): the
+    table is the only copy of its rows, which are returned."""
     import shutil
 
-    run(tmp_path)
-    rd = ResultsDir(tmp_path, "s")
+    run(root)
+    rd = ResultsDir(root, "s")
     shutil.rmtree(rd.points_dir)
-    published = pd.read_parquet(rd.table_path)
-    before = set(zip(published["point_id"], published["repeat"], strict=True))
-    real_replace, calls = os.replace, []
+    table = pd.read_parquet(rd.table_path)
+    return rd, set(zip(table["point_id"], table["repeat"], strict=True))
 
-    def replace(src, dst):
-        calls.append(Path(dst).name)
-        if len(calls) == stop_at:
-            raise KeyboardInterrupt
-        real_replace(src, dst)
 
-    monkeypatch.setattr(store.os, "replace", replace)
-    with pytest.raises(KeyboardInterrupt):
-        run(tmp_path, NARROWED)
-    monkeypatch.setattr(store.os, "replace", real_replace)
-    tables_match_their_config(rd)
-    assert before <= rows_kept(rd), f"rows lost when stopped before writing {calls[-1]}"
-    assert all(p.stat().st_size for p in rd.path.iterdir() if p.is_file()), "an empty file"
-    if rd.csv_path.exists() and rd.table_path.exists():  # a stop between the two is stale
-        if rd.csv_path.stat().st_mtime > rd.table_path.stat().st_mtime:
-            assert rd.table_is_stale()
-    run(tmp_path, NARROWED)  # finishing the run
-    tables_match_their_config(rd)
-    assert set(pd.read_parquet(rd.table_path)["point_id"]) == ids_of(NARROWED)
-    assert before <= rows_kept(rd)
+def test_a_config_change_stopped_at_any_write_keeps_table_and_config_paired(tmp_path, monkeypatch):
+    """The run of a narrowed config is stopped before each of its file replacements and
+    links in turn (the kept config and table, the new config, the table's csv and parquet,
+    provenance, ...): the table and csv on disk always belong to the config.toml next to
+    them, no file is empty, and every row of the earlier config survives somewhere (point
+    files removed, as in a published directory, so the table is the only copy of the
+    dropped size)."""
+    _published(tmp_path / "count")
+    with monkeypatch.context() as m:
+        every = _stopping_at(m, None)
+        run(tmp_path / "count", NARROWED)
+    assert {"config.toml", "results.csv", "results.parquet"} <= set(every)
+    for stop_at in range(1, len(every) + 1):
+        root = tmp_path / str(stop_at)
+        rd, before = _published(root)
+        with monkeypatch.context() as m:
+            calls = _stopping_at(m, stop_at)
+            with pytest.raises(KeyboardInterrupt):
+                run(root, NARROWED)
+        where = f"stopped before writing {calls[-1]} (write {stop_at} of {len(every)})"
+        tables_match_their_config(rd)
+        assert before <= rows_kept(rd), f"rows lost when {where}"
+        assert all(p.stat().st_size for p in rd.path.iterdir() if p.is_file()), where
+        run(root, NARROWED)  # finishing the run
+        tables_match_their_config(rd)
+        assert set(pd.read_parquet(rd.table_path)["point_id"]) == ids_of(NARROWED), where
+        assert before <= rows_kept(rd), where
 
 
 def test_a_narrowed_config_keeps_the_earlier_table_with_its_config(tmp_path):
@@ -133,15 +155,21 @@ def test_config_changes_within_one_second_keep_every_earlier_config(tmp_path, mo
 
     monkeypatch.setattr(store.dt, "datetime", Frozen)
     texts = [CONFIG, NARROWED, CONFIG.replace("seed = 5", "seed = 6")]
+    rd = ResultsDir(tmp_path, "s")
     for text in texts:
         run(tmp_path, text)
-    rd = ResultsDir(tmp_path, "s")
+        if text == CONFIG:  # the first config is kept without a table: the names must not drift
+            for path in (rd.table_path, rd.csv_path):
+                path.unlink()
     kept = sorted(rd.path.glob("config.2026*.toml"))
     assert [p.name for p in kept] == ["config.20261126T120000Z.toml",
                                       "config.20261126T120000Z_2.toml"]  # fmt: skip
     assert [p.read_text() for p in kept] == texts[:2]
-    tables = sorted(rd.path.glob("results.2026*.parquet"))
-    assert [set(pd.read_parquet(p)["m"]) for p in tables] == [{8, 16, 24}, {8, 16}]
+    # the second config's table is kept under its config's name, not the free bare stamp
+    assert sorted(p.name for p in rd.path.glob("results.2026*")) == [
+        "results.20261126T120000Z_2.csv", "results.20261126T120000Z_2.parquet"]  # fmt: skip
+    kept_table = pd.read_parquet(rd.path / "results.20261126T120000Z_2.parquet")
+    assert set(kept_table["m"]) == {8, 16}
 
 
 def test_figures_are_drawn_while_the_run_holds_the_lock(tmp_path, monkeypatch):
@@ -201,13 +229,15 @@ def test_a_pool_worker_killed_once_is_retried_in_a_fresh_pool(tmp_path, monkeypa
 
 
 def test_a_point_that_kills_every_worker_is_left_for_a_rerun(tmp_path, monkeypatch):
-    """Its worker dies in each try: the other points are stored, the run says how many were
-    not run and why (no traceback), and a rerun computes only those."""
+    """Its worker dies in each try: the other points are stored (also those queued when the
+    pool broke), the run says how many were not run and why (no traceback), and a rerun
+    computes only those."""
     monkeypatch.setenv("PRECISION_TEST_GEMM_DIE", "16")
     summary = run(tmp_path, jobs=2)
-    assert summary.not_run >= 2 and summary.computed == 6 - summary.not_run
+    # only the size-16 group (plain, corrected) is lost, not the groups queued beside it
+    assert (summary.not_run, summary.computed) == (2, 4)
     (note,) = summary.warnings
-    assert f"{summary.not_run} point(s) not computed: a worker process died" in note
+    assert "2 point(s) not computed: the worker process computing them died" in note
     assert "--jobs 1" in note
     monkeypatch.delenv("PRECISION_TEST_GEMM_DIE")
     rerun = run(tmp_path, jobs=2)
@@ -255,13 +285,22 @@ def test_capture_never_writes_into_a_directory_with_files(tmp_path, monkeypatch,
     assert [p.name for p in earlier.iterdir()] == ["manifest.json"]
 
 
-def test_ozaki_bench_combine_of_a_missing_file_is_one_line_and_leaves_nothing(tmp_path, capsys):
+def test_ozaki_bench_combine_of_an_unusable_file_is_one_line_and_leaves_nothing(tmp_path, capsys):
+    """Missing, empty, and without the acceptance's columns: one line naming each, and no
+    --out directory left behind (before, each was a traceback after --out was made)."""
     from precision.gemm import ozaki_bench
 
+    empty, partial = tmp_path / "empty.csv", tmp_path / "partial.csv"
+    empty.write_text("")
+    partial.write_text("method,n\ndgemm,8192\n")
     out = tmp_path / "out"
-    assert ozaki_bench.main(["--out", str(out), "--combine", str(tmp_path / "no.csv")]) == 2
+    args = ["--out", str(out), "--combine", str(tmp_path / "no.csv"), str(empty), str(partial)]
+    assert ozaki_bench.main(args) == 2
     err = capsys.readouterr().err
-    assert err == f"error: --combine: cannot read {tmp_path / 'no.csv'} (no such file)\n"
+    assert err.count("\n") == 1 and err.startswith("error: --combine: cannot use ")
+    assert f"{tmp_path / 'no.csv'} (no such file)" in err
+    assert f"{empty} (not a csv table: EmptyDataError" in err
+    assert f"{partial} (no column target, fmt, terms, backend, phi, tflops" in err
     assert not out.exists()
 
 
@@ -275,17 +314,19 @@ def test_points_timed_on_another_machine_are_named_when_reused(tmp_path):
     assert rows["cpu"].iloc[0] == here["cpu"] and rows["cpu_count"].iloc[0] == here["cpu_count"]
     assert run(tmp_path).warnings == []  # the same machine: nothing to say
     files = sorted(rd.points_dir.glob("*.parquet"))
-    for path in files[:2]:  # as if timed on a 16-core node with a GPU
-        pd.read_parquet(path).assign(cpu="Big CPU", cpu_count=16, gpu="NVIDIA H200").to_parquet(
-            path, index=False
-        )
+    for path in files[:2]:  # as if timed on a 16-core node (CPU-timed rows: the CPU decides)
+        stored = pd.read_parquet(path).assign(cpu="Big CPU", cpu_count=16, gpu="NVIDIA H200")
+        stored.to_parquet(path, index=False)
     for path in files[2:3]:  # written before the CPU was recorded: nothing known
         pd.read_parquet(path).drop(columns=["cpu", "cpu_count"]).to_parquet(path, index=False)
-    (warning,) = run(
-        tmp_path, CONFIG.replace("size = [8, 16, 24]", "size = [8, 16, 24, 4]")
-    ).warnings[1:]
-    assert warning.startswith("stored points were timed on other hardware (2 on Big CPU ×16, "
-                              "NVIDIA H200); this run is on")  # fmt: skip
+    for path in files[3:4]:  # the same CPU, a GPU visible then: CPU timings still comparable
+        pd.read_parquet(path).assign(gpu="NVIDIA H200").to_parquet(path, index=False)
+    summary = run(tmp_path, CONFIG.replace("size = [8, 16, 24]", "size = [8, 16, 24, 4]"))
+    (warning,) = summary.warnings[1:]  # (after "the config differs")
+    expected = f"{here['cpu']} ×{here['cpu_count']}"
+    assert warning.startswith(
+        f"stored points were timed on other hardware (2 on Big CPU ×16); this run is on {expected}"
+    )
     assert "TFLOP/s are not comparable" in warning
     latest = rd.read_provenance()[0][-1]
-    assert latest["reused_points_hardware"]["Big CPU ×16, NVIDIA H200"] == 2
+    assert latest["reused_points_hardware"] == {"Big CPU ×16": 2, expected: 3}

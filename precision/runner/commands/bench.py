@@ -467,17 +467,19 @@ def main(args: argparse.Namespace) -> int:
     fields: list[str] = []
     for r in rows:
         fields += [k for k in r if k not in fields]
-    status = 1 if any(r.get("identical", 1.0) != 1.0 for r in rows) else 0
-    mode = "a" if args.append and args.out.exists() else "w"
+    failed = any(r.get("identical", 1.0) != 1.0 for r in rows)
+    refused = False
+    header = _csv_header(args.out) if args.append and args.out.exists() else []
+    mode = "a" if header else "w"  # (an empty file is written as a new one)
     if mode == "a":
-        header = _csv_header(args.out)
         extra = [f for f in fields if f not in header]
         if extra:  # appending would put values under other columns' names
             wanted = args.out
-            args.out, mode, status = claim_new(args.out), "w", 2
+            args.out, mode, refused = claim_new(args.out), "w", True
             print(
-                f"error: cannot append to {wanted}: it has no column {', '.join(extra)}; "
-                f"the rows are written to {args.out} instead",
+                f"error: cannot append to {wanted}: it has no column {', '.join(extra)} (a "
+                f"file written before this bench recorded it); the rows are written to "
+                f"{args.out} instead",
                 file=sys.stderr,
             )
         else:
@@ -488,7 +490,7 @@ def main(args: argparse.Namespace) -> int:
             writer.writeheader()
         writer.writerows(rows)
     print(f"wrote {len(rows)} rows to {args.out}")
-    return status
+    return 1 if failed else 2 if refused else 0  # (a failed identity check first)
 
 
 def _csv_header(path: Path) -> list[str]:

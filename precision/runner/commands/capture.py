@@ -59,7 +59,11 @@ def run(args: argparse.Namespace) -> int:
 def _holds_files(out: Path) -> str | None:
     """The reason ``out`` may not receive a capture: it holds files already (an earlier
     capture, perhaps one the docs cite); None for a new or empty directory."""
-    if out.is_dir() and any(out.iterdir()):
+    try:
+        holds_files = out.is_dir() and any(out.iterdir())
+    except OSError as exc:  # unreadable: directory_destination_problem names it next
+        return f"--out {out}: cannot read {out} ({exc.strerror or type(exc).__name__})"
+    if holds_files:
         return (
             f"--out {out} already holds files (an earlier capture?); a capture is never "
             "written over another: give a new or empty directory with --out"
