@@ -7,7 +7,6 @@ expected, and suggests the nearest valid key or value. See ``docs/runner.md`` fo
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import re
 import tomllib
@@ -186,8 +185,9 @@ def _describe(value: Any) -> str:
 
 
 def _suggest(word: str, valid: tuple[str, ...] | list[str]) -> str:
-    hint = difflib.get_close_matches(str(word), list(valid), n=1, cutoff=0.6)
-    return f"; did you mean {hint[0]!r}?" if hint else ""
+    from precision.tensorcore.arch import did_you_mean
+
+    return did_you_mean(word, valid)
 
 
 def _unique(items: list) -> tuple:

@@ -152,8 +152,8 @@ class _Frame:
     shown (together at most :data:`~precision.runner.plot_notes.MAX_NOTE_LINES` lines,
     :func:`~precision.runner.plot_notes.cap_notes`) under the figure and in summary.md,
     before the points not shown, after ``caveats``: what the metric or its measurement needs
-    said (:data:`ERR_MAX_NOTE`, :func:`~precision.runner.plot_notes.timing_notes`), never
-    capped."""
+    said (:data:`~precision.runner.plot_notes.ERR_MAX_NOTE`,
+    :func:`~precision.runner.plot_notes.timing_notes`), never capped."""
 
     data: pd.DataFrame
     x: str

@@ -45,11 +45,13 @@ What keeps the figures honest and readable:
   ``dist_label``. Display only: the tables' ``dist_label`` column is unchanged.
 - Caveats head the notes, never capped: an ``err_max`` figure reaching 1 says that entries
   with an exact value near 0 set it (:data:`ERR_MAX_NOTE`); a TFLOP/s figure says when its
-  points were timed while a run computed several at once (``--jobs N``, Dask workers), and
-  that numpy's multithreaded BLAS stalls on a loaded machine unless the run recorded one
-  BLAS thread (:func:`timing_notes`, from the records of provenance.json).
+  points were timed while a run computed several at once (``--jobs N``, Dask workers) or on
+  more than one machine (a run resumed elsewhere), and that numpy's multithreaded BLAS stalls
+  on a loaded machine unless the run recorded one BLAS thread (:func:`timing_notes`, from the
+  records of provenance.json).
 - PDF (and PostScript) files embed TrueType fonts (Type 42), not Type 3, which IEEE's and
-  ACM's PDF checks reject.
+  ACM's PDF checks reject. PDF and SVG carry no creation date and SVG's ids are salted, so
+  the same table gives the same bytes in every format (:data:`UNDATED`).
 
 This module is the entry point (:func:`plot_results`, and the checks the ``plot`` command makes
 first: :func:`check_formats`, :func:`check_writable`, :func:`missing_tex`); the work is done in:
@@ -83,21 +85,16 @@ from precision.runner.plot_frame import (
     SPLIT_DIMENSIONS,
     UNIT_ROUNDOFFS,
     _devices,
-    _Frame,
     _point_keys,
-    check_table,
-    choose_x,
     prepare,
 )
 from precision.runner.plot_labels import (
     DIST_LABELS,
-    METRIC_LABELS,
     SERIES_SEP,
     readable_distribution,
 )
 from precision.runner.plot_notes import (
     BLAS_NOTE,
-    BLAS_THREAD_VARS,
     ERR_MAX_NOTE,
     MAX_NOTE_LINES,
     cap_notes,
@@ -112,7 +109,6 @@ from precision.runner.store import StoreError, atomic_write
 __all__ = [
     # plot_labels
     "DIST_LABELS",
-    "METRIC_LABELS",
     "SERIES_SEP",
     "readable_distribution",
     # plot_frame
@@ -120,15 +116,11 @@ __all__ = [
     "GPU_EMULATOR",
     "SPLIT_DIMENSIONS",
     "UNIT_ROUNDOFFS",
-    "_Frame",
     "_devices",
     "_point_keys",
-    "check_table",
-    "choose_x",
     "prepare",
     # plot_notes
     "BLAS_NOTE",
-    "BLAS_THREAD_VARS",
     "ERR_MAX_NOTE",
     "MAX_NOTE_LINES",
     "cap_notes",

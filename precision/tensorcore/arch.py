@@ -783,7 +783,7 @@ ARCHS: dict[str, ArchModel] = {
 
 def did_you_mean(word: Any, valid: Iterable[str]) -> str:
     """``"; did you mean 'x'?"`` for the valid name closest to ``word``, or ``""`` when none is
-    close (difflib, cutoff 0.6 as the runner's config uses)."""
+    close (difflib, cutoff 0.6; the runner's config suggests names with it too)."""
     hint = difflib.get_close_matches(str(word), list(valid), n=1, cutoff=0.6)
     return f"; did you mean {hint[0]!r}?" if hint else ""
 
