@@ -173,3 +173,31 @@ def test_x_size_on_non_square_shapes_is_named(tmp_path, capsys):
         "error: --x size: the table has non-square shapes (m = n = k does not hold in every "
         "row); choose one of: auto, m, n, k"
     )
+
+
+# ----------------------------------------------------------------------------- not a results dir
+
+
+def test_a_path_that_is_not_a_results_directory_says_which_to_give(tmp_path, capsys):
+    """`precision plot configs/quickstart.toml` said the existing file "does not exist"; a
+    folder of results directories said only that it had no table."""
+    config = tmp_path / "q.toml"
+    config.write_text(SWEEP.replace('name = "p"', 'name = "quick"'))
+    assert main(["plot", str(config)]) == 2
+    assert _error_line(capsys) == (
+        f"error: {config} is a config file; plot takes the results directory its run writes: "
+        "precision plot results/quick (or <--results-dir>/quick)"
+    )
+    root = _results_dir(tmp_path)  # tmp_path/res
+    assert main(["plot", str(tmp_path)]) == 2
+    line = _error_line(capsys)
+    assert line == f"error: {tmp_path} holds results directories (res); plot one of them: {root}"
+    assert main(["plot", str(tmp_path / "rse")]) == 2
+    line = _error_line(capsys)
+    missing = tmp_path / "rse"
+    assert (
+        line
+        == f"error: {missing} does not exist; did you mean {str(root)!r}? (run the config first)"
+    )
+    assert main(["plot", str(root / "results.parquet")]) == 2
+    assert "is a file, not a results directory" in _error_line(capsys)

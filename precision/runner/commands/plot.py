@@ -105,14 +105,50 @@ def _load_table(root: Path) -> pd.DataFrame | None:
     message) when there is none."""
     from precision.runner.store import StoreError, recombine
 
-    if not root.is_dir():
-        print(f"error: {root} does not exist (run the config first)", file=sys.stderr)
+    problem = _not_a_results_dir(root)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return None
     try:
         return recombine(root)
     except StoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
+
+
+def _not_a_results_dir(root: Path) -> str | None:
+    """Why ``root`` is not a results directory, saying which one to give instead (a config
+    file names its own; a folder of results directories lists them; a misspelt name gets
+    the closest one); None when it may be one (it holds a table, points or a config)."""
+    import difflib
+
+    if root.is_file():
+        if root.suffix == ".toml":
+            import tomllib
+
+            try:
+                name = tomllib.loads(root.read_text(encoding="utf-8")).get("name", "<name>")
+            except (OSError, ValueError):
+                name = "<name>"
+            return (
+                f"{root} is a config file; plot takes the results directory its run writes: "
+                f"precision plot results/{name} (or <--results-dir>/{name})"
+            )
+        return f"{root} is a file, not a results directory (one holding results.parquet)"
+    if not root.is_dir():
+        siblings = (
+            [d.name for d in root.parent.iterdir() if d.is_dir()] if root.parent.is_dir() else []
+        )
+        close = difflib.get_close_matches(root.name, siblings, n=1, cutoff=0.6)
+        hint = f"; did you mean {str(root.parent / close[0])!r}?" if close else ""
+        return f"{root} does not exist{hint} (run the config first)"
+    if any((root / name).exists() for name in ("results.parquet", "points", "config.toml")):
+        return None
+    inner = sorted(d.name for d in root.iterdir() if (d / "results.parquet").exists())
+    if inner:
+        shown = ", ".join(inner[:8]) + (f" and {len(inner) - 8} more" if len(inner) > 8 else "")
+        return f"{root} holds results directories ({shown}); plot one of them: {root / inner[0]}"
+    return None
 
 
 def main(args: argparse.Namespace) -> int:
