@@ -3,12 +3,12 @@
 ``precision bench`` and ``precision bench-gemm`` write ``results/bench/<kind>_<tag>_<host>_
 <YYYYmmdd-HHMMSS>.csv`` unless ``--out`` is given (``tag``: the GPU model for GPU benches,
 e.g. ``nvidia-h200``; absent for CPU ones). The file is created exclusively when the results
-are written (:func:`claim_new`): a bench started in the same second as another (the stamp
-is taken at its start) gets ``..._2.csv`` and so on when it finishes, never the other's
-file. Such dated files are ignored by git (``.gitignore``), so a bench leaves ``git status``
-clean; the benches of record that the docs cite are committed by hand. An ``--out`` that
-names a file tracked by git is refused, so a bench can never overwrite the numbers the docs
-cite.
+are written (:func:`precision.runner.store.claim_new`): a bench started in the same second
+as another (the stamp is taken at its start) gets ``..._2.csv`` and so on when it finishes,
+never the other's file. Such dated files are ignored by git (``.gitignore``), so a bench
+leaves ``git status`` clean; the benches of record that the docs cite are committed by hand.
+An ``--out`` that names a file tracked by git is refused, so a bench can never overwrite the
+numbers the docs cite.
 """
 
 from __future__ import annotations
@@ -18,10 +18,6 @@ import re
 import socket
 import subprocess
 from pathlib import Path
-
-from precision.runner.store import claim_new
-
-__all__ = ["BENCH_DIR", "check_out", "claim_new", "default_path", "is_tracked", "slug"]
 
 BENCH_DIR = Path("results/bench")
 

@@ -82,8 +82,27 @@ def nonnegative_int(text: str) -> int:
     return _int_at_least(0, text)
 
 
+def _command_typo(parser: argparse.ArgumentParser, words: list[str]) -> str | None:
+    """``unknown command 'runn'; did you mean 'run'? ...`` when the first word that is not an
+    option is no command but close to one (argparse itself lists the commands, no hint)."""
+    commands = [c for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+                for c in a.choices]  # fmt: skip
+    first = next((w for w in words if not w.startswith("-")), None)
+    if first is None or first in commands:
+        return None
+    close = difflib.get_close_matches(first, commands, n=1)
+    if not close:
+        return None
+    return (
+        f"unknown command {first!r}; did you mean {close[0]!r}? (commands: {', '.join(commands)})"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    typo = _command_typo(parser, sys.argv[1:] if argv is None else list(argv))
+    if typo:
+        parser.error(typo)
     args, extras = parser.parse_known_args(argv)
     if extras:  # reported by the parser they were given to: its usage, a close option name
         words = sys.argv[1:] if argv is None else list(argv)

@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 
 from precision.gpu import cupy_or_none
-from precision.runner.bench_output import claim_new, default_path
+from precision.runner.bench_output import default_path
 from precision.runner.cli import main
+from precision.runner.store import claim_new
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = ["--cpu-n", "16", "--exact-n", "16", "--formats", "f16", "--repeats", "1"]

@@ -301,3 +301,16 @@ def test_help_is_plain_text_and_shows_defaults(command, options, capsys):
     for option in options:
         assert by_option[option].help and "default" in by_option[option].help, option
     assert "(default: 8192)" in " ".join(text.split()) or command != "bench"
+
+
+def test_a_mistyped_command_gets_the_closest_one(capsys):
+    err = _usage_error(capsys, ["runn", "configs/quickstart.toml"])
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith(
+            "precision: error: unknown command 'runn'; did you mean 'run'? (commands: run, plot,"
+        )
+    )
+    err = _usage_error(capsys, ["xyz"])  # nothing close: argparse's own list
+    assert "invalid choice: 'xyz'" in err and "did you mean" not in err

@@ -415,7 +415,8 @@ def main(args: argparse.Namespace) -> int:
     from precision.console import file_destination_problem
     from precision.gpu import exit_without_gpu
     from precision.provenance import collect
-    from precision.runner.bench_output import check_out, claim_new, default_path
+    from precision.runner.bench_output import check_out, default_path
+    from precision.runner.store import claim_new
 
     for key, value in (QUICK if args.quick else FULL).items():
         if getattr(args, key) is None:

@@ -116,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
     from precision.gpu import calls_per_sample, device_name, exit_without_gpu, require_gpu
     from precision.metrics import error_metrics
     from precision.provenance import collect
-    from precision.runner.bench_output import check_out, claim_new, default_path
+    from precision.runner.bench_output import check_out, default_path
+    from precision.runner.store import claim_new
     from precision.telemetry import summarize, time_gpu_sampled
 
     if args.sustained < 0:
