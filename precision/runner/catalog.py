@@ -56,24 +56,14 @@ NON_TENSOR_CORE_FORMATS: tuple[str, ...] = ("fp32", "fp64")
 TERMS_METHODS: tuple[str, ...] = OZAKI_METHODS
 
 
-def arch_formats(arch: str) -> tuple[str, ...] | None:
-    """Input formats that ``arch``'s tensor-core model has an instruction for (None if the
-    arch is not modelled)."""
-    from precision.tensorcore import ARCHS
-
-    model = ARCHS.get(arch)
-    if model is None:
-        return None
-    return tuple(dict.fromkeys(ins.a_fmt for ins in model.instructions.values()))
-
-
 def combination_problem(
     method: str, fmt: str, backend: str, arch: str, correction: str | None = None
 ) -> str | None:
     """None if the library runs this combination, else why not (one sentence for the user).
 
     ``fmt`` is a canonical format name. Validity is read from :data:`SUPPORTED_FORMATS`,
-    :data:`SUPPORTED_CORRECTIONS`, :data:`SUPPORTED_ARCHS` and the arch models; a run never
+    :data:`SUPPORTED_CORRECTIONS`, :data:`SUPPORTED_ARCHS` and the arch models
+    (:func:`precision.tensorcore.arch.format_problem`, which ``gemm`` uses too); a run never
     reaches a combination this refuses.
     """
     formats = SUPPORTED_FORMATS.get((method, backend))
@@ -99,12 +89,11 @@ def combination_problem(
     if archs is not None and arch not in archs:
         return f"backend {backend!r} runs arch {', '.join(archs)} only, not {arch!r}"
     if backend == "emulator" and fmt not in NON_TENSOR_CORE_FORMATS:
-        have = arch_formats(arch)
-        if have is not None and fmt not in have:
-            return (
-                f"arch {arch!r} has no tensor-core instruction for {fmt!r} inputs "
-                f"(it has: {', '.join(have)})"
-            )
+        from precision.tensorcore import ARCHS
+        from precision.tensorcore.arch import format_problem
+
+        if arch in ARCHS:  # (an arch without a model is the config validator's to name)
+            return format_problem(arch, fmt)
     return None
 
 

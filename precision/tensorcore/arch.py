@@ -849,17 +849,17 @@ def get_arch(name: str | ArchModel) -> ArchModel:
 
 def input_formats(arch: str | ArchModel) -> tuple[str, ...]:
     """Input formats (canonical names, table order) that ``arch``'s model has a default
-    tensor-core instruction for: the format x arch table that the runner's
-    ``precision.runner.catalog.arch_formats`` also reads."""
+    tensor-core instruction for: the format x arch table of ``gemm`` and of the runner's
+    catalog (:func:`format_problem`)."""
     model = get_arch(arch)
     return tuple(dict.fromkeys(ins.a_fmt for ins in model.instructions.values()))
 
 
 def format_problem(arch: str | ArchModel, fmt: Any) -> str | None:
     """None if ``arch`` has a tensor-core instruction for ``fmt`` inputs (any alias), else the
-    sentence the runner's config validator gives
-    (``precision.runner.catalog.combination_problem``): "arch 'sm70' has no tensor-core
-    instruction for 'int8' inputs (it has: fp16)"."""
+    one sentence that ``gemm`` and the runner's config validator
+    (``precision.runner.catalog.combination_problem``) both give: "arch 'sm70' has no
+    tensor-core instruction for 'int8' inputs (it has: fp16)"."""
     model = get_arch(arch)
     name = get_format(fmt).name
     have = input_formats(model)
