@@ -127,12 +127,10 @@ def cuda_gemm(A: Any, B: Any, schedule: Schedule, *, arch: str = "sm90") -> Any:
     nv_arch = _cuda_arch(arch)  # an arch the kernels are not built for, before the GPU
     cp = require_gpu(f"backend='cuda' (kernel {schedule.kernel})")
     s = schedule.split.lo_scale_log2 if schedule.split else 0
-    with np.errstate(over="ignore"):  # beyond FLT_MAX: ±Inf, as in _to_host_f32
-        A32, B32 = cp.asarray(A, dtype=cp.float32), cp.asarray(B, dtype=cp.float32)
     return launch_gemm(
         schedule.kernel,
-        A32,
-        B32,
+        _to_device_f32(cp, A),
+        _to_device_f32(cp, B),
         lo_scale=2.0**s,
         out_scale=2.0**-s,
         arch=nv_arch,
@@ -286,9 +284,7 @@ def gemm(
         cp = _require_gpu("backend='cublas'")
         if empty:
             return _empty_product(A, B, np.float32)
-        with np.errstate(over="ignore"):  # beyond FLT_MAX: ±Inf, as in _to_host_f32
-            A32, B32 = cp.asarray(A, dtype=cp.float32), cp.asarray(B, dtype=cp.float32)
-        out = cublas_gemm(A32, B32, mode=mode)
+        out = cublas_gemm(_to_device_f32(cp, A), _to_device_f32(cp, B), mode=mode)
         return cp.asnumpy(out).astype(np.float32, copy=False)
     schedule = get_schedule(method, fmt, correction)
     _check_arch_runs(arch, schedule.fmt, backend)
@@ -363,6 +359,13 @@ def _to_host_f32(X: Any) -> np.ndarray:
     intended value, so numpy's "overflow encountered in cast" warning is not raised."""
     with np.errstate(over="ignore"):
         return np.ascontiguousarray(_to_host(X), dtype=np.float32)
+
+
+def _to_device_f32(cp: Any, X: Any) -> Any:
+    """``X`` as a float32 CuPy array, rounded as by :func:`_to_host_f32` (beyond FLT_MAX:
+    ±Inf, without numpy's overflow warning)."""
+    with np.errstate(over="ignore"):
+        return cp.asarray(X, dtype=cp.float32)
 
 
 def _cpu_float_baseline(method: str, fmt: Any, backend: str) -> str | None:

@@ -493,14 +493,16 @@ def _run_locked(
     reused_code: dict[str, int] = {}
     reused_on: dict[str, int] = {}  # the machines that timed the reused points
     elsewhere: dict[str, int] = {}  # ... where they are not this run's machine
+    # this machine, as a CPU-timed and as a GPU-timed row would name it
+    here_cpu = machine_label(info["cpu"], info["cpu_count"], None, on_gpu=False)
+    here_gpu = machine_label(None, None, info["gpu"], on_gpu=True)
     for p in points:
         rows = None if force else rd.read_point(p)
         if finished(rows, p):
             code = _code_of(rows)
             reused_code[code] = reused_code.get(code, 0) + 1
             where = timing_machines(rows).iloc[0]
-            here = machine_label(info["cpu"], info["cpu_count"], info["gpu"],
-                                 bool(gpu_timed(rows).iloc[0]))  # fmt: skip
+            here = here_gpu if gpu_timed(rows).iloc[0] else here_cpu
             if where is not None:
                 reused_on[where] = reused_on.get(where, 0) + 1
                 if here is not None and where != here:
@@ -509,10 +511,9 @@ def _run_locked(
             pending.append(p)
     if executor == "local" and elsewhere:  # (Dask workers may be other machines)
         listed = "; ".join(f"{n} on {where}" for where, n in elsewhere.items())
-        here = _and([m for m in (machine_label(info["cpu"], info["cpu_count"], None, False),
-                                 info["gpu"]) if m])  # fmt: skip
+        this_run = _and([m for m in (here_cpu, here_gpu) if m])
         warnings.append(
-            f"stored points were timed on other hardware ({listed}); this run is on {here}. "
+            f"stored points were timed on other hardware ({listed}); this run is on {this_run}. "
             "Their errors are reused as they are, but their time_s and TFLOP/s are not "
             "comparable with this run's (the TFLOP/s figures say so); --force recomputes "
             "every point here"
@@ -540,7 +541,6 @@ def _run_locked(
             "concurrent_jobs": concurrent_points(
                 executor, jobs, scheduler, gpus, processes=dask_processes, cores=os.cpu_count() or 1
             ),
-            "cpu_count": os.cpu_count(),
             "blas_threads_env": {var: os.environ.get(var) for var in BLAS_THREAD_VARS},
             "points": len(points),
             "points_pending": len(pending),
