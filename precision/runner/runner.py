@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import multiprocessing
 import os
+import pickle
 import sys
 import threading
 import time
@@ -303,8 +305,15 @@ def _alive(pid: int) -> bool:
 
 @contextlib.contextmanager
 def _process_pool(jobs: int) -> Iterator[tuple[Callable, Callable]]:
+    # "spawn": each worker is a fresh interpreter. A forked worker inherits the run's state,
+    # and CUDA cannot be used in a child forked after the parent initialised it (a GPU point,
+    # or anything that asked CuPy for the device, in the same process): every point then
+    # failed with cudaErrorInitializationError.
     pool = concurrent.futures.ProcessPoolExecutor(
-        max_workers=jobs, initializer=_exit_with_parent, initargs=(os.getpid(),)
+        max_workers=jobs,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_exit_with_parent,
+        initargs=(os.getpid(),),
     )
     try:
         yield pool.submit, concurrent.futures.as_completed
@@ -312,11 +321,29 @@ def _process_pool(jobs: int) -> Iterator[tuple[Callable, Callable]]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _check_importable(gemm: GemmFn) -> None:
+    """Raise :class:`RunnerError` unless ``gemm`` can be sent to a worker process (which
+    imports it by its module and name)."""
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    try:
+        pickle.dumps(gemm)
+        if getattr(gemm, "__module__", None) == "__main__" and main_file is None:
+            raise TypeError("defined in an interactive session, which workers cannot import")
+    except Exception as exc:
+        raise RunnerError(
+            f"--jobs > 1 sends the substitute gemm to worker processes, which import it by "
+            f"name: it must be a module-level function, not {gemm!r} ({exc})"
+        ) from None
+
+
 def _run_pool(
-    jobs: int, groups: list[list[Point]], on_done: Callable[[Point, pd.DataFrame], None]
+    jobs: int,
+    groups: list[list[Point]],
+    on_done: Callable[[Point, pd.DataFrame], None],
+    gemm: GemmFn | None = None,
 ) -> tuple[int, list[str]]:
     """Compute ``groups`` in a pool of ``jobs`` processes; returns the number of points left
-    not computed and a note saying why.
+    not computed and a note saying why. ``gemm``: as for :func:`run_experiment`.
 
     A worker that dies (killed, out of memory) breaks the whole pool: every group it had not
     yet returned fails, queued ones included. Those groups are then run one at a time, each
@@ -326,7 +353,7 @@ def _run_pool(
     """
     lost: list[list[Point]] = []
     with _process_pool(jobs) as (submit, as_completed):
-        futures = {submit(compute_group, group): group for group in groups}
+        futures = {submit(compute_group, group, gemm): group for group in groups}
         for future in as_completed(list(futures)):
             try:
                 results = future.result()
@@ -339,7 +366,7 @@ def _run_pool(
     for group in lost:  # one at a time, each in a fresh process
         with _process_pool(1) as (submit, _):
             try:
-                results = submit(compute_group, group).result()
+                results = submit(compute_group, group, gemm).result()
             except concurrent.futures.process.BrokenProcessPool:
                 failed.append(group)
                 continue
@@ -374,7 +401,8 @@ def run_experiment(
 
     Raises :class:`StoreError` (message for the user) when the directory is locked by
     another run for longer than ``lock_wait`` seconds, or cannot be written.
-    ``gemm`` replaces :func:`precision.gemm.gemm` (in-process execution only; for tests).
+    ``gemm`` replaces :func:`precision.gemm.gemm` (a GEMM of your own, or a test double). With
+    ``jobs > 1`` each worker process imports it by name, so it must be a module-level function.
     Returns a :class:`RunSummary`; the combined table and figures are written at the end.
     """
     if executor not in EXECUTORS:
@@ -383,8 +411,10 @@ def run_experiment(
         raise RunnerError(f"--jobs must be >= 1, got {jobs}")
     if executor == "dask":
         _import_dask()
-    if gemm is not None and (executor == "dask" or (jobs or 1) > 1):
-        raise RunnerError("a substitute gemm works only with the in-process local executor")
+    if gemm is not None and executor == "dask":
+        raise RunnerError("a substitute gemm works only with the local executor")
+    if gemm is not None and (jobs or 1) > 1:
+        _check_importable(gemm)
     gpu_list = _resolve_gpus(gpus, executor, scheduler)
 
     points = expand(config)
@@ -590,7 +620,9 @@ def _run_locked(
                 on_done(point, compute_point(point, cache, gemm))
         else:
             if executor == "local":
-                summary.not_run, left = _run_pool(jobs or 1, group_by_inputs(pending), on_done)
+                summary.not_run, left = _run_pool(
+                    jobs or 1, group_by_inputs(pending), on_done, gemm
+                )
             else:
                 with _dask_client(jobs, scheduler, dask_processes, gpus) as client:
                     summary.not_run, left = _run_dask(client, group_by_inputs(pending), on_done)

@@ -68,6 +68,9 @@ def config(text: str = CONFIG, path="cfg.toml"):
 def run(tmp_path, text: str = CONFIG, **kwargs):
     kwargs.setdefault("progress", False)
     kwargs.setdefault("plots", False)
+    if kwargs.get("jobs", 1) > 1 and kwargs.get("executor", "local") == "local":
+        # named, not only patched in: --jobs workers are fresh processes (spawned)
+        kwargs.setdefault("gemm", doubles.fake_gemm)
     summary = run_experiment(config(text), tmp_path / "results", **kwargs)
     return summary, pd.read_parquet(summary.results_dir / "results.parquet")
 

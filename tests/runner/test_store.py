@@ -46,6 +46,9 @@ def _doubles(monkeypatch):
 def run(root: Path, text: str = CONFIG, **kwargs):
     kwargs.setdefault("progress", False)
     kwargs.setdefault("plots", False)
+    if kwargs.get("jobs", 1) > 1 and kwargs.get("executor", "local") == "local":
+        # named, not only patched in: --jobs workers are fresh processes (spawned)
+        kwargs.setdefault("gemm", doubles.fake_gemm)
     return run_experiment(parse_config(text, "cfg.toml"), root, **kwargs)
 
 
@@ -127,6 +130,10 @@ import sys
 sys.path.insert(0, {str(TESTS_DIR)!r})
 import doubles
 doubles.install(setattr)
+import functools
+import precision.runner.commands.run as command
+# --jobs workers are spawned, fresh processes: they get the double by name, not by patching
+command.run_experiment = functools.partial(command.run_experiment, gemm=doubles.fake_gemm)
 from precision.runner.cli import main
 sys.exit(main(sys.argv[1:]))
 """
