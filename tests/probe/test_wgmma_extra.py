@@ -1,5 +1,6 @@
 """wgmma extras (f16 accumulate, mixed fp8, s8/u8): inputs, instruction data, compare plumbing,
-and, once recorded on an H200 (``record --extra``), the recordings in tests/data/sm90_wgmma_extra.
+and the H200 recordings (``record --extra``) in tests/data/sm90_wgmma_extra: every extra is
+recorded, so a missing or unread recording fails here, it is not skipped.
 
 The plumbing test writes a throw-away recording whose ``d`` comes from a model (tmp_path only):
 it checks reading, replaying and counting, nothing about the hardware.
@@ -67,16 +68,20 @@ def test_compare_extra_plumbing_on_a_throwaway_recording(tmp_path, name):
 
 @pytest.fixture(scope="module")
 def recorded():
-    have = [n for n in wp.EXTRA if (DATA / f"wgmma_{n}.npz").exists()]
-    if not have:
-        pytest.skip("no wgmma extra recording yet (record --extra)")
+    missing = [n for n in wp.EXTRA if not (DATA / f"wgmma_{n}.npz").exists()]
+    assert not missing, f"no recording of {missing} under {DATA}"
     return wp.compare_extra(DATA)
+
+
+def test_every_extra_is_recorded_and_compared(recorded):
+    """compare_extra() reads every extra's recording: one it drops would otherwise go
+    unchecked (and the layout-check loop below would pass on none)."""
+    assert list(recorded) == list(wp.EXTRA)
 
 
 @pytest.mark.parametrize("name", ["s8_s32", "u8_s32"])
 def test_recorded_integer_wgmma_is_exact(recorded, name):
-    if name not in recorded:
-        pytest.skip(f"{name} not recorded")
+    assert name in recorded, f"{name}: no recording read under {DATA}"
     for model in ("exact", "precision.mma(op='wgmma')"):
         eq, n = recorded[name][model]["all"]
         assert n >= 100_000 and eq == n, model

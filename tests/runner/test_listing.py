@@ -137,9 +137,15 @@ def test_listed_cpu_combinations_run_in_gemm(listed):
     allowed, _ = parse_table(listed, cat)
     rng = np.random.default_rng(0)
     A, B = rng.standard_normal((4, 32)), rng.standard_normal((32, 4))
+    ran: set[tuple[str, str]] = set()
     for method, backend, fmt, arch, corr in sorted(allowed, key=str):
         if backend not in ("emulator", "numpy"):
             continue
         kwargs = {"correction": corr} if corr else {}
         D = gemm(A, B, method=method, fmt=fmt, backend=backend, arch=arch, **kwargs)
         assert D.shape == (4, 4) and np.isfinite(D).all(), (method, backend, fmt, arch)
+        ran.add((method, backend))
+    # the loop is not vacuous: every CPU method and both CPU backends were run
+    cpu_methods = {m for m, b, *_ in allowed if b in ("emulator", "numpy")}
+    assert {b for _, b in ran} == {"emulator", "numpy"}
+    assert {m for m, _ in ran} == cpu_methods >= {"plain", "corrected", "satf"}

@@ -342,8 +342,13 @@ def test_plot_command_reports_an_invalid_config_plot_table(tmp_path, capsys):
     assert f"config error in {root / 'config.toml'}: [plot] hue: unknown dimension" in err
 
 
-@pytest.mark.skipif(shutil.which("xelatex") is not None, reason="xelatex is installed here")
-def test_pgf_without_tex_fails_clearly(tmp_path, capsys):
+def test_pgf_without_tex_fails_clearly(tmp_path, capsys, monkeypatch):
+    # xelatex made unfindable, so that this runs (and can fail) where it is installed too
+    monkeypatch.setitem(matplotlib.rcParams, "pgf.texsystem", "xelatex")
+    which = shutil.which
+    monkeypatch.setattr(
+        shutil, "which", lambda cmd, *a, **k: None if cmd == "xelatex" else which(cmd, *a, **k)
+    )
     root = _results_dir(tmp_path)
     assert main(["plot", str(root), "--format", "pgf"]) == 2
     assert "format 'pgf' needs xelatex on the PATH" in capsys.readouterr().err
