@@ -2,7 +2,17 @@
 of a sum or product, as a second float64, using only IEEE-754 round-to-nearest operations (no
 FMA, so numpy's separate ufunc calls give the same bits on every machine).
 
-Valid while nothing overflows: the split multiplies by 2^27 + 1.
+Validity in binary64:
+
+- :func:`two_sum` is exact while none of its six operations overflows (underflow never
+  makes it inexact);
+- :func:`split` needs ``(2^27 + 1)·x`` to stay finite (``|x| < 2^1024 / (2^27 + 1)``, just
+  under ``2^997``);
+- :func:`two_prod` needs, besides the splits, no underflow in its partial products:
+  ``floor(log2|a|) + floor(log2|b|) >= -970`` suffices (Boldo: ``e_a + e_b >= emin + p - 1``);
+  below that ``e`` loses bits (``a = b = 2^-600`` gives ``p = e = 0``). It also needs ``ab``
+  far enough from overflow that no partial product overflows (the f64 cores keep
+  ``|ab| <= 2^1000``).
 """
 
 from __future__ import annotations

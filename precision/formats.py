@@ -29,8 +29,10 @@ Rounding semantics (IEEE 754-2019 unless stated)
 ``rne`` nearest, ties to even; ``rna`` nearest, ties away from zero; ``rz`` toward zero;
 ``ru`` toward +Inf; ``rd`` toward -Inf; ``stochastic``: of the two neighbours ``lo < x < hi``
 the result is ``hi`` with probability ``(x - lo) / (hi - lo)`` (exactly: the uniform draw
-``u`` of :meth:`numpy.random.Generator.random` lies on the grid ``k * 2**-53``, so the
-probability is ``(x - lo) / (hi - lo)`` rounded up to a multiple of ``2**-53``).
+``u`` of :meth:`numpy.random.Generator.random` lies on the grid ``k * 2**-53`` and is compared
+with the magnitude, so the probability of the neighbour *farther from zero*,
+``(|x| - |near|) / (|far| - |near|)``, is rounded up to a multiple of ``2**-53``: for
+``x > 0`` that is ``P(hi)``, for ``x < 0`` ``P(lo)``).
 
 - Subnormals of the target are produced (gradual underflow; no flush to zero).
 - Signed zeros are kept: a negative value rounding to zero gives ``-0.0``.
@@ -184,8 +186,10 @@ class Format:
             None for integers.
         gpu_canonical_nan_bits: what NVIDIA tensor cores write for a NaN result in this format,
             as recorded on an H200 (docs/hardware.md): fp32 ``0x7FFFFFFF``, fp16 ``0x7FFF``.
-            None where no recording settles it (tf32, bf16, fp8 and fp64 never occur as a
-            recorded tensor-core output) and for integers.
+            None where no single NaN is recorded: tf32, bf16 and fp8 never occur as a
+            recorded tensor-core output, and fp64 (DMMA) outputs carry the payload of a NaN
+            operand or the default NaN ``0xFFF8000000000000``
+            (:mod:`precision.tensorcore.dmma_nan`); None for integers.
     """
 
     name: str
@@ -498,13 +502,14 @@ def _as_float64(x: Any, argname: str = "x") -> np.ndarray:
     if dt.kind in "iu":
         if dt.itemsize <= 4:
             return arr.astype(np.float64)
-        out = arr.astype(np.float64)
-        if out.size and np.abs(out).max() > 2.0**53:  # beyond 2**53 float64 may round
+        # Compare as integers: after a conversion to float64, 2**53 + 1 would already have
+        # become 2**53 and passed a float comparison.
+        if arr.size and (int(arr.max()) > 2**53 or int(arr.min()) < -(2**53)):
             raise ValueError(
                 f"{argname} has integers of magnitude > 2**53, which float64 cannot hold "
                 "exactly; convert them explicitly first"
             )
-        return out
+        return arr.astype(np.float64)
     raise TypeError(
         f"{argname} must be a float16/float32/float64 (or ml_dtypes float, or integer) array; "
         f"got dtype {dt}"
@@ -689,7 +694,7 @@ def to_bits(values: Any, fmt: str | Format | Any) -> np.ndarray:
     if f.is_integer:
         bad |= np.isnan(v)
     if bad.any():
-        first = v[np.nonzero(bad)][0]
+        first = float(v[bad].reshape(-1)[0])  # (boolean indexing works on 0-d arrays too)
         raise ValueError(
             f"values: {int(bad.sum())} element(s) are not values of {f.name} "
             f"(first: {first!r}); round them with precision.formats.round first"
@@ -772,7 +777,7 @@ def from_bits(bits: Any, fmt: str | Format | Any) -> np.ndarray:
     normal = efield > 0
     sig = np.where(normal, mfield + 2.0**mbits, mfield)
     exp = np.maximum(efield, 1) - (1 - f.emin) - mbits
-    val = np.ldexp(sig, exp.astype(np.int32))
+    val = np.asarray(np.ldexp(sig, exp.astype(np.int32)))  # 0-d input: an array, not a scalar
     if f.nan_encoding == "fn":
         val[(efield == emask) & (mfield == 2**mbits - 1)] = np.nan
     else:

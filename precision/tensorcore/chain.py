@@ -60,8 +60,9 @@ def mma(
     ----------
     a : array ``[..., M, K]``
         float16 (fp16), ml_dtypes.bfloat16 (bf16), ml_dtypes.float8_e4m3fn (e4m3),
-        ml_dtypes.float8_e5m2 (e5m2), int8, or float32 with ``fmt="tf32"`` (the low 13 bits of
-        each fp32 container are ignored, as by the hardware); int4/uint4 in int8/uint8 (values
+        ml_dtypes.float8_e5m2 (e5m2), float64 (f64, DMMA), int8 (s8), uint8 (u8), or float32
+        with ``fmt="tf32"`` (the low 13 bits of each fp32 container are ignored, as by the
+        hardware); int4/uint4 in int8/uint8 (values
         outside their range are refused); b1 (``fmt="uint1"``) as one bit per uint8 element,
         of which only bit 0 is read (the upper bits are ignored, as by the GPU engine).
         Big-endian arrays are accepted, ndarray subclasses (``np.matrix``) as the plain
@@ -73,29 +74,37 @@ def mma(
     b : array ``[..., K, N]``, same format as ``a`` (fp8 may mix e4m3 and e5m2; each operand
         is decoded in its own format; a list ``b`` is rounded into ``b_fmt`` when given).
     c : array ``[..., M, N]``, the accumulator: float32 (fp32 accumulate), float16
-        (f16 accumulate) or int32 (int8 inputs); a list is read as float32 (int32 for int8
-        inputs). The result has ``c``'s dtype. A subnormal fp32 ``c`` anchors at -126.
+        (f16 accumulate), int32 (integer and b1 inputs) or float64 (f64 inputs); a list is
+        read as float32 (int32 for integer and b1 inputs, float64 for f64 inputs). The result
+        has ``c``'s dtype (``d_fmt``'s where given). A subnormal fp32 ``c`` anchors at -126.
     arch : GPU generation model, ``"sm90"`` (Hopper, verified bit for bit on an H200) or one of
         the literature models in :data:`precision.tensorcore.ARCHS`.
     fmt : input format (any alias, or a :class:`~precision.formats.Format`); needed only for
         float32 inputs (``"tf32"``) and lists; otherwise it must agree with the dtypes.
+    b_fmt : format of ``b`` where it differs from ``fmt`` (mixed fp8, mixed-signedness
+        integers, or a list ``b``); defaults to ``fmt``.
     op : instruction family, ``"mma"`` (``mma.sync``, the default; sm70's default is
-        ``"wmma"``) or ``"wgmma"`` (sm90 ``wgmma.mma_async``: fp8 as one 32-product block,
-        F = 13, e8m13 output).
+        ``"wmma"``), ``"wgmma"`` (sm90 ``wgmma.mma_async``: fp8 as one 32-product block,
+        F = 13, e8m13 output) or ``"wmma"`` (the WMMA API).
+    shape : ``(m, n, k)`` of the instruction where the format has several (e.g. sm90
+        ``(16, 8, 8)`` for f16, ``(8, 8, 16)`` for s8); the default instruction when None.
+        Only k changes the result: M and N of the operands may be anything.
+    bitop : b1 inputs only: ``"xor.popc"`` (the default) or ``"and.popc"``.
     d_fmt : format of the result where it differs from ``c``'s (Volta/Turing ``mma.sync``
         m8n8k4 takes an f16 c with an f32 d): ``c`` is read in its own format,
         d is rounded as ``d_fmt`` (its storage dtype is the result's). One instruction only
         (K equal to its k), CPU only.
     satf : ``True`` or ``False`` (anything else is refused): saturate after every
-        instruction. int8: the hardware's ``.satfinite`` clamp to [-2^31, 2^31 - 1] instead of
-        wrapping modulo 2^32. Floating point: the documented satf
-        semantics (+Inf → +MAX_NORM, −Inf → −MAX_NORM, NaN → +0 of the accumulator format),
-        applied after each instruction (sm_90 PTX has no FP satfinite; kernels do it in software).
+        instruction. Integer inputs (s8/u8/s4/u4): the hardware's ``.satfinite`` clamp to
+        [-2^31, 2^31 - 1] instead of wrapping modulo 2^32 (b1 and f64 refuse ``satf``).
+        Floating point: the documented satf semantics (+Inf → +MAX_NORM, −Inf → −MAX_NORM,
+        NaN → +0 of the accumulator format), applied after each instruction (sm_90 PTX has no
+        FP satfinite; kernels do it in software).
     device : ``"cpu"`` (NumPy) or ``"gpu"`` (CuPy kernels with the same arithmetic).
 
     Leading (batch) axes broadcast. K must be a multiple of the instruction's k; the chain runs
     over consecutive instructions in increasing k. M = 0 or N = 0 (or an empty batch) gives an
-    empty result of ``c``'s dtype.
+    empty result of ``c``'s dtype (``d_fmt``'s where given).
     """
     if device not in ("cpu", "gpu"):
         raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
@@ -118,9 +127,11 @@ def mma(
     )
     batch, (m, k_dim, n) = _check_shapes(a, b, c, ins)
     if c_fmt is not None and (k_dim != ins.k or device != "cpu"):
+        wrong = [f"K must equal k = {ins.k} (got {k_dim})"] if k_dim != ins.k else []
+        wrong += [f"device must be 'cpu' (got {device!r})"] if device != "cpu" else []
         raise ValueError(
             f"{ins.ptx}: c ({c_fmt}) and d ({out_fmt}) differ, which is one instruction on "
-            f"the CPU only: K must equal k = {ins.k} (got {k_dim}), device 'cpu' (got {device!r})"
+            f"the CPU only: {'; '.join(wrong)}"
         )
     if ins.bitop and satf:
         raise ValueError(f"{ins.ptx}: single-bit mma has no .satfinite")
@@ -254,7 +265,7 @@ def _acc_format(c: Any) -> str:
     if got not in _ACCS:
         raise TypeError(
             f"c has dtype {c.dtype}; expected float32 (fp32 accumulate), float16 (f16 "
-            f"accumulate) or int32 (int8 inputs)"
+            f"accumulate), int32 (integer and b1 inputs) or float64 (f64 inputs)"
         )
     return str(got)
 
@@ -311,9 +322,11 @@ def _check_integer_range(a: Any, b: Any, ins: Instruction) -> None:
     travel in 8-bit containers), on either engine (numpy or CuPy arrays)."""
     for fmt, x, name in ((ins.a_fmt, a, "a"), (ins.b_fmt, b, "b")):
         f = get_format(fmt)
-        if x.size and (int(x.min()) < f.min_value or int(x.max()) > f.max_normal):
+        lo, hi = (int(x.min()), int(x.max())) if x.size else (0, 0)
+        if lo < f.min_value or hi > f.max_normal:
             raise ValueError(
-                f"{name} holds values outside {fmt}'s range [{f.min_value:g}, {f.max_normal:g}]"
+                f"{name} holds values outside {fmt}'s range [{f.min_value:g}, {f.max_normal:g}]: "
+                f"got values in [{lo}, {hi}]"
             )
 
 
