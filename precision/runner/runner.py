@@ -405,6 +405,14 @@ def run_experiment(
     ``jobs > 1`` each worker process imports it by name, so it must be a module-level function.
     Returns a :class:`RunSummary`; the combined table and figures are written at the end.
     """
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        # a --jobs worker (a fresh process) is importing the user's script, which calls us at
+        # its top level: without this, the worker would meet the run's own lock and die
+        raise RunnerError(
+            "run_experiment was called while a --jobs worker process was importing your "
+            "script (workers are fresh processes that import __main__): put the call under "
+            '`if __name__ == "__main__":`'
+        )
     if executor not in EXECUTORS:
         raise RunnerError(f"unknown executor {executor!r} (valid: {', '.join(EXECUTORS)})")
     if jobs is not None and jobs < 1:

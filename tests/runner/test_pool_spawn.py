@@ -58,3 +58,24 @@ def test_jobs_after_the_gpu_was_used_in_the_runs_process(tmp_path):
     summary, table = run(tmp_path, jobs=2, extra=', "cublas"')
     assert summary.computed == 4
     assert (table["status"] == "ok").all(), table[["backend", "status", "error"]]
+
+
+def test_a_script_without_a_main_guard_is_told_to_add_one(tmp_path):
+    """Each worker imports the script that started the run; one that calls run_experiment at
+    its top level used to meet the run's own lock in every worker, and the run reported its
+    points as lost to dying workers, with no word of the cause."""
+    import subprocess
+    import sys
+
+    (tmp_path / "cfg.toml").write_text(CONFIG.format(extra=""))
+    (tmp_path / "script.py").write_text(
+        "from precision.runner.config import load_config\n"
+        "from precision.runner.runner import run_experiment\n"
+        'run_experiment(load_config("cfg.toml"), "results", jobs=2, progress=False, '
+        "plots=False)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert 'put the call under `if __name__ == "__main__":`' in done.stderr, done.stderr[-2000:]
+    assert "is in use by another run" not in done.stderr
