@@ -27,13 +27,16 @@ computes each output element:
 An :class:`ArchModel` is the table of instructions of one GPU generation, keyed by
 ``(family, a_fmt, b_fmt, acc_fmt)`` (``acc_fmt`` is the format of d), with further shapes,
 b1 operations and c/d format pairings as ``alternates``. Only ``sm90`` is verified bit for bit
-against recorded H200 outputs (tests/data/sm90*); the older generations (sm70 Volta, sm75
-Turing, sm80 Ampere incl. sm86, sm89 Ada) are transcribed from the published models
+against recorded H200 outputs (tests/data/sm90*), and only for the instructions whose
+``evidence`` names a recording (some integer pairings and shapes and a few mixed-fp8
+instructions are not recorded and say so). The other generations (sm70 Volta, sm75 Turing,
+sm80 Ampere incl. sm86, sm89 Ada, sm100 Blackwell) are transcribed from the published models
 (Khattak & Mikaitis 2025; Fasi et al. 2021; MMA-Sim v2.1.1; see
-/work/shared/reference/tensorcore_arithmetic.md §3.3, §8.4.2): their WMMA f16/bf16/tf32 and
-Ada fp8 defaults replay the published hardware files in tests/data/published, everything else
-rests on the literature, and each ``evidence`` says which. Integer, b1 and f64 instructions are
-exact arithmetic (wrapping int32 sums; IEEE binary64 FMA chains).
+/work/shared/reference/tensorcore_arithmetic.md §3.3, §8.4.2): the default instructions whose
+``evidence`` begins "published file" replay the published hardware files in
+tests/data/published (normal-range data only; sm75 has none), everything else rests on the
+literature, and each ``evidence`` says which. Integer, b1 and f64 instructions of those
+generations are exact arithmetic (wrapping int32 sums; IEEE binary64 FMA chains), not recorded.
 """
 
 from __future__ import annotations
@@ -284,6 +287,65 @@ def _int8_instruction(evidence: str = _LITERATURE) -> Instruction:
 
 
 _SM90_DATA = "tests/data/sm90"
+_SM90_MMA2 = "tests/data/sm90_mma"
+_PUB = "tests/data/published"
+
+#: The recordings in tests/data/sm90_mma (one per probe of precision.probe.generic), by file
+#: stem. Only these instructions of the sm_90 ``mma.sync`` families beyond tests/data/sm90 are
+#: recorded; the evidence of every other pairing or shape says "not recorded".
+_SM90_MMA_RECORDED = frozenset(
+    {
+        "m16n8k16_f32_f16_f16_f32",
+        "m16n8k8_f32_f16_f16_f32",
+        "m16n8k8_f16_f16_f16_f16",
+        "m16n8k8_f32_bf16_bf16_f32",
+        "m16n8k4_f32_tf32_tf32_f32",
+        "m16n8k32_f32_e4m3_e5m2_f32",
+        "m16n8k32_f32_e5m2_e4m3_f32",
+        "m16n8k32_f16_e4m3_e4m3_f16",
+        "m16n8k32_f16_e5m2_e5m2_f16",
+        "m16n8k32_f16_e4m3_e5m2_f16",
+        "m16n8k16_f32_e4m3_e4m3_f32",
+        "m8n8k4_f64_f64_f64_f64",
+        "m16n8k4_f64_f64_f64_f64",
+        "m16n8k8_f64_f64_f64_f64",
+        "m16n8k16_f64_f64_f64_f64",
+        "m16n8k32_s32_u8_u8_s32",
+        "m16n8k32_s32_s8_u8_s32",
+        "m16n8k32_s32_u8_s8_s32_satfinite",
+        "m16n8k16_s32_s8_s8_s32",
+        "m8n8k16_s32_s8_u8_s32",
+        "m16n8k64_s32_s4_s4_s32",
+        "m16n8k64_s32_u4_s4_s32_satfinite",
+        "m8n8k32_s32_u4_u4_s32",
+        "m16n8k256_s32_b1_b1_s32_xorpopc",
+        "m16n8k256_s32_b1_b1_s32_andpopc",
+        "m8n8k128_s32_b1_b1_s32_xorpopc",
+    }
+)
+
+
+def _sm90_mma_recording(shape: tuple[int, int, int], a: str, b: str, acc: str, bitop: str) -> str:
+    """The evidence of an sm_90 ``mma.sync`` instruction from :data:`_SM90_MMA_RECORDED`: the
+    recording's path, or "" when this instruction is not recorded."""
+    m, n, k = shape
+    parts = [f"m{m}n{n}k{k}", _ptx_type(acc), _ptx_type(a), _ptx_type(b), _ptx_type(acc)]
+    if bitop:
+        parts.append(bitop.replace(".", ""))
+    name = "_".join(parts)
+    if name in _SM90_MMA_RECORDED:
+        return f"H200 mma.sync recording {_SM90_MMA2}/{name}.npz"
+    if f"{name}_satfinite" in _SM90_MMA_RECORDED:
+        return f"H200 mma.sync recording {_SM90_MMA2}/{name}_satfinite.npz (.satfinite only)"
+    return ""
+
+
+def _sm90_published(fmt: str, what: str) -> str:
+    """The published H100 and H200 files that ``precision.mma(arch="sm90")`` replays."""
+    files = ", ".join(f"{_PUB}/{g}/{fmt}.npz" for g in ("h100", "h200"))
+    return f"; published files {files} ({what}): 5000/5000 each"
+
+
 _SM90_MMA_EVIDENCE: dict[tuple[str, str, str], str] = {
     (a, a, acc): f"H200 mma.sync recording {_SM90_DATA}/{name}.npz"
     + (f" and {name}_x4.npz (chains of 4)" if name != "s8_s32" else " and s8_s32_satfinite.npz")
@@ -297,12 +359,30 @@ _SM90_MMA_EVIDENCE: dict[tuple[str, str, str], str] = {
         ("int8", "int32", "s8_s32"),
     )
 }
+_SM90_MMA_EVIDENCE[("fp16", "fp16", "fp32")] += (
+    f" and {_SM90_MMA2}/m16n8k16_f32_f16_f16_f32.npz"
+    + _sm90_published("fp16", "WMMA m16n16k16, 16 nonzero products, fp32 output")
+)
+_SM90_MMA_EVIDENCE[("fp16", "fp16", "fp16")] += _sm90_published(
+    "fp16", "WMMA m16n16k16, 16 nonzero products, fp16 output"
+)
+_SM90_MMA_EVIDENCE[("bf16", "bf16", "fp32")] += _sm90_published(
+    "bf16", "WMMA m16n16k16, 16 nonzero products, fp32 output"
+)
+_SM90_MMA_EVIDENCE[("tf32", "tf32", "fp32")] += _sm90_published(
+    "tf32", "WMMA m16n16k8, 4 nonzero products: they cannot tell L = 4 from 8"
+)
 for _a, _b in _fp8_pairs():
     for _acc in ("fp32", "fp16"):
-        _SM90_MMA_EVIDENCE.setdefault(
-            (_a, _b, _acc),
-            "not recorded; assumed to be the recorded fp8 lowering onto f16 HMMA (e4m3_f32 / "
-            "e5m2_f32), each operand decoded in its own format",
+        if (_a, _b, _acc) in _SM90_MMA_EVIDENCE:
+            continue
+        _rec = _sm90_mma_recording((16, 8, 32), _a, _b, _acc, "")
+        if _rec and _a == _b:
+            _rec += _sm90_published(_a, "mma.sync m16n8k32, fp16 output")
+        _SM90_MMA_EVIDENCE[(_a, _b, _acc)] = _rec or (
+            "not recorded; assumed to be the recorded fp8 lowering onto f16 HMMA (e4m3 x e5m2 "
+            "and e5m2 x e5m2 -> f16 in tests/data/sm90_mma), each operand decoded in its own "
+            "format"
         )
 
 
@@ -325,6 +405,8 @@ def _sm90_wgmma() -> list[Instruction]:
                 f"{a}{b}_f32.npz: 100 % bit for bit, each operand decoded in its own format"
             )
         )
+        if name and a in _FP8:  # the published Hopper fp8 -> fp32 files came from wgmma, D = 0
+            ev += _sm90_published(a, "wgmma with D = 0, fp32 output")
         ptx = _wgmma_ptx(shape, a, b, "fp32")
         return Instruction(ptx, "wgmma", shape, a, b, "fp32", block, fb, -133, rnd, "chain", ev)
 
@@ -477,14 +559,13 @@ def _exact_families(
     return defaults, alternates
 
 
-_SM90_MMA2 = "tests/data/sm90_mma"
-
-
 def _sm90_mma_families() -> tuple[list[Instruction], list[Instruction]]:
     """sm_90 ``mma.sync`` beyond the families of tests/data/sm90: (new defaults, alternates).
 
     Recorded on the H200 with the fragment-packed probes (precision.probe.generic, recordings
-    in tests/data/sm90_mma/<name>.npz, named after the PTX string):
+    in tests/data/sm90_mma/<name>.npz, named after the PTX string), one instruction per family
+    or pairing (:data:`_SM90_MMA_RECORDED`); the evidence of the pairings and shapes without a
+    recording says so (integers: exact arithmetic, as the recorded ones):
 
     - other shapes of f16/bf16/tf32/fp8: m16n8k8 f16/bf16 (HMMA.1688, one block of 8),
       m16n8k4 tf32 (HMMA.1684, a block of 4), m16n8k16 fp8;
@@ -497,11 +578,19 @@ def _sm90_mma_families() -> tuple[list[Instruction], list[Instruction]]:
     """
 
     def rec(shape, a, b, acc, bitop="") -> str:
-        m, n, k = shape
-        parts = [f"m{m}n{n}k{k}", _ptx_type(acc), _ptx_type(a), _ptx_type(b), _ptx_type(acc)]
-        if bitop:
-            parts.append(bitop.replace(".", ""))
-        return f"H200 mma.sync recording {_SM90_MMA2}/{'_'.join(parts)}.npz"
+        found = _sm90_mma_recording(shape, a, b, acc, bitop)
+        if found:
+            return found
+        if a in _FP8:
+            return (
+                f"not recorded on the H200; assumed as the recorded {_SM90_MMA2}/"
+                "m16n8k16_f32_e4m3_e4m3_f32.npz (fp8 lowered to f16 HMMA), each operand "
+                "decoded in its own format"
+            )
+        return (
+            "exact integer arithmetic (PTX ISA semantics); this pairing/shape not recorded on "
+            f"the H200 (the recorded integer and b1 mma.sync files in {_SM90_MMA2} all match)"
+        )
 
     def mma_(shape, a, b, acc, block, fb, ez, rnd, schedule="chain"):
         ev = rec(shape, a, b, acc)
@@ -535,11 +624,25 @@ def _sm90_mma_families() -> tuple[list[Instruction], list[Instruction]]:
     return defaults, alternates
 
 
-_PUB = "tests/data/published"
-_PRE_HOPPER_VERIFIED = (
-    "WMMA f16/bf16/tf32 (and Ada fp8 mma.sync) replayed against the published hardware files "
-    f"in {_PUB} (5,000/5,000 each); every other instruction from the literature only"
-)
+#: What backs each pre-Hopper model (:attr:`ArchModel.verified`; sm75 passes its own).
+_VERIFIED = {
+    "sm70": (
+        f"WMMA m16n16k16 f16 -> f32 / f16 replays the published V100 file in {_PUB} (4 nonzero "
+        "products, 5,000/5,000 each); mma.sync m8n8k4, WMMA m32n8k16/m8n32k16, L = 4 and "
+        "chaining from the literature only"
+    ),
+    "sm80": (
+        "mma.sync m16n8k16 f16/bf16 and m16n8k8 tf32 replay the published A100 and A2 WMMA "
+        f"files in {_PUB} (8 / 4 nonzero products, 5,000/5,000 each); other float instructions "
+        "from the literature; integer, b1 and f64 exact arithmetic, not recorded"
+    ),
+    "sm89": (
+        "mma.sync m16n8k16 f16/bf16, m16n8k8 tf32 and same-format fp8 m16n8k32 replay the "
+        f"published Ada and L40S files in {_PUB} (5,000/5,000 each); other float instructions "
+        "(mixed fp8, m16n8k16 fp8, m16n8k8, m16n8k4) from the literature; integer, b1 and f64 "
+        "exact arithmetic, not recorded"
+    ),
+}
 _KM = "Khattak & Mikaitis 2025"
 _MMASIM = "MMA-Sim v2.1.1"
 
@@ -701,18 +804,45 @@ def _pre_hopper(name: str) -> tuple[list[Instruction], list[Instruction]]:
 
 
 def _pre_hopper_model(
-    name: str, description: str, *, verified: str = _PRE_HOPPER_VERIFIED, default_op: str = "mma"
+    name: str, description: str, *, verified: str = "", default_op: str = "mma"
 ) -> ArchModel:
     """The :class:`ArchModel` of sm70/sm75/sm80/sm89 from :func:`_pre_hopper`."""
     defaults, alternates = _pre_hopper(name)
     return ArchModel(
         name,
         description,
-        verified,
+        verified or _VERIFIED[name],
         _instructions(*defaults),
         default_op=default_op,
         alternates=tuple(alternates),
     )
+
+
+def _sm100_evidence() -> dict[tuple[str, str, str], str]:
+    """The sm100 instructions that the published B200 files back (through ``precision.mma``,
+    tests/probe/test_published.py); mixed fp8 is from the literature only."""
+    b200 = f"published file {_PUB}/b200/{{}}.npz ({{}}): 5000/5000"
+    ev = {
+        ("fp16", "fp16", "fp32"): b200.format("fp16", "WMMA m16n16k16, 16 products, fp32 out"),
+        ("fp16", "fp16", "fp16"): b200.format("fp16", "WMMA m16n16k16, 16 products, fp16 out"),
+        ("bf16", "bf16", "fp32"): b200.format("bf16", "WMMA m16n16k16, 16 products, fp32 out"),
+        ("tf32", "tf32", "fp32"): b200.format(
+            "tf32", "WMMA m16n16k8, 4 nonzero products: L = 4 and 8 both match"
+        ),
+    }
+    for f in _FP8:
+        for acc in ("fp32", "fp16"):
+            ev[(f, f, acc)] = b200.format(f, f"mma.sync m16n8k32, {acc} output")
+    lit = "Khattak & Mikaitis 2025; MMA-Sim 2025"
+    out = {k: f"{v}; normal-range data: specials, zero anchors from the literature ({lit})"
+           for k, v in ev.items()}  # fmt: skip
+    for a, b in _fp8_pairs():
+        for acc in ("fp32", "fp16"):
+            out.setdefault(
+                (a, b, acc),
+                f"literature ({lit}); not recorded: as {a} x {a}, each operand in its own format",
+            )
+    return out
 
 
 ARCHS: dict[str, ArchModel] = {
@@ -722,7 +852,10 @@ ARCHS: dict[str, ArchModel] = {
         "products, F = 25, e_zero = -133 (fp32) / -21 (fp16); fp8 lowered to f16 HMMA. "
         "wgmma: f16/bf16/tf32 as mma.sync; fp8 (QGMMA) one block of 32 products, F = 13, "
         "e8m13 RZ output.",
-        "bit-exact against recorded H200 outputs (tests/data/sm90, tests/data/sm90_wgmma)",
+        "bit-exact against recorded H200 outputs (tests/data/sm90, sm90_mma, sm90_wmma, "
+        "sm90_wgmma, sm90_wgmma_extra) for every instruction whose evidence names a recording; "
+        "the rest (other integer pairings and shapes, mma.sync e5m2 x e4m3 -> f16, mixed and "
+        "e5m2 m16n8k16 fp8, wgmma mixed fp8 -> f16) are not recorded: see each evidence",
         _instructions(
             *_float_instructions(
                 f16_block=16,
@@ -745,12 +878,22 @@ ARCHS: dict[str, ArchModel] = {
         "sm100",
         "Blackwell (B200) mma.sync: as Hopper for f16/bf16/tf32 (L = 16/8, F = 25); fp8 "
         "lowered to f16 HMMA with an fp32 RN add of c.",
-        _LITERATURE,
+        "from the literature; the f16/bf16/tf32 and same-format fp8 instructions replay the "
+        f"published B200 files in {_PUB} (5,000/5,000 each, normal-range inputs only); mixed "
+        "fp8 and s8 not recorded; tcgen05.mma not modelled",
         _instructions(
             *_float_instructions(
-                f16_block=16, tf32_block=8, frac_bits=25, e_zero32=-133, e_zero16=-21, fp8="via_f16"
+                f16_block=16,
+                tf32_block=8,
+                frac_bits=25,
+                e_zero32=-133,
+                e_zero16=-21,
+                fp8="via_f16",
+                evidence=_sm100_evidence(),
             ),
-            _int8_instruction(),
+            _int8_instruction(
+                "exact integer arithmetic (PTX ISA semantics); not recorded on sm100"
+            ),
         ),
     ),
     "sm89": _pre_hopper_model(
@@ -769,7 +912,10 @@ ARCHS: dict[str, ArchModel] = {
         "sm75",
         "Turing (T4): HMMA.1688 fuses 8 f16 products, F = 24, e_zero = -132 / -20 (MMA-Sim's "
         "Turing parameters, as Ampere); m8n8k4 with Volta's numerics; exact integer and b1.",
-        verified="from the literature only (MMA-Sim v2.1.1 Turing parameters); no hardware outputs",
+        verified=(
+            "from the literature only (MMA-Sim v2.1.1 Turing parameters); no hardware outputs; "
+            "integer and b1 exact arithmetic"
+        ),
     ),
     "sm70": _pre_hopper_model(
         "sm70",

@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 
 import numpy as np
 import pytest
 
 from precision.probe import published as pb
+from precision.tensorcore import ARCHS, get_arch
 
 ROOT = pb.DATA_DIR
+#: Dot products per published file (docs/coverage.md: 48 files, 240,000 outputs).
+T = 5000
 
 
 @functools.cache
@@ -36,6 +40,9 @@ def _params(recipes, via):
 
 
 def _assert_bitwise(recipe: pb.Recipe, got: np.ndarray, want: np.ndarray, via: str) -> None:
+    # every one of the file's outputs is compared: an empty or short array cannot pass
+    assert want.shape == (T,) and got.shape == want.shape, (recipe.name, got.shape, want.shape)
+    assert got.dtype == want.dtype, (recipe.name, got.dtype, want.dtype)
     bad = np.flatnonzero(got != want)
     if bad.size:
         i = int(bad[0])
@@ -55,19 +62,56 @@ def test_inventory():
         pub = pb.load(path)
         meta = pub.meta
         assert meta["commit"] == pb.SOURCE_COMMIT, path
-        assert (meta["T"], meta["K"]) == (5000, pub.a.shape[1]), path
+        assert meta["source"] == pb.SOURCE_REPO, path
+        assert (meta["T"], meta["K"]) == (T, pub.a.shape[1]), path
         assert set(meta["files"]) == {"a", "b", "c"} | {f"d_{o}" for o in meta["outputs"]}
         assert all(len(f["git_blob"]) == 40 for f in meta["files"].values()), path
         for o in meta["outputs"]:
             assert pub.d[o].dtype == (np.uint32 if o == "fp32" else np.uint16), path
+            assert pub.d[o].shape == (T,), path
             have.add(f"{meta['gpu']}-{meta['format']}-{o}")
     assert have == set(pb.RECIPES)
-    assert len(have) == 48
-    assert (ROOT / "LICENSE").read_text().startswith("BSD 2-Clause License")
+    assert len(have) == 48 and len(files) == 32
+    # the licence and the citation sit beside the data (one folder holds every published file)
+    licence = (ROOT / "LICENSE").read_text()
+    assert licence.startswith("BSD 2-Clause License")
+    assert "Copyright (c) 2025, Faizan A. Khattak and Mantas Mikaitis" in licence
     readme = (ROOT / "README.md").read_text()
-    assert pb.SOURCE_COMMIT in readme and "Khattak" in readme
+    assert pb.SOURCE_COMMIT in readme and pb.SOURCE_REPO in readme
+    assert "Khattak" in readme and "doi:10.1145/3830409" in readme and "[LICENSE]" in readme
+    assert {p.parent for p in ROOT.rglob("*.npz")} <= {ROOT / d for d in ("inputs", *_GPU_DIRS)}
     total = sum(p.stat().st_size for p in ROOT.rglob("*") if p.is_file())
     assert total < 4_000_000  # bytes
+
+
+_GPU_DIRS = tuple(d for d, _ in pb.GPUS.values())
+
+
+def test_every_file_is_replayed_through_precision_mma():
+    """docs/coverage.md: all 48 files also match through ``precision.mma``; none is xfail."""
+    assert [r.name for r in pb.RECIPES.values() if r.mma] == list(pb.RECIPES)
+    assert not [r.name for r in pb.RECIPES.values() if r.xfail]
+
+
+def _file(recipe: pb.Recipe) -> str:
+    return f"tests/data/published/{pb.GPUS[recipe.gpu][0]}/{recipe.fmt}.npz"
+
+
+def test_evidence_names_exactly_the_published_files_replayed():
+    """An instruction's ``evidence`` names a published file if and only if that file is replayed
+    here through ``precision.mma`` with that very instruction (arch, op, formats)."""
+    replayed: set[tuple[str, str, str]] = set()  # (arch, ptx, file)
+    for r in pb.RECIPES.values():
+        ins = get_arch(r.arch).instruction(r.fmt, r.out, op=r.op)
+        assert _file(r) in ins.evidence, (r.name, ins.ptx, ins.evidence)
+        replayed.add((r.arch, ins.ptx, _file(r)))
+    claimed = {
+        (arch, ins.ptx, f)
+        for arch, model in ARCHS.items()
+        for ins in model.all_instructions()
+        for f in re.findall(r"tests/data/published/\w+/\w+\.npz", ins.evidence)
+    }
+    assert claimed == replayed
 
 
 @pytest.mark.parametrize("recipe", _params(pb.RECIPES.values(), "block"))

@@ -9,16 +9,22 @@ No hardware outputs exist here for most of these instructions (see docs/coverage
   :func:`precision.tensorcore.fdpa.block` calls built from the instruction's stated parameters
   (block, F, e_zero, rounding): a consistency check of the dispatch, not evidence;
 - the literature's known-answer vectors (tensorcore_arithmetic.md §8.6, computed from the
-  published models, not run on hardware) pin F and e_zero per generation.
+  published models, not run on hardware) pin F and e_zero per generation;
+- the exact-arithmetic instructions of sm90 and sm100 that no recording covers (their
+  ``evidence`` says "exact ... not recorded") get the same exact check, and the ``evidence`` of
+  every arch names only files that exist (tests/probe/test_published.py checks that each
+  "published file" evidence is replayed).
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import zlib
 from dataclasses import replace
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,6 +37,19 @@ from precision.tensorcore.fragments import mma_fragments, quadpair_fragments
 
 OLD = ("sm70", "sm75", "sm80", "sm89")
 INSTRUCTIONS = [(arch, ins) for arch in OLD for ins in ARCHS[arch].all_instructions()]
+#: Instructions per generation (docs/coverage.md: ptxas assembles 14 / 39 / 55 mma.sync strings
+#: on sm_75 / sm_80 / sm_89; sm70 has 6 WMMA and 3 mma.sync). A dropped instruction, or an
+#: empty parameter list that would let the tests below pass on nothing, fails here.
+COUNTS = {"sm70": 9, "sm75": 14, "sm80": 39, "sm89": 55}
+MMA_SYNC_COUNTS = {"sm70": 3, "sm75": 14, "sm80": 39, "sm89": 55}
+#: sm90 / sm100 instructions backed by exact arithmetic alone (no recording names them).
+EXACT_UNRECORDED = [
+    (arch, ins)
+    for arch in ("sm90", "sm100")
+    for ins in ARCHS[arch].all_instructions()
+    if ins.evidence.startswith("exact ") and "not recorded" in ins.evidence
+]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _id(case: tuple[str, Instruction]) -> str:
@@ -149,10 +168,24 @@ def _fdpa_chain(ins: Instruction, a, b, c) -> np.ndarray:
 # Float instructions run on both operand sets, the exact families on one.
 RUNS = [
     (case, kind)
-    for case in INSTRUCTIONS
+    for case in INSTRUCTIONS + EXACT_UNRECORDED
     for kind in ("moderate", "bits")
     if kind == "moderate" or get_format(case[1].acc_fmt).name in ("fp32", "fp16")
 ]
+
+
+def test_every_instruction_is_run():
+    """The parameter lists are what docs/coverage.md counts, and every instruction is run."""
+    for arch in OLD:
+        all_ins = ARCHS[arch].all_instructions()
+        assert len(all_ins) == COUNTS[arch], arch
+        assert sum(i.family == "mma" for i in all_ins) == MMA_SYNC_COUNTS[arch], arch
+    ids = [f"{_id(case)}-{kind}" for case, kind in RUNS]
+    assert len(set(ids)) == len(ids)  # no two runs collapse into one test id
+    assert {_id(c) for c, _ in RUNS} == {_id(c) for c in INSTRUCTIONS + EXACT_UNRECORDED}
+    # sm90: integer pairings/shapes not recorded; sm100: s8 (12 + 1)
+    assert [a for a, _ in EXACT_UNRECORDED].count("sm90") == 12
+    assert [a for a, _ in EXACT_UNRECORDED].count("sm100") == 1
 
 
 @pytest.mark.parametrize(("case", "kind"), RUNS, ids=[f"{_id(case)}-{kind}" for case, kind in RUNS])
@@ -173,6 +206,33 @@ def test_instruction_runs_through_mma(case, kind):
     got_bits, want_bits = d.view(f"u{bits // 8}"), want.view(f"u{bits // 8}")
     bad = np.argwhere(got_bits != want_bits)
     assert bad.size == 0, f"{ins.ptx}: {len(bad)} outputs differ, first at {bad[0]}"
+
+
+SATF = [
+    case
+    for case in INSTRUCTIONS + EXACT_UNRECORDED
+    if case[1].is_integer and not case[1].bitop and case[1].family == "mma"
+]
+
+
+@pytest.mark.parametrize("case", SATF, ids=[_id(c) for c in SATF])
+def test_integer_satfinite_clamps_each_instruction(case):
+    """``.satfinite`` (``satf=True``): each instruction's exact sum c + Σ a·b is clamped to
+    [-2^31, 2^31 - 1], and the next instruction starts from the clamped value."""
+    arch, ins = case
+    a, b, c = _operands(ins, _rng(case), "moderate")
+    c[1, :] = -(2**31)  # saturates on any negative sum (signed operands)
+    d = mma(a, b, c, arch=arch, fmt=ins.a_fmt, b_fmt=ins.b_fmt, shape=ins.shape, satf=True)
+    acc = c.astype(np.int64)
+    clamped = np.zeros(c.shape, bool)
+    for k0 in range(0, a.shape[1], ins.k):
+        ks = slice(k0, k0 + ins.k)
+        exact = acc + a[:, ks].astype(np.int64) @ b[ks].astype(np.int64)
+        acc = np.clip(exact, -(2**31), 2**31 - 1)
+        clamped |= acc != exact
+    assert clamped[:2].any()  # the clamp is exercised (rows 0, 1: c at the int32 limits)
+    bad = np.argwhere(d.astype(np.int64) != acc)
+    assert bad.size == 0, f"{ins.satfinite_ptx}: {len(bad)} outputs differ, first at {bad[0]}"
 
 
 def test_every_listed_family_is_modelled():
@@ -226,6 +286,54 @@ def test_evidence_names_a_published_file_or_the_literature():
         ev = ins.evidence
         assert "H200" not in ev and "recording" not in ev, (arch, ins.ptx, ev)
         assert ev.startswith(("published file tests/data/published/", "literature:", "exact ")), ev
+
+
+_DATA_PATH = re.compile(r"tests/data/[\w./-]*\w")
+
+
+def test_evidence_paths_exist_and_cover_every_recording():
+    """Every tests/data path an ``evidence`` (of any arch) names exists, an evidence that says
+    "not recorded" names no recording of its own, and every sm90 recording file is named by
+    some instruction: an evidence string cannot claim a recording that is not there."""
+    named: set[Path] = set()
+    for arch, model in ARCHS.items():
+        for ins in model.all_instructions():
+            ev = ins.evidence
+            paths = [REPO / m for m in _DATA_PATH.findall(ev)]
+            for path in paths:
+                assert path.exists(), (arch, ins.ptx, path)
+            if ev.startswith(("not recorded", "exact ", "literature")):  # no file of its own
+                m, n, k = ins.shape
+                own = "_".join(
+                    [f"m{m}n{n}k{k}"]
+                    + [get_format(f).ptx for f in (ins.acc_fmt, ins.a_fmt, ins.b_fmt, ins.acc_fmt)]
+                )
+                assert not any(p.name.startswith(own) for p in paths), (arch, ins.ptx, ev)
+            if "recording" in ev and arch != "sm90":
+                raise AssertionError(f"{arch} {ins.ptx}: {ev}")
+            for m in re.finditer(r"(tests/data/sm90\w*/)(\w+)\.npz and (\w+)\.npz", ev):
+                named.add(REPO / f"{m[1]}{m[3]}.npz")  # "X.npz and Y.npz" in one folder
+            named.update(p for p in paths if p.is_file())
+    recorded = {
+        p
+        for d in ("sm90", "sm90_mma", "sm90_wgmma", "sm90_wgmma_extra")
+        for p in (REPO / "tests/data" / d).glob("*.npz")
+    }
+    assert recorded - named == {
+        REPO / "tests/data/sm90_wgmma_extra" / f"wgmma_{n}.npz"
+        for n in ("f16_f16", "e4m3_f16", "e5m2_f16", "s8_s32", "u8_s32")
+    }  # these five are named by folder ("tests/data/sm90_wgmma_extra (...)"), as sm90_wmma
+
+
+def test_sm90_mma_recorded_set_is_the_probe_table():
+    """The sm90_mma recordings the evidence names are exactly the probes that
+    tests/probe/test_mma_families_recorded.py replays."""
+    from precision.probe.generic import PROBES
+    from precision.tensorcore.arch import _SM90_MMA_RECORDED
+
+    assert _SM90_MMA_RECORDED == {p.name for p in PROBES}
+    on_disk = {p.stem for p in (REPO / "tests/data/sm90_mma").glob("*.npz")}
+    assert on_disk == _SM90_MMA_RECORDED
 
 
 # Known-answer vectors of tensorcore_arithmetic.md §8.6 (computed from the published models).
@@ -345,6 +453,7 @@ def test_ptxas_accepts_every_mma_sync(arch, tmp_path):
         for i, ins in enumerate(ARCHS[arch].all_instructions())
         if ins.family == "mma"
     ]
+    assert len(kernels) == MMA_SYNC_COUNTS[arch]  # 14 / 39 / 55, as docs/coverage.md says
     done = _ptxas(arch, "".join(kernels), tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
 
