@@ -25,6 +25,7 @@ import hashlib
 import sys
 import time
 import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,41 @@ def _schedule_by_kernel() -> dict[str, Schedule]:
     return {s.kernel: s for s in all_schedules()}
 
 
+#: What a record's key looks like, for error messages.
+KEY_FORM = "n<size>/<case>/<kernel>/D or .../sha_D"
+
+
+def _record_key(name: str) -> tuple[int, str, str, str] | None:
+    """``(n, case, kernel, "D" | "sha_D")`` of an output key, None for any other array
+    (inputs, hashes, rows); ``ValueError`` for an output key whose size is no integer."""
+    parts = name.split("/")
+    if len(parts) != 4 or parts[3] not in ("D", "sha_D"):
+        return None
+    if not (parts[0].startswith("n") and parts[0][1:].isdigit()):
+        raise ValueError(f"{name}: not the key of a record (expected {KEY_FORM})")
+    return int(parts[0][1:]), parts[1], parts[2], parts[3]
+
+
+def _array(data: Any, name: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """``data[name]`` (an ``NpzFile``), checked to be uint32 bits of ``shape`` when given:
+    ``ValueError`` naming the array when it is missing, unreadable or of another dtype or
+    shape (int64 or float copies of the bits would compare equal by value)."""
+    try:
+        arr = data[name]
+    except KeyError:
+        raise ValueError(
+            f"{name}: missing (expected a recording written by {PROG} record)"
+        ) from None
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as exc:
+        what = "zlib.error" if isinstance(exc, zlib.error) else type(exc).__name__
+        raise ValueError(f"{name}: unreadable ({what}: {exc})") from None
+    if shape is not None and (arr.dtype != np.uint32 or arr.shape != shape):
+        raise ValueError(
+            f"{name}: expected uint32{shape} output bits, got {arr.dtype.name}{arr.shape}"
+        )
+    return arr
+
+
 def verify(
     path: str,
     *,
@@ -160,43 +196,57 @@ def iter_verify(
 
     data = np.load(path)
     scheds = _schedule_by_kernel()
+    labels = [lab for lab, *_ in DISTRIBUTIONS] + [lab for lab, *_ in SPECIAL_CASES]
     inputs: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # the current case's A, B
     for name in sorted(data.files):
-        parts = name.split("/")
-        if len(parts) != 4 or parts[3] not in ("D", "sha_D"):
+        parsed = _record_key(name)
+        if parsed is None:
             continue
-        size, label, kernel = int(parts[0][1:]), parts[1], parts[2]
+        size, label, kernel, what = parsed
         if (max_n is not None and size > max_n) or (kernels and kernel not in kernels):
             continue
         if n is not None and size != n:
             continue
+        if kernel not in scheds:
+            raise ValueError(
+                f"{name}: no kernel {kernel!r} in this version of precision "
+                f"(known: {', '.join(sorted(scheds))})"
+            )
         key = f"n{size}/{label}"
         if key not in inputs:
             inputs.clear()
             if f"{key}/A" in data.files:
-                A = data[f"{key}/A"].view(np.float32)
-                B = data[f"{key}/B"].view(np.float32)
+                A = _array(data, f"{key}/A", (size, size)).view(np.float32)
+                B = _array(data, f"{key}/B", (size, size)).view(np.float32)
             else:
+                if label not in labels:
+                    raise ValueError(
+                        f"{name}: case {label!r} has neither recorded inputs ({key}/A, {key}/B) "
+                        f"nor a known generator (cases: {', '.join(labels)})"
+                    )
                 A, B = case_inputs(size, label)
-                if _sha(A) != str(data[f"{key}/sha_A"]) or _sha(B) != str(data[f"{key}/sha_B"]):
+                sha_a, sha_b = _array(data, f"{key}/sha_A"), _array(data, f"{key}/sha_B")
+                if _sha(A) != str(sha_a) or _sha(B) != str(sha_b):
                     raise RuntimeError(f"{key}: regenerated inputs differ from the recorded hashes")
             inputs[key] = (A, B)
         A, B = inputs[key]
         s = scheds[kernel]
         checked = "all"
-        if parts[3] == "D":
+        if what == "D":
+            recorded = _array(data, name, (size, size))
             D = run_schedule(*kernel_inputs(A, B, s), s)
-            mism = int(np.count_nonzero(D.view(np.uint32) != data[name]))
+            mism = int(np.count_nonzero(D.view(np.uint32) != recorded))
         else:
             rows = sample_rows(size)
-            recorded_rows = data[f"{key}/{kernel}/rows"]
+            recorded_rows = _array(data, f"{key}/{kernel}/rows", (len(rows), size))
+            digest = str(_array(data, name))
             if rows_only:
                 D_rows = run_schedule(*kernel_inputs(A[rows], B, s), s)
                 mism = int(np.count_nonzero(D_rows.view(np.uint32) != recorded_rows))
                 checked = "rows"
             else:
                 D = run_schedule(*kernel_inputs(A, B, s), s)
-                same = _sha(D) == str(data[name])
+                same = _sha(D) == digest
                 row_mism = int(np.count_nonzero(D[rows].view(np.uint32) != recorded_rows))
                 # the stored rows are checked even when the hash matches (a recording whose
                 # rows contradict its hash is reported, not trusted)
@@ -215,16 +265,17 @@ def count_records(path: str, *, max_n: int | None = None, kernels: list[str] | N
     """Number of records :func:`iter_verify` checks with the same filters."""
     count = 0
     for name in np.load(path).files:
-        parts = name.split("/")
-        if len(parts) == 4 and parts[3] in ("D", "sha_D"):
-            n, kernel = int(parts[0][1:]), parts[2]
+        parsed = _record_key(name)
+        if parsed is not None:
+            n, _, kernel, _ = parsed
             count += (max_n is None or n <= max_n) and (not kernels or kernel in kernels)
     return count
 
 
 def compare(new_path: str, old_path: str) -> dict[str, list[str]]:
-    """Arrays of two recordings, by outcome: ``identical`` (same bits), ``different`` and
-    ``only_new`` / ``only_old`` (recorded in one file only)."""
+    """Arrays of two recordings, by outcome: ``identical`` (same bits: same dtype, shape and
+    values), ``different`` and ``only_new`` / ``only_old`` (recorded in one file only).
+    ``ValueError`` naming the file and array when an array cannot be read."""
     new, old = np.load(new_path), np.load(old_path)
     out: dict[str, list[str]] = {
         "identical": [],
@@ -235,10 +286,16 @@ def compare(new_path: str, old_path: str) -> dict[str, list[str]]:
     for name in sorted(new.files):
         if name not in old.files:
             out["only_new"].append(name)
-        elif new[name].shape == old[name].shape and np.array_equal(new[name], old[name]):
-            out["identical"].append(name)
-        else:
-            out["different"].append(name)
+            continue
+        arrays = []
+        for path, data in ((new_path, new), (old_path, old)):
+            try:
+                arrays.append(_array(data, name))
+            except ValueError as exc:
+                raise ValueError(f"{path}: {exc}") from None
+        x, y = arrays
+        same = x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y)
+        out["identical" if same else "different"].append(name)
     return out
 
 
@@ -297,13 +354,38 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {problem}", file=sys.stderr)
             return 2
     if args.cmd == "compare":
-        result = compare(args.new, args.old)
+        try:
+            result = compare(args.new, args.old)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         for outcome in ("different", "only_new", "only_old"):
             for name in result[outcome]:
                 print(f"{outcome:9s} {name}")
         print(", ".join(f"{len(v)} {k}" for k, v in result.items()))
-        return 1 if result["different"] else 0
-    total = count_records(args.path, max_n=args.max_n, kernels=args.kernel)
+        if not result["identical"] and not result["different"]:
+            print(
+                f"error: {args.new} and {args.old} have no array in common (other sizes, cases "
+                "or kernels?): nothing was compared",
+                file=sys.stderr,
+            )
+            return 2
+        # exit 0 only when both hold the same arrays with the same bits: an array recorded in
+        # one file only (another size, case or kernel) was not checked
+        return 1 if result["different"] or result["only_new"] or result["only_old"] else 0
+    try:
+        total = count_records(args.path, max_n=args.max_n, kernels=args.kernel)
+    except ValueError as exc:
+        print(f"error: {args.path}: {exc}", file=sys.stderr)
+        return 2
+    if total == 0:
+        chosen = " chosen by --max-n/--kernel" if args.max_n is not None or args.kernel else ""
+        print(
+            f"error: {args.path}: no records{chosen} (expected keys {KEY_FORM} written by "
+            f"{PROG} record; kernels: {', '.join(sorted(_schedule_by_kernel()))})",
+            file=sys.stderr,
+        )
+        return 2
     print(
         f"verifying {total} record(s) of {args.path} against the emulator"
         + (" (hashed cases: recorded rows only)" if args.rows_only else "")

@@ -20,9 +20,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -89,40 +92,139 @@ def save_recording(path: Path, rec: Recording) -> None:
     )
 
 
+#: The arrays of every recording.
+RECORDING_ARRAYS = ("a", "b", "c", "d", "kind", "kinds")
+#: The arrays with one entry per tile.
+TILED = ("a", "b", "c", "d", "d_mma", "kind")
+
+
+def read_npz(path: str | Path, required: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+    """Every array of the ``.npz`` at ``path``, read whole (no pickles). ``ValueError`` naming
+    the file when it is no readable archive (truncated, corrupt, empty, an object array) or
+    lacks one of the ``required`` arrays: a damaged recording is an error, never a traceback."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as z:  # fh: closed always
+            if not hasattr(z, "files"):  # an .npy file loads as one array
+                raise ValueError("an .npy array, not an .npz archive")
+            arrays = {k: z[k] for k in z.files}
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        what = "zlib.error" if isinstance(exc, zlib.error) else type(exc).__name__
+        raise ValueError(f"{path}: unreadable recording ({what}: {exc})") from None
+    missing = [k for k in required if k not in arrays]
+    if missing:
+        raise ValueError(f"{path}: missing arrays {missing} (it holds {sorted(arrays)})")
+    return arrays
+
+
+def tile_count(path: str | Path, arrays: dict, names: tuple[str, ...] = TILED) -> int:
+    """The number of tiles of a recording: the common first dimension of ``arrays[name]``
+    for ``name`` in ``names`` (``ValueError`` naming ``path`` and every array's count where
+    they differ, e.g. a ``d`` cut short)."""
+    counts = {n: (arrays[n].shape[0] if arrays[n].ndim else 0) for n in names if n in arrays}
+    if len(set(counts.values())) > 1:
+        told = ", ".join(f"{n} {t}" for n, t in counts.items())
+        raise ValueError(f"{path}: the arrays hold different numbers of tiles ({told})")
+    return next(iter(counts.values()), 0)
+
+
+def read_manifest(directory: str | Path) -> dict | None:
+    """The ``manifest.json`` of a recording directory as a dict; None where there is none.
+    ``ValueError`` naming the file when it is no JSON object (damaged, truncated)."""
+    path = Path(directory) / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: unreadable manifest ({type(exc).__name__}: {exc})") from None
+    if not isinstance(manifest, dict):
+        raise ValueError(
+            f"{path}: unreadable manifest (a JSON {type(manifest).__name__}, not an object)"
+        )
+    return manifest
+
+
+def manifest_arch(directory: str | Path) -> str:
+    """The :data:`precision.tensorcore.ARCHS` model of the GPU that made the recordings in
+    ``directory``: its manifest's ``compute_capability`` (sm90 without a manifest or that
+    field). ``ValueError`` naming the manifest for a value that is no compute capability or
+    one no model covers."""
+    from precision.tensorcore.arch import arch_of_compute_capability
+
+    manifest = read_manifest(directory) or {}
+    cc = manifest.get("compute_capability", 90)
+    try:
+        return arch_of_compute_capability(int(cc))
+    except (TypeError, ValueError) as exc:
+        where = Path(directory) / MANIFEST
+        raise ValueError(f"{where}: compute_capability {cc!r}: {exc}") from None
+
+
+def check_kinds(path: str | Path, kind: np.ndarray, kinds: tuple[str, ...], tiles: int) -> None:
+    """``ValueError`` naming ``path`` unless ``kind`` gives every one of ``tiles`` tiles a valid
+    index into ``kinds``: a tile of no kind would drop out of every per-kind count."""
+    if kind.ndim != 1 or kind.shape[0] != tiles or kind.dtype.kind not in "iu":
+        raise ValueError(
+            f"{path}: array 'kind' should be {tiles} integer tile kinds, got "
+            f"{kind.dtype.name}{kind.shape}"
+        )
+    bad = (kind < 0) | (kind >= len(kinds))
+    if bad.any():
+        t = int(np.argmax(bad))
+        raise ValueError(
+            f"{path}: array 'kind' of {int(bad.sum())} tile(s) (first: tile {t}, kind "
+            f"{int(kind[t])}) is no index into 'kinds' ({len(kinds)} kinds: {', '.join(kinds)})"
+        )
+
+
+def check_arrays(path: str | Path, arrays: dict, want: dict[str, tuple[tuple, Any]]) -> None:
+    """``ValueError`` naming ``path`` and the array unless each ``arrays[name]`` has the shape
+    and dtype of ``want[name]`` (a shape of ints, the tile count first)."""
+    for name, (shape, dtype) in want.items():
+        arr = arrays[name]
+        if arr.shape != tuple(shape) or arr.dtype != np.dtype(dtype):
+            raise ValueError(
+                f"{path}: array {name!r} should be {np.dtype(dtype).name}{tuple(shape)}, "
+                f"got {arr.dtype.name}{arr.shape}"
+            )
+
+
 def load_recording(path: str | Path) -> Recording:
-    """Read ``<name>.npz``; the instruction is named by the file stem. Checks shapes/dtypes."""
+    """Read ``<name>.npz``; the instruction is named by the file stem. Checks shapes/dtypes
+    and that every tile's ``kind`` indexes ``kinds`` (``ValueError`` naming the file)."""
     path = Path(path)
     instr = get_probe(path.stem)
-    with np.load(path, allow_pickle=False) as z:
-        missing = {"a", "b", "c", "d", "kind", "kinds"} - set(z.files)
-        if missing:
-            raise ValueError(f"{path}: missing arrays {sorted(missing)}")
-        rec = Recording(
-            instr, z["a"], z["b"], z["c"], z["d"], z["kind"], tuple(str(k) for k in z["kinds"])
-        )
-    T, K = rec.tiles, instr.K
+    z = read_npz(path, RECORDING_ARRAYS)
+    rec = Recording(
+        instr, z["a"], z["b"], z["c"], z["d"], z["kind"], tuple(str(k) for k in z["kinds"])
+    )
+    T, K = tile_count(path, z), instr.K
     want = {
         "a": ((T, 16, K), instr.a_fmt.bits_dtype),
         "b": ((T, K, 8), instr.a_fmt.bits_dtype),
         "c": ((T, 16, 8), instr.c_fmt.bits_dtype),
         "d": ((T, 16, 8), instr.c_fmt.bits_dtype),
     }
-    for name, (shape, dtype) in want.items():
-        arr = getattr(rec, name)
-        if arr.shape != shape or arr.dtype != dtype:
-            raise ValueError(
-                f"{path}: array {name!r} should be {np.dtype(dtype).name}{shape}, "
-                f"got {arr.dtype.name}{arr.shape}"
-            )
+    check_arrays(path, z, want)
+    check_kinds(path, rec.kind, rec.kinds, T)
     return rec
 
 
 def load_arrays(path: str | Path) -> dict:
     """A recording ``.npz`` as a dict of its arrays, ``kinds`` as a tuple of str (the wgmma and
-    WMMA recordings, which carry no instruction record of their own)."""
-    with np.load(path, allow_pickle=False) as z:
-        rec = {k: z[k] for k in z.files}
+    WMMA recordings, which carry no instruction record of their own). ``ValueError`` naming
+    the file when it is unreadable, lacks an array of :data:`RECORDING_ARRAYS`, ``c`` and ``d``
+    differ in shape or dtype, or a tile's ``kind`` is no index into ``kinds``."""
+    rec: dict[str, Any] = read_npz(path, RECORDING_ARRAYS)
     rec["kinds"] = tuple(str(k) for k in rec["kinds"])
+    tiles, c = tile_count(path, rec), rec["c"]
+    if c.ndim != 3:
+        raise ValueError(f"{path}: array 'c' should be [tiles, rows, cols], got shape {c.shape}")
+    check_arrays(path, rec, {"d": (c.shape, c.dtype)})
+    check_kinds(path, rec["kind"], rec["kinds"], tiles)
     return rec
 
 
@@ -132,11 +234,15 @@ def match_counts(
     """Bitwise equality of two output arrays of one recording (tiles first): ``{'all':
     (equal, total), <data kind>: (equal, total), ...}``, with ``kind[t]`` the index into
     ``kinds`` of tile ``t``'s input data (the WMMA and wgmma recordings' ``kind``/``kinds``)."""
+    if x.shape != y.shape:
+        raise ValueError(f"outputs of shape {x.shape} compared with outputs of shape {y.shape}")
     eq = np.asarray(x == y).reshape(x.shape[0], -1)
     out = {"all": (int(eq.sum()), int(eq.size))}
     for i, name in enumerate(kinds):
         tiles = kind == i
         out[str(name)] = (int(eq[tiles].sum()), int(eq[tiles].size))
+    if sum(n for k, (_, n) in out.items() if k != "all") != eq.size:  # a tile of no kind
+        raise ValueError(f"tile kinds {sorted(set(kind.tolist()))} do not all index {kinds}")
     return out
 
 

@@ -305,14 +305,42 @@ class Recording:
 
 
 def load(path: str | Path) -> Recording:
-    """Read a recording written by :func:`save`."""
-    with np.load(path) as z:
-        a = _unpack_sub_byte(z["a"], int(z["a_bits"]))
-        # B is [T, K, N]: sub-byte elements were packed along N; unpack there too.
-        b = _unpack_sub_byte(z["b"], int(z["b_bits"]))
-        return Recording(
-            str(z["ptx"]), a, b, z["c"], z["d"], z["kind"], tuple(str(k) for k in z["kinds"])
+    """Read a recording written by :func:`save` (``ValueError`` naming the file when it is
+    unreadable, lacks an array, or a tile's ``kind`` is no index into ``kinds``)."""
+    from precision.probe.capture import RECORDING_ARRAYS, check_kinds, read_npz, tile_count
+
+    z = read_npz(path, (*RECORDING_ARRAYS, "a_bits", "b_bits", "ptx"))
+    try:
+        a_bits, b_bits = int(z["a_bits"]), int(z["b_bits"])
+    except (TypeError, ValueError):
+        a_bits = b_bits = 0
+    if not {a_bits, b_bits} <= {1, 4, 8, 16, 32, 64}:
+        raise ValueError(
+            f"{path}: 'a_bits' and 'b_bits' should be element widths (1, 4, 8, 16, 32 or 64), "
+            f"got {z['a_bits']!r} and {z['b_bits']!r}"
         )
+    a = _unpack_sub_byte(z["a"], a_bits)
+    # B is [T, K, N]: sub-byte elements were packed along N; unpack there too.
+    b = _unpack_sub_byte(z["b"], b_bits)
+    kinds = tuple(str(k) for k in z["kinds"])
+    check_kinds(path, z["kind"], kinds, tile_count(path, z))
+    return Recording(str(z["ptx"]), a, b, z["c"], z["d"], z["kind"], kinds)
+
+
+def check_shapes(path: str | Path, probe: GenericProbe, rec: Recording) -> None:
+    """``ValueError`` naming ``path`` and the array unless ``rec`` holds ``a [T,M,K]``, ``b
+    [T,K,N]``, ``c, d [T,M,N]`` of ``probe``'s shape in their containers."""
+    from precision.probe.capture import check_arrays
+
+    m, n, k = probe.shape
+    t = rec.d.shape[0] if rec.d.ndim else 0
+    want = {
+        "a": ((t, m, k), container(probe.a)),
+        "b": ((t, k, n), container(probe.b)),
+        "c": ((t, m, n), container(probe.c)),
+        "d": ((t, m, n), container(probe.d)),
+    }
+    check_arrays(path, {x: getattr(rec, x) for x in want}, want)
 
 
 # ------------------------------------------------------------------------------ recording
@@ -439,14 +467,10 @@ def verify(directory: str | Path, device: str = "cpu") -> dict[str, dict[str, tu
     capability), on ``device``'s engine. An instruction that model lacks counts as unmatched,
     under the kind ``"no model (smXX)"``. (The GPU engine runs every instruction of every
     model that a packed probe records.)"""
-    import json
-
+    from precision.probe.capture import manifest_arch
     from precision.probe.generic import PROBES
-    from precision.probe.suite import arch_of
 
-    manifest = Path(directory) / "manifest.json"
-    cc = json.loads(manifest.read_text()).get("compute_capability", 90) if manifest.exists() else 90
-    arch = arch_of(int(cc))
+    arch = manifest_arch(directory)
     out: dict[str, dict[str, tuple[int, int]]] = {}
     for p in PROBES:
         path = Path(directory) / f"{p.name}.npz"
@@ -455,6 +479,7 @@ def verify(directory: str | Path, device: str = "cpu") -> dict[str, dict[str, tu
         rec = load(path)
         if rec.ptx != p.ptx:
             raise ValueError(f"{path}: records {rec.ptx!r}, expected {p.ptx!r}")
+        check_shapes(path, p, rec)
         try:
             got = emulate(p, rec, arch, device=device)
         except TypeError:

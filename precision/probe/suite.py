@@ -20,7 +20,6 @@ read 100 %. Every output is compared bit for bit, f64 NaN payloads included
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -95,9 +94,25 @@ CPU_NOTE = "on the CPU: {}"
 
 
 def _verify_mma_sync(d: Path, device: str) -> list[Row]:
-    from precision.probe.capture import load_recording, recording_paths, verify_recording
+    from precision.probe.capture import (
+        MANIFEST,
+        load_recording,
+        read_manifest,
+        recording_paths,
+        verify_recording,
+    )
     from precision.tensorcore import mma
 
+    # the hand-written probes run on sm_90 only and replay through the sm90 model: a manifest
+    # naming another GPU is a recording these models do not describe
+    manifest = read_manifest(d if d.is_dir() else d.parent) or {}
+    cc = str(manifest.get("compute_capability", "90"))
+    if cc != "90":
+        where = (d if d.is_dir() else d.parent) / MANIFEST
+        raise ValueError(
+            f"{where}: compute_capability {cc}: the mma_sync probes are sm_90 recordings, "
+            "replayed through the sm90 model"
+        )
     engine = functools.partial(mma, device=device)
     rows = []
     for p in recording_paths(d):
@@ -127,7 +142,7 @@ def _verify_wmma(d: Path, device: str) -> list[Row]:
         p = wmma.get_probe(name)
         if p.a in ("f16", "bf16", "tf32"):
             rows += _rows_from_match("wmma", name, models["mma(op='wmma')"])
-        elif p.a == "s8" and device == "gpu":
+        elif p.a == "s8" and device == "gpu" and "mma(op='wmma')" in models:
             rows += _rows_from_match("wmma", name, models["mma(op='wmma')"])
         elif p.a == "b1":
             rows += _rows_from_match("wmma", name, models["exact b1"], cpu)
@@ -155,11 +170,14 @@ def _verify_wgmma(d: Path, extra: bool, device: str) -> list[Row]:
 
 
 def _family_of(d: Path) -> str | None:
-    """Which family a directory of recordings holds, from its manifest."""
-    man = d / "manifest.json"
-    if not man.is_file():
+    """Which family a directory of recordings holds, from its manifest (``ValueError`` naming
+    a manifest that is no JSON object)."""
+    from precision.probe.capture import read_manifest
+
+    manifest = read_manifest(d)
+    if manifest is None:
         return None
-    text = json.loads(man.read_text()).get("description", "")
+    text = str(manifest.get("description", ""))
     if "fragment-packed" in text:
         return "mma"
     if "WMMA" in text:
@@ -178,6 +196,47 @@ EXPECTED = (
     "expected a recording directory made by precision capture, one family's directory such "
     "as tests/data/sm90, or one .npz recording inside such a directory"
 )
+
+
+def listed_files(d: Path, family: str) -> set[str] | None:
+    """The ``.npz`` files the manifest of ``d`` lists as recorded (None where it lists none:
+    a hand-made directory); an instruction marked ``"recorded": false`` has no file."""
+    from precision.probe.capture import read_manifest
+
+    manifest = read_manifest(d) or {}
+    instructions = manifest.get("instructions")
+    if not isinstance(instructions, dict) or not instructions:
+        return None
+    stem = "wgmma_{}" if family in ("wgmma", "wgmma_extra") else "{}"
+    return {
+        str(entry.get("file", f"{stem.format(name)}.npz"))
+        if isinstance(entry, dict)
+        else f"{stem.format(name)}.npz"
+        for name, entry in instructions.items()
+        if not (isinstance(entry, dict) and entry.get("recorded") is False)
+    }
+
+
+def _check_listed(d: Path, family: str) -> None:
+    """``ValueError`` when the ``.npz`` files of ``d`` are not those its manifest lists: a
+    recording it lists is missing (its outputs would silently drop out of the table), or a
+    file it does not list is there (it would not be replayed, or not be what the manifest
+    describes)."""
+    listed = listed_files(d, family)
+    if listed is None:
+        return
+    present = {p.name for p in d.glob("*.npz")}
+    missing, unlisted = sorted(listed - present), sorted(present - listed)
+    if missing:
+        raise ValueError(
+            f"{d}: {len(missing)} recording(s) that {d / 'manifest.json'} lists are missing: "
+            f"{', '.join(missing)}"
+        )
+    if unlisted:
+        raise ValueError(
+            f"{d}: {len(unlisted)} .npz file(s) that {d / 'manifest.json'} does not list: "
+            f"{', '.join(unlisted)} (not a recording of this {family} directory: move it away)"
+        )
 
 
 def _verify_family(d: Path, family: str | None, device: str) -> list[Row]:
@@ -244,7 +303,10 @@ def verify_dir(path: str | Path, device: str = "cpu") -> list[Row]:
         return _verify_file(root, device)
     rows: list[Row] = []
     for d in [root] + sorted(p for p in root.iterdir() if p.is_dir()):
-        rows += _verify_family(d, _family_of(d), device)
+        family = _family_of(d)
+        if family is not None:
+            _check_listed(d, family)
+        rows += _verify_family(d, family, device)
     if not rows:
         raise ValueError(
             f"{root}: no recordings found (no manifest.json of a probe family with its .npz "

@@ -40,7 +40,13 @@ import numpy as np
 from precision.console import run_main
 from precision.formats import get_format
 from precision.gpu import exit_without_gpu
-from precision.probe.capture import compare_dir_or_error, load_arrays, match_counts, match_percent
+from precision.probe.capture import (
+    check_arrays,
+    compare_dir_or_error,
+    load_arrays,
+    match_counts,
+    match_percent,
+)
 from precision.probe.catalog import Probe, get_probe
 from precision.probe.inputs import generate
 from precision.tensorcore.arch import ArchModel, Instruction, get_arch
@@ -313,6 +319,13 @@ def compare(path: str | Path, device: str = "cpu") -> dict:
         if not f.exists():
             continue
         r = load_arrays(f)
+        instr = get_probe(name)
+        t, k, bits = r["d"].shape[0], instr.k, instr.a_fmt.bits_dtype
+        out = ((t, 16, 8), np.uint32)
+        want = {"a": ((t, 16, k), bits), "b": ((t, k, 8), bits), "c": out, "d": out}
+        if "d_mma" not in r:
+            raise ValueError(f"{f}: missing arrays ['d_mma'] (the hardware mma.sync outputs)")
+        check_arrays(f, r, {**want, "d_mma": out})
         a, b, c, d = r["a"], r["b"], r["c"], r["d"]
         row = {
             "wgmma_vs_mma_sync_hw": match_counts(d, r["d_mma"], r["kind"], r["kinds"]),
@@ -385,6 +398,11 @@ def extra_inputs(name: str, seed: int = SEED):
     if ex.b != ex.a:
         _, b, _, _, _ = generate(_extra_probe(name, ex.b, ex.acc), counts, seed + 1)
     return a, b, c, kind, kinds
+
+
+def _container(fmt: str) -> np.dtype:
+    """The unsigned dtype of one element's bits of canonical format ``fmt``."""
+    return np.dtype(f"u{np.dtype(get_format(fmt).storage).itemsize}")
 
 
 def _encode(fmt: str, v: np.ndarray) -> np.ndarray:
@@ -540,6 +558,11 @@ def compare_extra(path: str | Path, device: str = "cpu") -> dict:
         if not f.exists():
             continue
         r = load_arrays(f)
+        ex = EXTRA[name]
+        t, box = r["d"].shape[0], {x: _container(x) for x in (ex.a, ex.b, ex.acc)}
+        out = ((t, 16, 8), box[ex.acc])
+        want = {"a": ((t, 16, ex.k), box[ex.a]), "b": ((t, ex.k, 8), box[ex.b]), "c": out}
+        check_arrays(f, r, {**want, "d": out, **({"d_mma": out} if "d_mma" in r else {})})
         row = {
             what: match_counts(r["d"], d, r["kind"], r["kinds"])
             for what, d in extra_models(name, r["a"], r["b"], r["c"], device).items()

@@ -50,8 +50,10 @@ from precision.console import run_main
 from precision.gpu import exit_without_gpu
 from precision.probe import packed
 from precision.probe.capture import (
+    check_arrays,
     compare_dir_or_error,
     load_arrays,
+    manifest_arch,
     match_counts,
     match_percent,
     sass_mma_opcodes,
@@ -347,22 +349,30 @@ def _s32_bits(x: np.ndarray) -> np.ndarray:
 
 
 def models(
-    p: WmmaProbe, a: np.ndarray, b: np.ndarray, c: np.ndarray, device: str = "cpu"
+    p: WmmaProbe,
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    device: str = "cpu",
+    arch: str = "sm90",
 ) -> dict[str, np.ndarray]:
     """Every model's D bits for raw-bit inputs ``a, b, c`` of probe ``p`` (see the module doc);
-    the ``precision.mma`` ones on ``device``'s engine, the exact and f64 ones on the CPU."""
+    the ``precision.mma`` ones on ``device``'s engine with ``arch``'s instructions (a model
+    ``arch`` has no instruction for is left out), the exact and f64 ones on the CPU."""
     from precision.tensorcore import integer, mma
 
     k = p.shape[2]
     if p.a in ("f16", "bf16", "tf32"):
         fmt = _FLOAT_FMT[p.a]
         av, bv, cv = _float_view(p.a, a), _float_view(p.a, b), _float_view(p.acc, c)
-        return {
-            f"mma(op={op!r})": np.asarray(
-                mma(av, bv, cv, arch="sm90", op=op, fmt=fmt, device=device)
-            ).view(c.dtype)
-            for op in ("wmma", "mma")
-        }
+        out: dict[str, np.ndarray] = {}
+        for op in ("wmma", "mma"):
+            try:
+                d = mma(av, bv, cv, arch=arch, op=op, fmt=fmt, device=device)
+            except TypeError:  # arch has no such instruction: that model is left out
+                continue
+            out[f"mma(op={op!r})"] = np.asarray(d).view(c.dtype)
+        return out
     if p.a == "f64":
         from precision.tensorcore import dmma
         from precision.tensorcore.dmma_nan import nan_payloads
@@ -382,28 +392,66 @@ def models(
     av, bv = packed.int_values(p.a, a), packed.int_values(p.a, b)
     out = {"exact": _s32_bits(integer.int_mma_chain(av, bv, cv, k_step=k, satfinite=False))}
     if p.a == "s8":
-        d = mma(
-            av.astype(np.int8), bv.astype(np.int8), cv.astype(np.int32), op="wmma", device=device
-        )
+        try:
+            d = mma(
+                av.astype(np.int8),
+                bv.astype(np.int8),
+                cv.astype(np.int32),
+                arch=arch,
+                op="wmma",
+                device=device,
+            )
+        except TypeError:  # arch has no int8 WMMA instruction: the exact model only
+            return out
         out["mma(op='wmma')"] = np.asarray(d).view(np.uint32)
     return out
 
 
+def load(p: WmmaProbe, path: str | Path) -> dict:
+    """The arrays of ``p``'s recording at ``path`` (:func:`~precision.probe.capture.load_arrays`),
+    checked: ``a [T,M,K]``, ``b [T,K,N]``, ``c, d [T,M,N]`` in their containers and ``ptx``
+    the probe's (``ValueError`` naming the file and the array otherwise)."""
+    r = load_arrays(path)
+    m, n, k = p.shape
+    t = r["d"].shape[0]
+    box = {x: packed.container(x) for x in (p.a, p.acc)}
+    want = {
+        "a": ((t, m, k), box[p.a]),
+        "b": ((t, k, n), box[p.a]),
+        "c": ((t, m, n), box[p.acc]),
+        "d": ((t, m, n), box[p.acc]),
+    }
+    check_arrays(path, r, want)
+    ptx = str(r["ptx"]) if "ptx" in r else None
+    if ptx != p.ptx:
+        raise ValueError(f"{path}: records {ptx!r}, expected {p.ptx!r}")
+    return r
+
+
 def compare(
-    path: str | Path, device: str = "cpu"
+    path: str | Path, device: str = "cpu", arch: str | None = None
 ) -> dict[str, dict[str, dict[str, tuple[int, int]]]]:
     """{recording: {model: match}} for every ``<probe>.npz`` under ``path`` (the
-    ``precision.mma`` models on ``device``'s engine)."""
+    ``precision.mma`` models on ``device``'s engine, with ``arch``'s instructions; by default
+    those of the GPU that made the recording: the manifest's compute capability, else sm90).
+    A float probe whose WMMA instruction ``arch`` does not model gets ``"mma(op='wmma')"``
+    all the same, every output unmatched under the one kind ``"no model (<arch>)"``: never
+    compared with another GPU's model, never skipped."""
+    if arch is None:
+        arch = manifest_arch(path)
     res = {}
     for p in PROBES:
         f = Path(path) / f"{p.name}.npz"
         if not f.exists():
             continue
-        r = load_arrays(f)
+        r = load(p, f)
+        outs = models(p, r["a"], r["b"], r["c"], device, arch=arch)
         res[p.name] = {
-            what: match_counts(r["d"], d, r["kind"], r["kinds"])
-            for what, d in models(p, r["a"], r["b"], r["c"], device).items()
+            what: match_counts(r["d"], d, r["kind"], r["kinds"]) for what, d in outs.items()
         }
+        if p.a in ("f16", "bf16", "tf32") and "mma(op='wmma')" not in outs:
+            n = int(r["d"].size)
+            res[p.name]["mma(op='wmma')"] = {"all": (0, n), f"no model ({arch})": (0, n)}
     return res
 
 

@@ -124,3 +124,115 @@ def test_rows_only_verify_catches_a_flipped_bit_in_a_hashed_record(tmp_path, cap
     assert main(["verify", str(path), "--rows-only"]) == 1
     out = capsys.readouterr().out
     assert "verifying 1 record(s)" in out and "[  1/1" in out and "DIFFERENT (1, rows)" in out
+
+
+def _small_recording(tmp_path, change=None, name: str = "rec.npz"):  # noqa: ANN001, ANN202
+    """One full record of the committed file (n = 16, uniform, e4m3 plain) as its own .npz,
+    its arrays first passed to ``change``."""
+    key = "n16/uniform"
+    with np.load(DATA) as z:
+        arrays = {k: z[k] for k in (f"{key}/A", f"{key}/B", f"{key}/gemm_plain_e4m3/D")}
+    if change is not None:
+        change(arrays)
+    path = tmp_path / name
+    np.savez(path, **arrays)
+    return path
+
+
+def _one_error_line(capsys) -> str:  # noqa: ANN001
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_verify_counts_a_flipped_bit_of_a_full_record_exactly(tmp_path, capsys):
+    def flip(z: dict) -> None:
+        d = z["n16/uniform/gemm_plain_e4m3/D"].copy()
+        d[3, 5] ^= np.uint32(1 << 7)
+        z["n16/uniform/gemm_plain_e4m3/D"] = d
+
+    assert main(["verify", str(_small_recording(tmp_path))]) == 0
+    assert "0 record(s) differ" in capsys.readouterr().out
+    (r,) = verify(str(_small_recording(tmp_path, flip)))
+    assert (r["identical"], r["mismatches"], r["checked"]) == (False, 1, "all")
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (
+            lambda z: z.__setitem__(
+                "n16/uniform/gemm_plain_e4m3/D", z["n16/uniform/gemm_plain_e4m3/D"].astype(np.int64)
+            ),
+            ["n16/uniform/gemm_plain_e4m3/D", "uint32(16, 16)", "int64"],
+        ),
+        (
+            lambda z: z.__setitem__(
+                "n16/uniform/gemm_plain_e4m3/D", z["n16/uniform/gemm_plain_e4m3/D"][:8]
+            ),
+            ["n16/uniform/gemm_plain_e4m3/D", "uint32(8, 16)"],
+        ),
+        (lambda z: z.__setitem__("nXX/uniform/gemm_plain_e4m3/D", z["n16/uniform/A"]), ["nXX"]),
+        (
+            lambda z: z.__setitem__("n16/uniform/no_such_kernel/D", z["n16/uniform/A"]),
+            ["no_such_kernel"],
+        ),
+        (lambda z: z.__setitem__("n16/odd/gemm_plain_e4m3/sha_D", np.array("0")), ["'odd'"]),
+        (lambda z: z.clear(), ["no records"]),
+    ],
+    ids=["D-int64", "D-short", "bad-size", "unknown-kernel", "unknown-case", "empty"],
+)
+def test_verify_of_a_damaged_recording_is_one_error_line(change, words, tmp_path, capsys):
+    """Before: an int64 copy of the output bits verified as identical, an archive without
+    records (or a --kernel matching none) as "0 record(s) differ" with exit 0, a size that is
+    no integer was a traceback and an unknown case a bare StopIteration message."""
+    path = _small_recording(tmp_path, change)
+    assert main(["verify", str(path)]) == 2
+    line = _one_error_line(capsys)
+    assert str(path) in line
+    for w in words:
+        assert w in line, line
+
+
+def test_verify_with_a_kernel_filter_that_matches_nothing_is_an_error(tmp_path, capsys):
+    path = _small_recording(tmp_path)
+    assert main(["verify", str(path), "--kernel", "gemm_plain_e4m"]) == 2
+    assert "no records chosen by --max-n/--kernel" in _one_error_line(capsys)
+
+
+def test_verify_and_compare_name_a_corrupt_array(tmp_path, capsys):
+    """A zip member whose bytes are damaged (a CRC error on reading) used to be a traceback."""
+    good = _small_recording(tmp_path, name="good.npz")
+    bad = tmp_path / "bad.npz"
+    data = bytearray(good.read_bytes())
+    at = data.index(b"\x93NUMPY", data.index(b"gemm_plain_e4m3/D.npy")) + 200  # in D's bits
+    data[at : at + 16] = bytes(b ^ 0xFF for b in data[at : at + 16])
+    bad.write_bytes(bytes(data))
+    assert main(["verify", str(bad)]) == 2
+    line = _one_error_line(capsys)
+    assert str(bad) in line and "n16/uniform/gemm_plain_e4m3/D" in line and "unreadable" in line
+    assert main(["compare", str(bad), str(good)]) == 2
+    line = _one_error_line(capsys)
+    assert str(bad) in line and "n16/uniform/gemm_plain_e4m3/D" in line
+
+
+def test_compare_exits_0_only_when_both_hold_the_same_arrays_bit_for_bit(tmp_path, capsys):
+    """Before, an int64 copy of the bits compared identical, and recordings of other sizes or
+    a subset of the cases (arrays in one file only, nothing or not all compared) exited 0."""
+    full = _small_recording(tmp_path, name="full.npz")
+
+    def widen(z: dict) -> None:
+        z["n16/uniform/gemm_plain_e4m3/D"] = z["n16/uniform/gemm_plain_e4m3/D"].astype(np.int64)
+
+    assert compare(str(_small_recording(tmp_path, widen, "wide.npz")), str(full))["different"] == [
+        "n16/uniform/gemm_plain_e4m3/D"
+    ]
+    subset = _small_recording(tmp_path, lambda z: z.pop("n16/uniform/gemm_plain_e4m3/D"), "s.npz")
+    assert main(["compare", str(subset), str(full)]) == 1
+    assert "only_old  n16/uniform/gemm_plain_e4m3/D" in capsys.readouterr().out
+    other = tmp_path / "other.npz"
+    np.savez(other, **{"n8/uniform/A": np.zeros((8, 8), np.uint32)})
+    assert main(["compare", str(other), str(full)]) == 2
+    assert "no array in common" in _one_error_line(capsys)
+    assert main(["compare", str(full), str(full)]) == 0
