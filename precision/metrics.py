@@ -45,12 +45,31 @@ def _real_array(x: Any, name: str, dtype: Any = None) -> np.ndarray:
 
 
 def _abs_diff(a: np.ndarray, e: np.ndarray, lo: np.ndarray | None, out: Any = None) -> np.ndarray:
-    """|(a - e) - lo| in float64, in a new array (or ``out``)."""
+    """|(a - e) - lo| in float64, in a new array (or ``out``). A difference of finite values
+    beyond the float64 range reads +Inf here (no warning); see :func:`_overflowed`."""
     # approx widened to float64 inside the ufunc (exact for float16/32), no float64 copy of it
-    diff = np.subtract(a, e, dtype=np.float64, out=out)
-    if lo is not None:
-        np.subtract(diff, lo, out=diff)
+    with np.errstate(over="ignore"):
+        diff = np.subtract(a, e, dtype=np.float64, out=out)
+        if lo is not None:
+            np.subtract(diff, lo, out=diff)
     return np.abs(diff, out=diff)
+
+
+def _overflowed(a: np.ndarray, e: np.ndarray, absdiff: np.ndarray) -> np.ndarray | None:
+    """Mask of the elements whose |difference| overflowed to Inf although ``approx`` and
+    ``exact`` are finite there (opposite signs near the top of the float64 range, e.g.
+    approx = −exact ≈ 2^1023); None where there is none (the usual case)."""
+    over = np.isinf(absdiff)
+    if not over.any():
+        return None
+    over &= np.isfinite(a)
+    over &= np.isfinite(e)
+    return over if over.any() else None
+
+
+def _halved(x: Any) -> Any:
+    """``x / 2`` in float64 (exact except for the last bit of subnormal values), or None."""
+    return None if x is None else np.ldexp(np.asarray(x, dtype=np.float64), -1)
 
 
 def error_metrics(
@@ -77,6 +96,8 @@ def error_metrics(
       over elements with exact ≠ 0; an element with exact = 0 contributes 0 if approx is 0 too
       and ``inf`` otherwise.
     Non-finite values in ``approx`` give ``nan``/``inf`` errors rather than being hidden.
+    Finite values whose difference passes the float64 range (opposite signs near 2^1024)
+    give their finite relative errors (e.g. 2 for approx = −exact), not ``inf``.
     """
     a = _real_array(approx, "approx")
     e = _real_array(exact, "exact", np.float64)
@@ -93,15 +114,30 @@ def error_metrics(
     absdiff = _abs_diff(a, e, lo)
     if absdiff.size == 0:
         return {"err_fro": 0.0, "err_max": 0.0, "err_median": 0.0}
-    err_fro = _relative_fro(a, e, lo, absdiff)
+    over = _overflowed(a, e, absdiff)
+    if over is None:
+        err_fro = _relative_fro(a, e, lo, absdiff)
+    else:
+        # Differences beyond the float64 range (finite values of opposite signs near 2^1024):
+        # the errors are ratios, so they are taken of the halved values, whose differences
+        # stay finite. Halving changes only subnormal elements' last bit, which is negligible
+        # next to elements of 2^970 or more (an overflow needs one of them).
+        a_h, e_h, lo_h = _halved(a), _halved(e), _halved(lo)
+        err_fro = _relative_fro(a_h, e_h, lo_h, _abs_diff(a_h, e_h, lo_h))
+        del a_h, e_h, lo_h
     # In place: two full-size float64 arrays (absdiff, rel) and boolean masks in all.
     # rel = |diff| / |e| where e != 0; 0 where both are 0; inf where only approx is nonzero
     # (or NaN). The same IEEE operations on the same values as a plain np.where: the same bits.
     rel = np.abs(e)
     exact_nonzero = rel > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         np.divide(absdiff, rel, out=rel, where=exact_nonzero)
     rel[~exact_nonzero & (absdiff != 0)] = np.inf  # elsewhere rel keeps |e| = +0.0
+    if over is not None:  # |a − e| / |e| as |a/2 − e/2| / |e/2| (exact is ≥ 2^970 there)
+        e_h = _halved(e[over])
+        with np.errstate(over="ignore"):
+            rel[over] = _abs_diff(_halved(a[over]), e_h, _halved(None if lo is None else lo[over]))
+            rel[over] /= np.abs(e_h)
     return {
         "err_fro": float(err_fro),
         "err_max": float(np.max(rel)),

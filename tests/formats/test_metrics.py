@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import tracemalloc
+from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
@@ -287,3 +288,27 @@ def test_zero_dimensional_inputs_give_the_errors_of_one_element(lo) -> None:
     want = error_metrics(np.array([approx]), np.array([exact]), None if lo is None else [lo])
     assert got == want
     assert got["err_max"] == pytest.approx(abs((1.25 - 1.5) - (lo or 0.0)) / 1.5, rel=1e-15)
+
+
+def test_differences_beyond_the_float64_range_give_their_finite_errors() -> None:
+    """approx = −exact near 2^1024: |approx − exact| passes the float64 range, but the
+    relative errors are finite (2 here), not inf, and no warning is raised."""
+    big = np.finfo(np.float64).max
+    e = np.array([big, 1.0, 2.0**1000, -(2.0**1023)])
+    a = np.array([-big, 1.0, 2.0**1000, 2.0**1023])
+    got = error_metrics(a, e)
+    # exact values: |diffs| = 2·big, 0, 0, 2^1024; norms from Fractions
+    num = (2 * Fraction(big)) ** 2 + Fraction(2**1024) ** 2
+    den = Fraction(big) ** 2 + 1 + Fraction(2**1000) ** 2 + Fraction(2**1023) ** 2
+    want = math.sqrt(float(num / den))  # the ratio is near 4: no range problem
+    assert got["err_fro"] == pytest.approx(want, rel=4e-16)
+    assert got["err_max"] == 2.0
+    assert got["err_median"] == 1.0  # median of [2, 0, 0, 2]
+    # a double-double reference: the low part is subtracted too
+    lo = np.array([2.0**960, 0.0, 0.0, 0.0])
+    got_dd = error_metrics(a, e, lo)
+    assert got_dd["err_max"] == pytest.approx(2.0 + 2.0**960 / big, rel=1e-15)
+    assert math.isfinite(got_dd["err_fro"])
+    # an Inf in approx still reads inf, a NaN still nan
+    assert error_metrics(np.append(a, np.inf), np.append(e, 1.0))["err_fro"] == math.inf
+    assert math.isnan(error_metrics(np.append(a, np.nan), np.append(e, 1.0))["err_max"])
