@@ -147,6 +147,16 @@ class ArchModel:
         """Every instruction of this generation: the defaults, then the alternates."""
         return [*self.instructions.values(), *self.alternates]
 
+    def hardware_backed(self) -> list[Instruction]:
+        """The instructions whose ``evidence`` names recorded hardware outputs in tests/data
+        (ours or published) that the tests replay bit for bit; the others follow the
+        literature or exact arithmetic, and their evidence says so ("not recorded")."""
+        return [
+            i
+            for i in self.all_instructions()
+            if "tests/data/" in i.evidence and "not recorded" not in i.evidence
+        ]
+
     def instruction(
         self,
         a_fmt: Any,

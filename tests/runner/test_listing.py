@@ -149,3 +149,20 @@ def test_listed_cpu_combinations_run_in_gemm(listed):
     cpu_methods = {m for m, b, *_ in allowed if b in ("emulator", "numpy")}
     assert {b for _, b in ran} == {"emulator", "numpy"}
     assert {m for m, _ in ran} == cpu_methods >= {"plain", "corrected", "satf"}
+
+
+def test_list_says_how_many_instructions_of_each_arch_replay_hardware_outputs(listed):
+    """Counted from the evidence strings: a backed instruction names a file that exists in
+    tests/data; sm75 has no recorded or published outputs at all, so none."""
+    from pathlib import Path
+
+    from precision.tensorcore import ARCHS
+
+    root = Path(__file__).parents[2]
+    for name, model in ARCHS.items():
+        backed = model.hardware_backed()
+        for ins in backed:
+            paths = [w.strip(",;:()") for w in ins.evidence.split() if "tests/data/" in w]
+            assert paths and all((root / p).exists() for p in paths), (name, ins.evidence)
+        assert f"{name} {len(backed)}/{len(model.all_instructions())}" in listed
+    assert ARCHS["sm75"].hardware_backed() == [] and len(ARCHS["sm90"].hardware_backed()) > 30

@@ -105,6 +105,21 @@ def format_combinations(
     return lines
 
 
+def _evidence_line(archs: tuple[str, ...]) -> str:
+    """How many instructions of each arch replay recorded hardware outputs."""
+    from precision.tensorcore import ARCHS
+
+    counts = ", ".join(
+        f"{a} {len(ARCHS[a].hardware_backed())}/{len(ARCHS[a].all_instructions())}"
+        for a in archs
+        if a in ARCHS
+    )
+    return (
+        f"instructions replaying recorded hardware outputs (tests/data): {counts}; the others "
+        "follow the literature or exact arithmetic (docs/coverage.md)"
+    )
+
+
 def main(args: argparse.Namespace) -> int:
     """Print the catalog; return 0."""
     from precision.distributions import DISTRIBUTIONS
@@ -117,6 +132,7 @@ def main(args: argparse.Namespace) -> int:
         "formats:       " + ", ".join(cat.formats) + (f"  (aliases: {aliases})" if aliases else "")
     )
     print("archs:         " + ", ".join(cat.archs))
+    print("               " + _evidence_line(cat.archs))
     print("references:    " + ", ".join(REFERENCES))
     print("distributions:")
     for dist in DISTRIBUTIONS.values():
