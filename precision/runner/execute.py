@@ -93,7 +93,11 @@ def reference_product(A: np.ndarray, B: np.ndarray, kind: str, device: str = "cp
         hi = exact()
         if kind == "exact":
             return hi
-        return np.stack([hi, exact(-hi)])
+        # where A·B overflowed (hi = ±Inf) there is no low part: lo = 0 there, as for "exact"
+        finite = np.isfinite(hi)
+        lo = exact(np.where(finite, -hi, 0.0))
+        lo[~finite] = 0.0
+        return np.stack([hi, lo])
     if kind == "fp64":
         return A.astype(np.float64) @ B.astype(np.float64)
     raise ValueError(f"unknown reference {kind!r} (valid: exact, exact_dd, fp64)")

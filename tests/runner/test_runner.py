@@ -302,3 +302,17 @@ def test_local_process_pool_matches_serial(tmp_path):
     summary, pooled = run(tmp_path / "pool", jobs=2)
     assert summary.computed == 16
     pd.testing.assert_frame_equal(sort(serial)[ERROR_COLUMNS], sort(pooled)[ERROR_COLUMNS])
+
+
+def test_exact_dd_reference_of_an_overflowing_product_has_no_low_part():
+    """A·B beyond float64's range: hi = ±Inf as for "exact", lo = 0 there (it used to raise
+    "C contains Inf or NaN", so the point became an error instead of reporting the NaN/Inf)."""
+    from precision.runner.execute import reference_product
+
+    A = np.array([[1e308, 1e308], [1.0, 2.0]])
+    B = np.array([[10.0, 1.0], [10.0, 2.0**-60]])
+    hi, lo = reference_product(A, B, "exact_dd")
+    assert np.array_equal(hi, reference_product(A, B, "exact"))
+    assert hi[0, 0] == np.inf and lo[0, 0] == 0.0
+    # a finite entry keeps its exact low part: 1·1 + 2·2^-60 = 1 + 2^-59, hi 1, lo 2^-59
+    assert (hi[1, 1], lo[1, 1]) == (1.0, 2.0**-59)
