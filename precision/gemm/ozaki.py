@@ -995,7 +995,8 @@ def ozaki1_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
 def error_bound(A: np.ndarray, B: np.ndarray, plan: OzakiPlan) -> np.ndarray:
     """Elementwise bound on ``|D - A@B|`` (float64 array, finite inputs) for ``plan``:
 
-    ``u·|A@B| + (1 + u)·E`` with ``u = 2^-p`` (the final rounding; plus half the smallest
+    ``u·(|A|·|B|) + (1 + u)·E`` with ``u = 2^-p`` (the final rounding, bounded through
+    ``|A@B| <= |A|·|B|``; plus half the smallest
     subnormal) and, with ``da_i`` / ``db_j`` the largest representation error of an entry of
     row ``i`` / column ``j`` (``2^(-s_i-1)`` for rint with scale ``2^s_i``, scheme II;
     ``2^(ea_i-7T)`` for trunc, scheme I),
