@@ -387,9 +387,14 @@ def _parse_dist_params(
 
 
 def parse_config(
-    text: str, path: Path | str = "<config>", catalog: Catalog | None = None
+    text: str,
+    path: Path | str = "<config>",
+    catalog: Catalog | None = None,
+    check_plot: bool = True,
 ) -> ExperimentConfig:
-    """Validate TOML ``text`` (read from ``path``) and return an :class:`ExperimentConfig`."""
+    """Validate TOML ``text`` (read from ``path``) and return an :class:`ExperimentConfig`.
+    ``check_plot=False`` skips checking ``[plot]`` against the sweep's points (for readers of
+    a stored config that draw nothing: it is checked when the config is run)."""
     path = Path(path)
     ck = _Checker(path, catalog or load_catalog())
     try:
@@ -447,7 +452,7 @@ def parse_config(
                 if problem:
                     ck.fail("compare_backend", f"{problem} (every point also runs there)")
 
-    return ExperimentConfig(
+    config = ExperimentConfig(
         path=path,
         text=text,
         name=name,
@@ -465,6 +470,34 @@ def parse_config(
         ),
         plot=parse_plot(raw.get("plot", {}), ck.fail),
     )
+    if check_plot:
+        _check_plot_against_sweep(ck, config)
+    return config
+
+
+def _check_plot_against_sweep(ck: _Checker, config: ExperimentConfig) -> None:
+    """Refuse a ``[plot]`` table that the sweep's own results could not be drawn with
+    (``x = "size"`` on non-square shapes, ``x = "terms"`` or a dimension without a single
+    value in the sweep), as ``precision plot`` would: before anything is computed, rather than
+    after the whole sweep. The check runs on the identity columns of the points (terms
+    chosen by ``"auto"`` stand as 1: some integer will be there)."""
+    import pandas as pd
+
+    from precision.runner.execute import _base_row
+    from precision.runner.plot_frame import check_table
+    from precision.runner.sweep import expand
+
+    rows = pd.DataFrame([_base_row(p, 0) for p in expand(config)])
+    if rows.empty:
+        return
+    rows.loc[rows["terms_requested"].notna() & rows["terms"].isna(), "terms"] = 1.0
+    problems = check_table(rows, config.plot)
+    if problems:
+        key, message = problems[0]
+        ck.fail(
+            f"[plot] {key} = {getattr(config.plot, key)!r}",
+            message.replace("the table has", "the sweep has"),
+        )
 
 
 def _utf8_problem(path: Path) -> str:
@@ -482,8 +515,11 @@ def _utf8_problem(path: Path) -> str:
     return f"config error in {path}: not valid UTF-8 (TOML files must be)"
 
 
-def load_config(path: Path | str, catalog: Catalog | None = None) -> ExperimentConfig:
-    """Read and validate the TOML config at ``path``."""
+def load_config(
+    path: Path | str, catalog: Catalog | None = None, check_plot: bool = True
+) -> ExperimentConfig:
+    """Read and validate the TOML config at ``path`` (``check_plot``: as for
+    :func:`parse_config`)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")  # text mode: newlines as store.py reads them
@@ -491,4 +527,4 @@ def load_config(path: Path | str, catalog: Catalog | None = None) -> ExperimentC
         raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(_utf8_problem(path)) from None
-    return parse_config(text, path, catalog)
+    return parse_config(text, path, catalog, check_plot)

@@ -520,7 +520,7 @@ def recombine(path: Path | str, *, wait: float = 0.0) -> pd.DataFrame:
         from precision.runner.runner import combine_results
 
         try:
-            config = load_config(rd.config_path)
+            config = load_config(rd.config_path, check_plot=False)
         except ConfigError as exc:
             raise StoreError(f"cannot recombine {path}: {exc}") from None
         with rd.lock(wait=wait):

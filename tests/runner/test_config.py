@@ -374,3 +374,55 @@ def test_arch_before_volta_says_it_has_no_tensor_cores(arch):
     message = error_of(MINIMAL.replace('backend = ["emulator"]', f'arch = ["{arch}"]'))
     assert f"unknown arch {arch!r}: GPUs before sm_70 (Volta) have no tensor cores" in message
     assert "did you mean" not in message
+
+
+NON_SQUARE = """\
+name = "p"
+[sweep]
+m = [16, 32]
+n = [16]
+k = [16]
+distribution = ["uniform"]
+method = ["plain"]
+format = ["fp16"]
+"""
+OZAKI_AUTO = """\
+name = "o"
+[sweep]
+size = [16]
+distribution = ["uniform"]
+method = ["ozaki2"]
+format = ["int8"]
+target = ["fp64"]
+terms = ["auto"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "plot", "message"),
+    [
+        (NON_SQUARE, 'x = "size"', "[plot] x = 'size': the sweep has non-square shapes"),
+        (NON_SQUARE, 'x = "terms"', "[plot] x = 'terms': the sweep has no values in column"),
+        (NON_SQUARE, 'hue = "phi"', "[plot] hue = 'phi': the sweep has no values in column"),
+    ],
+)
+def test_a_plot_table_the_sweep_cannot_be_drawn_with_is_refused_before_running(text, plot, message):
+    """It used to be accepted: every point was computed and stored, and the run then died in
+    its figures with a traceback (x = "size" on non-square shapes, x = "terms" without Ozaki
+    points) or drew what `precision plot` refuses (hue = "phi" without exp_rand)."""
+    assert message in error_of(f"{text}[plot]\n{plot}\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "plot"),
+    [(NON_SQUARE, 'x = "m"'), (OZAKI_AUTO, 'x = "terms"'), (MINIMAL, 'x = "size"\nhue = "phi"')],
+)
+def test_a_plot_table_the_sweep_can_be_drawn_with_is_accepted(text, plot):
+    config = parse_config(f"{text}[plot]\n{plot}\n", "cfg.toml")  # the real catalog (ozaki2)
+    assert f"{config.plot.x}" in plot
+
+
+def test_a_stored_config_is_read_without_the_plot_check_where_nothing_is_drawn():
+    text = f'{NON_SQUARE}[plot]\nx = "size"\n'
+    config = parse_config(text, "cfg.toml", catalog=fake_catalog(), check_plot=False)
+    assert len(expand(config)) == 2

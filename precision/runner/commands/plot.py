@@ -225,7 +225,7 @@ def _missing_points(config_path: Path, results: pd.DataFrame) -> str:
     if not config_path.exists():
         return ""
     try:
-        ids = {point.id for point in expand(load_config(config_path))}
+        ids = {point.id for point in expand(load_config(config_path, check_plot=False))}
     except (ConfigError, ValueError):
         return ""
     stored = ids & set(results["point_id"].astype(str)) if "point_id" in results else set()
