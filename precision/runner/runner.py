@@ -375,11 +375,17 @@ def _run_pool(
     if not failed:
         return 0, []
     n = sum(len(group) for group in failed)
-    return n, [
+    note = (
         f"{n} point(s) not computed: the worker process computing them died, in the pool and "
         "again alone in a fresh process (killed, or out of memory: the system log says "
         "which); a rerun retries them, and --jobs 1 runs them in this process"
-    ]
+    )
+    if len(failed) == len(groups):  # not one worker lived to return: a start-up failure?
+        note += (
+            "; no worker returned any point, so look at their messages above (a script that "
+            'calls run_experiment puts the call under `if __name__ == "__main__":`)'
+        )
+    return n, [note]
 
 
 def run_experiment(

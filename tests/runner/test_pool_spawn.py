@@ -79,3 +79,4 @@ def test_a_script_without_a_main_guard_is_told_to_add_one(tmp_path):
     )
     assert 'put the call under `if __name__ == "__main__":`' in done.stderr, done.stderr[-2000:]
     assert "is in use by another run" not in done.stderr
+    assert "no worker returned any point, so look at their messages above" in done.stderr
