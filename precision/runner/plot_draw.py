@@ -55,6 +55,19 @@ PANEL_FRAME_W = 0.6
 #: Least share of a figure's height (``size``) left to the panels when the legend and the
 #: notes would take more.
 MIN_PANEL_SHARE = 0.4
+#: Legend fonts tried, largest first (a figure of a given size tries the smaller too).
+LEGEND_FONTS = ("small", "x-small")
+#: Height (inches) of a legend row in the font "small", and of a line of the notes.
+LEGEND_ROW_H, NOTE_LINE_H = 0.16, 0.1
+#: Width (points) of a character of the notes (x-small), on average; they wrap to the width.
+NOTE_CHAR_PT = 3.4
+#: Share of a given figure height the legend and the notes leave to the panels, if they can.
+PANEL_SHARE = 0.5
+#: Characters per line of a panel row's label (right of the panels) before it wraps.
+ROW_LABEL_CHARS = 30
+#: The gid of the row labels (annotations right of the panels), for the layout checks.
+ROW_LABEL_GID = "row-label"
+NBSP = "\u00a0"
 #: A legend section: its title and its entries, (handle, label) each.
 _Section = tuple[str, list[tuple[Any, str]]]
 
@@ -158,7 +171,11 @@ def _term_panel_width(xs: list[float]) -> float:
 @dataclass
 class _Look:
     """How each series is drawn: a colour per hue value and a marker and dash pattern per
-    style value (methods), a colour, dash and marker per baseline (:data:`BASELINE_STYLES`)."""
+    style value (methods), a colour, dash and marker per baseline (:data:`BASELINE_STYLES`).
+
+    Where the style shows nothing (``style = "none"``, or one value), each hue value gets its
+    own marker as well (``hue_marker``): colours alone do not survive greyscale printing (the
+    colorblind palette's orange and pink, or green and vermillion, print as one grey)."""
 
     hue_vals: list[str]
     style_vals: list[str]
@@ -167,9 +184,10 @@ class _Look:
     dash: dict[str, Any]
     base_names: list[str]
     base_style: dict[str, tuple[Any, Any, str]]
+    hue_marker: dict[str, str] | None = None
 
     @classmethod
-    def of(cls, frame: _Frame, d: pd.DataFrame, sns: Any) -> _Look:
+    def of(cls, frame: _Frame, d: pd.DataFrame, sns: Any, spec: PlotSpec) -> _Look:
         """The look of the series of ``frame`` whose rows ``d`` are drawn as lines."""
         hue_vals = _ordered(d.loc[~d["_baseline"], "_hue"])
         style_vals = _ordered(d.loc[~d["_baseline"], "_style"])
@@ -180,7 +198,10 @@ class _Look:
         base_style = {
             b: BASELINE_STYLES[i % len(BASELINE_STYLES)] for i, b in enumerate(base_names)
         }
-        return cls(hue_vals, style_vals, palette, marker, dash, base_names, base_style)
+        hue_marker = None
+        if spec.hue != "none" and len(hue_vals) > 1 and len(style_vals) <= 1:
+            hue_marker = {h: MARKERS[i % len(MARKERS)] for i, h in enumerate(hue_vals)}
+        return cls(hue_vals, style_vals, palette, marker, dash, base_names, base_style, hue_marker)
 
     def of_series(self, kind: str, key: str, spec: PlotSpec) -> tuple[Any, ...]:
         """Colour, dash, marker, marker size, line width and zorder of the line of series
@@ -192,6 +213,8 @@ class _Look:
             h, s = key.split(SERIES_SEP)
             color = self.palette[h] if spec.hue != "none" else "C0"
             ls, mk = self.dash[s], self.marker[s]
+            if self.hue_marker is not None:
+                mk = self.hue_marker[h]
             ms, lw, z = 4, 1.1, 2
         return color, ls, mk, ms, lw, z
 
@@ -255,7 +278,7 @@ class _Plan:
         d = panels.lines
         targets = [t for t in UNIT_ROUNDOFFS if t in set(frame.data["_target"])]
         blocks = _note_blocks(frame, metric)
-        look = _Look.of(frame, d, sns)
+        look = _Look.of(frame, d, sns, spec)
         xs = sorted(d["_x"].unique())
         dodge = _Dodge.of(frame, d, xs, spec.dodge)
         # A terms axis is per panel column (slices of scheme I and moduli of scheme II are not
@@ -275,16 +298,95 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
     plt, sns = _setup()
     plan = _Plan.of(frame, metric, spec, title, sns)
     sections = _legend_sections(plan)
-    # As many legend columns as fit the figure's width (sections stacked otherwise).
-    for n_cols in range(len(sections), 0, -1):
-        fig, legend = _build(plt, plan, _stack(sections, n_cols))
-        if legend is None or n_cols == 1:
-            return fig
+    # As many legend columns as fit the figure's width (sections stacked otherwise). A given
+    # size (one paper column, say) must also leave the panels their share of the height:
+    # there a smaller legend font is tried too, and where nothing fits both ways, the
+    # shortest legend that fits the width is kept (else the narrowest).
+    fonts = LEGEND_FONTS if spec.size is not None else LEGEND_FONTS[:1]
+    fallback: tuple[float, int, str] | None = None
+    for font in fonts:
+        for n_cols in range(len(sections), 0, -1):
+            layout = _stack(sections, n_cols)
+            fig, legend = _build(plt, plan, layout, font)
+            if legend is None:
+                return _fit_labels(fig)
+            _quiet_draw(fig)
+            wide = legend.get_window_extent().width > fig.bbox.width * 0.98
+            tall = spec.size is not None and not _leaves_panels(plan, layout, font)
+            if not wide and not tall:
+                return _fit_labels(fig)
+            plt.close(fig)
+            if not wide:
+                rows = _legend_rows(layout) * _font_points(font)
+                if fallback is None or rows < fallback[0]:
+                    fallback = (rows, n_cols, font)
+    if fallback is not None:
+        return _fit_labels(_build(plt, plan, _stack(sections, fallback[1]), fallback[2])[0])
+    return _fit_labels(_build(plt, plan, _stack(sections, 1), fonts[-1])[0])
+
+
+def _font_points(font: str) -> float:
+    from matplotlib.font_manager import FontProperties
+
+    return float(FontProperties(size=font).get_size_in_points())
+
+
+def _leaves_panels(plan: _Plan, layout: list[list[_Section]], font: str) -> bool:
+    """Whether a legend of ``layout`` in ``font`` and the notes leave the panels of a figure
+    of the given size at least :data:`PANEL_SHARE` of its height."""
+    size = _figure_size(plan, _legend_rows(layout), font)
+    return size.legend_h + size.note_h <= (1 - PANEL_SHARE) * size.height
+
+
+def _fit_labels(fig: Any) -> Any:
+    """Wrap a y-axis label, or a panel row's label, that is taller than its panel (a small
+    figure, or many rows of panels) onto more lines, so that it is neither cut at the
+    figure's edge nor runs into its neighbours. Returns ``fig``."""
+    _quiet_draw(fig)
+    renderer = fig.canvas.get_renderer()
+    changed = False
+    from matplotlib.ticker import LogLocator
+
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        room = ax.bbox.height
+        # Decade labels at most as many as fit the panel's height (a short panel stacked
+        # 10^-2 ... 10^-17 on top of each other): LogLocator then labels every 2nd, 3rd ...
+        shown = [t for t in ax.get_yticklabels() if t.get_text() and t.get_visible()]
+        if len(shown) > 2:
+            tall = max(t.get_window_extent(renderer).height for t in shown) * 1.3
+            fits = max(2, int(room // tall) + 1)
+            if fits < len(shown):
+                ax.yaxis.set_major_locator(LogLocator(base=10, numticks=fits))
+                changed = True
+        label = ax.yaxis.label
+        text = label.get_text()
+        if text and label.get_window_extent(renderer).height > room and "\n" not in text:
+            label.set_text(_halve(text))
+            changed = True
+        for note in ax.texts:
+            if note.get_gid() != ROW_LABEL_GID:
+                continue
+            raw = note.get_text().replace(",\n", ", ").replace("\n", " ")
+            chars = len(raw)
+            while chars > 8 and note.get_window_extent(renderer).height > room:
+                chars = int(chars * 0.7)
+                note.set_text(_wrap_label(raw, chars))
+                changed = True
+    if changed:
+        _quiet_draw(fig)
+    return fig
+
+
+def _quiet_draw(fig: Any) -> None:
+    """Draw ``fig`` (its layout) to measure it. Without matplotlib's warnings: a layout
+    tried and dropped is no concern, and saving the figure kept warns again."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
         fig.canvas.draw()
-        if legend.get_window_extent().width <= fig.bbox.width * 0.98:
-            return fig
-        plt.close(fig)
-    return _build(plt, plan, [])[0]
 
 
 def _legend_sections(plan: _Plan) -> list[_Section]:
@@ -298,16 +400,31 @@ def _legend_sections(plan: _Plan) -> list[_Section]:
     marker, dash = look.marker, look.dash
     sections: list[_Section] = []
     if spec.hue != "none" and hue_vals and any(k == "method" for k, _ in frame.series):
+        hue_marker = look.hue_marker or {}
         sections.append(
-            (spec.hue, [(Line2D([], [], color=palette[h], lw=1.6), h) for h in hue_vals])
+            (
+                spec.hue,
+                [
+                    (
+                        Line2D([], [], color=palette[h], lw=1.6, marker=hue_marker.get(h), ms=4),
+                        _entry(h, spec.hue),
+                    )
+                    for h in hue_vals
+                ],
+            )
         )
     if spec.style != "none" and style_vals and any(k == "method" for k, _ in frame.series):
         color = "0.3" if spec.hue != "none" else palette.get("", "0.3")
+        # (where the hue values carry the markers, the style's one value shows none)
+        style_marker = {s: None if look.hue_marker else m for s, m in marker.items()}
         sections.append(
             (
                 spec.style,
                 [
-                    (Line2D([], [], color=color, ls=dash[s], marker=marker[s], ms=4, lw=1), s)
+                    (
+                        Line2D([], [], color=color, ls=dash[s], marker=style_marker[s], ms=4, lw=1),
+                        _entry(s, spec.style),
+                    )
                     for s in style_vals
                 ],
             )
@@ -329,6 +446,12 @@ def _legend_sections(plan: _Plan) -> list[_Section]:
     if reference:
         sections.append(("baselines" if look.base_names else "reference", reference))
     return sections
+
+
+def _entry(value: str, dim: str) -> str:
+    """The legend label of value ``value`` of dimension ``dim``: ``(no phi)`` for the rows
+    that have none (a U(−1, 1) series coloured by φ), not an entry without a label."""
+    return value if value else f"(no {dim})"
 
 
 def _legend_rows(layout: list[list[_Section]]) -> int:
@@ -354,33 +477,39 @@ class _Size(NamedTuple):
     note_h: float
 
 
-def _figure_size(plan: _Plan, legend_rows: int) -> _Size:
-    """The size of the figure of ``plan`` with a legend ``legend_rows`` rows tall: the
-    spec's, else one derived from the panels, the legend, the notes and the title."""
+def _figure_size(plan: _Plan, legend_rows: int, font: str = "small") -> _Size:
+    """The size of the figure of ``plan`` with a legend ``legend_rows`` rows tall in
+    ``font``: the spec's, else one derived from the panels, the legend, the notes and the
+    title."""
     blocks = plan.blocks
-    legend_h = 0.16 * legend_rows + 0.1 if legend_rows else 0.0
-    note_lines = sum(1 + len(n) // 70 for _, lines in blocks for n in lines)
-    note_h = 0.13 * (note_lines + len(blocks)) + 0.05 if blocks else 0.0
-    title_h = 0.25 if plan.title else 0.0
+    row_h = LEGEND_ROW_H * _font_points(font) / _font_points("small")
+    legend_h = row_h * legend_rows + 0.1 if legend_rows else 0.0
     if plan.spec.size is not None:
         width, height = plan.spec.size
     else:
         width = 0.55 + sum(plan.col_w)
+    # The notes as drawn (:func:`_note_text`): their lines once wrapped to the width.
+    note_lines = _note_text(blocks, width).count("\n") + 1 if blocks else 0
+    note_h = NOTE_LINE_H * note_lines + 0.1 if blocks else 0.0
+    title_h = 0.25 if plan.title else 0.0
+    if plan.spec.size is None:
         height = PANEL_H * len(plan.panels.rows) + 0.35 + legend_h + note_h + title_h
     return _Size(width, height, legend_h, note_h)
 
 
-def _build(plt: Any, plan: _Plan, layout: list[list[_Section]]) -> tuple[Any, Any]:
-    """The figure with the legend sections stacked into ``layout``'s columns."""
+def _build(
+    plt: Any, plan: _Plan, layout: list[list[_Section]], font: str = "small"
+) -> tuple[Any, Any]:
+    """The figure with the legend sections stacked into ``layout``'s columns, in ``font``."""
     legend_rows = _legend_rows(layout)
-    size = _figure_size(plan, legend_rows)
+    size = _figure_size(plan, legend_rows, font)
     fig, axes, legend_fig, note_fig = _new_figure(plt, plan, size)
     present, groups = _draw_panels(plan, axes)
     _set_y_limits(plan, groups)
     _set_x_axes(plan, axes, present, size.width)
     legend = None
     if legend_fig is not None and layout:
-        legend = _draw_legend(legend_fig, layout, legend_rows)
+        legend = _draw_legend(legend_fig, layout, legend_rows, font)
     if note_fig is not None:
         _draw_notes(note_fig, plan.blocks, size.width)
     return fig, legend
@@ -478,9 +607,40 @@ def _name_panel(ax: Any, present: list[list[bool]], r: int, c: int, row: str, co
         ax.set_title(col, fontsize="small")
     if row and (c == ncols - 1 or not any(present[r][c + 1 :])):
         ax.annotate(
-            textwrap.fill(row, 30), xy=(1.03, 0.5), xycoords="axes fraction",
-            rotation=270, ha="left", va="center", fontsize="small",
+            _wrap_label(row, ROW_LABEL_CHARS), xy=(1.03, 0.5), xycoords="axes fraction",
+            rotation=270, ha="left", va="center", fontsize="small", gid=ROW_LABEL_GID,
         )  # fmt: skip
+
+
+def _wrap_label(text: str, chars: int) -> str:
+    """``text`` (items joined by ", ", such as a panel row's ``target = fp32, terms_requested
+    = 2``) on lines of about ``chars`` characters, broken between items where it can and
+    never inside a ``dim = value`` item (nor, for a long item alone, at its " = ")."""
+    lines: list[str] = []
+    for item in text.split(", "):
+        item = item.replace(" = ", NBSP + "=" + NBSP)
+        if lines and len(lines[-1]) + 2 + len(item) <= chars:
+            lines[-1] += ", " + item
+        else:
+            if lines:
+                lines[-1] += ","
+            lines += textwrap.wrap(item, chars, break_on_hyphens=False, break_long_words=False) or [
+                item
+            ]
+    return "\n".join(lines).replace(NBSP, " ")
+
+
+def _halve(text: str) -> str:
+    """``text`` on two lines, broken at the space that balances them best, before a
+    parenthesis where that keeps both lines within 3/4 of the text ("relative error" /
+    "(Frobenius)")."""
+    spaces = [i for i, ch in enumerate(text) if ch == " "]
+    if not spaces:
+        return text
+    longest = {i: max(i, len(text) - i - 1) for i in spaces}
+    paren = [i for i in spaces if text[i + 1 : i + 2] == "(" and longest[i] <= 0.75 * len(text)]
+    cut = min(paren or spaces, key=lambda i: longest[i])
+    return f"{text[:cut]}\n{text[cut + 1 :]}"
 
 
 def _set_y_limits(plan: _Plan, groups: dict[Any, list[Any]]) -> None:
@@ -557,9 +717,11 @@ def _set_x_axes(plan: _Plan, axes: Any, present: list[list[bool]], width: float)
                 ax.tick_params(labelleft=False)
 
 
-def _draw_legend(legend_fig: Any, layout: list[list[_Section]], legend_rows: int) -> Any:
+def _draw_legend(
+    legend_fig: Any, layout: list[list[_Section]], legend_rows: int, font: str = "small"
+) -> Any:
     """The legend of ``layout``'s columns of sections in ``legend_fig``, each column padded
-    to ``legend_rows`` rows, section titles in bold."""
+    to ``legend_rows`` rows, section titles in bold, in ``font``."""
     from matplotlib.lines import Line2D
 
     handles, labels_, bold = [], [], set()
@@ -578,7 +740,7 @@ def _draw_legend(legend_fig: Any, layout: list[list[_Section]], legend_rows: int
             labels_.append("")
     legend = legend_fig.legend(
         handles, labels_, loc="center", ncols=len(layout), frameon=False,
-        fontsize="small", handlelength=2.8, columnspacing=1.4, borderaxespad=0.0,
+        fontsize=font, handlelength=2.8, columnspacing=1.4, borderaxespad=0.0,
     )  # fmt: skip
     for i, text in enumerate(legend.get_texts()):
         if i in bold:
@@ -586,12 +748,18 @@ def _draw_legend(legend_fig: Any, layout: list[list[_Section]], legend_rows: int
     return legend
 
 
-def _draw_notes(note_fig: Any, blocks: list[tuple[str, list[str]]], width: float) -> None:
-    """Write the notes ``blocks`` (:func:`~precision.runner.plot_notes._note_blocks`) into
-    ``note_fig``, wrapped to a figure ``width`` inches wide."""
-    chars = max(40, int(width * 72 / 3.4))  # x-small text: about 3.4 pt per character
-    text = "\n".join(
+def _note_text(blocks: list[tuple[str, list[str]]], width: float) -> str:
+    """The notes ``blocks`` (:func:`~precision.runner.plot_notes._note_blocks`) as written
+    under a figure ``width`` inches wide: each line wrapped to the width."""
+    chars = max(40, int(width * 72 / NOTE_CHAR_PT))
+    return "\n".join(
         "\n".join([head] + [textwrap.fill(n, chars, subsequent_indent="    ") for n in lines])
         for head, lines in blocks
     )
+
+
+def _draw_notes(note_fig: Any, blocks: list[tuple[str, list[str]]], width: float) -> None:
+    """Write the notes ``blocks`` into ``note_fig``, wrapped to a figure ``width`` inches
+    wide (:func:`_note_text`)."""
+    text = _note_text(blocks, width)
     note_fig.text(0.02, 0.5, text, ha="left", va="center", fontsize="x-small", color="0.2")
