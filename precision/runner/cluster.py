@@ -15,6 +15,7 @@ module only writes its specification. Nothing here imports dask or CuPy at impor
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import shutil
 import subprocess
@@ -120,12 +121,17 @@ def visible_gpus() -> list[str]:
     )
 
 
-def parse_gpus(spec: str, available: Callable[[], list[str]] = visible_gpus) -> list[str]:
+def parse_gpus(spec: str, available: Callable[[], list[str]] | None = None) -> list[str]:
     """The GPUs named by ``--gpus SPEC``, as ``CUDA_VISIBLE_DEVICES`` values, one per worker.
 
-    ``all``: every visible GPU; an integer ``N``: the first N visible GPUs; otherwise a
-    comma-separated list of device indices or UUIDs, used as given.
+    ``all``: every visible GPU (``available``, default :func:`visible_gpus`); an integer
+    ``N``: the first N of them; otherwise a comma-separated list of distinct device indices
+    (``0,2``; under ``CUDA_VISIBLE_DEVICES=4,5``, of those: index 0 is its entry 4) or
+    UUIDs (``GPU-…``, ``MIG-…``, or an entry of ``CUDA_VISIBLE_DEVICES``). An index out of
+    range, a negative one (``-1`` would hide every GPU from the worker, which still
+    advertised one) or any other word is refused, as is a list on a machine without a GPU.
     """
+    available = available or visible_gpus
     spec = spec.strip()
     if spec == "all":
         return available()
@@ -137,12 +143,31 @@ def parse_gpus(spec: str, available: Callable[[], list[str]] = visible_gpus) -> 
         if count > len(gpus):
             raise ClusterError(f"--gpus {count}: only {len(gpus)} GPU(s) here ({', '.join(gpus)})")
         return gpus[:count]
-    gpus = [g.strip() for g in spec.split(",")]
-    if not all(gpus) or len(set(gpus)) != len(gpus):
+    entries = [g.strip() for g in spec.split(",")]
+    if not all(entries) or len(set(entries)) != len(entries):
         raise ClusterError(
             f"--gpus {spec!r}: expected all, N, or distinct comma-separated device indices or "
             "UUIDs (e.g. 0,1 or GPU-8f3c...)"
         )
+    visible = available()
+    gpus = []
+    for entry in entries:
+        if entry.isdigit() and entry not in visible:
+            if int(entry) >= len(visible):
+                raise ClusterError(
+                    f"--gpus {spec!r}: no GPU {entry}; {len(visible)} visible here "
+                    f"(indices 0 to {len(visible) - 1}: {', '.join(visible)})"
+                )
+            if os.environ.get("CUDA_VISIBLE_DEVICES"):  # index i of this process: its entry i
+                entry = visible[int(entry)]
+        elif not (entry in visible or entry.startswith(("GPU-", "MIG-"))):
+            raise ClusterError(
+                f"--gpus {spec!r}: {entry!r} is neither a device index (0 to "
+                f"{len(visible) - 1}) nor a GPU UUID (GPU-...; visible: {', '.join(visible)})"
+            )
+        gpus.append(entry)
+    if len(set(gpus)) != len(gpus):
+        raise ClusterError(f"--gpus {spec!r} names one GPU twice ({', '.join(gpus)})")
     return gpus
 
 
@@ -181,6 +206,30 @@ def _blas_nanny() -> type:
     return BlasNanny
 
 
+def worker_preload() -> list[str]:
+    """The ``preload`` of this module's local worker processes: Dask's configured preloads,
+    then this module (:func:`dask_setup`)."""
+    import dask
+
+    configured = dask.config.get("distributed.worker.preload") or []
+    return [*([configured] if isinstance(configured, str) else configured), __name__]
+
+
+def dask_setup(worker) -> None:
+    """Dask preload hook (:func:`worker_preload`): the worker process ignores SIGINT.
+
+    A Ctrl-C in a terminal signals every process of the run, the local cluster's worker
+    processes too; each then printed a KeyboardInterrupt traceback while the run, which is
+    interrupted anyway, closed them. The run's process alone handles it now and closes its
+    workers (their nannies end them).
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():  # (a thread worker: no)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def cluster_spec(
     gpus: Sequence[str], cpu_workers: int, processes: bool = True
 ) -> tuple[dict, dict]:
@@ -214,11 +263,15 @@ def cluster_spec(
             options["env"] = {"CUDA_VISIBLE_DEVICES": gpu}
             options["blas_threads"] = threads
             options["memory_limit"] = memory
+            options["preload"] = worker_preload()
+            options["silence_logs"] = logging.WARNING
         workers[f"gpu-{gpu}"] = {"cls": _blas_nanny() if processes else Worker, "options": options}
     for j in range(cpu_workers):
         cpu_options: dict = {"nthreads": 1, "name": f"cpu-{j}"}
         if processes:
             cpu_options["memory_limit"] = memory
+            cpu_options["preload"] = worker_preload()
+            cpu_options["silence_logs"] = logging.WARNING
         workers[f"cpu-{j}"] = {"cls": Nanny if processes else Worker, "options": cpu_options}
     scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
     return scheduler, workers
@@ -240,7 +293,10 @@ def local_cluster(gpus: Sequence[str], cpu_workers: int, processes: bool = True)
     if not gpus and cpu_workers < 1:
         raise ClusterError("a cluster needs at least one GPU or CPU worker")
     scheduler, workers = cluster_spec(gpus, cpu_workers, processes)
-    return SpecCluster(workers=workers, scheduler=scheduler, name="precision")
+    # (as LocalCluster does: without it, every start and stop printed ~100 INFO lines)
+    return SpecCluster(
+        workers=workers, scheduler=scheduler, name="precision", silence_logs=logging.WARNING
+    )
 
 
 def gpu_workers(client) -> list[str]:

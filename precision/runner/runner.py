@@ -45,6 +45,7 @@ from precision.runner.cluster import (
     local_cluster,
     needs_gpu,
     parse_gpus,
+    worker_preload,
 )
 from precision.runner.config import ExperimentConfig
 from precision.runner.execute import (
@@ -150,18 +151,26 @@ def _dask_client(
 
     With ``gpus`` the local cluster has one single-threaded worker per GPU, pinned to it and
     advertising GPU=1, plus ``jobs`` (default 0) CPU workers (:mod:`precision.runner.cluster`);
-    without, ``jobs`` single-threaded CPU workers (Dask's default count when None).
+    without, ``jobs`` single-threaded CPU workers (Dask's default count when None). The local
+    cluster's worker processes ignore SIGINT (:func:`~precision.runner.cluster.dask_setup`):
+    a Ctrl-C stops this process, which closes them, instead of printing each one's traceback.
+    A scheduler that does not answer within :data:`SCHEDULER_TIMEOUT_S` raises
+    :class:`RunnerError` (Dask itself would wait 30 s, then raise with a traceback).
     """
     dd = _import_dask()
     cluster = None
     if scheduler:
-        client = dd.Client(scheduler)
+        client = _connect(dd, scheduler)
     else:
         if gpus:
             cluster = local_cluster(gpus, jobs or 0, processes)
         else:
             cluster = dd.LocalCluster(
-                n_workers=jobs, threads_per_worker=1, processes=processes, dashboard_address=None
+                n_workers=jobs,
+                threads_per_worker=1,
+                processes=processes,
+                dashboard_address=None,
+                **({"preload": worker_preload()} if processes else {}),
             )
         client = dd.Client(cluster)
     try:
@@ -170,6 +179,59 @@ def _dask_client(
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+#: Seconds to wait for the scheduler of ``--scheduler`` to answer.
+SCHEDULER_TIMEOUT_S = 10.0
+
+
+def _no_scheduler(scheduler: str, exc: BaseException) -> str:
+    return (
+        f"cannot reach the Dask scheduler at {scheduler} ({type(exc).__name__}: {exc}); "
+        "check the address (e.g. tcp://node0:8786) and that `dask scheduler` runs there"
+    )
+
+
+def _connect(dd, scheduler: str):
+    """A client of ``scheduler``, or :class:`RunnerError` when it does not answer as a Dask
+    scheduler within :data:`SCHEDULER_TIMEOUT_S` (Dask's own timeout does not cover a server
+    that accepts the connection and says nothing: the run hung as long as it held it)."""
+    answer: dict = {}
+
+    def connect() -> None:
+        try:
+            answer["client"] = dd.Client(scheduler, timeout=SCHEDULER_TIMEOUT_S)
+        except Exception as exc:  # OSError, TimeoutError, garbage from a non-Dask server
+            answer["error"] = exc
+
+    thread = threading.Thread(target=connect, name="dask-connect", daemon=True)
+    thread.start()
+    thread.join(SCHEDULER_TIMEOUT_S + 2)
+    if "client" in answer:
+        return answer["client"]
+    error = answer.get("error") or TimeoutError(f"no answer in {SCHEDULER_TIMEOUT_S:.0f} s")
+    raise RunnerError(_no_scheduler(scheduler, error))
+
+
+def _check_scheduler(scheduler: str) -> None:
+    """Raise :class:`RunnerError` at once when ``scheduler`` (a Dask address) names a TCP
+    host that does not resolve or refuses the connection (a typo, a stopped scheduler): Dask
+    would retry for 30 s. Other transports, and a scheduler that accepts but does not answer,
+    are left to :func:`_dask_client`."""
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import get_backend
+
+    try:
+        transport, location = parse_address(scheduler)
+        get_backend(transport)  # an unknown scheme: ValueError
+        if transport not in ("tcp", "tls"):
+            return
+        host, port = parse_host_port(location, 8786)
+        socket.create_connection((host, port), timeout=SCHEDULER_TIMEOUT_S).close()
+    except (OSError, ValueError, OverflowError) as exc:
+        raise RunnerError(_no_scheduler(scheduler, exc)) from None
 
 
 #: Dask ``retries=`` of each task (a task that raises; a task whose worker dies is
@@ -185,11 +247,14 @@ def _run_dask(
     """Compute ``groups`` on ``client``'s workers; returns the number of points left not
     computed and notes saying why.
 
-    Points that need a GPU go in groups of their own, submitted with resources GPU=1 (only
-    GPU workers take them, one at a time each). With no GPU worker connected they are not
-    submitted (a rerun with GPU workers computes them). A group whose task fails, or whose
-    worker died more often than the scheduler allows, is left for the next run; every other
-    group's rows are written as they arrive.
+    Every connected worker must run this run's code (:func:`_check_workers`, else
+    :class:`RunnerError`); rows that a worker joining later computed with other code are not
+    written. Points that need a GPU go in groups of their own,
+    submitted with resources GPU=1 (only GPU workers take them, one at a time each). With no
+    GPU worker connected they are not submitted (a rerun with GPU workers computes them). A
+    group whose task fails, or whose worker died more often than the scheduler allows, is
+    left for the next run, and so is every group left when no worker has been connected for
+    :data:`WORKER_WAIT_S`; every other group's rows are written as they arrive.
     """
     import dask.distributed as dd
 
@@ -200,6 +265,7 @@ def _run_dask(
             f"no Dask worker connected to {client.scheduler.address} within {WORKER_WAIT_S:.0f} s"
             f" ({type(exc).__name__})"
         ) from None
+    ours = _check_workers(client)
     notes: list[str] = []
     not_run = 0
     split: list[tuple[list[Point], bool]] = []
@@ -228,22 +294,103 @@ def _run_dask(
         for part, flag in split
     }
     lost: dict[str, int] = {}
-    for future in dd.as_completed(list(futures), loop=client.loop):
-        # Drop every reference to a finished task: a result still wanted by the client is
-        # recomputed when the worker holding it dies, and these rows are written already.
-        part = futures.pop(future)
-        if future.status != "finished":
-            failure = future.exception()
-            reason = f"{type(failure).__name__}: {failure}"
-            lost[reason] = lost.get(reason, 0) + len(part)
-            not_run += len(part)
+    foreign: dict[str, int] = {}
+    done = dd.as_completed(list(futures), loop=client.loop)
+    alone_since: float | None = None  # since when no worker is connected
+    checked = time.monotonic()
+    while not done.is_empty():
+        batch = done.next_batch(block=False)
+        if not batch:
+            time.sleep(0.05)
+            if time.monotonic() - checked >= 1.0:  # (one scheduler round trip a second)
+                checked = time.monotonic()
+                alone_since = None if client.nthreads() else (alone_since or checked)
+                if alone_since is not None and checked - alone_since >= WORKER_WAIT_S:
+                    left = sum(len(part) for part in futures.values())
+                    client.cancel(list(futures))
+                    not_run += left
+                    notes.append(
+                        f"{left} point(s) not computed: no Dask worker was connected to "
+                        f"{client.scheduler.address} for {WORKER_WAIT_S:.0f} s (their "
+                        "workers died or left; the workers' log lines say why); a rerun "
+                        "retries them"
+                    )
+                    break
             continue
-        results = future.result()
-        future.release()
-        for point, rows in zip(part, results, strict=True):
-            on_done(point, rows)
+        for future in batch:
+            # Drop every reference to a finished task: a result still wanted by the client is
+            # recomputed when the worker holding it dies, and these rows are written already.
+            part = futures.pop(future)
+            if future.status != "finished":
+                failure = future.exception()
+                reason = f"{type(failure).__name__}: {failure}"
+                lost[reason] = lost.get(reason, 0) + len(part)
+                not_run += len(part)
+                continue
+            results = future.result()
+            future.release()
+            for point, rows in zip(part, results, strict=True):
+                theirs = _worker_code(rows.iloc[0].to_dict())
+                if theirs != ours:
+                    foreign[theirs] = foreign.get(theirs, 0) + 1
+                    not_run += 1
+                    continue
+                on_done(point, rows)
     notes += [lost_points_note(reason, n) for reason, n in lost.items()]
+    if foreign:
+        listed = "; ".join(f"{n} by {code}" for code, n in foreign.items())
+        notes.append(
+            f"{sum(foreign.values())} point(s) not written: a worker that joined during the "
+            f"run computed them with other code ({listed}; this run is {ours}). Start every "
+            "worker from this run's checkout or version; a rerun computes them"
+        )
     return not_run, notes
+
+
+#: What a worker answers to :func:`_check_workers`: its code's provenance fields (the same
+#: as its rows', :func:`precision.runner.execute._provenance`). An expression for the builtin
+#: ``eval``, so that a worker which cannot import the project can still run it (and says so).
+_WORKER_CODE_EXPR = "__import__('precision.runner.execute', fromlist=['_provenance'])._provenance()"
+
+
+def _worker_code(info: dict) -> str:
+    """The code of provenance fields ``info`` (a worker's, or a row's): "version V source D",
+    or "version V commit C" without a source digest. Workers run this run's code when theirs
+    is the same (the git commit may differ where the source does not: an installed package
+    has none)."""
+    version, digest = info.get("version"), info.get("source_digest")
+    if digest is None or (isinstance(digest, float) and digest != digest):
+        return f"version {version} commit {info.get('git_commit')}"
+    return f"version {version} source {digest}"
+
+
+def _check_workers(client) -> str:
+    """This run's code (:func:`_worker_code`); raises :class:`RunnerError` naming every
+    connected worker that cannot import ``precision`` or runs other code (another version,
+    commit or edited source): their rows would be written as this run's."""
+    from precision.runner.execute import _provenance
+
+    ours = _worker_code(_provenance())
+    answers = client.run(eval, _WORKER_CODE_EXPR, on_error="return")
+    bad: dict[str, list[str]] = {}
+    for address, info in sorted(answers.items()):
+        if isinstance(info, BaseException):
+            theirs = f"cannot import precision ({type(info).__name__}: {info})"
+        elif not isinstance(info, dict):
+            theirs = f"answered {info!r}"
+        else:
+            theirs = _worker_code(info)
+            if theirs == ours:
+                continue
+        bad.setdefault(theirs, []).append(address)
+    if bad:
+        listed = "; ".join(f"{_and(addresses)}: {code}" for code, addresses in bad.items())
+        raise RunnerError(
+            f"{sum(map(len, bad.values()))} Dask worker(s) do not run this run's code ({ours}): "
+            f"{listed}. Start every worker in an environment with this checkout or version "
+            "installed (docs/runner.md, 'A cluster: --scheduler')"
+        )
+    return ours
 
 
 def lost_points_note(reason: str, n: int) -> str:
@@ -484,15 +631,20 @@ def _same_code(stored: str, current: str) -> bool:
 def _resolve_gpus(
     gpus: str | list[str] | None, executor: str, scheduler: str | None
 ) -> list[str] | None:
-    if gpus is None:
-        return None
-    if executor != "dask":
+    """The GPUs of ``--gpus`` (:func:`~precision.runner.cluster.parse_gpus`), or None. Called
+    before anything is written, it also refuses a ``--scheduler`` that does not resolve or
+    refuses connections (:func:`_check_scheduler`)."""
+    if gpus is not None and executor != "dask":
         raise RunnerError("--gpus needs --executor dask")
-    if scheduler:
+    if gpus is not None and scheduler:
         raise RunnerError(
             "--gpus starts a local cluster; with --scheduler the cluster's workers are started "
             "by you (dask worker --resources GPU=1 --nthreads 1, one per GPU)"
         )
+    if executor == "dask" and scheduler:
+        _check_scheduler(scheduler)
+    if gpus is None:
+        return None
     try:
         return parse_gpus(gpus) if isinstance(gpus, str) else parse_gpus(",".join(gpus))
     except ClusterError as exc:

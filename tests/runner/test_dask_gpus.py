@@ -7,6 +7,7 @@ the gemm double (doubles.DoublesPlugin).
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -16,6 +17,7 @@ import doubles
 import pandas as pd
 import pytest
 
+from precision.runner import cluster
 from precision.runner.cluster import ClusterError, cluster_spec, needs_gpu, parse_gpus
 from precision.runner.config import parse_config
 from precision.runner.runner import RunnerError, lost_points_note, run_experiment
@@ -63,7 +65,7 @@ def test_parse_gpus():
     assert parse_gpus("GPU-x", four) == ["GPU-x"]
     with pytest.raises(ClusterError, match="only 4 GPU"):
         parse_gpus("5", four)
-    for bad in ("0", "1,1", "1,,2"):
+    for bad in ("0", "1,1", "1,,2", "-1", "foo", "1,4"):
         with pytest.raises(ClusterError, match="--gpus"):
             parse_gpus(bad, four)
 
@@ -91,6 +93,11 @@ def test_cluster_spec_pins_one_single_threaded_worker_per_gpu(monkeypatch):
     # every worker gets a quarter of the machine's memory, not Dask's one-core share
     share = MEMORY_LIMIT // 4
     assert [w["options"].pop("memory_limit") for w in workers.values()] == [share] * 4
+    # every worker process ignores SIGINT (a Ctrl-C is the run's to handle)
+    assert all(
+        w["options"].pop("preload")[-1] == "precision.runner.cluster" for w in workers.values()
+    )
+    assert {w["options"].pop("silence_logs") for w in workers.values()} == {logging.WARNING}
     gpu = {name: w["options"] for name, w in workers.items() if name.startswith("gpu-")}
     assert gpu == {
         "gpu-0": {
@@ -112,7 +119,8 @@ def test_cluster_spec_pins_one_single_threaded_worker_per_gpu(monkeypatch):
     assert cpu == [{"nthreads": 1, "name": "cpu-0"}, {"nthreads": 1, "name": "cpu-1"}]
 
 
-def test_gpu_points_run_only_on_gpu_workers(tmp_path):
+def test_gpu_points_run_only_on_gpu_workers(tmp_path, monkeypatch):
+    monkeypatch.setattr(cluster, "visible_gpus", lambda: ["g0"])
     summary, table = run(tmp_path, gpus="g0", jobs=2, dask_processes=False)
     assert summary.computed == summary.total == 12 and summary.not_run == 0
     gpu_rows = table["backend"] == "cuda"
@@ -122,7 +130,8 @@ def test_gpu_points_run_only_on_gpu_workers(tmp_path):
     assert (table["status"] == "ok").all()
 
 
-def test_gpu_points_are_refused_without_a_gpu_worker(tmp_path):
+def test_gpu_points_are_refused_without_a_gpu_worker(tmp_path, monkeypatch):
+    monkeypatch.setattr(cluster, "visible_gpus", lambda: ["g0"])
     summary, table = run(tmp_path, jobs=1, dask_processes=False)
     assert summary.computed == 6 and summary.not_run == 6
     assert set(table["backend"]) == {"emulator"}
