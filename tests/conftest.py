@@ -15,3 +15,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def one_dask_cluster_at_a_time(tmp_path_factory):
+    """Hold a lock shared by every pytest-xdist worker of this session while the test runs:
+    Dask clusters started side by side by two workers fought over ports (the dashboard's
+    8787) and failed to start. Tests that start Dask clusters or workers use it."""
+    import fcntl
+
+    lock = tmp_path_factory.getbasetemp().parent / "dask-cluster.lock"
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield

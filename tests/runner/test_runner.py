@@ -271,7 +271,7 @@ def test_figures_are_written(tmp_path):
         assert path.stat().st_size > 1000
 
 
-def test_dask_executor_matches_local(tmp_path):
+def test_dask_executor_matches_local(tmp_path, one_dask_cluster_at_a_time):
     pytest.importorskip("dask.distributed")
     _, local = run(tmp_path / "local")
     summary, dask = run(tmp_path / "dask", executor="dask", jobs=2, dask_processes=False)
