@@ -18,6 +18,7 @@ kind from a seeded generator:
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -509,7 +510,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "record":
         record(args.out, seed=args.seed, tiles=args.tiles)
         return 0
-    table = verify(args.dir)
+    try:
+        table = verify(args.dir)
+    except (OSError, ValueError) as exc:  # a damaged or incomplete recording: one line
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     bad = 0
     print(f"{'instruction':<40} {'kind':<14} {'outputs':>8} {'match':>8} {'%':>8}")
     for name, kinds in table.items():
