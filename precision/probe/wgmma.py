@@ -400,11 +400,6 @@ def extra_inputs(name: str, seed: int = SEED):
     return a, b, c, kind, kinds
 
 
-def _container(fmt: str) -> np.dtype:
-    """The unsigned dtype of one element's bits of canonical format ``fmt``."""
-    return np.dtype(f"u{np.dtype(get_format(fmt).storage).itemsize}")
-
-
 def _encode(fmt: str, v: np.ndarray) -> np.ndarray:
     st = np.dtype(get_format(fmt).storage)
     return v.astype(st).view(f"u{st.itemsize}")
@@ -559,7 +554,7 @@ def compare_extra(path: str | Path, device: str = "cpu") -> dict:
             continue
         r = load_arrays(f)
         ex = EXTRA[name]
-        t, box = r["d"].shape[0], {x: _container(x) for x in (ex.a, ex.b, ex.acc)}
+        t, box = r["d"].shape[0], {x: get_format(x).bits_dtype for x in (ex.a, ex.b, ex.acc)}
         out = ((t, 16, 8), box[ex.acc])
         want = {"a": ((t, 16, ex.k), box[ex.a]), "b": ((t, ex.k, 8), box[ex.b]), "c": out}
         check_arrays(f, r, {**want, "d": out, **({"d_mma": out} if "d_mma" in r else {})})
