@@ -342,6 +342,8 @@ def _fit_labels(fig: Any) -> Any:
     """Wrap a y-axis label, or a panel row's label, that is taller than its panel (a small
     figure, or many rows of panels) onto more lines, so that it is neither cut at the
     figure's edge nor runs into its neighbours. Returns ``fig``."""
+    # drawn again even where the caller has just drawn it: the constrained layout settles
+    # over a second draw (skipping it moved the panels of the Ozaki docs figures)
     _quiet_draw(fig)
     renderer = fig.canvas.get_renderer()
     changed = False
