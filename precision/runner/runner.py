@@ -580,7 +580,14 @@ def run_experiment(
 
     points = expand(config)
     rd = ResultsDir(results_root, config.name)
-    with rd.lock(wait=lock_wait) as notes:
+    with contextlib.ExitStack() as stack:
+        # A --scheduler is connected to here, before the lock is taken and anything written:
+        # one that accepts the connection and never answers is refused with config.toml and
+        # the stored table untouched (a changed config would otherwise have been kept aside).
+        client = None
+        if executor == "dask" and scheduler:
+            client = stack.enter_context(_dask_client(jobs, scheduler, dask_processes, None))
+        notes = stack.enter_context(rd.lock(wait=lock_wait))
         summary = _run_locked(
             config,
             rd,
@@ -594,6 +601,7 @@ def run_experiment(
             gpu_list,
             progress,
             gemm,
+            client,
         )
         table = combine_results(config, rd)
         if not table.empty:
@@ -664,8 +672,11 @@ def _run_locked(
     gpus,
     progress,
     gemm,
+    client=None,
 ) -> RunSummary:
-    """The part of :func:`run_experiment` that writes (called with the lock held)."""
+    """The part of :func:`run_experiment` that writes (called with the lock held). ``client``:
+    the Dask client of ``--scheduler``, connected before the lock; None otherwise (a local
+    Dask cluster is started here, only when points are pending)."""
     from precision.provenance import collect
 
     warnings = list(notes)
@@ -790,8 +801,12 @@ def _run_locked(
                     jobs or 1, group_by_inputs(pending), on_done, gemm
                 )
             else:
-                with _dask_client(jobs, scheduler, dask_processes, gpus) as client:
-                    summary.not_run, left = _run_dask(client, group_by_inputs(pending), on_done)
+                with (
+                    contextlib.nullcontext(client)
+                    if client is not None
+                    else _dask_client(jobs, scheduler, dask_processes, gpus)
+                ) as dask:
+                    summary.not_run, left = _run_dask(dask, group_by_inputs(pending), on_done)
             summary.warnings += left
             for note in left:
                 bar.write(f"warning: {note}", file=sys.stderr)

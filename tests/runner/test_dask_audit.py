@@ -90,7 +90,8 @@ def test_wrong_scheduler_address_is_one_line_at_once(tmp_path):
 
 def test_silent_scheduler_times_out(tmp_path, monkeypatch):
     """A server that accepts the connection and never answers held the run as long as it
-    kept the connection open (Dask's timeout= does not cover it)."""
+    kept the connection open (Dask's timeout= does not cover it). It is refused before the
+    results directory is written (it was caught under the lock, after config.toml)."""
     monkeypatch.setattr(runner, "SCHEDULER_TIMEOUT_S", 0.5, raising=False)
     server = socket.create_server(("127.0.0.1", 0))
     held: list = []
@@ -107,6 +108,7 @@ def test_silent_scheduler_times_out(tmp_path, monkeypatch):
             conn.close()
     assert isinstance(error, RunnerError) and "cannot reach the Dask scheduler" in str(error)
     assert took < 5
+    assert not (tmp_path / "a").exists()
 
 
 def _package_copy(root: Path, edit: str) -> Path:
