@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tracemalloc
+from collections.abc import Callable
+
 import pytest
 
 from precision.gpu import unavailable_reason
@@ -28,3 +31,19 @@ def one_dask_cluster_at_a_time(tmp_path_factory):
     with open(lock, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         yield
+
+
+def _traced_peak(fn: Callable[[], object]) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.fixture
+def traced_peak() -> Callable[[Callable[[], object]], int]:
+    """``traced_peak(fn)``: the peak bytes ``fn()`` allocates, by tracemalloc (numpy's data
+    buffers included)."""
+    return _traced_peak

@@ -76,18 +76,62 @@ def _clamp_top(r: np.ndarray, x: np.ndarray, f: Any) -> np.ndarray:
     return out
 
 
+#: Elements of an operand rounded or split at once by :func:`prepare_operands`: the rounding's
+#: float64 temporaries (about 50 bytes per element) stay at this size, so the operands cost
+#: their rounded formats plus one chunk (whole, they peaked at 15x the fp32 inputs).
+_CHUNK_ELEMENTS = 1 << 18
+
+
 def prepare_operands(A: np.ndarray, B: np.ndarray, schedule: Schedule) -> dict[str, np.ndarray]:
     """Named operands for ``schedule``'s steps: ``A``/``B`` or ``A_hi``/``A_lo``/``B_hi``/
-    ``B_lo``, K already zero-padded and the k-slot permutation applied."""
-    A, B = pad_k(A, B, schedule.tile[2])
-    perm = full_k_permutation(A.shape[-1], schedule)
-    A, B = A[..., perm], B[..., perm, :]
-    if schedule.split is None:
-        return {"A": round_operand(A, schedule.fmt), "B": round_operand(B, schedule.fmt)}
-    s = schedule.split.lo_scale_log2
-    a_hi, a_lo = split_operand(A, schedule.fmt, s)
-    b_hi, b_lo = split_operand(B, schedule.fmt, s)
-    return {"A_hi": a_hi, "A_lo": a_lo, "B_hi": b_hi, "B_lo": b_lo}
+    ``B_lo`` of the 2-D fp32 ``A`` (M x K) and ``B`` (K x N), K zero-padded as the host pads
+    it (:func:`pad_k`) and the k-slot permutation applied. Rounded in chunks of at most
+    :data:`_CHUNK_ELEMENTS` (an elementwise rounding: the same values as rounding whole)."""
+    A, B = np.asarray(A, np.float32), np.asarray(B, np.float32)
+    K = A.shape[-1]
+    Kp = -(-K // schedule.tile[2]) * schedule.tile[2]
+    perm = full_k_permutation(Kp, schedule)
+    split = schedule.split
+
+    def convert(x: np.ndarray) -> tuple[np.ndarray, ...]:
+        if split is None:
+            return (round_operand(x, schedule.fmt),)
+        return split_operand(x, schedule.fmt, split.lo_scale_log2)
+
+    names: tuple[tuple[str, ...], ...] = (
+        (("A",), ("B",)) if split is None else (("A_hi", "A_lo"), ("B_hi", "B_lo"))
+    )
+    ops = dict(zip(names[0], _convert_blocked(A, perm, 1, convert), strict=True))
+    ops.update(zip(names[1], _convert_blocked(B, perm, 0, convert), strict=True))
+    return ops
+
+
+def _convert_blocked(x: np.ndarray, perm: np.ndarray, axis: int, convert: Any) -> list[np.ndarray]:
+    """``convert`` of ``x`` with its K axis (``axis``) taken as ``perm`` (indices beyond K
+    read as +0, the host's zero padding), chunk by chunk into whole-size results."""
+    K = x.shape[axis]
+    shape = (x.shape[0], perm.size) if axis == 1 else (perm.size, x.shape[1])
+    rows, cols = shape
+    cc = max(1, min(cols, _CHUNK_ELEMENTS))
+    rc = max(1, _CHUNK_ELEMENTS // cc)
+    outs: list[np.ndarray] | None = None
+    for r0 in range(0, max(rows, 1), rc):
+        for c0 in range(0, max(cols, 1), cc):
+            rs, cs = slice(r0, min(rows, r0 + rc)), slice(c0, min(cols, c0 + cc))
+            idx = perm[cs] if axis == 1 else perm[rs]
+            part = np.zeros((rs.stop - rs.start, cs.stop - cs.start), np.float32)
+            ok = idx < K
+            if axis == 1:
+                part[:, ok] = x[rs, idx[ok]]
+            else:
+                part[ok] = x[idx[ok], cs]
+            res = convert(part)
+            if outs is None:
+                outs = [np.empty(shape, r.dtype) for r in res]
+            for o, r in zip(outs, res, strict=True):
+                o[rs, cs] = r
+    assert outs is not None  # the loops run at least once
+    return outs
 
 
 def pad_k(A: np.ndarray, B: np.ndarray, multiple: int) -> tuple[np.ndarray, np.ndarray]:

@@ -558,9 +558,11 @@ def scaled_integers(X: np.ndarray, s: np.ndarray, axis: int, mode: str) -> np.nd
     only step."""
     xp = array_module(X)
     sx = s[:, None] if axis == 1 else s[None, :]
+    # in place: one block-size float64 array (three of them at once doubled a thin call's peak)
+    y = xp.where(xp.isfinite(X), X, 0.0)
     with np.errstate(invalid="ignore"):
-        y = xp.ldexp(xp.where(xp.isfinite(X), X, 0.0), sx)
-    return xp.rint(y) if mode == "rint" else xp.trunc(y)
+        xp.ldexp(y, sx, out=y)
+    return xp.rint(y, out=y) if mode == "rint" else xp.trunc(y, out=y)
 
 
 def sym_mod(x: np.ndarray, m: int) -> np.ndarray:
@@ -810,8 +812,9 @@ def emulator_blocks(
 
     - Within ``budget_in`` (the input share of :func:`workspace_budget`), from the bytes of the
       arrays a block holds per line and per output; the quarter of the workspace left aside
-      covers the temporaries where the lines dominate (measured: 1.0-1.4x the float64 size of
-      A and B on square problems).
+      covers the temporaries where the lines dominate (measured: 0.8-1.25x the float64 size
+      of A and B on square problems, 1.16-1.32x with thin M or N; scheme II's residues are
+      taken in row chunks, :func:`_residues`).
     - Within ``budget_out`` (the output share), from the measured peak per output, which is
       reached in :func:`round_limbs`: ``16·nl + 188`` bytes for scheme II and ``16·nl + 180``
       for scheme I with ``nl`` limbs (tracemalloc, either target), 2.6x and 1.4x what a block
@@ -854,6 +857,23 @@ def sym_fmod(y: np.ndarray, m: int) -> np.ndarray:
     return np.where(r < -(m // 2), r + m, r)
 
 
+#: Row chunks of :func:`_residues`: at most this share of the block (and 2^20 elements).
+_RESIDUE_CHUNKS = 16
+
+
+def _residues(y: np.ndarray, m: int, dtype: Any) -> np.ndarray:
+    """:func:`sym_fmod` of a block's scaled integers ``y`` as ``dtype``, computed in row chunks
+    of at most 1/:data:`_RESIDUE_CHUNKS` of ``y`` (and :data:`_CHUNK` elements): its four or
+    five float64 temporaries, taken of the whole block, peaked at about 3x the float64 size of
+    A and B where one operand's lines dominate (thin M or N). Elementwise: the same values."""
+    rows, cols = y.shape
+    step = max(1, min(-(-rows // _RESIDUE_CHUNKS), _CHUNK // max(1, cols)))
+    out = np.empty(y.shape, dtype=dtype)
+    for r0 in range(0, rows, step):
+        out[r0 : r0 + step] = sym_fmod(y[r0 : r0 + step], m)
+    return out
+
+
 def _sym_mod_small(c: np.ndarray, m: int) -> np.ndarray:
     """Symmetric residue of integer-valued float64 ``c`` with ``|c| < 2^52``: ``c -
     m·rint(c/m)`` (exact: ``m·rint(c/m)`` and the difference are integers below 2^53) moved
@@ -893,8 +913,8 @@ def ozaki2_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
             tmp = np.empty(shape)
             for li, mod in enumerate(plan.moduli):
                 # |C| <= 128·128·K < 2^53 (2^24 with float32): exact in any summation order.
-                ra = sym_fmod(ya, mod).astype(rdt)
-                rb = sym_fmod(yb, mod).astype(rdt)
+                ra = _residues(ya, mod, rdt)
+                rb = _residues(yb, mod, rdt)
                 c = _sym_mod_small(np.matmul(ra, rb, dtype=rdt).astype(np.float64), mod)
                 del ra, rb
                 for t in range(nl):
@@ -973,7 +993,8 @@ def ozaki1_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
         del ia
         for c0 in range(0, n, nb):
             ib = scaled_integers(B[:, c0 : c0 + nb], s_b[c0 : c0 + nb], 0, "trunc")
-            db = slices(ib.astype(np.int64), T)
+            ib = ib.astype(np.int64)  # (the float64 block is freed before the digits are cut)
+            db = slices(ib, T)
             del ib
             acc = [xp.zeros((da[0].shape[0], db[0].shape[1]), dtype=np.int64) for _ in range(nl)]
             for g in range(2, T + 2):  # Horner over g = s + t (1-based slices)

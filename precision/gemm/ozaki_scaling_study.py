@@ -4,8 +4,8 @@
 [--moduli 14] [--bits 8]`` prints a markdown table: per size and φ, the median and maximum
 elementwise relative error of ozaki2 (fp64) with the shipped power-of-two scaling and with
 a finer, non-power-of-two one, on the error stage's own matrices of
-:mod:`precision.gemm.ozaki_bench` (same seeds). About 20 s per φ at n = 4096 and 95 s at
-8192 on 2 CPU cores.
+:mod:`precision.gemm.ozaki_bench` (same seeds). About 30 s per φ at n = 4096 and 190 s at
+8192 on 2 CPU cores (results/bench/ozaki_scaling_study_2026-11-26b.md).
 
 Why this is exact enough to decide with. Whenever the CRT range holds (``|T| < M/2``, which
 the scaling guarantees), scheme II returns ``RN(A'·B' / (σ_i·τ_j))`` with the scaled

@@ -3,9 +3,10 @@
 ``mma(a, b, c)`` computes ``d = a·b + c`` the way a chain of ``K / k`` consecutive MMA
 instructions of the chosen architecture does (the accumulator passes from one instruction to
 the next, in increasing k), for every output element of arbitrarily large and batched operands.
-The work is split into cache-sized chunks of output rows processed by a thread pool; memory
-stays bounded by the chunk size plus the decoded ``b``. Broadcast batch axes are never
-materialised: each output batch entry reads its operands' own batch entries.
+The work is split into cache-sized chunks of output rows (and of columns, for wide rows)
+processed by a thread pool; memory stays bounded by the chunk size plus the decoded ``b``.
+Broadcast batch axes are never materialised: each output batch entry reads its operands' own
+batch entries.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ _MIN_THREADED_MACS = 1 << 22
 # Decoded b costs 10 bytes per element; wider problems are split into column panels of b so
 # memory stays bounded (about 0.6 GiB for this many elements) whatever the size.
 _MAX_DECODED_B_ELEMENTS = 1 << 26
+# b is decoded in chunks of this many elements into its 10-byte-per-element arrays: decoding
+# it whole held about 32 bytes per element at once (float64 values, frexp's float64 mantissas
+# and int32 exponents, the int16 copy), 1.4 GiB at the panel size above.
+_DECODE_CHUNK_ELEMENTS = 1 << 18
 
 
 def mma(
@@ -308,12 +313,12 @@ def _mma_integer(a, b, c, ins: Instruction, satf: bool) -> np.ndarray:
     """Integer inputs -> s32: each instruction adds an exact sum of k products (uint1: k bits of
     a_row OP b_col, popcounted) and wraps modulo 2^32, or clamps with ``.satfinite``. The
     exact cores are :mod:`precision.tensorcore.integer` (float64 BLAS, exact below 2^53)."""
-    av, bv = a.astype(np.int64), b.astype(np.int64)
-    cv = np.asarray(c).astype(np.int64)
+    # the operands go in their own (8-bit) dtypes and batch shapes: the cores widen them once,
+    # to float64, and broadcast batch axes through np.matmul without materialising them
     if ins.bitop:  # (no .satfinite: refused in mma())
-        out = integer.b1_mma_chain(av & 1, bv & 1, cv, k_step=ins.k, op=ins.bitop)  # type: ignore[arg-type]
+        out = integer.b1_mma_chain(a & 1, b & 1, c, k_step=ins.k, op=ins.bitop)  # type: ignore[arg-type]
     else:  # (operand ranges checked in mma())
-        out = integer.int_mma_chain(av, bv, cv, k_step=ins.k, satfinite=satf)
+        out = integer.int_mma_chain(a, b, c, k_step=ins.k, satfinite=satf)
     return out.astype(np.int32)
 
 
@@ -353,6 +358,24 @@ def _decode_inputs(x: np.ndarray, fmt: str, ins: Instruction) -> tuple[np.ndarra
         x = (np.ascontiguousarray(x).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
     emin = get_format("fp16" if ins.schedule == "fp8_via_f16" else fmt).emin
     return fdpa.decode(x, emin)
+
+
+def _decode_blocked(x: np.ndarray, fmt: str, ins: Instruction) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_decode_inputs` of a whole operand ``[R, K, N]``, written chunk by chunk (at most
+    :data:`_DECODE_CHUNK_ELEMENTS` at a time) into its float64 values and int16 exponents, so
+    that the decode's temporaries stay at chunk size (elementwise: the same values)."""
+    r, k, n = x.shape
+    val = np.empty(x.shape, dtype=np.float64)
+    exp = np.empty(x.shape, dtype=np.int16)
+    x2 = x.reshape(r * k, n)  # a view for a column panel of a C-contiguous b
+    v2, e2 = val.reshape(r * k, n), exp.reshape(r * k, n)
+    cols = min(n, _DECODE_CHUNK_ELEMENTS)
+    rows = max(1, _DECODE_CHUNK_ELEMENTS // cols)
+    for r0 in range(0, r * k, rows):
+        for c0 in range(0, n, cols):
+            part = (slice(r0, r0 + rows), slice(c0, c0 + cols))
+            v2[part], e2[part] = _decode_inputs(x2[part], fmt, ins)
+    return val, exp
 
 
 def _fp8_order(k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -423,17 +446,20 @@ class _FloatChain:
         return acc
 
 
-def _work_items(r: int, m: int, n: int, block: int) -> list[tuple[slice, slice]]:
-    """Split [R, M] output rows into items whose block product array is about the target size."""
-    per_row = max(1, n * block)
-    rows = max(1, _TARGET_BLOCK_ELEMENTS // per_row)
-    if rows >= m:
+def _work_items(r: int, m: int, n: int, block: int) -> list[tuple[slice, slice, slice]]:
+    """Split the [R, M, N] output into items (batch entries, rows, columns) whose block product
+    array is about the target size; rows wider than that are split into column ranges."""
+    cols = min(n, max(1, _TARGET_BLOCK_ELEMENTS // block))
+    rows = max(1, _TARGET_BLOCK_ELEMENTS // max(1, cols * block))
+    every = slice(0, n)
+    if rows >= m and cols == n:
         reps = max(1, rows // m)
-        return [(slice(r0, min(r, r0 + reps)), slice(0, m)) for r0 in range(0, r, reps)]
+        return [(slice(r0, min(r, r0 + reps)), slice(0, m), every) for r0 in range(0, r, reps)]
     return [
-        (slice(ri, ri + 1), slice(m0, min(m, m0 + rows)))
+        (slice(ri, ri + 1), slice(m0, min(m, m0 + rows)), slice(n0, min(n, n0 + cols)))
         for ri in range(r)
         for m0 in range(0, m, rows)
+        for n0 in range(0, n, cols)
     ]
 
 
@@ -469,23 +495,31 @@ def _mma_float(
             out[..., cols] = _mma_float(a3, b3[..., cols], c3[..., cols], index, ins, satf)
         return out
     chain = _FloatChain(ins, satf)
-    b_val, b_exp = _decode_inputs(b3, ins.b_fmt, ins)
+    b_val, b_exp = _decode_blocked(b3, ins.b_fmt, ins)
     b_special = not np.isfinite(b_val).all()
 
-    def work(item: tuple[slice, slice]) -> None:
-        rs, ms = item
+    def work(item: tuple[slice, slice, slice]) -> None:
+        rs, ms, ns = item
         nrep = rs.stop - rs.start
         # a and c are taken per output entry of this item (a bounded chunk); b stays one
         # decoded entry when it is broadcast (fdpa.block broadcasts it).
         a_item = _select(a3, ia[rs])[:, ms]
         if a_item.shape[0] != nrep:
             a_item = np.broadcast_to(a_item, (nrep,) + a_item.shape[1:])
-        a_val, a_exp = _decode_inputs(a_item, ins.a_fmt, ins)
-        bv, be = _select(b_val, ib[rs]), _select(b_exp, ib[rs])
-        special = b_special or not np.isfinite(a_val).all()
-        c_item = _select(c3, ic[rs])[:, ms]
+        bv, be = _select(b_val, ib[rs])[..., ns], _select(b_exp, ib[rs])[..., ns]
+        c_item = _select(c3, ic[rs])[:, ms, ns]
         acc = np.array(np.broadcast_to(c_item, (nrep,) + c_item.shape[1:]), dtype=c3.dtype)
-        out[rs, ms] = chain.run(a_val, a_exp, bv, be, acc, special)
+        # a is decoded in panels of whole instructions along K (the chain goes on from one
+        # to the next), about _DECODE_CHUNK_ELEMENTS at a time: an item's rows times all of K
+        # (all of a, for a thin b) held 32 bytes per element at once
+        lines = max(1, a_item.shape[0] * a_item.shape[1])
+        kp = max(1, _DECODE_CHUNK_ELEMENTS // lines // ins.k) * ins.k
+        for k0 in range(0, k_dim, kp):
+            ks = slice(k0, k0 + kp)
+            a_val, a_exp = _decode_inputs(a_item[..., ks], ins.a_fmt, ins)
+            special = b_special or not np.isfinite(a_val).all()
+            acc = chain.run(a_val, a_exp, bv[:, ks], be[:, ks], acc, special)
+        out[rs, ms, ns] = acc
 
     items = _work_items(r, m, n, ins.block)
     threads = min(len(items), os.cpu_count() or 1)

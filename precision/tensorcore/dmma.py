@@ -41,7 +41,7 @@ import math
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -334,11 +334,13 @@ def fma_chain(
         ks = [int(x) for x in order]
         if any(x < 0 or x >= k for x in ks):
             raise ValueError(f"fma_chain: order indices must lie in [0, {k}), got {list(ks)}")
-    # a as [B, K, M] (column k contiguous) and b as [B, K, N]; splits and range flags once.
-    at = np.ascontiguousarray(
-        np.broadcast_to(a, batch + (m, k)).reshape(math.prod(batch), m, k).transpose(0, 2, 1)
-    )
-    b3 = np.ascontiguousarray(np.broadcast_to(b, batch + (k, n)).reshape(math.prod(batch), k, n))
+    # a as [Ra, K, M] (column k contiguous) and b as [Rb, K, N] over their own batch entries
+    # (broadcast batch axes are not materialised: output entry e reads a entry ia[e] and b
+    # entry ib[e]); splits and range flags once.
+    a3, ia = _own_entries(a, batch)
+    b3, ib = _own_entries(b, batch)
+    at = np.ascontiguousarray(a3.transpose(0, 2, 1))
+    b3 = np.ascontiguousarray(b3)
     with np.errstate(all="ignore"):
         ah, al = _split(at)
         bh, bl = _split(b3)
@@ -347,39 +349,49 @@ def fma_chain(
     if d.size == 0:
         return d.reshape(batch + (m, n))
     rows = max(1, _FMA_TILE_ELEMENTS // max(1, n))
+    # Small outputs: a tile takes several batch entries (all their rows), so that a large batch
+    # of small products is not one tile, and one Python loop over K, per entry.
+    group = max(1, rows // m) if rows >= m else 1
     # Per b row k (all N columns): extremes of |b|, operand flags, and whether b_k has at most
     # 26 significant bits everywhere (its Veltkamp low part is 0).
     with np.errstate(all="ignore"):
         babs = np.abs(b3)
         b_min, b_max = babs.min(axis=2, initial=np.inf), babs.max(axis=2, initial=0.0)
+        del babs
     b_ok: np.ndarray = np.asarray(bok.all(axis=2))
     b_short: np.ndarray = np.asarray((bl == 0).all(axis=2))
 
-    def tile_flags(bi: int, r0: int, r1: int) -> tuple[list[bool], list[bool], list[float]]:
-        """Per k for the tile's rows: (Boldo-Melquiond preconditions on a, b and RN(ab) hold,
-        the product ab is exact in binary64, an upper bound of |RN(ab)|). min |RN(a_i b_j)| =
-        RN(min|a| min|b|) and likewise for the max (an outer product; RN is monotone), so the
-        range test on the extremes equals the elementwise one."""
+    def tile_flags(
+        ea: Any, eb: Any, r0: int, r1: int
+    ) -> tuple[list[bool], list[bool], list[float]]:
+        """Per k for the tile's rows of a's entries ``ea`` and b's entries ``eb`` (paired, or
+        one of them a single broadcast entry): (Boldo-Melquiond preconditions on a, b and
+        RN(ab) hold, the product ab is exact in binary64, an upper bound of |RN(ab)|). Per
+        entry, min |RN(a_i b_j)| = RN(min|a| min|b|) and likewise for the max (an outer
+        product; RN is monotone), so the range test on the extremes equals the elementwise
+        one."""
         with np.errstate(all="ignore"):
-            aabs = np.abs(at[bi, :, r0:r1])
-            pmin = aabs.min(axis=1, initial=np.inf) * b_min[bi]
-            pmax = aabs.max(axis=1, initial=0.0) * b_max[bi]
-            fast = aok[bi, :, r0:r1].all(axis=1) & b_ok[bi] & (pmin >= _PROD_LO) & (pmax <= _BIG)
+            aabs = np.abs(at[ea, :, r0:r1])  # [entries, K, rows]
+            pmin = (aabs.min(axis=2, initial=np.inf) * b_min[eb]).min(axis=0)
+            pmax = (aabs.max(axis=2, initial=0.0) * b_max[eb]).max(axis=0)
+            fast = aok[ea, :, r0:r1].all(axis=(0, 2)) & b_ok[eb].all(axis=0)
+            fast &= (pmin >= _PROD_LO) & (pmax <= _BIG)
         # a_k, b_k of <= 26 bits each: ab has <= 52 bits and |ab| >= 2^-900, so RN(ab) = ab.
-        exact = fast & (al[bi, :, r0:r1] == 0).all(axis=1) & b_short[bi]
+        exact = fast & (al[ea, :, r0:r1] == 0).all(axis=(0, 2)) & b_short[eb].all(axis=0)
         return fast.tolist(), exact.tolist(), pmax.tolist()
 
-    def tile(bi: int, r0: int) -> None:
-        r1 = min(m, r0 + rows)
-        dd = d[bi, r0:r1].copy()
+    def tile(e0: int, r0: int) -> None:
+        e1, r1 = min(d.shape[0], e0 + group), min(m, r0 + rows)
+        ea, eb = _entries(ia, e0, e1), _entries(ib, e0, e1)
+        dd = d[e0:e1, r0:r1].copy()
         ws = _Workspace(dd.shape)
-        fast, exact, pmax = tile_flags(bi, r0, r1)
+        fast, exact, pmax = tile_flags(ea, eb, r0, r1)
         # cmax >= max |c| (NaN when c holds a NaN: every test below then fails).
         with np.errstate(all="ignore"):
             cmax = float(np.abs(dd).max(initial=0.0))
         for kk in ks:
-            col = (bi, kk, slice(r0, r1), None)
-            row = (bi, slice(kk, kk + 1))
+            col = (ea, kk, slice(r0, r1), None)  # [entries, rows, 1]
+            row = (eb, slice(kk, kk + 1))  # [entries, 1, N]
             if fast[kk] and cmax > _BIG:
                 with np.errstate(all="ignore"):
                     cmax = float(np.abs(dd).max(initial=0.0))  # the bound may be loose
@@ -408,9 +420,9 @@ def fma_chain(
                 cmax = (cmax + pmax[kk]) * _BOUND_UP
                 ws.swap(dd, z)
                 dd = z
-        d[bi, r0:r1] = dd
+        d[e0:e1, r0:r1] = dd
 
-    jobs = [(bi, r0) for bi in range(d.shape[0]) for r0 in range(0, m, rows)]
+    jobs = [(e0, r0) for e0 in range(0, d.shape[0], group) for r0 in range(0, m, rows)]
     workers = min(len(jobs), os.cpu_count() or 1)
     if workers > 1 and d.size * len(ks) >= _MIN_THREADED_FMAS:
         # NumPy releases the GIL inside its loops: cache-sized tiles run in parallel.
@@ -420,6 +432,28 @@ def fma_chain(
         for j in jobs:
             tile(*j)
     return d.reshape(batch + (m, n))
+
+
+def _own_entries(x: np.ndarray, batch: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` as ``[Rx, rows, cols]`` over its own batch entries, and for each output batch
+    entry (C order over ``batch``) the index of the entry of ``x`` it reads (no copy)."""
+    own = x.shape[:-2]
+    rx = math.prod(own)
+    idx = np.broadcast_to(np.arange(rx).reshape(own), batch).ravel()
+    return x.reshape((rx,) + x.shape[-2:]), idx
+
+
+def _entries(idx: np.ndarray, e0: int, e1: int) -> Any:
+    """The entries ``idx[e0:e1]`` of an operand as an index along its axis 0: a slice of one
+    entry when they are all one (a broadcast operand: broadcasting does the rest) or a slice
+    of a run, else the index array."""
+    sel = idx[e0:e1]
+    i0 = int(sel[0])
+    if (sel == i0).all():
+        return slice(i0, i0 + 1)
+    if (np.diff(sel) == 1).all():
+        return slice(i0, i0 + sel.size)
+    return sel
 
 
 def _exact_signed_zero(a3: np.ndarray, b3: np.ndarray, c2: np.ndarray) -> np.ndarray:

@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from precision.tensorcore.dmma import fma
+from precision.tensorcore.dmma import _own_entries, fma
 
 __all__ = ["DEFAULT_NAN", "QUIET_BIT", "nan_payloads"]
 
@@ -71,9 +71,10 @@ def nan_payloads(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> 
             f"d {d.shape} (expected a [..., M, K], b [..., K, N], c and d [..., M, N])"
         )
     nb = math.prod(batch)
-    a3 = np.broadcast_to(a, batch + (m, k)).reshape(nb, m, k).view(np.uint64)
-    b3 = np.broadcast_to(b, batch + (k, n)).reshape(nb, k, n).view(np.uint64)
-    c3 = np.broadcast_to(c, batch + (m, n)).reshape(nb, m, n).view(np.uint64)
+    # each operand over its own batch entries (a broadcast is not materialised): output batch
+    # entry e reads entry ix[e] of x
+    (a3, ia), (b3, ib), (c3, ic) = (_own_entries(x, batch) for x in (a, b, c))
+    a3, b3, c3 = a3.view(np.uint64), b3.view(np.uint64), c3.view(np.uint64)
     flat = np.ravel_multi_index(pos, d.shape)
     bi, rest = np.divmod(flat, m * n)
     ri, ci = np.divmod(rest, n)
@@ -81,9 +82,9 @@ def nan_payloads(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> 
     chunk = max(1, _CHUNK_ELEMENTS // max(1, k))
     for s in range(0, flat.size, chunk):
         t, i, j = bi[s : s + chunk], ri[s : s + chunk], ci[s : s + chunk]
-        ak = a3[t, i, :]  # [n, K]
-        bk = b3[t, :, j]  # [n, K]
-        acc = c3[t, i, j].copy()
+        ak = a3[ia[t], i, :]  # [n, K]
+        bk = b3[ib[t], :, j]  # [n, K]
+        acc = c3[ic[t], i, j].copy()
         for kk in range(k):
             x, y = ak[:, kk], bk[:, kk]
             with np.errstate(all="ignore"):

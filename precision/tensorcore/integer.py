@@ -92,11 +92,21 @@ def _check_operands(a: np.ndarray, b: np.ndarray, c: np.ndarray, k_step: int, na
             f"{name}: batch axes do not broadcast: a {a.shape[:-2]}, b {b.shape[:-2]}, "
             f"c {c.shape[:-2]}"
         ) from None
-    nb = math.prod(batch)
-    a3 = np.broadcast_to(a, batch + (m, k)).reshape(nb, m, k)
-    b3 = np.broadcast_to(b, batch + (k, n)).reshape(nb, k, n)
-    c3 = np.broadcast_to(c, batch + (m, n)).reshape(nb, m, n)
-    return batch, (m, k, n), a3, b3, c3
+    # a and b keep their own batch entries (np.matmul broadcasts them; materialising a
+    # broadcast b would hold one float64 copy of it per output batch entry); c, like the
+    # output, has one entry per batch entry
+    nd = len(batch)
+    a_ = a.reshape((1,) * (nd - (a.ndim - 2)) + a.shape)
+    b_ = b.reshape((1,) * (nd - (b.ndim - 2)) + b.shape)
+    c3 = np.broadcast_to(c, batch + (m, n)).reshape(math.prod(batch), m, n)
+    return batch, (m, k, n), a_, b_, c3
+
+
+def _entry_index(x: np.ndarray, batch: tuple[int, ...]) -> np.ndarray:
+    """For each of the output batch entries (C order over ``batch``), the index of the entry of
+    ``x`` (``[..., rows, cols]``, its batch axes as many as ``batch``'s) that it reads."""
+    own = x.shape[:-2]
+    return np.broadcast_to(np.arange(math.prod(own)).reshape(own), batch).ravel()
 
 
 def _max_abs(x: np.ndarray) -> int:
@@ -112,11 +122,16 @@ def _exact_matmul_int64(af: np.ndarray, bf: np.ndarray, bound: int) -> np.ndarra
     piece = max(k, 1) if bound == 0 else min(max(k, 1), (EXACT_LIMIT - 1) // bound)
     if piece < 1:
         raise ValueError(f"max|a| * max|b| = {bound} >= 2^53: float64 products would not be exact")
-    out = np.zeros(af.shape[:-1] + bf.shape[-1:], dtype=np.int64)
+    out = np.zeros(_product_shape(af, bf), dtype=np.int64)
     for k0 in range(0, k, piece):
         out += np.matmul(af[..., k0 : k0 + piece], bf[..., k0 : k0 + piece, :]).astype(np.int64)
         _wrap32(out)
     return out
+
+
+def _product_shape(af: np.ndarray, bf: np.ndarray) -> tuple[int, ...]:
+    """Shape of ``af @ bf`` (batch axes broadcast)."""
+    return np.broadcast_shapes(af.shape[:-2], bf.shape[:-2]) + (af.shape[-2], bf.shape[-1])
 
 
 def int_mma_chain(
@@ -143,10 +158,10 @@ def int_mma_chain(
     # Exact in float64 while the longest dot product computed in one BLAS call stays < 2^53.
     af = a3.astype(np.float64)
     bf = b3.astype(np.float64)
-    acc = c3.astype(np.int64)
+    acc = c3.astype(np.int64, order="C").reshape(batch + (m, n))
     if not satfinite:
         acc += _exact_matmul_int64(af, bf, bound)
-        return _wrap32(acc).reshape(batch + (m, n))
+        return _wrap32(acc)
     if 2**32 + k_step * bound >= EXACT_LIMIT:
         raise ValueError(
             f"int_mma_chain: 2^32 + k_step * max|a| * max|b| = {2**32 + k_step * bound} >= 2^53"
@@ -156,7 +171,7 @@ def int_mma_chain(
     cmax = max(-int(c3.min()), int(c3.max())) if c3.size else 0
     if cmax + k * bound > INT32_MAX:
         absbound = _exact_matmul_abs(af, bf, bound) + np.abs(acc)
-        risky_rows = (absbound > INT32_MAX).any(axis=-1)  # [B, M]
+        risky_rows = (absbound > INT32_MAX).any(axis=-1)  # [*batch, M]
     else:
         risky_rows = np.zeros(acc.shape[:-1], dtype=bool)
     if not risky_rows.all():
@@ -164,19 +179,25 @@ def int_mma_chain(
         # whose wrap is the identity there.
         plain = acc + _exact_matmul_int64(af, bf, bound)
         acc = np.where(risky_rows[..., None], acc, plain)
+    nb = math.prod(batch)
+    acc = acc.reshape(nb, m, n)
+    risky_rows = risky_rows.reshape(nb, m)
     if risky_rows.any():
         # Per instruction: one BLAS product per k-block (small-k stacked matmul is slow in NumPy),
         # accumulated and clamped in float64, exact since |d| + k_step * bound < 2^53.
         rows_per = max(1, _BLOCK_ELEMENTS // max(k, n))
+        ia, ib = _entry_index(af, batch), _entry_index(bf, batch)
+        af = af.reshape(math.prod(af.shape[:-2]), m, k)
+        bf = bf.reshape(math.prod(bf.shape[:-2]), k, n)
         for bi in range(acc.shape[0]):
             rows = np.flatnonzero(risky_rows[bi])
             for r0 in range(0, rows.size, rows_per):
                 sel = rows[r0 : r0 + rows_per]
                 # [nblk, rows, k_step], contiguous per block (strided slices miss the BLAS path).
                 ablk = np.ascontiguousarray(
-                    af[bi, sel].reshape(sel.size, k // k_step, k_step).transpose(1, 0, 2)
+                    af[ia[bi], sel].reshape(sel.size, k // k_step, k_step).transpose(1, 0, 2)
                 )
-                bblk = np.ascontiguousarray(bf[bi]).reshape(k // k_step, k_step, n)
+                bblk = np.ascontiguousarray(bf[ib[bi]]).reshape(k // k_step, k_step, n)
                 d = acc[bi, sel].astype(np.float64)
                 for s in range(k // k_step):
                     d += ablk[s] @ bblk[s]
@@ -189,7 +210,7 @@ def _exact_matmul_abs(af: np.ndarray, bf: np.ndarray, bound: int) -> np.ndarray:
     """``|a| @ |b|`` exactly as int64, saturated at 2^62 (only compared against 2^31)."""
     k = af.shape[-1]
     piece = max(k, 1) if bound == 0 else max(1, min(k, (EXACT_LIMIT - 1) // bound))
-    out = np.zeros(af.shape[:-1] + bf.shape[-1:], dtype=np.int64)
+    out = np.zeros(_product_shape(af, bf), dtype=np.int64)
     for k0 in range(0, k, piece):
         part = np.matmul(np.abs(af[..., k0 : k0 + piece]), np.abs(bf[..., k0 : k0 + piece, :]))
         out += part.astype(np.int64)
@@ -230,7 +251,7 @@ def b1_mma_chain(
             raise ValueError(f"b1_mma_chain: {label} must hold only 0/1 values")
     af = a3.astype(np.float64)
     bf = b3.astype(np.float64)
-    acc = c3.astype(np.int64)
+    acc = c3.astype(np.int64, order="C").reshape(batch + (m, n))
     dot = _exact_matmul_int64(af, bf, 1)  # a.b <= K < 2^53
     if op == "and.popc":
         acc += dot
@@ -238,4 +259,4 @@ def b1_mma_chain(
         acc += a3.sum(axis=-1, dtype=np.int64)[..., :, None]
         acc += b3.sum(axis=-2, dtype=np.int64)[..., None, :]
         acc -= 2 * dot
-    return _wrap32(acc).reshape(batch + (m, n))
+    return _wrap32(acc)

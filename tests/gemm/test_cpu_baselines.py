@@ -179,5 +179,5 @@ def test_numpy_backend_is_numpy_matmul_in_float32_and_float64():
         gemm(A, B, method="plain", fmt="fp16", backend="numpy")
     with pytest.raises(ValueError, match="backend='numpy'.*method='plain' only"):
         gemm(A, B, method="corrected", fmt="fp32", backend="numpy")
-    with pytest.raises(ValueError, match="fmt='fp64'.*backend='numpy' only"):
+    with pytest.raises(ValueError, match=r"fmt='fp64'.*backend='numpy' or 'cublas' \(DGEMM\) only"):
         gemm(A, B, method="plain", fmt="fp64", backend="emulator")

@@ -37,6 +37,52 @@ def test_round_operand_fp8_saturates_and_int8_clamps():
     assert i8.tolist() == [127, -128, 2, 4, 0]
 
 
+@pytest.mark.parametrize(
+    ("method", "fmt", "limit"),
+    [("plain", "fp16", 1.0), ("plain", "e4m3", 1.0), ("corrected", "tf32", 2.5)],
+)
+def test_thin_gemm_peak_is_the_rounded_operands(monkeypatch, method, fmt, limit, traced_peak):
+    # A (640 x 640) against a thin B: the operands are rounded in chunks (their float64
+    # temporaries, about 50 bytes per element, held for all of A at once peaked at 15.6-16.6x
+    # A's fp32 bytes) and the chain decodes A in K panels (an item held all of A's rows
+    # decoded for a thin B); what remains is A in its format (fp16: 0.5x, e4m3: 0.25x, tf32
+    # hi and lo: 2x) and chunks
+    import precision.gemm.operands as operands
+    import precision.tensorcore.chain as chain
+
+    monkeypatch.setattr(operands, "_CHUNK_ELEMENTS", 1 << 12, raising=False)
+    monkeypatch.setattr(chain, "_DECODE_CHUNK_ELEMENTS", 1 << 12, raising=False)
+    A, B = _inputs(640, 640, 3, seed=4)
+    peak = traced_peak(lambda: gemm(A, B, method=method, fmt=fmt))
+    assert peak < limit * A.nbytes, peak / A.nbytes
+
+
+@pytest.mark.parametrize("s", all_schedules(), ids=lambda s: s.kernel)
+def test_operands_rounded_in_chunks_are_the_same(monkeypatch, s):
+    # chunked rounding (with the K padding and the fp8/int8 k-slot permutation read through
+    # the chunks) gives the operands of rounding whole, bit for bit: specials, subnormals,
+    # values beyond every format's range, ragged K
+    import precision.gemm.operands as operands
+
+    rng = np.random.default_rng(5)
+    with np.errstate(over="ignore"):  # some become +-Inf
+        A = (rng.standard_normal((23, 77)) * np.exp2(rng.integers(-140, 130, (23, 77)))).astype(
+            np.float32
+        )
+    B = (rng.standard_normal((77, 19)) * np.exp2(rng.integers(-30, 30, (77, 19)))).astype(
+        np.float32
+    )
+    A[3, :5] = [np.nan, np.inf, -np.inf, -0.0, 1e-45]
+    B[7, :3] = [np.nan, -np.inf, 3.4e38]
+    whole = operands.prepare_operands(A, B, s)
+    monkeypatch.setattr(operands, "_CHUNK_ELEMENTS", 13, raising=False)
+    chunked = operands.prepare_operands(A, B, s)
+    assert whole.keys() == chunked.keys()
+    for name, x in whole.items():
+        assert x.dtype == chunked[name].dtype and x.shape == chunked[name].shape
+        assert np.array_equal(x.view(np.uint8), chunked[name].view(np.uint8)), name
+
+
 def test_satf_helper():
     out = satf(np.array([np.inf, -np.inf, np.nan, 1.5], np.float32))
     fmax = np.finfo(np.float32).max

@@ -294,3 +294,53 @@ def test_fma_chain_tiles_and_threads(monkeypatch):
     a[33, 2] = 2.0**-1060
     c[5, 7] = math.nan
     _same(fma_chain(a, b, c), _chain_oracle(a, b, c, range(k)))
+
+
+def _extreme(rng, shape):
+    """float64 values over the whole exponent range, with zeros, subnormals, huge values,
+    Inf and NaN: every path of fma_chain (exact, Boldo-Melquiond, masked repair)."""
+    x = rng.uniform(-1, 1, shape) * np.exp2(rng.integers(-1074, 1023, shape).astype(float))
+    flat = x.reshape(-1)
+    for v in (np.nan, np.inf, -np.inf, 0.0, -0.0, TINY, MAX, 2.0**995, 2.0**-900):
+        flat[rng.integers(0, flat.size, max(1, flat.size // 30))] = v
+    flat[::3] = rng.uniform(-1, 1, flat[::3].shape).astype(np.float32)  # exact products
+    return x
+
+
+def test_fma_chain_tiles_take_several_batch_entries(monkeypatch):
+    # a large batch of small products runs in tiles of several entries (one Python loop over K
+    # per tile), not one tile per entry (4000 tiles here; 2 with the grouping), same bits
+    import precision.tensorcore.dmma as dmma_module
+
+    tiles = []
+
+    class Counting(dmma_module._Workspace):
+        def __init__(self, shape):
+            tiles.append(shape)
+            super().__init__(shape)
+
+    monkeypatch.setattr(dmma_module, "_Workspace", Counting)
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((4000, 4, 4))
+    b, c = rng.standard_normal((4000, 4, 4)), rng.standard_normal((4, 4))
+    a[::50], b[::70] = _extreme(rng, (80, 4, 4)), _extreme(rng, (58, 4, 4))
+    got = fma_chain(a, b, c)
+    assert len(tiles) <= -(-got.size // dmma_module._FMA_TILE_ELEMENTS)
+    for i in range(0, 4000, 35):  # each entry alone is one tile of its own
+        _same(got[i], fma_chain(a[i], b[i], c))
+
+
+@pytest.mark.parametrize(
+    ("a_batch", "b_batch", "c_batch"),
+    [((40,), (40,), ()), ((40,), (1,), (40,)), ((1,), (40,), (1,)), ((5, 1), (1, 8), (5, 8))],
+)
+def test_fma_chain_grouped_tiles_equal_entries_alone(a_batch, b_batch, c_batch):
+    rng = np.random.default_rng(13)
+    a, b = _extreme(rng, a_batch + (3, 4)), _extreme(rng, b_batch + (4, 5))
+    c = _extreme(rng, c_batch + (3, 5))
+    got = fma_chain(a, b, c)
+    batch = np.broadcast_shapes(a_batch, b_batch, c_batch)
+    ab, bb = np.broadcast_to(a, batch + (3, 4)), np.broadcast_to(b, batch + (4, 5))
+    cb = np.broadcast_to(c, batch + (3, 5))
+    for idx in np.ndindex(*batch):
+        _same(got[idx], fma_chain(ab[idx], bb[idx], cb[idx]))

@@ -316,3 +316,60 @@ def test_column_panels_bound_memory_without_changing_bits(monkeypatch):
     whole = mma(a, b, c)
     monkeypatch.setattr(mma_module, "_MAX_DECODED_B_ELEMENTS", 64 * 24)
     assert np.array_equal(whole.view(np.uint32), mma(a, b, c).view(np.uint32))
+
+
+@pytest.mark.parametrize("shape", [(1, 256, 4096), (2, 16, 1 << 16)])
+def test_decoded_b_costs_ten_bytes_per_element(monkeypatch, shape, traced_peak):
+    # b is decoded chunk by chunk into its float64 values and int16 exponents (10 bytes per
+    # element), and rows wider than a work item are split into column ranges. Decoding b whole
+    # held about 22 bytes per element at once; items of one whole wide row, (2, 16, 65536),
+    # held its products (16 x 65536 float64) besides: 22-24 bytes per element of b in all.
+    import precision.tensorcore.chain as mma_module
+
+    monkeypatch.setattr(mma_module, "_DECODE_CHUNK_ELEMENTS", 1 << 12, raising=False)
+    m, k, n = shape
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), F32)
+    peak = traced_peak(lambda: mma(a, b, c))
+    assert peak < 13 * b.size, peak / b.size  # 10 decoded, 1 isfinite, the output
+
+
+def test_work_items_stay_near_the_target_size():
+    # wide rows are split into column ranges: every item's block product array (rows x cols x
+    # block) stays within the target, and the items cover the output exactly once
+    from precision.tensorcore.chain import _TARGET_BLOCK_ELEMENTS, _work_items
+
+    for r, m, n, block in [(1, 1, 1 << 20, 16), (2, 3, 100_000, 32), (3, 40, 33, 16), (5, 2, 9, 8)]:
+        items = _work_items(r, m, n, block)
+        seen = np.zeros((r, m, n), np.int64)
+        for item in items:
+            rs, ms, ns = item
+            seen[rs, ms, ns] += 1
+            size = (rs.stop - rs.start) * (ms.stop - ms.start) * (ns.stop - ns.start) * block
+            assert size <= max(_TARGET_BLOCK_ELEMENTS, block)
+        assert (seen == 1).all()
+
+
+def test_column_items_do_not_change_bits(monkeypatch):
+    # tiny work items and decode chunks (every row split into many column ranges, b decoded a
+    # few elements at a time, a in panels of one instruction along K) give the same bits,
+    # specials and satf included
+    import precision.tensorcore.chain as mma_module
+
+    rng = np.random.default_rng(11)
+    for dtype, kw in ((np.float16, {}), (ml_dtypes.float8_e4m3fn, {}), (F32, {"fmt": "tf32"})):
+        a = (rng.standard_normal((3, 2, 64)) * 4).astype(dtype)
+        b = (rng.standard_normal((1, 64, 50)) * 4).astype(dtype)
+        if dtype != ml_dtypes.float8_e4m3fn:
+            a[0, 0, 3], b[0, 5, 7], b[0, 9, 8] = np.inf, np.nan, -np.inf
+        c = rng.standard_normal((2, 50)).astype(F32)
+        c[1, 3] = 3e38  # satf clamps (overflows) in the middle of the chain
+        for satf in (False, True):
+            whole = mma(a, b, c, satf=satf, **kw)
+            with monkeypatch.context() as mp:
+                mp.setattr(mma_module, "_TARGET_BLOCK_ELEMENTS", 40)
+                mp.setattr(mma_module, "_DECODE_CHUNK_ELEMENTS", 7, raising=False)
+                small = mma(a, b, c, satf=satf, **kw)
+            assert np.array_equal(whole.view(np.uint32), small.view(np.uint32))

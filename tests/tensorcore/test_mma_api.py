@@ -267,6 +267,42 @@ def test_broadcast_batch_is_not_materialised():
     assert peak < 24e6, f"peak {peak / 1e6:.1f} MB"
 
 
+@pytest.mark.parametrize(
+    ("dtype", "kwargs"),
+    [
+        (np.int8, {}),
+        (np.int8, {"satf": True}),
+        (np.uint8, {"fmt": "uint1"}),
+        (np.float64, {}),
+    ],
+)
+def test_integer_and_f64_broadcast_batch_is_not_materialised(dtype, kwargs):
+    # b [1, K, N] shared by 64 batch entries: the integer cores widen it once (float64, 1 MB)
+    # and np.matmul broadcasts it; the f64 FMA chain reads the one entry from every tile.
+    # Materialised per batch entry, it took 72-135 MB (integer: int64 and float64 copies)
+    # and 287 MB (f64: copies, Veltkamp splits and flags).
+    rng = np.random.default_rng(9)
+    if dtype == np.float64:
+        a, b = rng.standard_normal((64, 2, 256)), rng.standard_normal((1, 256, 512))
+        c = np.zeros((1, 2, 512))
+    else:
+        lo, hi = (0, 2) if kwargs.get("fmt") == "uint1" else (-128, 128)
+        a = rng.integers(lo, hi, (64, 2, 256)).astype(dtype)
+        b = rng.integers(lo, hi, (1, 256, 512)).astype(dtype)
+        c = np.full((1, 2, 512), 2**31 - 2**20, np.int32)  # satf: clamps on some rows
+    tracemalloc.start()
+    try:
+        d = mma(a, b, c, **kwargs)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert d.shape == (64, 2, 512)
+    assert peak < 16e6, f"peak {peak / 1e6:.1f} MB"
+    for i in (0, 37):  # the same as each entry alone
+        want = mma(a[i], b[0], c[0], **kwargs)
+        assert np.array_equal(d[i].view(np.uint8), want.view(np.uint8))
+
+
 def test_subnormal_fp32_c_anchors_at_minus_126():
     # bf16, sm90: 16 products of 2^-76 * 2^-76 = 2^-152 and c = 2^-130 (fp32 subnormal).
     # c anchors at -126 (not at -130), so E = -126 and the grid is 2^(-126-25) = 2^-151: every
