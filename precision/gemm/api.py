@@ -48,6 +48,8 @@ CUBLAS_MODES: dict[tuple[str, str, str | None], str] = {
     ("plain", "bf16", None): "bf16",
     ("corrected", "fp16", "ootomo"): "f16_corrected3",
 }
+#: cuBLAS's fp64 baseline (native DGEMM, float64 output): :func:`cublas_dgemm`, no mode.
+CUBLAS_DGEMM = ("plain", "fp64", None)
 
 
 def _unknown(arg: str, value: Any, valid: tuple[str, ...] | list[str]) -> ValueError:
@@ -155,7 +157,7 @@ def cublas_mode(method: str, fmt: str, correction: str | None) -> str:
     if key not in CUBLAS_MODES:
         raise ValueError(
             f"backend='cublas' has no baseline for method={method!r}, fmt={fmt!r}, "
-            f"correction={correction!r}; available: {sorted(CUBLAS_MODES)}"
+            f"correction={correction!r}; available: {sorted([*CUBLAS_MODES, CUBLAS_DGEMM])}"
         )
     return CUBLAS_MODES[key]
 
@@ -185,7 +187,8 @@ def gemm(
     fp16, and int8 for the Ozaki methods). fp32
     (``method="plain"`` only): ``backend="emulator"`` is the fp32 FMA chain in increasing k,
     bit exact (:func:`precision.gemm.sgemm.fma_chain_sgemm`), ``"cublas"`` cuBLAS SGEMM,
-    ``"numpy"`` numpy's float32 matmul. fp64 only with ``backend="numpy"`` (plain).
+    ``"numpy"`` numpy's float32 matmul. fp64 (``method="plain"`` only): ``backend="numpy"``
+    (numpy's float64 matmul) or ``"cublas"`` (DGEMM).
     Returns a float32 numpy array (M x N); float64 for fp64.
 
     Inputs are rounded to fp32 first (plain, corrected, satf and the fp32 baselines) by
@@ -378,7 +381,9 @@ def _cpu_float_baseline(method: str, fmt: Any, backend: str) -> str | None:
         if name not in ("fp32", "fp64"):
             raise ValueError(f"backend='numpy' has baselines for fmt fp32, fp64, got {fmt!r}")
     elif name == "fp64":
-        raise ValueError(f"fmt={fmt!r}: the fp64 baseline runs on backend='numpy' only")
+        raise ValueError(
+            f"fmt={fmt!r}: the fp64 baseline runs on backend='numpy' or 'cublas' (DGEMM) only"
+        )
     elif name != "fp32":
         return None
     if method != "plain":

@@ -194,9 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="exactness and n = 8192 only")
     parser.add_argument("--variants", action="store_true", help="also time raster variants")
     args = parser.parse_args(argv)
-    print(ptxas_report(), flush=True)
-    from precision.gpu import require_gpu
+    from precision.gpu import exit_without_gpu, require_gpu
 
+    if exit_without_gpu("python -m precision.gemm.ozaki_gemm_check"):
+        return 2
+    print(ptxas_report(), flush=True)
     cp = require_gpu("ozaki_gemm_check")
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}", flush=True)
     ok = exactness(cp)

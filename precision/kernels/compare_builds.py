@@ -9,7 +9,8 @@ probes (:mod:`precision.probe.capture`, :mod:`precision.probe.wgmma`) build is c
 - ``same code``: the files differ, but every code-bearing ELF section (``.text.*`` machine
   code, ``.nv.constant*``, ``.nv.shared*``, ``.nv.info*``, ``.nv.global*``) is byte-identical,
   so only metadata (string tables, symbol order, debug names) differs;
-- ``DIFFERENT``: some code section differs (the sections are named).
+- ``DIFFERENT``: some code section differs (the sections are named), or one tree lacks the
+  source.
 
     python -m precision.kernels.compare_builds BASE_ROOT NEW_ROOT [--out DIR]
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import struct
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,8 +51,9 @@ class Build:
 
 #: Every cubin the launcher and the probes build (launch.get_kernel: gemm_mma.cu for sm_90,
 #: gemm_wgmma.cu for sm_90a; capture.build_probe: -arch=sm_90 -cubin; wgmma.record: sm_90a;
-#: the Ozaki-II kernels: gemm.ozaki_cuda ozaki2.cu for sm_90, gemm.ozaki_gemm_launch
-#: ozaki2_gemm.cu for sm_90a).
+#: probe.packed and probe.wmma: -arch=sm_<cc> -cubin, here sm_90; the Ozaki kernels:
+#: gemm.ozaki_cuda ozaki2.cu and ozaki1.cu for sm_90, gemm.ozaki_gemm_launch ozaki2_gemm.cu
+#: for sm_90a): one per ``.cu`` file of the package.
 BUILDS: tuple[Build, ...] = (
     Build("gemm_mma sm_90", "precision/kernels/gemm_mma.cu", ("-arch=sm_90",), KERNEL_FLAGS),
     Build(
@@ -60,6 +63,7 @@ BUILDS: tuple[Build, ...] = (
         KERNEL_FLAGS,
     ),
     Build("ozaki2 sm_90", "precision/kernels/ozaki2.cu", ("-arch=sm_90",), KERNEL_FLAGS),
+    Build("ozaki1 sm_90", "precision/kernels/ozaki1.cu", ("-arch=sm_90",), KERNEL_FLAGS),
     Build(
         "ozaki2_gemm sm_90a",
         "precision/kernels/ozaki2_gemm.cu",
@@ -68,6 +72,8 @@ BUILDS: tuple[Build, ...] = (
     ),
     Build("mma_sync_probe sm_90", "precision/probe/cuda/mma_sync_probe.cu", ("-arch=sm_90",), ()),
     Build("wgmma_probe sm_90a", "precision/probe/cuda/wgmma_probe.cu", ("-arch=sm_90a",), ()),
+    Build("mma_probes sm_90", "precision/probe/cuda/mma_probes.cu", ("-arch=sm_90",), ()),
+    Build("wmma_probe sm_90", "precision/probe/cuda/wmma_probe.cu", ("-arch=sm_90",), ()),
     # CuPy compiles gpu_engine.cu with NVRTC at run time (-std=c++17); nvcc with the same
     # standard stands in for it here (the same front end and ptxas, so an edit that changes
     # no code leaves both unchanged).
@@ -125,16 +131,33 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("new", type=Path, help="root of the new tree")
     p.add_argument("--out", type=Path, default=None, help="keep the cubins in this directory")
     args = p.parse_args(argv)
+    for option, root in (("BASE_ROOT", args.base), ("NEW_ROOT", args.new)):
+        if not (root / "precision" / "kernels").is_dir():  # a mistyped tree: before any build
+            print(
+                f"error: {option} {root}: no precision/kernels there (expected the root of a "
+                "checkout of this project)",
+                file=sys.stderr,
+            )
+            return 2
     out_dir = args.out or Path(tempfile.mkdtemp(prefix="compare_builds-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     bad = 0
     print(f"{'cubin':<24} {'base bytes':>10} {'new bytes':>10}  verdict", flush=True)
     for b in BUILDS:
         stem = b.name.replace(" ", "-")
-        cubins = [
-            build(root.resolve(), b, out_dir / f"{stem}.{tag}.cubin")
-            for root, tag in ((args.base, "base"), (args.new, "new"))
-        ]
+        trees = ((args.base, "base"), (args.new, "new"))
+        absent = [tag for root, tag in trees if not (root / b.source).is_file()]
+        if absent:  # a source added or removed between the two trees
+            bad += 1
+            print(f"{b.name:<24} {'':>10} {'':>10}  DIFFERENT (no source in {absent[0]})")
+            continue
+        try:
+            cubins = [
+                build(root.resolve(), b, out_dir / f"{stem}.{tag}.cubin") for root, tag in trees
+            ]
+        except RuntimeError as exc:  # nvcc missing or failing: its message, no traceback
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         da, db = (c.read_bytes() for c in cubins)
         verdict, diff = compare_cubins(da, db)
         bad += verdict == "DIFFERENT"

@@ -32,7 +32,9 @@ INPUT_DTYPES = ("float32", "float64")
 EMULATOR_DEVICES = ("cpu", "gpu")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
-TOP_KEYS = (
+#: Top-level keys with a value of their own (not a table): written after a [table] header by
+#: mistake, TOML reads them into that table.
+TOP_VALUE_KEYS = (
     "name",
     "description",
     "seed",
@@ -41,11 +43,8 @@ TOP_KEYS = (
     "compare_backend",
     "input_dtype",
     "emulator_device",
-    "sweep",
-    "distribution",
-    "timing",
-    "plot",
 )
+TOP_KEYS = (*TOP_VALUE_KEYS, "sweep", "distribution", "timing", "plot")
 SWEEP_KEYS = (
     "size",
     "m",
@@ -135,6 +134,13 @@ class _Checker:
     def keys(self, table: dict, allowed: tuple[str, ...], where: str) -> None:
         for key in table:
             if key not in allowed:
+                if key in TOP_VALUE_KEYS:  # (allowed at the top level itself)
+                    self.fail(
+                        where,
+                        f"unknown key {key!r}; {key!r} is a top-level key, but TOML puts every "
+                        f"key after a {where.split(' #')[0]} header into that table: move it "
+                        "above the first [table] header",
+                    )
                 self.fail(
                     where,
                     f"unknown key {key!r}{_suggest(key, allowed)} "

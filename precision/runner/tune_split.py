@@ -75,6 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     variants = [parse_variant(v) for v in (args.variant or [""])]  # bad knobs: before any work
+    n = args.n
+    if n % 128:
+        raise SystemExit(f"--n {n}: must be a multiple of 128 (no padding here)")
+    from precision.gpu import exit_without_gpu
+
+    if exit_without_gpu("python -m precision.runner.tune_split"):
+        return 2
 
     import cupy as cp
     import numpy as np
@@ -90,9 +97,6 @@ def main(argv: list[str] | None = None) -> int:
     from precision.kernels.specs import kernel_spec
     from precision.telemetry import summarize, time_gpu_sampled
 
-    n = args.n
-    if n % 128:
-        raise SystemExit(f"--n {n}: must be a multiple of 128 (no padding here)")
     kernels = args.kernel or list(DEFAULT_KERNELS)
     schedules = {s.kernel: s for s in all_schedules()}
     rng = np.random.default_rng(0)

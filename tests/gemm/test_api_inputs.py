@@ -309,6 +309,9 @@ def test_ozaki1_fp16_still_runs_on_sm70() -> None:
     [
         ({"method": "satf", "backend": "cublas"}, r"backend='cublas' has no baseline for method="),
         ({"fmt": "int8", "backend": "cublas"}, r"backend='cublas' has no baseline for method="),
+        # cuBLAS's fp64 baseline (DGEMM) is in the list and in the message of the CPU refusal
+        ({"method": "corrected", "fmt": "fp64", "backend": "cublas"}, r"\('plain', 'fp64', None\)"),
+        ({"fmt": "fp64"}, r"fp64 baseline runs on backend='numpy' or 'cublas' \(DGEMM\) only"),
         ({"backend": "cuda", "arch": "sm80"}, r"built for 'sm90' only"),
         ({"method": "ozaki2", "backend": "cuda", "arch": "sm89"}, r"built for 'sm90' only"),
         ({"method": "ozaki2", "backend": "cublas"}, r"ozaki methods run on backend 'emulator'"),

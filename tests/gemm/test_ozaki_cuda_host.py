@@ -1,7 +1,8 @@
 """The Ozaki-II CUDA kernels' own source (precision/kernels/ozaki2.cu), compiled by g++ with
 host shims and run on the CPU through the real ``ozaki2_cuda`` pipeline, against the exact
 spec reference (``precision.gemm.ozaki_cuda_check --cpu --host``): both GEMM paths, specials,
-``terms="auto"``, fp32, up to 20 moduli. Catches kernel arithmetic errors without a GPU."""
+``terms="auto"``, fp32, up to 20 moduli. Catches kernel arithmetic errors without a GPU.
+Without a GPU, the GPU checks stop at once with one line."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import shutil
 
 import pytest
 
-from precision.gemm import ozaki_cuda_check
+import precision.gpu
+from precision.gemm import ozaki_cuda_check, ozaki_gemm_check
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to compile the kernel source")
@@ -17,3 +19,25 @@ def test_kernel_source_replayed_on_the_cpu_matches_the_spec(capsys: pytest.Captu
     rc = ozaki_cuda_check.main(["--cpu", "--host"])
     out = capsys.readouterr().out
     assert rc == 0 and "ALL OK" in out, out[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("module", "hint"),
+    [(ozaki_cuda_check, "; --cpu [--host] runs the CPU checks alone"), (ozaki_gemm_check, "")],
+    ids=["ozaki_cuda_check", "ozaki_gemm_check"],
+)
+def test_gpu_checks_without_a_gpu_are_one_line_before_any_work(
+    module, hint, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    # they used to run their CPU part (ptxas, the arithmetic checks) and then end in a
+    # RuntimeError traceback from require_gpu
+    reason = "CuPy is not importable (test double); install precision[gpu]"
+    monkeypatch.setattr(precision.gpu, "unavailable_reason", lambda: reason)
+    monkeypatch.setattr(precision.gpu, "cupy_or_none", lambda: None)
+    assert module.main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    what = f"python -m {module.__name__}"
+    assert err.splitlines() == [
+        f"error: {what} needs an NVIDIA GPU with CuPy, but {reason}{hint or '.'}"
+    ]

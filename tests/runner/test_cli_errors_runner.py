@@ -98,6 +98,22 @@ def test_bench_gemm_refuses_bad_numbers_in_argparse(capsys, argv, option):
     assert f"argument {option}" in err.strip().splitlines()[-1]
 
 
+@pytest.mark.parametrize("value", ["-5", "nan", "soon"])
+def test_run_refuses_a_wait_that_is_no_number_of_seconds(tmp_path, monkeypatch, capsys, value):
+    # a negative --wait was taken as 0 without a word
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "cfg.toml"
+    config.write_text(
+        'name = "w"\n[sweep]\nsize = [16]\ndistribution = ["uniform"]\nmethod = ["plain"]\n'
+        'format = ["fp16"]\n'
+    )
+    err = _usage_error(capsys, ["run", str(config), "--no-plots", "--quiet", "--wait", value])
+    assert err.startswith("usage: precision run")
+    last = err.strip().splitlines()[-1]
+    assert "argument --wait: expected a number of seconds" in last and repr(value) in last
+    assert list(tmp_path.iterdir()) == [config]
+
+
 def test_bench_formats_take_any_alias_of_the_operand_format():
     args = build_parser().parse_args(
         ["bench", "--formats", "fp16", "half", "f16acc", "bfloat16", "u8", "s4", "fp64"]
@@ -126,6 +142,18 @@ def test_bench_measures_a_case_named_twice_once(tmp_path, capsys):
     argv = ["bench", "--formats", "fp16", "half", "--device", "cpu", "cpu", "--cpu-n", "16"]
     assert main([*argv, "--exact-n", "0", "--repeats", "1", "--out", str(out)]) == 0
     assert list(pd.read_csv(out)["format"]) == ["f16"]
+
+
+def test_bench_verify_n_without_the_gpu_device_is_refused_not_ignored(tmp_path, capsys):
+    # --verify-n checks the GPU engine: on the CPU device alone it used to be dropped without
+    # a word, after a CPU bench the user had not asked for
+    out = tmp_path / "bench.csv"
+    argv = ["bench", "--verify-n", "64", "--formats", "f16", "--cpu-n", "16", "--exact-n", "0"]
+    assert main([*argv, "--repeats", "1", "--out", str(out)]) == 2
+    stdout, err = capsys.readouterr()
+    line = _one_error_line(err)
+    assert "--verify-n 64" in line and "--device gpu" in line
+    assert stdout == "" and not out.exists()
 
 
 def test_bench_out_that_cannot_be_written_is_refused_before_the_work(tmp_path, capsys):
@@ -242,6 +270,18 @@ def test_no_gpu_messages_have_one_form(no_gpu, tmp_path, monkeypatch, capsys, ar
     assert line.startswith(f"error: {what} needs an NVIDIA GPU with CuPy, but {NO_GPU}")
     assert "mma(device=" not in line
     assert out == "" and list(tmp_path.iterdir()) == []
+
+
+def test_tune_split_without_a_gpu_is_one_line_not_a_traceback(no_gpu, capsys):
+    from precision.runner import tune_split
+
+    assert tune_split.main([]) == 2
+    out, err = capsys.readouterr()
+    line = _one_error_line(err)
+    assert line.startswith(
+        f"error: python -m precision.runner.tune_split needs an NVIDIA GPU with CuPy, but {NO_GPU}"
+    )
+    assert out == ""
 
 
 # -- defect 7: unknown options reported by the sub-command -------------------------------------

@@ -95,6 +95,14 @@ def test_typo_in_sweep_names_the_key_and_suggests():
         ("phi = 1.0\n", "phi = 1.0\n[timing]\ncals = 3\n", "did you mean 'calls'"),
         ("seed = 0", 'seed = 0\ncompare_backend = "gpu"', "compare_backend: unknown backend"),
         ("seed = 0", "seed = 0 = 1", "not valid TOML"),
+        # a top-level key written below a table header belongs to that table in TOML
+        (
+            'backend = ["emulator"]\n',
+            'backend = ["emulator"]\nseed = 3\n',
+            "[sweep]: unknown key 'seed'; 'seed' is a top-level key, but TOML puts every key "
+            "after a [sweep] header into that table: move it above the first [table] header",
+        ),
+        ("phi = 1.0\n", "phi = 1.0\nrepeats = 3\n", "after a [distribution.exp_rand] header"),
     ],
 )
 def test_each_mistake_gives_one_precise_message(old, new, expected):

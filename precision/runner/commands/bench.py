@@ -427,6 +427,13 @@ def main(args: argparse.Namespace) -> int:
     if args.append and args.out is None:
         print("error: --append needs --out (the default file is new each time)", file=sys.stderr)
         return 2
+    if args.verify_n and "gpu" not in args.device:  # else it would be ignored, silently
+        print(
+            f"error: --verify-n {args.verify_n} needs --device gpu (it checks the GPU engine "
+            "against the CPU engine)",
+            file=sys.stderr,
+        )
+        return 2
     dated = args.out is None  # the default: a new file, claimed when the rows are written
     args.out = args.out or default_path("emulator")
     problem = check_out(args.out)

@@ -10,6 +10,18 @@ from precision.runner.runner import EXECUTORS, RunnerError, run_experiment
 from precision.runner.store import StoreError
 
 
+def _seconds(text: str) -> float:
+    """``argparse`` type of ``--wait``: a number of seconds >= 0 (``inf``: wait for as long as
+    it takes)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0:  # (NaN too)
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
+    return value
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``run`` sub-command."""
     p = subparsers.add_parser(
@@ -58,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--wait",
-        type=float,
+        type=_seconds,
         default=0.0,
         metavar="SECONDS",
         help="if another run holds the results directory, wait up to SECONDS for it "

@@ -1,0 +1,36 @@
+"""``python -m precision.kernels.compare_builds``: it builds every CUDA source of the package,
+and a mistyped tree is one line (exit status 2) before any nvcc run, not a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from precision.kernels import compare_builds
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_cuda_source_of_the_package_is_built() -> None:
+    # ozaki1.cu and the generated mma_probes.cu / wmma_probe.cu were not, so an edit of them
+    # could not be checked as "changes no code"
+    sources = {str(p.relative_to(ROOT)) for p in (ROOT / "precision").rglob("*.cu")}
+    assert sources and sources == {b.source for b in compare_builds.BUILDS}
+
+
+def test_a_tree_that_is_no_checkout_is_one_line_before_any_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    def no_build(*args, **kwargs):
+        raise AssertionError("nvcc must not run")
+
+    monkeypatch.setattr(compare_builds, "build", no_build)
+    missing = tmp_path / "nope"
+    assert compare_builds.main([str(missing), str(ROOT)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        f"error: BASE_ROOT {missing}: no precision/kernels there (expected the root of a "
+        "checkout of this project)"
+    ]
