@@ -96,6 +96,18 @@ def fake_catalog() -> Catalog:
     )
 
 
+def dask_without_nvml(monkeypatch) -> None:
+    """Dask's NVML diagnostics off for one test, in this process and in the worker processes
+    it starts. Stand-in GPUs ("g0", "7", ...) are no devices: on a machine with NVML, a worker
+    pinned to one asked NVML about it at start-up and failed (NVMLError_InvalidArgument, seen
+    on H200 hosts). The environment variable alone was not enough: a nanny hands its own
+    process's Dask config to the worker, which overrides the worker's environment."""
+    import dask
+
+    monkeypatch.setenv("DASK_DISTRIBUTED__DIAGNOSTICS__NVML", "False")
+    monkeypatch.setitem(dask.config.config["distributed"]["diagnostics"], "nvml", False)
+
+
 def install(set_attr) -> None:
     """Route the runner to the doubles; ``set_attr`` is ``monkeypatch.setattr`` or ``setattr``."""
     import precision.runner.catalog

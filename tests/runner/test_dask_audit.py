@@ -43,10 +43,7 @@ N_POINTS = len(expand(parse_config(CONFIG, "a.toml")))
 @pytest.fixture(autouse=True)
 def _doubles(monkeypatch, one_dask_cluster_at_a_time):
     doubles.install(monkeypatch.setattr)
-    # the stand-in GPUs ("g0", ...) are no devices: on a machine with NVML, Dask's worker
-    # start-up asked NVML about them and failed (NVMLError_InvalidArgument; seen on an H200
-    # host). Worker processes read this from the environment.
-    monkeypatch.setenv("DASK_DISTRIBUTED__DIAGNOSTICS__NVML", "False")
+    doubles.dask_without_nvml(monkeypatch)
 
 
 def run_within(seconds: float, **kwargs):
@@ -130,10 +127,13 @@ def _package_copy(root: Path, edit: str) -> Path:
 
 def start_worker(address: str, **env: str):
     """A `dask worker ADDRESS --no-nanny --nthreads 1` process with ``env`` added to its
-    environment (the caller kills it)."""
+    environment, a ``PYTHONPATH`` in front of the inherited one (which may be where Dask
+    itself is installed); the caller kills it."""
     import subprocess
     import sys
 
+    if "PYTHONPATH" in env and os.environ.get("PYTHONPATH"):
+        env = {**env, "PYTHONPATH": env["PYTHONPATH"] + os.pathsep + os.environ["PYTHONPATH"]}
     return subprocess.Popen(
         [sys.executable, "-m", "distributed.cli.dask_worker", address, "--no-nanny",
          "--nthreads", "1"],

@@ -41,10 +41,7 @@ backend = ["emulator", "cuda"]
 @pytest.fixture(autouse=True)
 def _doubles(monkeypatch, one_dask_cluster_at_a_time):
     doubles.install(monkeypatch.setattr)
-    # the stand-in GPUs ("g0", ...) are no devices: on a machine with NVML, Dask's worker
-    # start-up asked NVML about them and failed (NVMLError_InvalidArgument; seen on an H200
-    # host). Worker processes read this from the environment.
-    monkeypatch.setenv("DASK_DISTRIBUTED__DIAGNOSTICS__NVML", "False")
+    doubles.dask_without_nvml(monkeypatch)
     import precision.runner.execute as execute
 
     monkeypatch.setattr(execute, "_availability", lambda: dict.fromkeys(doubles.BACKENDS))
