@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -68,6 +68,16 @@ ROW_LABEL_CHARS = 30
 #: The gid of the row labels (annotations right of the panels), for the layout checks.
 ROW_LABEL_GID = "row-label"
 NBSP = "\u00a0"
+#: Least gap (points) between neighbouring x tick labels; closer, every 2nd (3rd ...) is kept.
+X_LABEL_GAP_PT = 2.0
+#: Times at most that :func:`_fit_labels` fits a figure's labels to its panels.
+LABEL_PASSES = 3
+#: Sizes that :func:`_smallest_size` grows a figure to are multiples of this (inches).
+SIZE_STEP = 0.1
+#: Tick labels, axis labels and their pads (points) of a figure squeezed to fit its size
+#: (``compact``, the last of :data:`SQUEEZES`; 7.5, 8.2 and 3.5-4 otherwise), and the pad
+#: (inches) the constrained layout leaves around its panels (3 points otherwise).
+COMPACT_TICK_PT, COMPACT_LABEL_PT, COMPACT_PAD_PT, COMPACT_LAYOUT_PAD = 6.5, 7.0, 2.0, 1.5 / 72
 #: A legend section: its title and its entries, (handle, label) each.
 _Section = tuple[str, list[tuple[Any, str]]]
 
@@ -145,7 +155,8 @@ def _term_ticks(xs: list[float], width: float | None = None) -> tuple[list[float
     Ticks at every integer from the smallest to the largest count when they are at most
     :data:`MAX_TERM_TICKS` (the Ozaki ranges, 1-8 slices and 2-20 moduli, always are), else
     at every count present. Every tick is labelled unless the labels would not fit the
-    width (:data:`TERM_LABEL_W` each); then every 2nd, 5th or 10th integer is.
+    width (:data:`TERM_LABEL_W` each); then every 2nd, 5th or 10th integer is, or where that
+    leaves fewer than two labels, the first and the last tick.
     """
     first, last = int(min(xs)), int(max(xs))
     if last - first + 1 <= MAX_TERM_TICKS:
@@ -155,6 +166,8 @@ def _term_ticks(xs: list[float], width: float | None = None) -> tuple[list[float
     per_unit = (width - PANEL_FRAME_W) / (last - first + 1) if width is not None else math.inf
     step = next((s for s in (1, 2, 5) if s * per_unit >= TERM_LABEL_W), 10)
     labels = [f"{int(t)}" if step == 1 or int(t) % step == 0 else "" for t in ticks]
+    if sum(1 for label in labels if label) < 2:  # (3-8 slices every 5th or 10th: one or none)
+        labels = [f"{int(t)}" if t in (ticks[0], ticks[-1]) else "" for t in ticks]
     return ticks, labels
 
 
@@ -251,6 +264,21 @@ class _Dodge:
         return x + self.offset[key] if self.linear_x else x * 10.0 ** self.offset[key]
 
 
+@dataclass(frozen=True)
+class _Squeeze:
+    """How a figure is fitted into a size too small for it as drawn first (each of
+    :data:`SQUEEZES` only where the one before does not fit): ``shared_labels`` writes an
+    axis label that every panel row (column) repeats once for the whole figure, at its left
+    (bottom); ``compact`` draws the tick and axis labels smaller, down to
+    :data:`COMPACT_TICK_PT` (a readable floor), with smaller pads around them."""
+
+    shared_labels: bool = False
+    compact: bool = False
+
+
+SQUEEZES = (_Squeeze(), _Squeeze(shared_labels=True), _Squeeze(shared_labels=True, compact=True))
+
+
 @dataclass
 class _Plan:
     """What a figure draws, decided once before its legend's column count is: the panels
@@ -270,6 +298,9 @@ class _Plan:
     dodge: _Dodge
     col_xs: dict[str, list[float]]
     col_w: list[float]
+    #: The width (pixels) of the legend in each number of columns and font tried, kept
+    #: across the sizes a figure is tried at (:func:`_legend_width`).
+    legend_widths: dict[tuple[int, str], float] = field(default_factory=dict)
 
     @classmethod
     def of(cls, frame: _Frame, metric: str, spec: PlotSpec, title: str, sns: Any) -> _Plan:
@@ -291,38 +322,270 @@ class _Plan:
             frame, metric, spec, title, panels, targets, blocks, look, xs, dodge, col_xs, col_w
         )
 
+    def at(self, size: tuple[float, float]) -> _Plan:
+        """This plan drawn at ``size`` (width, height in inches)."""
+        return replace(self, spec=replace(self.spec, size=size))
+
 
 def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
     """The matplotlib Figure of ``metric`` (see the docstring of
-    :mod:`precision.runner.plotting`); the caller closes it."""
+    :mod:`precision.runner.plotting`); the caller closes it.
+
+    It is drawn at ``spec.size`` (else at the size derived from its panels) where it fits
+    there, squeezed no more than it must be (:func:`_draw_fitting`); else at the smallest
+    size that holds it (:func:`_smallest_size`), which the caller tells by the figure's size
+    (and, where no size holds it, by :func:`~precision.runner.plot_fit.layout_problems`)."""
     plt, sns = _setup()
     plan = _Plan.of(frame, metric, spec, title, sns)
     sections = _legend_sections(plan)
-    # As many legend columns as fit the figure's width (sections stacked otherwise). A given
-    # size (one paper column, say) must also leave the panels their share of the height:
-    # there a smaller legend font is tried too, and where nothing fits both ways, the
-    # shortest legend that fits the width is kept (else the narrowest).
-    fonts = LEGEND_FONTS if spec.size is not None else LEGEND_FONTS[:1]
+    fig = _draw_fitting(plt, plan, sections)
+    if fig is not None:
+        return fig
+    size = _smallest_size(plt, plan, sections)
+    if size is None:  # (no size holds it: drawn at its own, as squeezed as it can be)
+        return _draw(plt, plan, sections, SQUEEZES[-1])
+    fig = _draw_fitting(plt, plan.at(size), sections)  # as if that size had been asked for
+    return fig if fig is not None else _draw(plt, plan.at(size), sections, SQUEEZES[-1])
+
+
+def _draw_fitting(plt: Any, plan: _Plan, sections: list[_Section]) -> Any:
+    """The figure of ``plan`` at its size, squeezed no more than it must be to fit there
+    (the first of :data:`SQUEEZES` that fits), or None where none fits. Where the first does
+    not fit, the last is tried next: where even it does not, none between does either (each
+    takes less room than the one before)."""
+    from precision.runner.plot_fit import layout_problems
+
+    if _too_small(plan, sections):
+        return None
+    first, *between, last = _squeezes(plan)
+    for squeeze in (first, last):
+        fig = _draw(plt, plan, sections, squeeze)
+        if not layout_problems(fig):
+            break
+        plt.close(fig)
+    else:
+        return None
+    if squeeze is first:
+        return fig
+    for squeeze in between:
+        tighter = _draw(plt, plan, sections, squeeze)
+        if not layout_problems(tighter):
+            plt.close(fig)
+            return tighter
+        plt.close(tighter)
+    return fig
+
+
+def _squeezes(plan: _Plan) -> tuple[_Squeeze, ...]:
+    """The :data:`SQUEEZES` that change the figure of ``plan``: labels are shared only
+    where several rows or columns of panels repeat them."""
+    present = plan.panels.lines
+    several = present["_row"].nunique() > 1 or present["_col"].nunique() > 1
+    return SQUEEZES if several else tuple(s for s in SQUEEZES if s.compact or not s.shared_labels)
+
+
+def _too_small(plan: _Plan, sections: list[_Section]) -> bool:
+    """Whether the size of ``plan`` is plainly too small for its figure, without drawing it:
+    narrower than its legend laid out as narrow as it can be, or than its panel columns at
+    their least width; or with less height left to the panels than their rows need at
+    their least height (with the title and the x axis below them)."""
+    from precision.runner.plot_fit import MIN_PANEL_H
+
+    layout, font = _legend_layout(plan, sections)
+    size = _figure_size(plan, _legend_rows(layout), font)
+    if size.width < _least_width(plan, sections):
+        return True
+    panels_h = max(size.height - size.legend_h - size.note_h, MIN_PANEL_SHARE * size.height)
+    title_h = 0.15 if plan.title else 0.0
+    return panels_h < MIN_PANEL_H * len(plan.panels.rows) + title_h + 0.2
+
+
+def _draw(plt: Any, plan: _Plan, sections: list[_Section], squeeze: _Squeeze) -> Any:
+    """The figure of ``plan`` at its size, ``squeeze``d, with the legend layout that suits
+    that size (:func:`_legend_layout`), drawn, its labels fitted to its panels
+    (:func:`_fit_labels`). It is drawn without the minor ticks of its y axes, which are put
+    back for the caller: unlabelled, they take no room in the layout, and they take most of
+    the time that a log axis of many decades takes to draw."""
+    from matplotlib.ticker import NullLocator
+
+    layout, font = _legend_layout(plan, sections)
+    fig, legend = _build(plt, plan, layout, font, squeeze)
+    minor = [(ax, ax.yaxis.get_minor_locator()) for ax in fig.axes]
+    for ax, _ in minor:
+        ax.yaxis.set_minor_locator(NullLocator())
+    if legend is not None and squeeze == SQUEEZES[0]:
+        # (drawn as the legend's width was once measured on it: the constrained layout
+        # settles over this draw and the next, and the figures drawn so stay as they were)
+        _quiet_draw(fig)
+    _fit_labels(fig)
+    for ax, locator in minor:
+        ax.yaxis.set_minor_locator(locator)
+    return fig
+
+
+def _legend_layout(plan: _Plan, sections: list[_Section]) -> tuple[list[list[_Section]], str]:
+    """The legend's columns of sections and its font: as many columns as fit the figure's
+    width (sections stacked otherwise). A given size (one paper column, say) must also leave
+    the panels their share of the height (:func:`_leaves_panels`): there a smaller legend
+    font is tried too, and where nothing fits both ways, the shortest legend that fits the
+    width is kept (else the narrowest)."""
+    fonts = LEGEND_FONTS if plan.spec.size is not None else LEGEND_FONTS[:1]
+    room = _figure_size(plan, 0).width * plan.spec.dpi * 0.98
     fallback: tuple[float, int, str] | None = None
     for font in fonts:
         for n_cols in range(len(sections), 0, -1):
             layout = _stack(sections, n_cols)
-            fig, legend = _build(plt, plan, layout, font)
-            if legend is None:
-                return _fit_labels(fig)
-            _quiet_draw(fig)
-            wide = legend.get_window_extent().width > fig.bbox.width * 0.98
-            tall = spec.size is not None and not _leaves_panels(plan, layout, font)
+            wide = _legend_width(plan, sections, n_cols, font) > room
+            tall = plan.spec.size is not None and not _leaves_panels(plan, layout, font)
             if not wide and not tall:
-                return _fit_labels(fig)
-            plt.close(fig)
+                return layout, font
             if not wide:
                 rows = _legend_rows(layout) * _font_points(font)
                 if fallback is None or rows < fallback[0]:
                     fallback = (rows, n_cols, font)
     if fallback is not None:
-        return _fit_labels(_build(plt, plan, _stack(sections, fallback[1]), fallback[2])[0])
-    return _fit_labels(_build(plt, plan, _stack(sections, 1), fonts[-1])[0])
+        return _stack(sections, fallback[1]), fallback[2]
+    return _stack(sections, 1), fonts[-1]
+
+
+def _legend_width(plan: _Plan, sections: list[_Section], n_cols: int, font: str) -> float:
+    """The width (pixels at the figure's dpi) of the legend of ``sections`` stacked into
+    ``n_cols`` columns in ``font``, measured on a figure of its own (a legend is as wide as
+    its entries wherever it is drawn) and kept in ``plan.legend_widths``."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    if (n_cols, font) not in plan.legend_widths:
+        fig = Figure(dpi=plan.spec.dpi)
+        canvas = FigureCanvasAgg(fig)
+        layout = _stack(sections, n_cols)
+        legend = _draw_legend(fig, layout, _legend_rows(layout), font)
+        width = legend.get_window_extent(canvas.get_renderer()).width
+        plan.legend_widths[n_cols, font] = float(width)
+    return plan.legend_widths[n_cols, font]
+
+
+def _smallest_size(plt: Any, plan: _Plan, sections: list[_Section]) -> tuple[float, float] | None:
+    """The smallest size (inches) that holds the figure of ``plan`` squeezed as far as it may
+    be (the last of :data:`SQUEEZES`), no smaller than its own: its own width where some
+    height makes the figure fit, else the least width that does; then the least height at
+    that width. A grown side is a multiple of :data:`SIZE_STEP`. None where no size up to
+    about twice the roomy one (:func:`_roomy_height`) fits."""
+    from precision.runner.plot_fit import layout_problems
+
+    width, height = _figure_size(plan, 0)[:2]
+    tried: dict[tuple[float, float], tuple[float, float] | None] = {}
+
+    def room(w: float, h: float) -> tuple[float, float] | None:
+        """How much narrower and shorter the figure drawn at ``w`` x ``h`` could be before a
+        panel fell below its least size (:func:`_slack`); None where it does not fit."""
+        if (w, h) not in tried:
+            tried[w, h] = None
+            if not _too_small(plan.at((w, h)), sections):
+                fig = _draw(plt, plan.at((w, h)), sections, SQUEEZES[-1])
+                tried[w, h] = None if layout_problems(fig) else _slack(fig, plan)
+                plt.close(fig)
+        return tried[w, h]
+
+    def roomy(w: float) -> float:
+        return _roomy_height(plan, sections, w, height)
+
+    def room_wide(w: float) -> float | None:
+        spare = room(w, roomy(w))
+        return None if spare is None else spare[0]
+
+    def room_tall(h: float) -> float | None:
+        spare = room(width, h)
+        return None if spare is None else spare[1]
+
+    if room_wide(width) is None:  # too narrow at any height
+        wide = _on_grid(max(width + SIZE_STEP, _least_width(plan, sections)))
+        for _ in range(4):
+            spare = room_wide(wide)
+            if spare is not None:
+                break
+            wide = _on_grid(wide * 1.2)
+        else:
+            return None
+        guess = max(wide - spare, _least_width(plan, sections))
+        width = _least(room_wide, width, wide, guess)
+        if room(width, height) is not None:  # wider, it may fit at the height asked for
+            return width, height
+    tall = roomy(width)
+    spare = room_tall(tall)
+    return width, _least(room_tall, height, tall, tall - (spare or 0.0))
+
+
+def _on_grid(value: float) -> float:
+    """``value`` rounded up to a multiple of :data:`SIZE_STEP`."""
+    return round(math.ceil(value / SIZE_STEP - 1e-6) * SIZE_STEP, 6)
+
+
+def _least(room: Any, low: float, high: float, guess: float) -> float:
+    """The least multiple of :data:`SIZE_STEP` above ``low`` (which does not fit) and at most
+    ``high`` (a multiple that fits) at which the figure fits: ``room(value)`` is None where
+    it does not, else how much smaller it could be (:func:`_slack`). A search that tries
+    ``guess`` first; after a size that fits, the size its room points to (or the step below
+    it); after the first that does not, the step above it (a guess is mostly close), after
+    later ones the middle of what is left."""
+    lo = math.floor(low / SIZE_STEP + 1e-6)
+    hi = round(high / SIZE_STEP)
+    pivot = math.ceil(guess / SIZE_STEP - 1e-6)
+    misses = 0
+    while hi - lo > 1:
+        mid = pivot if lo < pivot < hi else (lo + hi) // 2
+        spare = room(round(mid * SIZE_STEP, 6))
+        if spare is None:
+            misses += 1
+            lo, pivot = mid, mid + 1 if misses == 1 else lo
+        else:
+            hi, pivot = mid, min(math.ceil((mid * SIZE_STEP - spare) / SIZE_STEP - 1e-6), mid - 1)
+    return round(hi * SIZE_STEP, 6)
+
+
+def _roomy_height(plan: _Plan, sections: list[_Section], width: float, least: float) -> float:
+    """A height (a multiple of :data:`SIZE_STEP`, at least ``least``) ample for the figure of
+    ``plan`` at ``width``: as tall as a figure without a given size, its legend laid out for
+    that width."""
+    wide = plan.at((width, 100 * (PANEL_H * len(plan.panels.rows) + 10)))
+    layout, font = _legend_layout(wide, sections)
+    size = _figure_size(wide, _legend_rows(layout), font)
+    title_h = 0.25 if plan.title else 0.0
+    panels_h = PANEL_H * len(plan.panels.rows) + 0.35
+    return _on_grid(max(least, panels_h + size.legend_h + size.note_h + title_h))
+
+
+def _least_width(plan: _Plan, sections: list[_Section]) -> float:
+    """A width (inches) below which the figure of ``plan`` cannot fit: its narrowest legend
+    (one column, the smallest font), and its panel columns at their least width."""
+    from precision.runner.plot_fit import MIN_PANEL_W
+
+    legend = 0.0
+    if sections:
+        legend = _legend_width(plan, sections, 1, LEGEND_FONTS[-1]) / (plan.spec.dpi * 0.98)
+    return max(legend, 0.45 + MIN_PANEL_W * len(plan.panels.cols))
+
+
+def _slack(fig: Any, plan: _Plan) -> tuple[float, float]:
+    """How much narrower and shorter (inches) ``fig``, the figure of ``plan``, could be before
+    one of its panels fell below :data:`~precision.runner.plot_fit.MIN_PANEL_W` x
+    :data:`~precision.runner.plot_fit.MIN_PANEL_H`: the panel columns share a width change
+    in proportion to their widths, the rows a height change equally."""
+    from precision.runner.plot_fit import MIN_PANEL_H, MIN_PANEL_W
+
+    widths: dict[int, float] = {}
+    heights: dict[int, float] = {}
+    for ax in fig.get_axes():
+        if not ax.get_visible():
+            continue
+        spec = ax.get_subplotspec()
+        c, r = spec.colspan.start, spec.rowspan.start
+        widths[c] = min(widths.get(c, math.inf), ax.bbox.width / fig.dpi)
+        heights[r] = min(heights.get(r, math.inf), ax.bbox.height / fig.dpi)
+    total = sum(plan.col_w)
+    narrower = min((w - MIN_PANEL_W) * total / plan.col_w[c] for c, w in widths.items())
+    shorter = min(h - MIN_PANEL_H for h in heights.values()) * len(plan.panels.rows)
+    return max(narrower, 0.0), max(shorter, 0.0)
 
 
 def _font_points(font: str) -> float:
@@ -339,12 +602,29 @@ def _leaves_panels(plan: _Plan, layout: list[list[_Section]], font: str) -> bool
 
 
 def _fit_labels(fig: Any) -> Any:
-    """Wrap a y-axis label, or a panel row's label, that is taller than its panel (a small
-    figure, or many rows of panels) onto more lines, so that it is neither cut at the
-    figure's edge nor runs into its neighbours. Returns ``fig``."""
+    """Fit the labels of ``fig`` to its panels (:func:`_fit_panel_labels`), once more where
+    that leaves labels that overlap or are cut (the layout moves as labels change), at most
+    :data:`LABEL_PASSES` times in all. Returns ``fig``."""
+    from precision.runner.plot_fit import layout_problems
+
     # drawn again even where the caller has just drawn it: the constrained layout settles
     # over a second draw (skipping it moved the panels of the Ozaki docs figures)
     _quiet_draw(fig)
+    for i in range(LABEL_PASSES):
+        if i and not layout_problems(fig):
+            break
+        if not _fit_panel_labels(fig):
+            break
+        _quiet_draw(fig)
+    return fig
+
+
+def _fit_panel_labels(fig: Any) -> bool:
+    """Wrap a y-axis label, or a panel row's label, that is taller than its panel (a small
+    figure, or many rows of panels) onto more lines, so that it is neither cut at the
+    figure's edge nor runs into its neighbours; label fewer decades on a short panel, and
+    fewer x ticks where their labels run into each other (:func:`_thin_x_labels`). Returns
+    whether anything changed."""
     renderer = fig.canvas.get_renderer()
     changed = False
     from matplotlib.ticker import LogLocator
@@ -362,6 +642,7 @@ def _fit_labels(fig: Any) -> Any:
             if fits < len(shown):
                 ax.yaxis.set_major_locator(LogLocator(base=10, numticks=fits))
                 changed = True
+        changed |= _thin_x_labels(ax, renderer)
         label = ax.yaxis.label
         text = label.get_text()
         if text and label.get_window_extent(renderer).height > room and "\n" not in text:
@@ -376,9 +657,29 @@ def _fit_labels(fig: Any) -> Any:
                 chars = int(chars * 0.7)
                 note.set_text(_wrap_label(raw, chars))
                 changed = True
-    if changed:
-        _quiet_draw(fig)
-    return fig
+    return changed
+
+
+def _thin_x_labels(ax: Any, renderer: Any) -> bool:
+    """Where the x tick labels of ``ax`` run into each other (less than
+    :data:`X_LABEL_GAP_PT` apart: a narrow panel), label only every 2nd (3rd ...) of them; the
+    others keep an unlabelled tick. Returns whether any label was dropped."""
+    ticks = list(ax.get_xticks())
+    texts = ax.get_xticklabels()
+    labels = [t.get_text() for t in texts]
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    named = [i for i, text in enumerate(labels) if text]
+    gap = X_LABEL_GAP_PT * ax.get_figure(root=True).dpi / 72
+
+    def apart(kept: list[int]) -> bool:
+        spans = sorted((boxes[i].x0, boxes[i].x1) for i in kept)
+        return all(a[1] + gap <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+
+    if len(named) < 2 or len(ticks) != len(labels) or apart(named):
+        return False
+    kept = next((named[::step] for step in range(2, len(named)) if apart(named[::step])), named[:1])
+    ax.set_xticks(ticks, [text if i in kept else "" for i, text in enumerate(labels)])
+    return True
 
 
 def _quiet_draw(fig: Any) -> None:
@@ -388,7 +689,7 @@ def _quiet_draw(fig: Any) -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        fig.canvas.draw()
+        fig.draw_without_rendering()
 
 
 def _legend_sections(plan: _Plan) -> list[_Section]:
@@ -500,15 +801,24 @@ def _figure_size(plan: _Plan, legend_rows: int, font: str = "small") -> _Size:
 
 
 def _build(
-    plt: Any, plan: _Plan, layout: list[list[_Section]], font: str = "small"
+    plt: Any,
+    plan: _Plan,
+    layout: list[list[_Section]],
+    font: str = "small",
+    squeeze: _Squeeze = SQUEEZES[0],
 ) -> tuple[Any, Any]:
-    """The figure with the legend sections stacked into ``layout``'s columns, in ``font``."""
+    """The figure with the legend sections stacked into ``layout``'s columns, in ``font``,
+    ``squeeze``d (:class:`_Squeeze`)."""
     legend_rows = _legend_rows(layout)
     size = _figure_size(plan, legend_rows, font)
     fig, axes, legend_fig, note_fig = _new_figure(plt, plan, size)
     present, groups = _draw_panels(plan, axes)
     _set_y_limits(plan, groups)
     _set_x_axes(plan, axes, present, size.width)
+    if squeeze.compact:
+        _compact(fig, axes)
+    if squeeze.shared_labels:
+        _share_labels(plan, axes, present, COMPACT_LABEL_PT if squeeze.compact else None)
     legend = None
     if legend_fig is not None and layout:
         legend = _draw_legend(legend_fig, layout, legend_rows, font)
@@ -717,6 +1027,39 @@ def _set_x_axes(plan: _Plan, axes: Any, present: list[list[bool]], width: float)
             ax.set_ylabel(METRIC_LABELS[plan.metric] if c == first_col[r] else "")
             if plan.spec.sharey and c > first_col[r]:
                 ax.tick_params(labelleft=False)
+
+
+def _share_labels(
+    plan: _Plan, axes: Any, present: list[list[bool]], size: float | None = None
+) -> None:
+    """Write the y label once at the left of the panels instead of at each row of them, and
+    the x label once below them instead of under each column (where there are several), in
+    ``size`` points (None: the axis labels' size)."""
+    import matplotlib
+
+    top = axes[0, 0].get_figure(root=False)  # the panels' subfigure
+    drawn = [ax for ax in axes.flat if ax.get_visible()]
+    size = size or matplotlib.rcParams["axes.labelsize"]
+    if sum(any(row) for row in present) > 1:
+        for ax in drawn:
+            ax.set_ylabel("")
+        top.supylabel(METRIC_LABELS[plan.metric], fontsize=size)
+    if sum(any(col) for col in zip(*present, strict=True)) > 1:
+        for ax in drawn:
+            ax.set_xlabel("")
+        top.supxlabel(plan.frame.x_label, fontsize=size)
+
+
+def _compact(fig: Any, axes: Any) -> None:
+    """Draw the tick labels of ``fig`` in :data:`COMPACT_TICK_PT`, its axis labels in
+    :data:`COMPACT_LABEL_PT`, with pads of :data:`COMPACT_PAD_PT` and
+    :data:`COMPACT_LAYOUT_PAD` around them."""
+    for ax in axes.flat:
+        ax.tick_params(which="both", labelsize=COMPACT_TICK_PT, pad=COMPACT_PAD_PT)
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.label.set_fontsize(COMPACT_LABEL_PT)
+            axis.labelpad = COMPACT_PAD_PT
+    fig.get_layout_engine().set(w_pad=COMPACT_LAYOUT_PAD, h_pad=COMPACT_LAYOUT_PAD)
 
 
 def _draw_legend(

@@ -49,6 +49,16 @@ What keeps the figures honest and readable:
   more than one machine (a run resumed elsewhere), and that numpy's multithreaded BLAS stalls
   on a loaded machine unless the run recorded one BLAS thread (:func:`timing_notes`, from the
   records of provenance.json).
+- A figure is never written broken: at a given ``size`` (one paper column, say) nothing is
+  cut at its edges or overlaps (tick, axis, panel and row labels, legend, notes, title,
+  panels), and no panel is smaller than :data:`~precision.runner.plot_fit.MIN_PANEL_W` x
+  :data:`~precision.runner.plot_fit.MIN_PANEL_H` inches
+  (:func:`~precision.runner.plot_fit.layout_problems`). Where the figure as drawn does not
+  fit, fewer x tick labels are written, an axis label repeated by every panel row (column)
+  is written once, and tick and axis labels are made smaller (to 6.5 and 7 points); where
+  even that does not fit, the figure is drawn at the least size that holds it (its width
+  kept where a taller figure fits) and a warning names the figure, the size asked for and
+  the size drawn (:func:`size_warning`), in ``precision plot`` and ``precision run`` alike.
 - PDF (and PostScript) files embed TrueType fonts (Type 42), not Type 3, which IEEE's and
   ACM's PDF checks reject. PDF and SVG carry no creation date and SVG's ids are salted, so
   the same table gives the same bytes in every format (:data:`UNDATED`).
@@ -62,7 +72,9 @@ first: :func:`check_formats`, :func:`check_writable`, :func:`missing_tex`); the 
   panels, series; the dimensions split into panel rows), and which rows each panel draws;
 - :mod:`~precision.runner.plot_notes`: the notes under figures (caveats, TFLOP/s timing notes
   from the run records, the points not shown);
-- :mod:`~precision.runner.plot_draw`: the matplotlib figure (panels, legend, ticks, limits).
+- :mod:`~precision.runner.plot_draw`: the matplotlib figure (panels, legend, ticks, limits),
+  fitted to its size;
+- :mod:`~precision.runner.plot_fit`: whether a drawn figure fits (nothing cut or overlapping).
 
 The names other modules and the tests use are re-exported here (``__all__``).
 """
@@ -71,8 +83,10 @@ from __future__ import annotations
 
 import functools
 import io
+import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -135,6 +149,7 @@ __all__ = [
     "check_writable",
     "missing_tex",
     "plot_results",
+    "size_warning",
 ]
 
 
@@ -189,6 +204,38 @@ def check_writable(out_dir: Path) -> None:
         raise StoreError(f"cannot write to {out_dir}: {NOT_WRITABLE}")
 
 
+def _inches(size: Iterable[float]) -> str:
+    return " x ".join(f"{float(v):g}" for v in size)
+
+
+def size_warning(fig: Any, size: tuple[float, float] | None, name: str) -> str:
+    """What to tell about figure ``name`` drawn (and saved) as ``fig`` for a requested
+    ``size`` (None: the size derived from its panels): "" where it was drawn at that size
+    and fits it; else that the size was too small and the size it was drawn at instead
+    (:func:`~precision.runner.plot_draw.draw_figure`), or what still does not fit
+    (:func:`~precision.runner.plot_fit.layout_problems`)."""
+    from precision.runner.plot_fit import MIN_PANEL_H, MIN_PANEL_W, layout_problems
+
+    drawn = tuple(float(v) for v in fig.get_size_inches())
+    problems = layout_problems(fig)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        return (
+            f"figure {name} does not fit its size, {_inches(drawn)} in, nor any size tried: "
+            f"{problems[0]}{more}"
+        )
+    if size is None or drawn == tuple(size):
+        return ""
+    panels = sum(1 for ax in fig.get_axes() if ax.get_visible())
+    least = "height at that width" if drawn[0] == size[0] else "size"
+    return (
+        f"figure {name}: {_inches(size)} in is too small for its {panels} "
+        f"panel{'s' if panels > 1 else ''}, legend and labels (text would overlap or be cut, "
+        f"or panels shrink below {MIN_PANEL_W:g} x {MIN_PANEL_H:g} in); drawn at "
+        f"{_inches(drawn)} in instead, the least {least} that holds them"
+    )
+
+
 def plot_results(
     table: pd.DataFrame,
     out_dir: Path,
@@ -205,6 +252,9 @@ def plot_results(
     :func:`~precision.runner.summary.write_summary`). ``runs`` are the records of the runs
     that computed ``table`` (:func:`read_runs`): the TFLOP/s figure and table say when their
     timings shared the machine (:func:`timing_notes`).
+
+    A figure that ``spec.size`` cannot hold is drawn at the least size that does, and a
+    warning line on stderr says so (:func:`size_warning`).
 
     Returns the files written. A metric without a single drawable value is skipped; when it
     was asked for explicitly, ``notes`` (if given) receives a line saying so. Every file is
@@ -251,8 +301,13 @@ def plot_results(
                 buffer = io.BytesIO()
                 fig.savefig(buffer, format=ext, dpi=spec.dpi, metadata=UNDATED.get(ext))
                 images[path] = buffer.getvalue()
+            if "pgf" in formats:  # (measured as laid out for the other formats, not by TeX)
+                fig.draw_without_rendering()
+            warning = size_warning(fig, spec.size, f"{prefix}{metric} ({', '.join(formats)})")
         finally:
             plt.close(fig)
+        if warning:  # (printed here, so that `precision run` and `precision plot` both say it)
+            print(f"warning: {warning}", file=sys.stderr)
         for path, data in images.items():
             atomic_write(path, functools.partial(_write_bytes, data=data))
         paths += files

@@ -51,6 +51,16 @@ class StoreError(RuntimeError):
     """
 
 
+class DirectoryInUse(StoreError):
+    """The results directory is locked by another run; ``holder`` names it (``host H pid P``,
+    or ``unknown``). The message is for ``precision run``; other commands say their own."""
+
+    def __init__(self, message: str, path: Path | None = None, holder: str = "unknown"):
+        super().__init__(message)
+        self.path = path
+        self.holder = holder
+
+
 def _umask() -> int:
     """The process umask (read without changing it where /proc allows)."""
     with contextlib.suppress(OSError, ValueError):
@@ -241,10 +251,13 @@ class ResultsDir:
                             holder = self.lock_path.read_text(errors="replace").strip()
                         except OSError:
                             holder = ""
-                        raise StoreError(
-                            f"{self.path} is in use by another run ({holder or 'unknown'}); "
+                        holder = holder or "unknown"
+                        raise DirectoryInUse(
+                            f"{self.path} is in use by another run ({holder}); "
                             "wait for it to finish, or use another name or --results-dir "
-                            "(--wait SECONDS waits for it)"
+                            "(--wait SECONDS waits for it)",
+                            self.path,
+                            holder,
                         ) from None
                     time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
             with contextlib.suppress(OSError, StoreError):  # (informational only)

@@ -86,3 +86,26 @@ def test_plot_says_how_many_points_of_the_config_are_missing(tmp_path, monkeypat
     assert f"note: 2 of 3 points of {out / 'config.toml'} are stored; 1 missing " in err
     assert "(run the config to compute them; the stored points are kept)" in err
     assert len(pd.read_parquet(out / "results.parquet")) == 2
+
+
+def test_plot_of_a_directory_a_run_is_writing_names_that_run_only(tmp_path, monkeypatch, capsys):
+    """The table of a running sweep is older than its newest points, and rebuilding it needs
+    the directory's lock: plot refused with `precision run`'s advice (another name,
+    --results-dir, --wait), options plot does not have."""
+    from precision.runner.store import ResultsDir
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cfg.toml").write_text(CONFIG)
+    assert main(["run", "cfg.toml", "--quiet", "--no-plots"]) == 0
+    out = tmp_path / "results" / "interrupted"
+    (out / "results.parquet").unlink()  # as a run leaves it between two points
+    with ResultsDir(out.parent, out.name).lock():  # that run, still going
+        assert main(["plot", str(out), "--format", "png"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert err.startswith(f"error: {out} is being written by another run (host ")
+    assert err.rstrip().endswith(
+        "which draws the figures when it ends; run precision plot again after that"
+    )
+    assert "--results-dir" not in err and "--wait" not in err
+    assert not (out / "figures").exists()

@@ -56,7 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         nargs=2,
         type=float,
         metavar=("W", "H"),
-        help="figure width and height in inches, legend included",
+        help="figure width and height in inches, legend included; a size too small for "
+        "the figure is enlarged to the least that holds it, with a warning",
     )
     p.add_argument(
         "--format",
@@ -103,7 +104,7 @@ def _load_table(root: Path) -> pd.DataFrame | None:
     """The results table of ``root``, rebuilt from the stored points when it is missing,
     unreadable or older than one of them (an interrupted or resumed run); None (with a
     message) when there is none."""
-    from precision.runner.store import StoreError, recombine
+    from precision.runner.store import DirectoryInUse, StoreError, recombine
 
     problem = _not_a_results_dir(root)
     if problem:
@@ -111,6 +112,13 @@ def _load_table(root: Path) -> pd.DataFrame | None:
         return None
     try:
         return recombine(root)
+    except DirectoryInUse as exc:  # its table is being rewritten: the run draws the figures
+        print(
+            f"error: {root} is being written by another run ({exc.holder}), which draws the "
+            "figures when it ends; run precision plot again after that",
+            file=sys.stderr,
+        )
+        return None
     except StoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
