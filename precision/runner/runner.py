@@ -11,8 +11,9 @@ write to its last, so two runs never mix in one directory. Point files that fail
 identity check are moved aside and recomputed. A rerun after the config changed, or with
 stored points computed by another package version or git commit, reuses those points (a
 point's id fixes all its parameters) but says so in :attr:`RunSummary.warnings` and records
-it in ``provenance.json`` (``previous_config``, ``previous_table``, ``reused_points_code``;
-a local rerun on another machine warns too: ``reused_points_hardware``). Each run's record
+it in ``provenance.json`` (``previous_config``, ``previous_table``, ``previous_figures``,
+``reused_points_code``; a local rerun on another machine warns too:
+``reused_points_hardware``). Each run's record
 there also says how many points it computed at once (``concurrent_jobs``) and what set the
 BLAS threads (``blas_threads_env``, ``cpu_count``): the TFLOP/s figure and table note timings
 that shared the machine (:func:`~precision.runner.plotting.timing_notes`). Process-pool
@@ -752,7 +753,8 @@ def _run_locked(
             "points": len(points),
             "points_pending": len(pending),
             "previous_config": previous_config,
-            "previous_table": kept[1:],
+            "previous_table": [name for name in kept[1:] if name.startswith("results.")],
+            "previous_figures": [name for name in kept[1:] if name.startswith("figures.")],
             "reused_points_code": reused_code,
             "reused_points_hardware": reused_on,
         }

@@ -416,7 +416,8 @@ class ResultsDir:
         the earlier table's rows are kept even where no point file holds them (a directory
         published without ``points/``). A name already taken (two changes in one second)
         gets ``_2`` and so on, the table the same as its config. No kept name is ever an
-        empty file (:func:`rename_new`). Returns the kept names, the config's first; [] if
+        empty file (:func:`rename_new`). A non-empty ``figures/`` goes to
+        ``figures.<UTC>/`` likewise. Returns the kept names, the config's first; [] if
         unchanged.
         """
         dest = self.config_path
@@ -435,8 +436,32 @@ class ResultsDir:
             for table in (self.table_path, self.csv_path):
                 if table.exists():
                     kept.append(self._keep(table, self.path / f"results.{stem}{table.suffix}").name)
+            # its figures too: a run without figures (--no-plots) or one stopped before it
+            # draws them would otherwise leave the earlier config's figures in figures/
+            if self.figures_dir.is_dir() and any(self.figures_dir.iterdir()):
+                kept.append(self._keep_folder(self.figures_dir, self.path / f"figures.{stem}"))
         atomic_write(dest, lambda tmp: tmp.write_text(config.text, encoding="utf-8"))
         return kept
+
+    @staticmethod
+    def _keep_folder(path: Path, dest: Path) -> str:
+        """Rename the folder ``path`` to ``dest`` (``_2`` and so on where that is taken, never
+        into or over another folder); returns the new name. The new name is claimed empty
+        first (``mkdir``), then the rename replaces that empty folder in one step."""
+        for candidate in _numbered(dest):
+            try:
+                candidate.mkdir()
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise StoreError(_describe_os_error(exc, candidate)) from None
+            try:
+                os.rename(path, candidate)
+            except OSError as exc:
+                candidate.rmdir()
+                raise StoreError(_describe_os_error(exc, candidate)) from None
+            return candidate.name
+        raise AssertionError("unreachable")
 
     def read_provenance(self) -> tuple[list[dict], str | None]:
         """(earlier runs' records, None) or ([], why) if ``provenance.json`` is unreadable."""

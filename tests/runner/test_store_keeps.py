@@ -330,3 +330,26 @@ def test_points_timed_on_another_machine_are_named_when_reused(tmp_path):
     assert "TFLOP/s are not comparable" in warning
     latest = rd.read_provenance()[0][-1]
     assert latest["reused_points_hardware"] == {"Big CPU ×16": 2, expected: 3}
+
+
+def test_a_changed_config_run_without_plots_keeps_the_earlier_figures_aside(tmp_path):
+    """`precision run --no-plots` after a config change left the earlier config's figures
+    in figures/, so they no longer showed the directory's table. They now go to
+    figures.<UTC>/ with the kept config and table, and provenance names them."""
+    run(tmp_path, plots=True)
+    rd = ResultsDir(tmp_path, "s")
+    drawn = sorted(p.name for p in rd.figures_dir.iterdir())
+    assert drawn, "the first run drew no figures"
+    summary = run(tmp_path, NARROWED)  # plots=False
+    (old_config,) = rd.path.glob("config.*Z.toml")
+    stamp = old_config.name[len("config.") : -len(".toml")]
+    kept = rd.path / f"figures.{stamp}"
+    assert sorted(p.name for p in kept.iterdir()) == drawn
+    assert not rd.figures_dir.exists() or not any(rd.figures_dir.iterdir())
+    (warning,) = [w for w in summary.warnings if "the config differs" in w]
+    assert kept.name in warning
+    latest = rd.read_provenance()[0][-1]
+    assert latest["previous_figures"] == [kept.name]
+    assert all(name.startswith("results.") for name in latest["previous_table"])
+    run(tmp_path, NARROWED, plots=True)  # the next drawing starts a fresh figures/
+    assert sorted(p.name for p in rd.figures_dir.iterdir()) == drawn
