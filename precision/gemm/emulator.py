@@ -36,7 +36,7 @@ def run_schedule(
     K = next(iter(ops.values())).shape[-1]
     acc_dtype = np.int32 if schedule.integer else np.float32
     env: dict[str, np.ndarray] = {n: np.zeros((M, N), acc_dtype) for n in schedule.accumulators}
-    zero = np.zeros((M, N), acc_dtype)
+    zero: list[np.ndarray] = []  # the "zero" accumulator, made only if a step reads it
     mma_fmt = "tf32" if schedule.fmt == "tf32" else None
     kb = schedule.k_block
 
@@ -45,7 +45,9 @@ def run_schedule(
             lo, hi = lo + op.k_part[0], lo + op.k_part[1]
         a = ops[op.a][:, lo:hi]
         b = ops[op.b][lo:hi]
-        c = zero if op.c == "zero" else env[op.c]
+        if op.c == "zero" and not zero:
+            zero.append(np.zeros((M, N), acc_dtype))
+        c = zero[0] if op.c == "zero" else env[op.c]
         env[op.dst] = np.asarray(
             mma(a, b, c, arch=arch, fmt=mma_fmt, satf=op.satfinite, device=device)
         )

@@ -316,10 +316,17 @@ def _mma_integer(a, b, c, ins: Instruction, satf: bool) -> np.ndarray:
     # the operands go in their own (8-bit) dtypes and batch shapes: the cores widen them once,
     # to float64, and broadcast batch axes through np.matmul without materialising them
     if ins.bitop:  # (no .satfinite: refused in mma())
-        out = integer.b1_mma_chain(a & 1, b & 1, c, k_step=ins.k, op=ins.bitop)  # type: ignore[arg-type]
+        out = integer.b1_mma_chain(
+            a & 1,
+            b & 1,
+            c,
+            k_step=ins.k,
+            op=ins.bitop,  # type: ignore[arg-type]
+            dtype=np.int32,
+        )
     else:  # (operand ranges checked in mma())
-        out = integer.int_mma_chain(a, b, c, k_step=ins.k, satfinite=satf)
-    return out.astype(np.int32)
+        out = integer.int_mma_chain(a, b, c, k_step=ins.k, satfinite=satf, dtype=np.int32)
+    return out  # int32, written block by block (bounded int64/float64 temporaries)
 
 
 def _check_integer_range(a: Any, b: Any, ins: Instruction) -> None:

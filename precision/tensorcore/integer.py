@@ -27,6 +27,7 @@ Single-bit ``b1`` (``.and.popc`` / ``.xor.popc``) has no ``.satfinite``: each in
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Literal
 
 import numpy as np
@@ -55,8 +56,9 @@ FORMAT_MAX_ABS = {
 # 2^53, and the satfinite path's |d| + k_step * bound (k_step <= 64) is far below it.
 assert 2**36 * max(FORMAT_MAX_ABS.values()) ** 2 < EXACT_LIMIT
 assert 2**32 + 64 * max(FORMAT_MAX_ABS.values()) ** 2 < EXACT_LIMIT
-# float64 elements per temporary block (~64 MiB): bounds memory of the per-instruction path.
-_BLOCK_ELEMENTS = 1 << 23
+# Output elements (and float64 operand elements) per block of int_mma_chain / b1_mma_chain
+# (~4 MiB per temporary): bounds their int64/float64 temporaries at any size.
+_BLOCK_ELEMENTS = 1 << 20
 
 
 def _wrap32(x: np.ndarray) -> np.ndarray:
@@ -113,29 +115,41 @@ def _max_abs(x: np.ndarray) -> int:
     return int(np.abs(x.astype(np.int64)).max()) if x.size else 0
 
 
-def _exact_matmul_int64(af: np.ndarray, bf: np.ndarray, bound: int) -> np.ndarray:
-    """Exact ``af @ bf`` (float64 integer values) as int64 wrapped modulo 2^32.
+def _add_exact_matmul(
+    acc: np.ndarray, af: np.ndarray, bf: np.ndarray, bound: int, scale: float = 1.0
+) -> None:
+    """``acc += scale * (af @ bf)`` exactly, wrapped modulo 2^32 (in place; ``acc`` int64 holding
+    int32 values, ``af``/``bf`` float64 integer values; batch axes broadcast into ``acc``).
 
-    ``bound`` = max|a| * max|b|; K is split so that each piece's dot products stay below 2^53.
+    ``bound`` = max|scale * a * b|; K is split so that each piece's dot products stay below 2^53.
+    Each piece's float64 product is added straight into ``acc`` (one float64 temporary, no int64
+    copy of it) where ``|acc| + |piece| < 2^53`` keeps that addition exact too.
     """
     k = af.shape[-1]
     piece = max(k, 1) if bound == 0 else min(max(k, 1), (EXACT_LIMIT - 1) // bound)
     if piece < 1:
         raise ValueError(f"max|a| * max|b| = {bound} >= 2^53: float64 products would not be exact")
-    out = np.zeros(_product_shape(af, bf), dtype=np.int64)
+    float_add = 2**32 + piece * bound < EXACT_LIMIT
     for k0 in range(0, k, piece):
-        out += np.matmul(af[..., k0 : k0 + piece], bf[..., k0 : k0 + piece, :]).astype(np.int64)
-        _wrap32(out)
-    return out
-
-
-def _product_shape(af: np.ndarray, bf: np.ndarray) -> tuple[int, ...]:
-    """Shape of ``af @ bf`` (batch axes broadcast)."""
-    return np.broadcast_shapes(af.shape[:-2], bf.shape[:-2]) + (af.shape[-2], bf.shape[-1])
+        part = np.matmul(af[..., k0 : k0 + piece], bf[..., k0 : k0 + piece, :])
+        if scale != 1.0:
+            part *= scale  # (a power of two: exact)
+        if float_add:
+            np.add(acc, part, out=acc, casting="unsafe")
+        else:
+            acc += part.astype(np.int64)
+        del part
+        _wrap32(acc)
 
 
 def int_mma_chain(
-    a: np.ndarray, b: np.ndarray, c: np.ndarray, *, k_step: int, satfinite: bool
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    *,
+    k_step: int,
+    satfinite: bool,
+    dtype: type[np.signedinteger] = np.int64,
 ) -> np.ndarray:
     """Chain of integer ``mma`` instructions (s8/u8/s4/u4 inputs, s32 accumulate), exactly.
 
@@ -147,75 +161,130 @@ def int_mma_chain(
     k_step : the instruction's K (32 for m16n8k32 s8, 64 for m16n8k64 s4, ...). ``K % k_step == 0``.
     satfinite : clamp each instruction's exact ``c + sum a b`` to [-2^31, 2^31 - 1]; otherwise wrap
         modulo 2^32 (two's complement).
+    dtype : the result's dtype (``np.int64`` or ``np.int32``; the values fit either).
 
     Returns
     -------
-    int64 array ``[..., M, N]`` of int32 values ``d`` after ``K / k_step`` instructions in
-    increasing ``k``. Batch axes broadcast.
+    array ``[..., M, N]`` (of ``dtype``) of int32 values ``d`` after ``K / k_step`` instructions
+    in increasing ``k``. Batch axes broadcast. The output is computed in blocks of
+    (batch entries x rows) of about :data:`_BLOCK_ELEMENTS` elements, so the int64/float64
+    temporaries stay bounded whatever the size.
     """
     batch, (m, k, n), a3, b3, c3 = _check_operands(a, b, c, k_step, "int_mma_chain")
     bound = _max_abs(a3) * _max_abs(b3)
-    # Exact in float64 while the longest dot product computed in one BLAS call stays < 2^53.
-    af = a3.astype(np.float64)
-    bf = b3.astype(np.float64)
-    acc = c3.astype(np.int64, order="C").reshape(batch + (m, n))
-    if not satfinite:
-        acc += _exact_matmul_int64(af, bf, bound)
-        return _wrap32(acc)
-    if 2**32 + k_step * bound >= EXACT_LIMIT:
+    if satfinite and 2**32 + k_step * bound >= EXACT_LIMIT:
         raise ValueError(
             f"int_mma_chain: 2^32 + k_step * max|a| * max|b| = {2**32 + k_step * bound} >= 2^53"
         )
     # A clamp can only act where some partial sum c + sum_{k<k1} a b leaves int32; all of them are
     # within |c| + (|a| @ |b|) of zero. Elsewhere the chain equals the plain exact sum.
     cmax = max(-int(c3.min()), int(c3.max())) if c3.size else 0
-    if cmax + k * bound > INT32_MAX:
-        absbound = _exact_matmul_abs(af, bf, bound) + np.abs(acc)
-        risky_rows = (absbound > INT32_MAX).any(axis=-1)  # [*batch, M]
-    else:
-        risky_rows = np.zeros(acc.shape[:-1], dtype=bool)
-    if not risky_rows.all():
-        # On safe rows no partial sum leaves int32, so no clamp acts: one exact (wrapped) sum,
-        # whose wrap is the identity there.
-        plain = acc + _exact_matmul_int64(af, bf, bound)
-        acc = np.where(risky_rows[..., None], acc, plain)
+    may_clamp = satfinite and cmax + k * bound > INT32_MAX
+    out = np.empty(c3.shape, dtype=dtype)
+    b_abs: tuple[np.ndarray, np.ndarray] | None = None  # (bc, |bc|) of the last block
+    for ents, rows, ac, bc in _blocks(a3, b3, batch, (m, k, n)):
+        cc = c3[ents, rows].astype(np.int64)  # [E, rows, N]
+        if not may_clamp:
+            # without .satfinite (or where no clamp can act) one exact sum, wrapped modulo 2^32
+            _add_exact_matmul(cc, ac, bc, bound)
+            out[ents, rows] = cc
+            continue
+        if b_abs is None or b_abs[0] is not bc:
+            b_abs = (bc, np.abs(bc))
+        risky = _risky_rows(ac, b_abs[1], cc)
+        res = cc.copy()
+        if not risky.all():
+            _add_exact_matmul(res, ac, bc, bound)  # the wrap is the identity on safe rows
+        if risky.any():
+            _clamped_chain(ac, bc, cc, risky, res, k_step)
+        out[ents, rows] = res
+    return out.reshape(batch + (m, n))
+
+
+def _risky_rows(ac: np.ndarray, b_abs: np.ndarray, cc: np.ndarray) -> np.ndarray:
+    """Rows [E, rows] where some partial sum may leave int32: ``|c| + |a| @ |b| > 2^31 - 1``
+    for some column. Computed in float64: every partial sum is a nonnegative integer, exact
+    below 2^53 and rounded monotonically above it, so the comparison with 2^31 - 1 is exact."""
+    bnd = np.matmul(np.abs(ac), b_abs)
+    bnd = np.add(bnd, np.abs(cc), out=bnd if bnd.shape == cc.shape else None)
+    return (bnd > INT32_MAX).any(axis=-1)
+
+
+def _blocks(
+    a3: np.ndarray, b3: np.ndarray, batch: tuple[int, ...], mkn: tuple[int, int, int]
+) -> Iterator[tuple[slice, slice, np.ndarray, np.ndarray]]:
+    """Cover the output ``[R, M, N]`` (R output batch entries) in blocks of about
+    :data:`_BLOCK_ELEMENTS` float64 elements of temporaries. Yields ``(ents, rows, ac, bc)``: the
+    block's slices of output batch entries and rows, and its operands as float64
+    ``[E or 1, rows, K]`` and ``[E or 1, K, N]`` (a single entry where the block reads one
+    entry of that operand; np.matmul broadcasts it)."""
+    m, k, n = mkn
     nb = math.prod(batch)
-    acc = acc.reshape(nb, m, n)
-    risky_rows = risky_rows.reshape(nb, m)
-    if risky_rows.any():
-        # Per instruction: one BLAS product per k-block (small-k stacked matmul is slow in NumPy),
-        # accumulated and clamped in float64, exact since |d| + k_step * bound < 2^53.
-        rows_per = max(1, _BLOCK_ELEMENTS // max(k, n))
-        ia, ib = _entry_index(af, batch), _entry_index(bf, batch)
-        af = af.reshape(math.prod(af.shape[:-2]), m, k)
-        bf = bf.reshape(math.prod(bf.shape[:-2]), k, n)
-        for bi in range(acc.shape[0]):
-            rows = np.flatnonzero(risky_rows[bi])
-            for r0 in range(0, rows.size, rows_per):
-                sel = rows[r0 : r0 + rows_per]
-                # [nblk, rows, k_step], contiguous per block (strided slices miss the BLAS path).
-                ablk = np.ascontiguousarray(
-                    af[ia[bi], sel].reshape(sel.size, k // k_step, k_step).transpose(1, 0, 2)
-                )
-                bblk = np.ascontiguousarray(bf[ib[bi]]).reshape(k // k_step, k_step, n)
-                d = acc[bi, sel].astype(np.float64)
-                for s in range(k // k_step):
-                    d += ablk[s] @ bblk[s]
-                    np.clip(d, INT32_MIN, INT32_MAX, out=d)
-                acc[bi, sel] = d.astype(np.int64)
-    return acc.reshape(batch + (m, n))
+    ia, ib = _entry_index(a3, batch), _entry_index(b3, batch)
+    af = a3.reshape((math.prod(a3.shape[:-2]), m, k))
+    bf_all = b3.reshape((math.prod(b3.shape[:-2]), k, n))
+    single_b = bf_all.shape[0] == 1
+    bf1 = bf_all.astype(np.float64) if single_b else None  # converted once: it is reused
+    per_entry = m * (k + n) + (0 if single_b else k * n)
+    if per_entry <= _BLOCK_ELEMENTS:
+        step_e, step_r = max(1, _BLOCK_ELEMENTS // max(per_entry, 1)), max(m, 1)
+    else:
+        step_e, step_r = 1, max(1, _BLOCK_ELEMENTS // max(k + n, 1))
+    for e0 in range(0, nb, step_e):
+        e1 = min(nb, e0 + step_e)
+        ents = slice(e0, e1)
+        ja, jb = ia[ents], ib[ents]
+        if bf1 is not None:
+            bc = bf1
+        elif (jb == jb[0]).all():
+            bc = bf_all[jb[0]][None].astype(np.float64)
+        else:
+            bc = bf_all[jb].astype(np.float64)
+        a_one = bool((ja == ja[0]).all())
+        for r0 in range(0, max(m, 1), step_r):
+            rows = slice(r0, min(m, r0 + step_r))
+            ac = af[ja[0], rows][None] if a_one else af[ja, rows]
+            yield ents, rows, ac.astype(np.float64), bc
 
 
-def _exact_matmul_abs(af: np.ndarray, bf: np.ndarray, bound: int) -> np.ndarray:
-    """``|a| @ |b|`` exactly as int64, saturated at 2^62 (only compared against 2^31)."""
-    k = af.shape[-1]
-    piece = max(k, 1) if bound == 0 else max(1, min(k, (EXACT_LIMIT - 1) // bound))
-    out = np.zeros(_product_shape(af, bf), dtype=np.int64)
-    for k0 in range(0, k, piece):
-        part = np.matmul(np.abs(af[..., k0 : k0 + piece]), np.abs(bf[..., k0 : k0 + piece, :]))
-        out += part.astype(np.int64)
-        np.minimum(out, 2**62, out=out)
-    return out
+def _clamped_chain(
+    ac: np.ndarray,
+    bc: np.ndarray,
+    cc: np.ndarray,
+    risky: np.ndarray,
+    res: np.ndarray,
+    k_step: int,
+) -> None:
+    """``.satfinite`` chain, instruction by instruction, for the ``risky`` rows of a block
+    (``risky`` [E, rows]); writes them into ``res`` [E, rows, N]. One BLAS product per
+    instruction for the whole block (small-k stacked matmul is slow in NumPy), accumulated and
+    clamped in float64, exact since |d| + k_step * bound < 2^53."""
+    e, r, k = cc.shape[0], cc.shape[1], ac.shape[-1]
+    n = cc.shape[-1]
+    nblk = k // k_step
+    if bc.shape[0] == 1:
+        # one B for the block: stack the risky rows of all its entries
+        sel = np.nonzero(risky)
+        arows = np.broadcast_to(ac, (e, r, k))[sel]  # [R, K]
+        ablk = np.ascontiguousarray(arows.reshape(-1, nblk, k_step).transpose(1, 0, 2))
+        bblk = np.ascontiguousarray(bc[0]).reshape(nblk, k_step, n)
+        d = cc[sel].astype(np.float64)  # [R, N]
+        for s in range(nblk):
+            d += ablk[s] @ bblk[s]
+            np.clip(d, INT32_MIN, INT32_MAX, out=d)
+        res[sel] = d.astype(np.int64)
+        return
+    # B differs between entries: every row of the entries holding a risky row (on a safe row no
+    # partial sum leaves int32, so the clamps are the identity and it equals the plain sum)
+    ents = np.flatnonzero(risky.any(axis=-1))
+    a_e = np.broadcast_to(ac, (e, r, k))[ents]
+    ablk = np.ascontiguousarray(a_e.reshape(-1, r, nblk, k_step).transpose(2, 0, 1, 3))
+    bblk = np.ascontiguousarray(bc[ents].reshape(-1, nblk, k_step, n).transpose(1, 0, 2, 3))
+    d = cc[ents].astype(np.float64)  # [E', rows, N]
+    for s in range(nblk):
+        d += ablk[s] @ bblk[s]
+        np.clip(d, INT32_MIN, INT32_MAX, out=d)
+    res[ents] = d.astype(np.int64)
 
 
 def b1_mma_chain(
@@ -225,6 +294,7 @@ def b1_mma_chain(
     *,
     k_step: int,
     op: Literal["xor.popc", "and.popc"],
+    dtype: type[np.signedinteger] = np.int64,
 ) -> np.ndarray:
     """Chain of single-bit ``mma`` instructions (``.b1`` inputs, s32 accumulate), exactly.
 
@@ -236,12 +306,13 @@ def b1_mma_chain(
     k_step : the instruction's K (256 for m16n8k256, 128 for m8n8k128). ``K % k_step == 0``.
     op : ``"and.popc"`` adds ``popc(a & b)`` = ``a.b`` per instruction; ``"xor.popc"`` adds
         ``popc(a ^ b)`` = ``sum a + sum b - 2 a.b``.
+    dtype : the result's dtype (``np.int64`` or ``np.int32``).
 
     Returns
     -------
-    int64 array ``[..., M, N]`` of int32 values: ``c`` plus the popcounts of all ``K / k_step``
-    instructions, wrapped modulo 2^32 (b1 ``mma`` has no ``.satfinite``; wrapping commutes with
-    the chain, so one exact sum is wrapped once).
+    array ``[..., M, N]`` (of ``dtype``) of int32 values, computed in bounded blocks: ``c`` plus
+    the popcounts of all ``K / k_step`` instructions, wrapped modulo 2^32 (b1 ``mma`` has no
+    ``.satfinite``; wrapping commutes with the chain, so one exact sum is wrapped once).
     """
     if op not in ("xor.popc", "and.popc"):
         raise ValueError(f"b1_mma_chain: op must be 'xor.popc' or 'and.popc', got {op!r}")
@@ -249,14 +320,18 @@ def b1_mma_chain(
     for arr, label in ((a3, "a_bits"), (b3, "b_bits")):
         if arr.size and (int(arr.min()) < 0 or int(arr.max()) > 1):
             raise ValueError(f"b1_mma_chain: {label} must hold only 0/1 values")
-    af = a3.astype(np.float64)
-    bf = b3.astype(np.float64)
-    acc = c3.astype(np.int64, order="C").reshape(batch + (m, n))
-    dot = _exact_matmul_int64(af, bf, 1)  # a.b <= K < 2^53
-    if op == "and.popc":
-        acc += dot
-    else:
-        acc += a3.sum(axis=-1, dtype=np.int64)[..., :, None]
-        acc += b3.sum(axis=-2, dtype=np.int64)[..., None, :]
-        acc -= 2 * dot
-    return _wrap32(acc)
+    out = np.empty(c3.shape, dtype=dtype)
+    b_sum: tuple[np.ndarray, np.ndarray] | None = None  # (bc, column sums of bc) of the last block
+    for ents, rows, ac, bc in _blocks(a3, b3, batch, (m, k, n)):  # bounded temporaries
+        acc = c3[ents, rows].astype(np.int64)
+        if op == "and.popc":
+            _add_exact_matmul(acc, ac, bc, 1)  # a.b <= K < 2^53
+        else:  # sum a + sum b - 2 a.b, exact: all terms <= 2K < 2^53
+            if b_sum is None or b_sum[0] is not bc:
+                b_sum = (bc, bc.sum(axis=-2).astype(np.int64)[..., None, :])
+            acc += ac.sum(axis=-1).astype(np.int64)[..., :, None]
+            acc += b_sum[1]
+            _wrap32(acc)
+            _add_exact_matmul(acc, ac, bc, 2, scale=-2.0)
+        out[ents, rows] = acc
+    return out.reshape(batch + (m, n))

@@ -172,3 +172,22 @@ def test_cuda_backend_without_gpu_raises_clearly():
         gemm(A, B, backend="cuda")
     with pytest.raises(RuntimeError, match="cublas"):
         gemm(A, B, backend="cublas", fmt="fp32")
+
+
+@pytest.mark.parametrize("method", ["plain", "satf"])
+def test_int8_gemm_temporaries_are_bounded(traced_peak, monkeypatch, method):
+    # The integer mma core writes its int32 result block by block (it held ~32-40 bytes of
+    # int64/float64 temporaries per output element: ~10x inputs + output at 2000x1x2000).
+    # What remains per output element: the int32 accumulator, the next one, the float32 result.
+    from precision.tensorcore import integer
+
+    monkeypatch.setattr(integer, "_BLOCK_ELEMENTS", 1 << 14)
+    rng = np.random.default_rng(3)
+    m, k, n = 600, 1, 600
+    A = rng.integers(-128, 128, (m, k)).astype(np.float32)
+    B = rng.integers(-128, 128, (k, n)).astype(np.float32)
+    expected = (A.astype(np.int64) @ B.astype(np.int64)).astype(np.float32)
+    out: list[np.ndarray] = []
+    peak = traced_peak(lambda: out.append(gemm(A, B, method=method, fmt="int8")))
+    np.testing.assert_array_equal(out[0], expected)
+    assert peak < 14 * m * n, peak / (m * n)

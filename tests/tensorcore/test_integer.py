@@ -184,3 +184,83 @@ def test_empty_k_returns_c():
     for satf in (False, True):
         np.testing.assert_array_equal(int_mma_chain(a, b, c, k_step=32, satfinite=satf), c)
     np.testing.assert_array_equal(b1_mma_chain(a, b, c, k_step=128, op="xor.popc"), c)
+
+
+# ------------------------------------------------------------------ bounded memory, blocked loops
+
+
+def test_int_chain_temporaries_are_bounded(traced_peak, monkeypatch):
+    # The output is computed in blocks of (batch entries x rows): besides the int32 result and
+    # one float64 copy of b only block-sized int64/float64 temporaries live (whole-array ones
+    # were ~32-40 bytes per output element, 8-10x the int32 result).
+    from precision.tensorcore import integer, mma
+
+    monkeypatch.setattr(integer, "_BLOCK_ELEMENTS", 1 << 14)
+    rng = np.random.default_rng(11)
+    m, k, n = 512, 64, 512
+    a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    c_safe = np.zeros((m, n), np.int32)
+    c_risky = rng.choice([INT32_MIN, INT32_MAX, 0], size=(m, n)).astype(np.int32)
+    out_bytes = m * n * 4
+    for c, satf in ((c_safe, False), (c_safe, True), (c_risky, True)):
+        peak = traced_peak(lambda c=c, satf=satf: mma(a, b, c, fmt="int8", satf=satf))
+        assert peak < 2 * out_bytes + 8 * b.size, (satf, peak / out_bytes)
+    b1a = rng.integers(0, 2, (m, 256)).astype(np.uint8)
+    b1b = rng.integers(0, 2, (256, n)).astype(np.uint8)
+    peak = traced_peak(lambda: mma(b1a, b1b, c_safe, fmt="uint1", bitop="xor.popc"))
+    assert peak < 2 * out_bytes + 8 * b1b.size, peak / out_bytes
+
+
+class _ClipCounter:
+    """Stands in for ``numpy`` in :mod:`precision.tensorcore.integer`, counting ``np.clip``
+    calls (one per instruction per block of the satfinite chain)."""
+
+    def __init__(self) -> None:
+        self.clips = 0
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    def clip(self, *args, **kwargs):
+        self.clips += 1
+        return np.clip(*args, **kwargs)
+
+
+@pytest.mark.parametrize("b_batched", [False, True])
+def test_satfinite_chain_runs_per_block_not_per_batch_entry(monkeypatch, b_batched):
+    # Many small batch entries, all with rows where a clamp acts: the per-instruction clamped
+    # chain runs once per block of entries (here one block), not once per batch entry (which
+    # made 64 * 2 clip calls), and matches the one-instruction-at-a-time oracle.
+    from precision.tensorcore import integer
+
+    rng = np.random.default_rng(12)
+    nb, m, k, n, k_step = 64, 4, 64, 3, 32
+    a = _rand(rng, "s8", (nb, m, k))
+    b = _rand(rng, "u8", (nb, k, n) if b_batched else (k, n))
+    c = rng.choice([INT32_MIN, INT32_MAX, -5, 7], size=(nb, m, n))
+    counter = _ClipCounter()
+    monkeypatch.setattr(integer, "np", counter)
+    got = int_mma_chain(a, b, c, k_step=k_step, satfinite=True)
+    monkeypatch.undo()
+    assert counter.clips == k // k_step
+    for i in range(nb):
+        ref = _oracle(a[i], b[i] if b_batched else b, c[i], k_step, True)
+        np.testing.assert_array_equal(got[i], ref)
+
+
+@pytest.mark.parametrize("satfinite", [False, True])
+def test_small_blocks_match_oracle_with_broadcast_batches(monkeypatch, satfinite):
+    # Tiny blocks: splits over batch entries and over rows, broadcast a/b entries, ragged sizes.
+    from precision.tensorcore import integer
+
+    monkeypatch.setattr(integer, "_BLOCK_ELEMENTS", 50)
+    rng = np.random.default_rng(13)
+    a = _rand(rng, "u8", (2, 1, 7, 64))
+    b = _rand(rng, "s8", (1, 3, 64, 5))
+    c = rng.choice([INT32_MIN, INT32_MAX, 0, 12345], size=(3, 7, 5))
+    got = int_mma_chain(a, b, c, k_step=32, satfinite=satfinite, dtype=np.int32)
+    assert got.dtype == np.int32 and got.shape == (2, 3, 7, 5)
+    for i in range(2):
+        for j in range(3):
+            np.testing.assert_array_equal(got[i, j], _oracle(a[i, 0], b[0, j], c[j], 32, satfinite))
