@@ -20,6 +20,7 @@ Exit status 1 when any build is ``DIFFERENT``. Needs nvcc only (no GPU, no cuobj
 from __future__ import annotations
 
 import argparse
+import shutil
 import struct
 import sys
 import tempfile
@@ -157,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
             ]
         except RuntimeError as exc:  # nvcc missing or failing: its message, no traceback
             print(f"error: {exc}", file=sys.stderr)
+            if args.out is None:  # (the temporary folder is named only on success)
+                shutil.rmtree(out_dir, ignore_errors=True)
             return 2
         da, db = (c.read_bytes() for c in cubins)
         verdict, diff = compare_cubins(da, db)

@@ -447,8 +447,12 @@ class ResultsDir:
     def _keep_folder(path: Path, dest: Path) -> str:
         """Rename the folder ``path`` to ``dest`` (``_2`` and so on where that is taken, never
         into or over another folder); returns the new name. The new name is claimed empty
-        first (``mkdir``), then the rename replaces that empty folder in one step."""
-        for candidate in _numbered(dest):
+        first (``mkdir``), then the rename replaces that empty folder in one step. The number
+        goes at the end of the name (``figures.S_2``): the stamp is no suffix to keep."""
+        number = 1
+        while True:
+            candidate = dest if number == 1 else dest.with_name(f"{dest.name}_{number}")
+            number += 1
             try:
                 candidate.mkdir()
             except FileExistsError:
@@ -461,7 +465,6 @@ class ResultsDir:
                 candidate.rmdir()
                 raise StoreError(_describe_os_error(exc, candidate)) from None
             return candidate.name
-        raise AssertionError("unreachable")
 
     def read_provenance(self) -> tuple[list[dict], str | None]:
         """(earlier runs' records, None) or ([], why) if ``provenance.json`` is unreadable."""

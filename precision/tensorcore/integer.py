@@ -112,7 +112,8 @@ def _entry_index(x: np.ndarray, batch: tuple[int, ...]) -> np.ndarray:
 
 
 def _max_abs(x: np.ndarray) -> int:
-    return int(np.abs(x.astype(np.int64)).max()) if x.size else 0
+    """max |x| of an integer (or bool) array, 0 when empty (no int64 copy of ``x``)."""
+    return max(-int(x.min()), int(x.max())) if x.size else 0
 
 
 def _add_exact_matmul(
@@ -266,7 +267,7 @@ def _clamped_chain(
         # one B for the block: stack the risky rows of all its entries
         sel = np.nonzero(risky)
         arows = np.broadcast_to(ac, (e, r, k))[sel]  # [R, K]
-        ablk = np.ascontiguousarray(arows.reshape(-1, nblk, k_step).transpose(1, 0, 2))
+        ablk = np.ascontiguousarray(arows.reshape(arows.shape[0], nblk, k_step).transpose(1, 0, 2))
         bblk = np.ascontiguousarray(bc[0]).reshape(nblk, k_step, n)
         d = cc[sel].astype(np.float64)  # [R, N]
         for s in range(nblk):
@@ -278,8 +279,9 @@ def _clamped_chain(
     # partial sum leaves int32, so the clamps are the identity and it equals the plain sum)
     ents = np.flatnonzero(risky.any(axis=-1))
     a_e = np.broadcast_to(ac, (e, r, k))[ents]
-    ablk = np.ascontiguousarray(a_e.reshape(-1, r, nblk, k_step).transpose(2, 0, 1, 3))
-    bblk = np.ascontiguousarray(bc[ents].reshape(-1, nblk, k_step, n).transpose(1, 0, 2, 3))
+    # (explicit sizes, not -1: K = 0 leaves nblk = 0, and -1 cannot be inferred then)
+    ablk = np.ascontiguousarray(a_e.reshape(ents.size, r, nblk, k_step).transpose(2, 0, 1, 3))
+    bblk = np.ascontiguousarray(bc[ents].reshape(ents.size, nblk, k_step, n).transpose(1, 0, 2, 3))
     d = cc[ents].astype(np.float64)  # [E', rows, N]
     for s in range(nblk):
         d += ablk[s] @ bblk[s]

@@ -50,8 +50,8 @@ def test_thin_gemm_peak_is_the_rounded_operands(monkeypatch, method, fmt, limit,
     import precision.gemm.operands as operands
     import precision.tensorcore.chain as chain
 
-    monkeypatch.setattr(operands, "_CHUNK_ELEMENTS", 1 << 12, raising=False)
-    monkeypatch.setattr(chain, "_DECODE_CHUNK_ELEMENTS", 1 << 12, raising=False)
+    monkeypatch.setattr(operands, "_CHUNK_ELEMENTS", 1 << 12)
+    monkeypatch.setattr(chain, "_DECODE_CHUNK_ELEMENTS", 1 << 12)
     A, B = _inputs(640, 640, 3, seed=4)
     peak = traced_peak(lambda: gemm(A, B, method=method, fmt=fmt))
     assert peak < limit * A.nbytes, peak / A.nbytes
@@ -75,7 +75,7 @@ def test_operands_rounded_in_chunks_are_the_same(monkeypatch, s):
     A[3, :5] = [np.nan, np.inf, -np.inf, -0.0, 1e-45]
     B[7, :3] = [np.nan, -np.inf, 3.4e38]
     whole = operands.prepare_operands(A, B, s)
-    monkeypatch.setattr(operands, "_CHUNK_ELEMENTS", 13, raising=False)
+    monkeypatch.setattr(operands, "_CHUNK_ELEMENTS", 13)
     chunked = operands.prepare_operands(A, B, s)
     assert whole.keys() == chunked.keys()
     for name, x in whole.items():

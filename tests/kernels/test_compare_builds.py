@@ -34,3 +34,20 @@ def test_a_tree_that_is_no_checkout_is_one_line_before_any_build(
         f"error: BASE_ROOT {missing}: no precision/kernels there (expected the root of a "
         "checkout of this project)"
     ]
+
+
+def test_a_failed_build_leaves_no_temporary_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    # without --out the cubins go to a fresh temporary folder, named only on success: a
+    # failed nvcc run (missing, or a compile error) left it behind unnamed on every call
+    import tempfile
+
+    def failing_build(*args, **kwargs):
+        raise RuntimeError("nvcc not found")
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(compare_builds, "build", failing_build)
+    assert compare_builds.main([str(ROOT), str(ROOT)]) == 2
+    assert capsys.readouterr().err.splitlines() == ["error: nvcc not found"]
+    assert list(tmp_path.iterdir()) == []

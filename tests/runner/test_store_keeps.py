@@ -13,6 +13,7 @@ import datetime as dt
 import os
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -153,7 +154,9 @@ def test_config_changes_within_one_second_keep_every_earlier_config(tmp_path, mo
         def now(cls, tz=None):
             return dt.datetime(2026, 11, 26, 12, 0, 0, tzinfo=tz)
 
-    monkeypatch.setattr(store.dt, "datetime", Frozen)
+    # the store's own view of the datetime module only: patching datetime.datetime itself
+    # made any C extension imported meanwhile warn of a changed datetime size
+    monkeypatch.setattr(store, "dt", SimpleNamespace(datetime=Frozen, UTC=dt.UTC))
     texts = [CONFIG, NARROWED, CONFIG.replace("seed = 5", "seed = 6")]
     rd = ResultsDir(tmp_path, "s")
     for text in texts:
@@ -353,3 +356,17 @@ def test_a_changed_config_run_without_plots_keeps_the_earlier_figures_aside(tmp_
     assert all(name.startswith("results.") for name in latest["previous_table"])
     run(tmp_path, NARROWED, plots=True)  # the next drawing starts a fresh figures/
     assert sorted(p.name for p in rd.figures_dir.iterdir()) == drawn
+
+
+def test_kept_figures_numbered_at_the_end_of_their_name(tmp_path):
+    """Where ``figures.<stamp>`` is taken, the figures go to ``figures.<stamp>_2`` (the number
+    after the stamp, as for the config and table), not ``figures_2.<stamp>``, which no longer
+    starts with ``figures.`` and so was left out of provenance's ``previous_figures``."""
+    path = tmp_path / "r"
+    (path / "figures").mkdir(parents=True)
+    (path / "figures" / "a.png").write_bytes(b"png")
+    (path / "figures.S").mkdir()
+    name = ResultsDir._keep_folder(path / "figures", path / "figures.S")
+    assert name == "figures.S_2"
+    assert (path / name / "a.png").read_bytes() == b"png"
+    assert not (path / "figures").exists() and not any((path / "figures.S").iterdir())

@@ -186,6 +186,17 @@ def test_empty_k_returns_c():
     np.testing.assert_array_equal(b1_mma_chain(a, b, c, k_step=128, op="xor.popc"), c)
 
 
+@pytest.mark.parametrize("b_shape", [(0, 2), (3, 0, 2)])
+def test_empty_k_returns_c_where_satfinite_could_clamp(b_shape):
+    # |c| = 2^31 > INT32_MAX makes the rows "risky", so the clamped chain runs with no
+    # instruction at all: it must return c (it raised reshaping a size-0 a with -1).
+    c = np.array([[[INT32_MIN, 5]]] * 3, dtype=np.int32)  # [3, 1, 2]
+    a = np.zeros((1, 0), dtype=np.int8)
+    b = np.zeros(b_shape, dtype=np.int8)
+    got = int_mma_chain(a, b, c, k_step=32, satfinite=True)
+    np.testing.assert_array_equal(got, c)
+
+
 # ------------------------------------------------------------------ bounded memory, blocked loops
 
 

@@ -326,7 +326,7 @@ def test_decoded_b_costs_ten_bytes_per_element(monkeypatch, shape, traced_peak):
     # held its products (16 x 65536 float64) besides: 22-24 bytes per element of b in all.
     import precision.tensorcore.chain as mma_module
 
-    monkeypatch.setattr(mma_module, "_DECODE_CHUNK_ELEMENTS", 1 << 12, raising=False)
+    monkeypatch.setattr(mma_module, "_DECODE_CHUNK_ELEMENTS", 1 << 12)
     m, k, n = shape
     rng = np.random.default_rng(3)
     a = rng.standard_normal((m, k)).astype(np.float16)
@@ -370,6 +370,6 @@ def test_column_items_do_not_change_bits(monkeypatch):
             whole = mma(a, b, c, satf=satf, **kw)
             with monkeypatch.context() as mp:
                 mp.setattr(mma_module, "_TARGET_BLOCK_ELEMENTS", 40)
-                mp.setattr(mma_module, "_DECODE_CHUNK_ELEMENTS", 7, raising=False)
+                mp.setattr(mma_module, "_DECODE_CHUNK_ELEMENTS", 7)
                 small = mma(a, b, c, satf=satf, **kw)
             assert np.array_equal(whole.view(np.uint32), small.view(np.uint32))
