@@ -59,14 +59,16 @@ def require_gpu(what: str) -> ModuleType:
     return cupy
 
 
-def exit_without_gpu(what: str) -> bool:
+def exit_without_gpu(what: str, hint: str = "") -> bool:
     """For command-line tools: where ``what`` cannot get a GPU here, print one line
-    ``error: <why>`` to stderr (the :func:`require_gpu` message) and return True, so that the
-    caller returns exit status 2; else return False."""
+    ``error: <why>`` to stderr (the :func:`require_gpu` message; with a ``hint``,
+    ``error: <why>; <hint>``) and return True, so that the caller returns exit status 2; else
+    return False."""
     try:
         require_gpu(what)
     except RuntimeError as exc:
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        why = " ".join(str(exc).split())
+        print(f"error: {why.rstrip('.')}; {hint}" if hint else f"error: {why}", file=sys.stderr)
         return True
     return False
 

@@ -1380,13 +1380,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gemm", default="cublas", help="cublas, fused or cublas,fused")
     args = ap.parse_args(argv)
     if not args.cpu:  # before the CPU checks, which the GPU part would otherwise follow
-        from precision.gpu import require_gpu
+        from precision.gpu import exit_without_gpu
 
-        try:
-            require_gpu("python -m precision.gemm.ozaki_cuda_check")
-        except RuntimeError as exc:
-            why = " ".join(str(exc).split()).rstrip(".")
-            print(f"error: {why}; --cpu [--host] runs the CPU checks alone", file=sys.stderr)
+        if exit_without_gpu(
+            "python -m precision.gemm.ozaki_cuda_check", "--cpu [--host] runs the CPU checks alone"
+        ):
             return 2
     report: dict[str, Any] = {}
     t0 = time.time()

@@ -127,12 +127,16 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
         raise
 
 
-def _numbered(path: Path) -> Iterator[Path]:
-    """``path``, then ``<stem>_2<suffix>``, ``_3``, ...: the names tried for a new file."""
+def _numbered(path: Path, suffix: str | None = None) -> Iterator[Path]:
+    """``path``, then ``<stem>_2<suffix>``, ``_3``, ...: the names tried for a new file.
+    ``suffix=""`` numbers at the end of the whole name (a folder such as ``figures.<UTC>``,
+    whose stamp is no suffix)."""
+    suffix = path.suffix if suffix is None else suffix
+    stem = path.name[: len(path.name) - len(suffix)]
     yield path
     number = 2
     while True:
-        yield path.with_name(f"{path.stem}_{number}{path.suffix}")
+        yield path.with_name(f"{stem}_{number}{suffix}")
         number += 1
 
 
@@ -449,10 +453,7 @@ class ResultsDir:
         into or over another folder); returns the new name. The new name is claimed empty
         first (``mkdir``), then the rename replaces that empty folder in one step. The number
         goes at the end of the name (``figures.S_2``): the stamp is no suffix to keep."""
-        number = 1
-        while True:
-            candidate = dest if number == 1 else dest.with_name(f"{dest.name}_{number}")
-            number += 1
+        for candidate in _numbered(dest, suffix=""):
             try:
                 candidate.mkdir()
             except FileExistsError:
@@ -465,6 +466,7 @@ class ResultsDir:
                 candidate.rmdir()
                 raise StoreError(_describe_os_error(exc, candidate)) from None
             return candidate.name
+        raise AssertionError("unreachable")
 
     def read_provenance(self) -> tuple[list[dict], str | None]:
         """(earlier runs' records, None) or ([], why) if ``provenance.json`` is unreadable."""
