@@ -115,7 +115,26 @@ PROBES: tuple[GenericProbe, ...] = (
     _pick((16, 8, 256), "b1", "b1", "s32", 80, bitop="xor.popc"),
     _pick((16, 8, 256), "b1", "b1", "s32", 80, bitop="and.popc"),
     _pick((8, 8, 128), "b1", "b1", "s32", 75, bitop="xor.popc"),
+    # Recorded later (2026-11-27, :data:`LATER`): the rest of the sm90 model's mma.sync set
+    _pick((16, 8, 32), "e5m2", "e4m3", "f16", 89),
+    _pick((16, 8, 16), "e4m3", "e5m2", "f32", 89),
+    _pick((16, 8, 16), "e5m2", "e4m3", "f32", 89),
+    _pick((16, 8, 16), "e5m2", "e5m2", "f32", 89),
+    _pick((16, 8, 64), "s4", "u4", "s32", 80),
+    _pick((16, 8, 64), "u4", "u4", "s32", 80),
+    _pick((16, 8, 16), "s8", "u8", "s32", 80),
+    _pick((16, 8, 16), "u8", "s8", "s32", 80),
+    _pick((16, 8, 16), "u8", "u8", "s32", 80),
+    _pick((8, 8, 16), "s8", "s8", "s32", 75),
+    _pick((8, 8, 16), "u8", "s8", "s32", 75),
+    _pick((8, 8, 16), "u8", "u8", "s32", 75),
+    _pick((8, 8, 32), "s4", "s4", "s32", 75),
+    _pick((8, 8, 32), "s4", "u4", "s32", 75),
+    _pick((8, 8, 32), "u4", "s4", "s32", 75),
+    _pick((8, 8, 128), "b1", "b1", "s32", 80, bitop="and.popc"),
 )
+#: The probes of :data:`PROBES` first recorded on 2026-11-27 (the first 26 on 2026-11-23).
+LATER: tuple[GenericProbe, ...] = PROBES[26:]
 
 #: Candidates every ptxas refuses (kept so that ``precision capture`` records the refusal):
 #: m16n8k16 with C and D of different types ("dtype must be '.f16' when .ctype is '.f16'").

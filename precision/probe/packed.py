@@ -347,8 +347,16 @@ def check_shapes(path: str | Path, probe: GenericProbe, rec: Recording) -> None:
 # ------------------------------------------------------------------------------ recording
 
 
-def record(out_dir: str | Path, *, seed: int = 1, tiles: int = 800, log=print) -> dict:  # noqa: ANN001
-    """Record every generic probe the attached GPU's assembler accepts into ``out_dir``.
+def record(  # noqa: ANN001 (log)
+    out_dir: str | Path,
+    *,
+    seed: int = 1,
+    tiles: int = 800,
+    only: list[str] | None = None,
+    log=print,
+) -> dict:
+    """Record every generic probe the attached GPU's assembler accepts into ``out_dir`` (only
+    those named in ``only``, if given: recording names such as ``m8n8k16_s32_s8_s8_s32``).
 
     Builds probe/cuda/mma_probes.cu for the attached architecture with nvcc, records the
     ptxas verdict of every candidate (accepted, or its error: refusals are evidence too),
@@ -368,6 +376,9 @@ def record(out_dir: str | Path, *, seed: int = 1, tiles: int = 800, log=print) -
     from precision.probe.generic import PROBES, REFUSED, probe_kernels, ptxas_verdict
     from precision.provenance import collect
 
+    unknown = sorted(set(only or ()) - {p.name for p in PROBES})
+    if unknown:
+        raise ValueError(f"no such probe: {', '.join(unknown)} (see precision.probe.generic)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     dev = cp.cuda.Device()
@@ -387,6 +398,8 @@ def record(out_dir: str | Path, *, seed: int = 1, tiles: int = 800, log=print) -
         module = cp.RawModule(path=str(cubin))
         recorded = {}
         for p in PROBES:
+            if only is not None and p.name not in only:
+                continue
             if p.min_sm > sm or verdicts[p.name] is not None:
                 log(f"  {p.name}: not run on sm_{sm} ({verdicts[p.name] or 'guarded out'})")
                 continue
@@ -504,11 +517,12 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("out")
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--tiles", type=int, default=800)
+    r.add_argument("--only", nargs="+", metavar="NAME", help="record only these probes")
     v = sub.add_parser("verify", help="replay recordings through the emulator (CPU)")
     v.add_argument("dir")
     args = ap.parse_args(argv)
     if args.cmd == "record":
-        record(args.out, seed=args.seed, tiles=args.tiles)
+        record(args.out, seed=args.seed, tiles=args.tiles, only=args.only)
         return 0
     try:
         table = verify(args.dir)

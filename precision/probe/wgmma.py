@@ -31,6 +31,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -371,6 +372,8 @@ EXTRA: dict[str, Extra] = {
     "f16_f16": Extra("wgmma_f16_f16", "fp16", "fp16", "fp16", 16, "f16_f16"),
     "e4m3_f16": Extra("wgmma_e4m3_f16", "e4m3", "e4m3", "fp16", 32),
     "e5m2_f16": Extra("wgmma_e5m2_f16", "e5m2", "e5m2", "fp16", 32),
+    "e4m3e5m2_f16": Extra("wgmma_e4m3e5m2_f16", "e4m3", "e5m2", "fp16", 32),
+    "e5m2e4m3_f16": Extra("wgmma_e5m2e4m3_f16", "e5m2", "e4m3", "fp16", 32),
     "e4m3e5m2_f32": Extra("wgmma_e4m3e5m2_f32", "e4m3", "e5m2", "fp32", 32),
     "e5m2e4m3_f32": Extra("wgmma_e5m2e4m3_f32", "e5m2", "e4m3", "fp32", 32),
     "s8_s32": Extra("wgmma_s8_s32", "int8", "int8", "int32", 32, "s8_s32"),
@@ -578,13 +581,17 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("record", help="record wgmma and mma.sync on the attached sm_90 GPU")
     r.add_argument("out_dir")
     r.add_argument("--extra", action="store_true", help="record the extras (EXTRA) instead")
+    r.add_argument("--only", nargs="+", metavar="NAME", help="with --extra: only these extras")
     c = sub.add_parser("compare", help="match rates of the recordings under DIR (CPU)")
     c.add_argument("dir")
     args = p.parse_args(argv)
     if args.cmd == "record":
         if exit_without_gpu("python -m precision.probe.wgmma record"):
             return 2
-        record_extra(args.out_dir) if args.extra else record(args.out_dir)
+        if args.only and (not args.extra or set(args.only) - set(EXTRA)):
+            print(f"error: --only takes extras with --extra: {', '.join(EXTRA)}", file=sys.stderr)
+            return 2
+        record_extra(args.out_dir, args.only) if args.extra else record(args.out_dir)
         return 0
     rows = compare_dir_or_error(
         Path(args.dir),

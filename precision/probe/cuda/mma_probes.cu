@@ -692,3 +692,419 @@ extern "C" __global__ void probe_m8n8k128_s32_b1_b1_s32_xorpopc(const uint32_t* 
     }
 }
 #endif
+
+// mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16  (sm_89+)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890
+extern "C" __global__ void probe_m16n8k32_f16_e5m2_e4m3_f16(const uint32_t* __restrict__ A,
+        const uint32_t* __restrict__ B, const uint32_t* __restrict__ C,
+        uint32_t* __restrict__ D, long long T, int nchain) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    const long long first = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    for (long long tile = first; tile < T; tile += warps) {
+        uint32_t d[2];
+        for (int i = 0; i < 2; ++i) d[i] = C[(tile * 32 + lane) * 2 + i];
+        for (int s = 0; s < nchain; ++s) {
+            const long long at = (tile * nchain + s) * 32 + lane;
+            uint32_t a[4];
+            uint32_t b[2];
+            for (int i = 0; i < 4; ++i) a[i] = A[(at) * 4 + i];
+            for (int i = 0; i < 2; ++i) b[i] = B[(at) * 2 + i];
+            asm volatile("mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%0,%1};\n"
+                         : "+r"(d[0]), "+r"(d[1])
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+        }
+        for (int i = 0; i < 2; ++i) D[(tile * 32 + lane) * 2 + i] = d[i];
+    }
+}
+#endif
+
+// mma.sync.aligned.m16n8k16.row.col.f32.e4m3.e5m2.f32  (sm_89+)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890
+extern "C" __global__ void probe_m16n8k16_f32_e4m3_e5m2_f32(const uint32_t* __restrict__ A,
+        const uint32_t* __restrict__ B, const uint32_t* __restrict__ C,
+        uint32_t* __restrict__ D, long long T, int nchain) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    const long long first = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    for (long long tile = first; tile < T; tile += warps) {
+        uint32_t d[4];
+        for (int i = 0; i < 4; ++i) d[i] = C[(tile * 32 + lane) * 4 + i];
+        for (int s = 0; s < nchain; ++s) {
+            const long long at = (tile * nchain + s) * 32 + lane;
+            uint32_t a[2];
+            uint32_t b[1];
+            for (int i = 0; i < 2; ++i) a[i] = A[(at) * 2 + i];
+            for (int i = 0; i < 1; ++i) b[i] = B[(at) * 1 + i];
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.e4m3.e5m2.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                         : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+        }
+        for (int i = 0; i < 4; ++i) D[(tile * 32 + lane) * 4 + i] = d[i];
+    }
+}
+#endif
+
+// mma.sync.aligned.m16n8k16.row.col.f32.e5m2.e4m3.f32  (sm_89+)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890
+extern "C" __global__ void probe_m16n8k16_f32_e5m2_e4m3_f32(const uint32_t* __restrict__ A,
+        const uint32_t* __restrict__ B, const uint32_t* __restrict__ C,
+        uint32_t* __restrict__ D, long long T, int nchain) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    const long long first = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    for (long long tile = first; tile < T; tile += warps) {
+        uint32_t d[4];
+        for (int i = 0; i < 4; ++i) d[i] = C[(tile * 32 + lane) * 4 + i];
+        for (int s = 0; s < nchain; ++s) {
+            const long long at = (tile * nchain + s) * 32 + lane;
+            uint32_t a[2];
+            uint32_t b[1];
+            for (int i = 0; i < 2; ++i) a[i] = A[(at) * 2 + i];
+            for (int i = 0; i < 1; ++i) b[i] = B[(at) * 1 + i];
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.e5m2.e4m3.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                         : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+        }
+        for (int i = 0; i < 4; ++i) D[(tile * 32 + lane) * 4 + i] = d[i];
+    }
+}
+#endif
+
+// mma.sync.aligned.m16n8k16.row.col.f32.e5m2.e5m2.f32  (sm_89+)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890
+extern "C" __global__ void probe_m16n8k16_f32_e5m2_e5m2_f32(const uint32_t* __restrict__ A,
+        const uint32_t* __restrict__ B, const uint32_t* __restrict__ C,
+        uint32_t* __restrict__ D, long long T, int nchain) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    const long long first = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    for (long long tile = first; tile < T; tile += warps) {
+        uint32_t d[4];
+        for (int i = 0; i < 4; ++i) d[i] = C[(tile * 32 + lane) * 4 + i];
+        for (int s = 0; s < nchain; ++s) {
+            const long long at = (tile * nchain + s) * 32 + lane;
+            uint32_t a[2];
+            uint32_t b[1];
+            for (int i = 0; i < 2; ++i) a[i] = A[(at) * 2 + i];
+            for (int i = 0; i < 1; ++i) b[i] = B[(at) * 1 + i];
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                         : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+        }
+        for (int i = 0; i < 4; ++i) D[(tile * 32 + lane) * 4 + i] = d[i];
+    }
+}
+#endif
+
+// mma.sync.aligned.m16n8k64.row.col.s32.s4.u4.s32  (sm_80+)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+extern "C" __global__ void probe_m16n8k64_s32_s4_u4_s32(const uint32_t* __restrict__ A,
+        const uint32_t* __restrict__ B, const uint32_t* __restrict__ C,
+        uint32_t* __restrict__ D, long long T, int nchain) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    const long long first = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    for (long long tile = first; tile < T; tile += warps) {
+        uint32_t d[4];
+        for (int i = 0; i < 4; ++i) d[i] = C[(tile * 32 + lane) * 4 + i];
+        for (int s = 0; s < nchain; ++s) {
+            const long long at = (tile * nchain + s) * 32 + lane;
+            uint32_t a[4];
+            uint32_t b[2];
+            for (int i = 0; i < 4; ++i) a[i] = A[(at) * 4 + i];
+            for (int i = 0; i < 2; ++i) b[i] = B[(at) * 2 + i];
+            asm volatile("mma.sync.aligned.m16n8k64.row.col.s32.s4.u4.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+        }
+        for (int i = 0; i < 4; ++i) D[(tile * 32 + lane) * 4 + i] = d[i];
+    }
+}
+#endif
+
+// mma.sync.aligned.m16n8k64.row.col.s32.u4.u4.s32  (sm_80+)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+extern "C" __global__ void probe_m16n8k64_s32_u4_u4_s32(const uint32_t* __restrict__ A,
+        const uint32_t* __restrict__ B, const uint32_t* __restrict__ C,
+        uint32_t* __restrict__ D, long long T, int nchain) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    const long long first = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    for (long long tile = first; tile < T; tile += warps) {
+        uint32_t d[4];
+        for (int i = 0; i < 4; ++i) d[i] = C[(tile * 32 + lane) * 4 + i];
+        for (int s = 0; s < nchain; ++s) {
+            const long long at = (tile * nchain + s) * 32 + lane;
+            uint32_t a[4];
+            uint32_t b[2];
+            for (int i = 0; i < 4; ++i) a[i] = A[(at) * 4 + i];
+            for (int i = 0; i < 2; ++i) b[i] = B[(at) * 2 + i];
+            asm volatile("mma.sync.aligned.m16n8k64.row.col.s32.u4.u4.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+        }
+        for (int i = 0; i < 4; ++i) D[(tile * 32 + lane) * 4 + i] = d[i];
+    }
+}
+#endif
+
+// mma.sync.aligned.m16n8k16.row.col.s32.s8.u8.s32  (sm_80+)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+extern "C" __global__ void probe_m16n8k16_s32_s8_u8_s32(const uint32_t* __restrict__ A,
+        const uint32_t* __restrict__ B, const uint32_t* __restrict__ C,
+        uint32_t* __restrict__ D, long long T, int nchain) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    const long long first = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    for (long long tile = first; tile < T; tile += warps) {
+        uint32_t d[4];
+        for (int i = 0; i < 4; ++i) d[i] = C[(tile * 32 + lane) * 4 + i];
+        for (int s = 0; s < nchain; ++s) {
+            const long long at = (tile * nchain + s) * 32 + lane;
+            uint32_t a[2];
+            uint32_t b[1];
+            for (int i = 0; i < 2; ++i) a[i] = A[(at) * 2 + i];
+            for (int i = 0; i < 1; ++i) b[i] = B[(at) * 1 + i];
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.u8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                         : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+        }
+        for (int i = 0; i < 4; ++i) D[(tile * 32 + lane) * 4 + i] = d[i];
+    }
+}
+#endif
+
+// mma.sync.aligned.m16n8k16.row.col.s32.u8.s8.s32  (sm_80+)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+extern "C" __global__ void probe_m16n8k16_s32_u8_s8_s32(const uint32_t* __restrict__ A,
+        const uint32_t* __restrict__ B, const uint32_t* __restrict__ C,
+        uint32_t* __restrict__ D, long long T, int nchain) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    const long long first = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    for (long long tile = first; tile < T; tile += warps) {
+        uint32_t d[4];
+        for (int i = 0; i < 4; ++i) d[i] = C[(tile * 32 + lane) * 4 + i];
+        for (int s = 0; s < nchain; ++s) {
+            const long long at = (tile * nchain + s) * 32 + lane;
+            uint32_t a[2];
+            uint32_t b[1];
+            for (int i = 0; i < 2; ++i) a[i] = A[(at) * 2 + i];
+            for (int i = 0; i < 1; ++i) b[i] = B[(at) * 1 + i];
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                         : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+        }
+        for (int i = 0; i < 4; ++i) D[(tile * 32 + lane) * 4 + i] = d[i];
+    }
+}
+#endif
+
+// mma.sync.aligned.m16n8k16.row.col.s32.u8.u8.s32  (sm_80+)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+extern "C" __global__ void probe_m16n8k16_s32_u8_u8_s32(const uint32_t* __restrict__ A,
+        const uint32_t* __restrict__ B, const uint32_t* __restrict__ C,
+        uint32_t* __restrict__ D, long long T, int nchain) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    const long long first = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    for (long long tile = first; tile < T; tile += warps) {
+        uint32_t d[4];
+        for (int i = 0; i < 4; ++i) d[i] = C[(tile * 32 + lane) * 4 + i];
+        for (int s = 0; s < nchain; ++s) {
+            const long long at = (tile * nchain + s) * 32 + lane;
+            uint32_t a[2];
+            uint32_t b[1];
+            for (int i = 0; i < 2; ++i) a[i] = A[(at) * 2 + i];
+            for (int i = 0; i < 1; ++i) b[i] = B[(at) * 1 + i];
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.u8.u8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                         : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+        }
+        for (int i = 0; i < 4; ++i) D[(tile * 32 + lane) * 4 + i] = d[i];
+    }
+}
+#endif
+
+// mma.sync.aligned.m8n8k16.row.col.s32.s8.s8.s32  (sm_75+)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 750
+extern "C" __global__ void probe_m8n8k16_s32_s8_s8_s32(const uint32_t* __restrict__ A,
+        const uint32_t* __restrict__ B, const uint32_t* __restrict__ C,
+        uint32_t* __restrict__ D, long long T, int nchain) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    const long long first = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    for (long long tile = first; tile < T; tile += warps) {
+        uint32_t d[2];
+        for (int i = 0; i < 2; ++i) d[i] = C[(tile * 32 + lane) * 2 + i];
+        for (int s = 0; s < nchain; ++s) {
+            const long long at = (tile * nchain + s) * 32 + lane;
+            uint32_t a[1];
+            uint32_t b[1];
+            for (int i = 0; i < 1; ++i) a[i] = A[(at) * 1 + i];
+            for (int i = 0; i < 1; ++i) b[i] = B[(at) * 1 + i];
+            asm volatile("mma.sync.aligned.m8n8k16.row.col.s32.s8.s8.s32 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+                         : "+r"(d[0]), "+r"(d[1])
+                         : "r"(a[0]), "r"(b[0]));
+        }
+        for (int i = 0; i < 2; ++i) D[(tile * 32 + lane) * 2 + i] = d[i];
+    }
+}
+#endif
+
+// mma.sync.aligned.m8n8k16.row.col.s32.u8.s8.s32  (sm_75+)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 750
+extern "C" __global__ void probe_m8n8k16_s32_u8_s8_s32(const uint32_t* __restrict__ A,
+        const uint32_t* __restrict__ B, const uint32_t* __restrict__ C,
+        uint32_t* __restrict__ D, long long T, int nchain) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    const long long first = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    for (long long tile = first; tile < T; tile += warps) {
+        uint32_t d[2];
+        for (int i = 0; i < 2; ++i) d[i] = C[(tile * 32 + lane) * 2 + i];
+        for (int s = 0; s < nchain; ++s) {
+            const long long at = (tile * nchain + s) * 32 + lane;
+            uint32_t a[1];
+            uint32_t b[1];
+            for (int i = 0; i < 1; ++i) a[i] = A[(at) * 1 + i];
+            for (int i = 0; i < 1; ++i) b[i] = B[(at) * 1 + i];
+            asm volatile("mma.sync.aligned.m8n8k16.row.col.s32.u8.s8.s32 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+                         : "+r"(d[0]), "+r"(d[1])
+                         : "r"(a[0]), "r"(b[0]));
+        }
+        for (int i = 0; i < 2; ++i) D[(tile * 32 + lane) * 2 + i] = d[i];
+    }
+}
+#endif
+
+// mma.sync.aligned.m8n8k16.row.col.s32.u8.u8.s32  (sm_75+)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 750
+extern "C" __global__ void probe_m8n8k16_s32_u8_u8_s32(const uint32_t* __restrict__ A,
+        const uint32_t* __restrict__ B, const uint32_t* __restrict__ C,
+        uint32_t* __restrict__ D, long long T, int nchain) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    const long long first = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    for (long long tile = first; tile < T; tile += warps) {
+        uint32_t d[2];
+        for (int i = 0; i < 2; ++i) d[i] = C[(tile * 32 + lane) * 2 + i];
+        for (int s = 0; s < nchain; ++s) {
+            const long long at = (tile * nchain + s) * 32 + lane;
+            uint32_t a[1];
+            uint32_t b[1];
+            for (int i = 0; i < 1; ++i) a[i] = A[(at) * 1 + i];
+            for (int i = 0; i < 1; ++i) b[i] = B[(at) * 1 + i];
+            asm volatile("mma.sync.aligned.m8n8k16.row.col.s32.u8.u8.s32 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+                         : "+r"(d[0]), "+r"(d[1])
+                         : "r"(a[0]), "r"(b[0]));
+        }
+        for (int i = 0; i < 2; ++i) D[(tile * 32 + lane) * 2 + i] = d[i];
+    }
+}
+#endif
+
+// mma.sync.aligned.m8n8k32.row.col.s32.s4.s4.s32  (sm_75+)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 750
+extern "C" __global__ void probe_m8n8k32_s32_s4_s4_s32(const uint32_t* __restrict__ A,
+        const uint32_t* __restrict__ B, const uint32_t* __restrict__ C,
+        uint32_t* __restrict__ D, long long T, int nchain) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    const long long first = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    for (long long tile = first; tile < T; tile += warps) {
+        uint32_t d[2];
+        for (int i = 0; i < 2; ++i) d[i] = C[(tile * 32 + lane) * 2 + i];
+        for (int s = 0; s < nchain; ++s) {
+            const long long at = (tile * nchain + s) * 32 + lane;
+            uint32_t a[1];
+            uint32_t b[1];
+            for (int i = 0; i < 1; ++i) a[i] = A[(at) * 1 + i];
+            for (int i = 0; i < 1; ++i) b[i] = B[(at) * 1 + i];
+            asm volatile("mma.sync.aligned.m8n8k32.row.col.s32.s4.s4.s32 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+                         : "+r"(d[0]), "+r"(d[1])
+                         : "r"(a[0]), "r"(b[0]));
+        }
+        for (int i = 0; i < 2; ++i) D[(tile * 32 + lane) * 2 + i] = d[i];
+    }
+}
+#endif
+
+// mma.sync.aligned.m8n8k32.row.col.s32.s4.u4.s32  (sm_75+)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 750
+extern "C" __global__ void probe_m8n8k32_s32_s4_u4_s32(const uint32_t* __restrict__ A,
+        const uint32_t* __restrict__ B, const uint32_t* __restrict__ C,
+        uint32_t* __restrict__ D, long long T, int nchain) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    const long long first = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    for (long long tile = first; tile < T; tile += warps) {
+        uint32_t d[2];
+        for (int i = 0; i < 2; ++i) d[i] = C[(tile * 32 + lane) * 2 + i];
+        for (int s = 0; s < nchain; ++s) {
+            const long long at = (tile * nchain + s) * 32 + lane;
+            uint32_t a[1];
+            uint32_t b[1];
+            for (int i = 0; i < 1; ++i) a[i] = A[(at) * 1 + i];
+            for (int i = 0; i < 1; ++i) b[i] = B[(at) * 1 + i];
+            asm volatile("mma.sync.aligned.m8n8k32.row.col.s32.s4.u4.s32 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+                         : "+r"(d[0]), "+r"(d[1])
+                         : "r"(a[0]), "r"(b[0]));
+        }
+        for (int i = 0; i < 2; ++i) D[(tile * 32 + lane) * 2 + i] = d[i];
+    }
+}
+#endif
+
+// mma.sync.aligned.m8n8k32.row.col.s32.u4.s4.s32  (sm_75+)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 750
+extern "C" __global__ void probe_m8n8k32_s32_u4_s4_s32(const uint32_t* __restrict__ A,
+        const uint32_t* __restrict__ B, const uint32_t* __restrict__ C,
+        uint32_t* __restrict__ D, long long T, int nchain) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    const long long first = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    for (long long tile = first; tile < T; tile += warps) {
+        uint32_t d[2];
+        for (int i = 0; i < 2; ++i) d[i] = C[(tile * 32 + lane) * 2 + i];
+        for (int s = 0; s < nchain; ++s) {
+            const long long at = (tile * nchain + s) * 32 + lane;
+            uint32_t a[1];
+            uint32_t b[1];
+            for (int i = 0; i < 1; ++i) a[i] = A[(at) * 1 + i];
+            for (int i = 0; i < 1; ++i) b[i] = B[(at) * 1 + i];
+            asm volatile("mma.sync.aligned.m8n8k32.row.col.s32.u4.s4.s32 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+                         : "+r"(d[0]), "+r"(d[1])
+                         : "r"(a[0]), "r"(b[0]));
+        }
+        for (int i = 0; i < 2; ++i) D[(tile * 32 + lane) * 2 + i] = d[i];
+    }
+}
+#endif
+
+// mma.sync.aligned.m8n8k128.row.col.s32.b1.b1.s32.and.popc  (sm_80+)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+extern "C" __global__ void probe_m8n8k128_s32_b1_b1_s32_andpopc(const uint32_t* __restrict__ A,
+        const uint32_t* __restrict__ B, const uint32_t* __restrict__ C,
+        uint32_t* __restrict__ D, long long T, int nchain) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    const long long first = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    for (long long tile = first; tile < T; tile += warps) {
+        uint32_t d[2];
+        for (int i = 0; i < 2; ++i) d[i] = C[(tile * 32 + lane) * 2 + i];
+        for (int s = 0; s < nchain; ++s) {
+            const long long at = (tile * nchain + s) * 32 + lane;
+            uint32_t a[1];
+            uint32_t b[1];
+            for (int i = 0; i < 1; ++i) a[i] = A[(at) * 1 + i];
+            for (int i = 0; i < 1; ++i) b[i] = B[(at) * 1 + i];
+            asm volatile("mma.sync.aligned.m8n8k128.row.col.s32.b1.b1.s32.and.popc {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+                         : "+r"(d[0]), "+r"(d[1])
+                         : "r"(a[0]), "r"(b[0]));
+        }
+        for (int i = 0; i < 2; ++i) D[(tile * 32 + lane) * 2 + i] = d[i];
+    }
+}
+#endif

@@ -147,6 +147,10 @@ PROBE_REGS(wgmma_e4m3_f16, 2,
            WGMMA_R2("wgmma.mma_async.sync.aligned.m64n8k32.f16.e4m3.e4m3", ", 1, 1"), WAIT_R2)
 PROBE_REGS(wgmma_e5m2_f16, 2,
            WGMMA_R2("wgmma.mma_async.sync.aligned.m64n8k32.f16.e5m2.e5m2", ", 1, 1"), WAIT_R2)
+PROBE_REGS(wgmma_e4m3e5m2_f16, 2,
+           WGMMA_R2("wgmma.mma_async.sync.aligned.m64n8k32.f16.e4m3.e5m2", ", 1, 1"), WAIT_R2)
+PROBE_REGS(wgmma_e5m2e4m3_f16, 2,
+           WGMMA_R2("wgmma.mma_async.sync.aligned.m64n8k32.f16.e5m2.e4m3", ", 1, 1"), WAIT_R2)
 PROBE_REGS(wgmma_e4m3e5m2_f32, 4,
            WGMMA_R4("wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e5m2", ", 1, 1"), WAIT_R4)
 PROBE_REGS(wgmma_e5m2e4m3_f32, 4,
