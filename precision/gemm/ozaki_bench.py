@@ -6,7 +6,8 @@
    kernel) vs emulator at n in {16, 100, 257, 1024}, phi in {0, 1, 4}, targets fp64/fp32,
    ``terms="auto"`` and a fixed count (15 / 8), NaN/Inf/subnormals injected in some cases.
    Writes ``DIR/ozaki_identity.csv`` and the small cases (inputs and CUDA outputs) to
-   ``DIR/ozaki_cuda_h200.npz`` for tests/data.
+   ``DIR/ozaki_cuda_h200.npz`` for tests/data, in :mod:`precision.gemm.ozaki_cases`'s format
+   (outputs at n >= 100 as SHA-256 + first rows).
 2. **Errors** at ``--err-sizes`` (default 4096 and 8192) for phi in {0, 0.5, 1, 2, 4}:
    median / max elementwise relative error against :func:`precision.reference.exact_matmul`
    (on the GPU), for DGEMM, SGEMM, the corrected fp16 kernel, cuBLAS's FP64 emulation
@@ -40,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from precision.console import run_main
+from precision.gemm import ozaki_cases
 from precision.gpu import exit_without_gpu
 
 COLUMNS = [
@@ -49,7 +51,8 @@ COLUMNS = [
 
 
 #: The files a run writes into its ``--out`` directory (an earlier run's are never
-#: overwritten: ``main`` refuses a directory holding any of them).
+#: overwritten: ``main`` refuses a directory holding any of them). ``CASES_NPZ``'s format,
+#: reading and comparison: :mod:`precision.gemm.ozaki_cases`.
 BENCH_CSV, IDENTITY_CSV = "ozaki_bench.csv", "ozaki_identity.csv"
 CASES_NPZ, ACCEPTANCE_MD = "ozaki_cuda_h200.npz", "ozaki_acceptance.md"
 OUTPUT_FILES = (BENCH_CSV, IDENTITY_CSV, CASES_NPZ, ACCEPTANCE_MD)
@@ -165,7 +168,7 @@ def identity(out: Path, sizes: list[int]) -> bool:
                                 cases[inp + "_A"], cases[inp + "_B"] = A, B
                                 key = f"case_method-{method}_fmt-{fmt}_n-{n}_phi-{phi:g}"
                                 key += f"_target-{target}_terms-{terms}_specials-{int(special)}"
-                                cases[key + "_D"] = dg
+                                cases.update(ozaki_cases.output_entries(key, dg))
     with open(out / IDENTITY_CSV, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()

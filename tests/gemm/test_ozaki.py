@@ -3,6 +3,7 @@ error bound against the exact reference, special values, odd shapes."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 from pathlib import Path
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from precision.distributions import get_distribution
-from precision.gemm import gemm
+from precision.gemm import gemm, ozaki_cases
 from precision.gemm.ozaki import (
     INT8_KMAX,
     MODULI,
@@ -397,36 +398,96 @@ def test_int8_is_the_default_format_of_both_schemes() -> None:
 # --------------------------------------------------------------------- recorded GPU outputs
 
 RECORDED = Path(__file__).resolve().parents[1] / "data" / "ozaki" / "ozaki_cuda_h200.npz"
+#: Cases in RECORDED (tests/data/ozaki/README.md): 72 at n = 16 (whole outputs), 36 at n = 100
+#: and 6 at n = 257 (SHA-256 + first rows).
+RECORDED_CASES = {16: 72, 100: 36, 257: 6}
 
 
 def _recorded_cases() -> list[str]:
     if not RECORDED.exists():
         return []
     with np.load(RECORDED) as z:
-        return sorted(k[: -len("_D")] for k in z.files if k.endswith("_D"))
+        return ozaki_cases.case_names(z)
+
+
+def _n(case: str) -> int:
+    return int(case.split("_n-")[1].split("_")[0])
 
 
 @pytest.mark.parametrize("case", _recorded_cases())
 def test_emulator_matches_recorded_cuda_outputs(case: str) -> None:
     """The H200's ozaki1 / ozaki2 outputs (``precision.gemm.ozaki_bench``, tests/data/ozaki)
-    replayed bit for bit by the CPU emulator, specials included."""
-    parts = dict(p.split("-", 1) for p in case.split("_")[1:] if "-" in p)
-    inputs = f"in_n-{parts['n']}_phi-{parts['phi']}_specials-{parts['specials']}"
-    with np.load(RECORDED) as z:
-        A, B, want = z[inputs + "_A"], z[inputs + "_B"], z[case + "_D"]
-    terms: int | str = parts["terms"] if parts["terms"] == "auto" else int(parts["terms"])
-    method, fmt = parts.get("method", "ozaki2"), parts.get("fmt", "int8")
-    got = gemm(A, B, method=method, fmt=fmt, target=parts["target"], terms=terms)
-    u = f"u{want.itemsize}"
-    diff = np.argwhere(got.view(u) != want.view(u))
-    assert diff.size == 0, f"{case}: {len(diff)} elements differ, first {tuple(diff[0])}"
+    replayed bit for bit by the CPU emulator, specials included: the whole output, directly
+    (n = 16) or through its SHA-256 (n >= 100, :func:`ozaki_cases.compare_output`)."""
+    c = ozaki_cases.load_case(RECORDED, case)
+    assert isinstance(c.output, ozaki_cases.HashedOutput) == (_n(case) >= 100)
+    got = gemm(c.A, c.B, method=c.method, fmt=c.fmt, target=c.target, terms=c.terms)
+    result = ozaki_cases.compare_output(got, c.output)
+    assert result == ozaki_cases.IDENTICAL, f"{case}: {result}"
 
 
 def test_recorded_cases_exist() -> None:
     cases = _recorded_cases()
+    assert len(cases) == sum(RECORDED_CASES.values()) == 114, f"cases in {RECORDED}"
+    assert {n: sum(_n(c) == n for c in cases) for n in RECORDED_CASES} == RECORDED_CASES
     for method, fmt in CASES:
         mine = [c for c in cases if f"method-{method}_fmt-{fmt}_" in c]
         assert len(mine) >= 10, f"expected recorded H200 {method}/{fmt} cases in {RECORDED}"
+
+
+def _flip_bit(x: np.ndarray, index: tuple[int, int]) -> np.ndarray:
+    y = x.copy()
+    y.view(f"u{y.itemsize}")[index] ^= 1
+    return y
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "case_method-ozaki2_fmt-int8_n-16_phi-1_target-fp64_terms-auto_specials-1",
+        "case_method-ozaki1_fmt-fp16_n-257_phi-1_target-fp32_terms-auto_specials-1",
+    ],
+)
+def test_recorded_output_check_can_fail(case: str) -> None:
+    """One flipped bit of the emulator's output (in a stored row, outside them, in the last
+    element) or of the stored hash, a wrong dtype or shape: each is reported, with where."""
+    c = ozaki_cases.load_case(RECORDED, case)
+    got = gemm(c.A, c.B, method=c.method, fmt=c.fmt, target=c.target, terms=c.terms)
+    assert ozaki_cases.compare_output(got, c.output) == ozaki_cases.IDENTICAL
+    n = got.shape[0]
+    for index in ((1, 7), (n // 2, 3), (n - 1, n - 1)):
+        msg = ozaki_cases.compare_output(_flip_bit(got, index), c.output)
+        if isinstance(c.output, ozaki_cases.HashedOutput) and index[0] >= 2:
+            assert msg.startswith("hash differs outside the stored rows"), msg
+        else:
+            assert msg.startswith("1 ") and f"first at {index}" in msg, msg
+    wrong = np.float32 if got.dtype == np.float64 else np.float64
+    assert ozaki_cases.compare_output(got.astype(wrong), c.output).startswith("dtype")
+    assert ozaki_cases.compare_output(got[:-1], c.output).startswith("shape")
+    if isinstance(c.output, ozaki_cases.HashedOutput):
+        sha = c.output.sha256
+        bad = dataclasses.replace(c.output, sha256=f"{int(sha[0], 16) ^ 1:x}{sha[1:]}")
+        assert ozaki_cases.compare_output(got, bad).startswith("hash differs outside"), case
+
+
+def test_recorded_output_entries_round_trip(tmp_path: Path) -> None:
+    """The bench's writer (:func:`ozaki_cases.output_entries`): n < 100 whole, n >= 100 as
+    hash + first rows; read back and compared as written."""
+    rng = np.random.default_rng(3)
+    entries: dict[str, np.ndarray] = {}
+    sizes = ((16, np.float64), (99, np.float32), (100, np.float64), (257, np.float32))
+    outputs = {f"case_n-{n}": rng.standard_normal((n, n)).astype(dt) for n, dt in sizes}
+    for case, D in outputs.items():
+        entries.update(ozaki_cases.output_entries(case, D))
+    assert "case_n-99_D" in entries and "case_n-100_D" not in entries
+    assert entries["case_n-257_D_rows"].shape == (ozaki_cases.STORED_ROWS, 257)
+    np.savez_compressed(tmp_path / "r.npz", **entries)
+    with np.load(tmp_path / "r.npz") as z:
+        assert ozaki_cases.case_names(z) == sorted(outputs)
+        for case, D in outputs.items():
+            out = ozaki_cases.read_output(z, case)
+            assert isinstance(out, ozaki_cases.HashedOutput) == (D.shape[0] >= 100)
+            assert ozaki_cases.compare_output(D, out) == ozaki_cases.IDENTICAL
 
 
 @pytest.mark.gpu
