@@ -16,8 +16,9 @@ mma.sync; fp8 one block of 32 products, F = 13, e_zero = -133, output RZ to e8m1
     python3 -m precision.probe.wgmma record OUT_DIR --extra   # extras (see EXTRA) on sm_90
     python -m precision.probe.wgmma compare tests/data/sm90_wgmma
 
-Extras (``--extra``, :data:`EXTRA`): f16 accumulators (.f16.f16.f16, .f16.e4m3.e4m3,
-.f16.e5m2.e5m2), mixed fp8 with f32 accumulate (.f32.e4m3.e5m2, .f32.e5m2.e4m3) and 8-bit
+Extras (``--extra``, :data:`EXTRA`; ``--only NAME ...`` for some): f16 accumulators
+(.f16.f16.f16, .f16.e4m3.e4m3, .f16.e5m2.e5m2, mixed .f16.e4m3.e5m2, .f16.e5m2.e4m3), mixed fp8
+with f32 accumulate (.f32.e4m3.e5m2, .f32.e5m2.e4m3) and 8-bit
 integers (.s32.s8.s8, .s32.u8.u8), >= 100,000 outputs each, compared by ``compare`` against
 ``precision.mma(op="wgmma")``, ``op="mma"`` and (f16 -> f16, s8) the hardware mma.sync run on
 the same inputs; integers against exact arithmetic.

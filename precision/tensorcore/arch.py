@@ -301,8 +301,8 @@ _SM90_MMA2 = "tests/data/sm90_mma"
 _PUB = "tests/data/published"
 
 #: The recordings in tests/data/sm90_mma (one per probe of precision.probe.generic), by file
-#: stem. Only these instructions of the sm_90 ``mma.sync`` families beyond tests/data/sm90 are
-#: recorded; the evidence of every other pairing or shape says "not recorded".
+#: stem: since 2026-11-27 every instruction of the sm_90 ``mma.sync`` families beyond
+#: tests/data/sm90. An instruction left out would get evidence saying "not recorded".
 _SM90_MMA_RECORDED = frozenset(
     {
         "m16n8k16_f32_f16_f16_f32",
@@ -331,6 +331,24 @@ _SM90_MMA_RECORDED = frozenset(
         "m16n8k256_s32_b1_b1_s32_xorpopc",
         "m16n8k256_s32_b1_b1_s32_andpopc",
         "m8n8k128_s32_b1_b1_s32_xorpopc",
+        # recorded 2026-11-27 (manifest.json "later_runs"; 25,600 outputs each for fp8,
+        # 12,800 for the integer and b1 ones)
+        "m16n8k32_f16_e5m2_e4m3_f16",
+        "m16n8k16_f32_e4m3_e5m2_f32",
+        "m16n8k16_f32_e5m2_e4m3_f32",
+        "m16n8k16_f32_e5m2_e5m2_f32",
+        "m16n8k64_s32_s4_u4_s32",
+        "m16n8k64_s32_u4_u4_s32",
+        "m16n8k16_s32_s8_u8_s32",
+        "m16n8k16_s32_u8_s8_s32",
+        "m16n8k16_s32_u8_u8_s32",
+        "m8n8k16_s32_s8_s8_s32",
+        "m8n8k16_s32_u8_s8_s32",
+        "m8n8k16_s32_u8_u8_s32",
+        "m8n8k32_s32_s4_s4_s32",
+        "m8n8k32_s32_s4_u4_s32",
+        "m8n8k32_s32_u4_s4_s32",
+        "m8n8k128_s32_b1_b1_s32_andpopc",
     }
 )
 
@@ -471,6 +489,10 @@ def _sm90_wmma() -> list[Instruction]:
     ]
 
 
+#: Format names in the file names of tests/data/sm90_wgmma_extra (precision.probe.wgmma.EXTRA).
+_WGMMA_EXTRA_NAME = {"fp16": "f16", "int8": "s8", "uint8": "u8", "int32": "s32", "fp32": "f32"}
+
+
 def _sm90_wgmma_extra() -> list[Instruction]:
     """wgmma.mma_async with an f16 accumulator, and s8 (issue 15), as hypotheses to record.
 
@@ -478,15 +500,20 @@ def _sm90_wgmma_extra() -> list[Instruction]:
     RNE to fp16). fp8 inputs, f16 accumulator: the recorded fp32 QGMMA block (32 products,
     F = 13) rounded to nearest-even fp16 with the f16 zero anchor -21. s8 and u8: exact,
     wrapping modulo 2^32. Recorded on the H200 (precision/probe/wgmma.py ``--extra``,
-    tests/data/sm90_wgmma_extra, 104,320 outputs each): f16 -> f16, e4m3/e5m2 -> f16, s8 and
-    u8 match every output bit for bit; mixed fp8 pairs into f16 are not recorded.
+    tests/data/sm90_wgmma_extra, 104,320 outputs each): f16 -> f16, every fp8 pairing -> f16
+    (the mixed ones recorded 2026-11-27, each operand decoded in its own format), s8 and u8
+    match every output bit for bit.
     """
-    ev = "H200 wgmma recording tests/data/sm90_wgmma_extra ({}): 100 % bit for bit"
+    ev = "H200 wgmma recording tests/data/sm90_wgmma_extra/{}: 100 % bit for bit ({})"
 
     def make(k, a, b, acc, block, fb, ez, rnd, why) -> Instruction:
         shape = (64, 8, k)
         ptx = _wgmma_ptx(shape, a, b, acc)
-        e = ev.format(why) if a == b else f"not recorded; assumed as {a} x {a} ({why})"
+        file = f"wgmma_{_WGMMA_EXTRA_NAME.get(a, a)}"
+        file += ("" if a == b else _WGMMA_EXTRA_NAME.get(b, b)) + f"_{_WGMMA_EXTRA_NAME[acc]}.npz"
+        if a != b:
+            why += ", each operand decoded in its own format"
+        e = ev.format(file, why)
         return Instruction(ptx, "wgmma", shape, a, b, acc, block, fb, ez, rnd, "chain", e)
 
     ins = [make(16, "fp16", "fp16", "fp16", 16, 25, -21, "rne", "as mma.sync f16 -> f16")]

@@ -5,7 +5,7 @@ through the GPU engine. This file does the same for every other recording whose 
 the engine runs:
 - the fragment-packed ``mma.sync`` families of the H200 (tests/data/sm90_mma);
 - its ``wgmma`` recordings (tests/data/sm90_wgmma, and tests/data/sm90_wgmma_extra: f16
-  accumulators, mixed fp8, s8 and u8);
+  accumulators (mixed fp8 too), mixed fp8, s8 and u8);
 - the published outputs of V100 … B200 (tests/data/published), each through that GPU's
   architecture model.
 
@@ -48,9 +48,9 @@ PUBLISHED = [
 
 def test_which_recordings_the_gpu_engine_replays():
     """Runs on the CPU: the sets the GPU tests below cover."""
-    assert len(PACKED) == len(PROBES) == 26  # every packed family, f64 included
+    assert len(PACKED) == len(PROBES) == 42  # every packed family, f64 included
     assert WGMMA == ["f16_f32", "bf16_f32", "tf32_f32", "e4m3_f32", "e5m2_f32"]
-    assert len(WGMMA_EXTRA) == 7
+    assert len(WGMMA_EXTRA) == 9
     assert len(PUBLISHED) == len(pb.RECIPES) == 48
 
 
@@ -59,7 +59,7 @@ def test_which_recordings_the_gpu_engine_replays():
 def test_packed_sm90_recording_on_the_gpu_engine(probe):
     rec = packed.load(DATA / "sm90_mma" / f"{probe.name}.npz")
     ok = packed.matches(probe, rec, packed.emulate(probe, rec, device="gpu"))
-    assert ok.size >= 50_000
+    assert ok.size >= 12_800  # 51,200 (2026-11-23); 25,600 or 12,800 (2026-11-27, LATER)
     per = ok.reshape(ok.shape[0], -1)
     bad = {k: int((~per[rec.kind == i]).sum()) for i, k in enumerate(rec.kinds)}
     assert not any(bad.values()), bad

@@ -14,17 +14,25 @@ from pathlib import Path
 import pytest
 
 from precision.probe import packed
-from precision.probe.generic import PROBES
+from precision.probe.generic import LATER, PROBES
 
 DATA = Path(__file__).parents[1] / "data" / "sm90_mma"
 
 
+MANIFEST = json.loads((DATA / "manifest.json").read_text())
+
+
 def test_manifest_covers_every_probe_on_an_h200():
-    man = json.loads((DATA / "manifest.json").read_text())
+    man = MANIFEST
     assert man["gpu"] == "NVIDIA H200" and man["compute_capability"] == 90
     assert set(man["instructions"]) == {p.name for p in PROBES}
     refused = {k for k, v in man["ptxas_verdicts"].items() if v != "accepted"}
     assert refused == {"m16n8k16_f32_f16_f16_f16", "m16n8k16_f16_f16_f16_f32"}
+    # the probes of LATER come from the second run, on an H200 too
+    later = {n for n, e in man["instructions"].items() if "run" in e}
+    assert later == {p.name for p in LATER}
+    for run in man["later_runs"]:
+        assert run["gpu"] == "NVIDIA H200" and run["provenance"]["git_commit"]
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.name)
@@ -32,7 +40,11 @@ def test_recording_matches_the_sm90_model(probe):
     rec = packed.load(DATA / f"{probe.name}.npz")
     assert rec.ptx == probe.ptx
     ok = packed.matches(probe, rec, packed.emulate(probe, rec))
-    assert ok.size >= 50_000
+    # 51,200 outputs each (first run); 25,600 (fp8) or 12,800 (integer, b1) for LATER
+    assert ok.size == MANIFEST["instructions"][probe.name]["outputs"]
+    assert ok.size >= (
+        50_000 if probe not in LATER else 25_600 if probe.instruction.acc_fmt != "int32" else 12_800
+    )
     per = ok.reshape(ok.shape[0], -1)
     bad = {k: int((~per[rec.kind == i]).sum()) for i, k in enumerate(rec.kinds)}
     assert not any(bad.values()), bad

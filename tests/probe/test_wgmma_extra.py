@@ -95,11 +95,21 @@ def test_recorded_extras_passed_the_layout_check(recorded):
 
 
 @pytest.mark.parametrize(
-    "name", ["f16_f16", "e4m3_f16", "e5m2_f16", "e4m3e5m2_f32", "e5m2e4m3_f32"]
+    "name",
+    [
+        "f16_f16",
+        "e4m3_f16",
+        "e5m2_f16",
+        "e4m3e5m2_f16",
+        "e5m2e4m3_f16",
+        "e4m3e5m2_f32",
+        "e5m2e4m3_f32",
+    ],
 )
 def test_recorded_float_wgmma_extra_matches_the_sm90_wgmma_data(recorded, name):
     """f16 -> f16 as mma.sync (blocks of 16, RNE fp16); fp8 -> f16 as the fp8 wgmma block (32
-    products, F = 13) rounded once to nearest fp16; mixed fp8 -> f32 as same-format fp8 wgmma
-    with each operand decoded in its own format: every recorded output, bit for bit."""
+    products, F = 13) rounded once to nearest fp16; mixed fp8 -> f32 and -> f16 as
+    same-format fp8 wgmma with each operand decoded in its own format (the mixed -> f16 pair
+    recorded 2026-11-27): every recorded output, bit for bit."""
     eq, n = recorded[name]["precision.mma(op='wgmma')"]["all"]
     assert n >= 100_000 and eq == n, recorded[name]

@@ -183,8 +183,8 @@ def test_every_instruction_is_run():
     ids = [f"{_id(case)}-{kind}" for case, kind in RUNS]
     assert len(set(ids)) == len(ids)  # no two runs collapse into one test id
     assert {_id(c) for c, _ in RUNS} == {_id(c) for c in INSTRUCTIONS + EXACT_UNRECORDED}
-    # sm90: integer pairings/shapes not recorded; sm100: s8 (12 + 1)
-    assert [a for a, _ in EXACT_UNRECORDED].count("sm90") == 12
+    # sm90: every integer pairing/shape is recorded since 2026-11-27; sm100: s8 (0 + 1)
+    assert [a for a, _ in EXACT_UNRECORDED].count("sm90") == 0
     assert [a for a, _ in EXACT_UNRECORDED].count("sm100") == 1
 
 
@@ -319,10 +319,7 @@ def test_evidence_paths_exist_and_cover_every_recording():
         for d in ("sm90", "sm90_mma", "sm90_wgmma", "sm90_wgmma_extra")
         for p in (REPO / "tests/data" / d).glob("*.npz")
     }
-    assert recorded - named == {
-        REPO / "tests/data/sm90_wgmma_extra" / f"wgmma_{n}.npz"
-        for n in ("f16_f16", "e4m3_f16", "e5m2_f16", "s8_s32", "u8_s32")
-    }  # these five are named by folder ("tests/data/sm90_wgmma_extra (...)"), as sm90_wmma
+    assert recorded - named == set()
 
 
 def test_sm90_mma_recorded_set_is_the_probe_table():
