@@ -20,12 +20,13 @@ CUDA output D (n x n, float64 or float32) is stored
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from precision.gemm.record import array_sha256
 
 #: Outputs of cases with n >= this are stored as hash + first rows (see the module doc).
 HASHED_FROM_N = 100
@@ -38,7 +39,7 @@ _WHOLE = "_D"
 _SHA, _DTYPE, _SHAPE, _ROWS = "_D_sha256", "_D_dtype", "_D_shape", "_D_rows"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # (holds arrays: compare with compare_output)
 class HashedOutput:
     """A compact record of one CUDA output D: the SHA-256 (hex) of D's C-order bytes in dtype
     ``dtype`` (a ``numpy.dtype.str`` such as ``<f8``), D's shape, and ``rows`` = ``D[:k]``
@@ -55,8 +56,9 @@ Recorded = np.ndarray | HashedOutput
 
 
 def output_sha256(D: np.ndarray) -> str:
-    """Hex SHA-256 of D's bytes in C order, in D's own dtype (byte order included)."""
-    return hashlib.sha256(np.ascontiguousarray(D).tobytes()).hexdigest()
+    """Hex SHA-256 of D's bytes in C order, in D's own dtype (byte order included): the
+    digest the GEMM kernel recordings use too (:func:`precision.gemm.record.array_sha256`)."""
+    return array_sha256(D)
 
 
 def compact(D: np.ndarray) -> HashedOutput:
@@ -97,7 +99,7 @@ def read_output(z: Any, case: str) -> Recorded:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # (holds arrays: compare with compare_output)
 class RecordedCase:
     """One recorded case: how to run it, its inputs, and its recorded CUDA output."""
 

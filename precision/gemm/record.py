@@ -73,7 +73,8 @@ def kernel_inputs(A: np.ndarray, B: np.ndarray, s: Schedule) -> tuple[np.ndarray
     return A, B
 
 
-def _sha(x: np.ndarray) -> str:
+def array_sha256(x: np.ndarray) -> str:
+    """Hex SHA-256 of ``x``'s bytes in C order, in its own dtype (byte order included)."""
     return hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest()
 
 
@@ -105,8 +106,8 @@ def record(path: str, sizes_full: list[int], sizes_hashed: list[int]) -> int:
                 data[f"{key}/A"] = A.view(np.uint32)
                 data[f"{key}/B"] = B.view(np.uint32)
             else:
-                data[f"{key}/sha_A"] = np.array(_sha(A))
-                data[f"{key}/sha_B"] = np.array(_sha(B))
+                data[f"{key}/sha_A"] = np.array(array_sha256(A))
+                data[f"{key}/sha_B"] = np.array(array_sha256(B))
             for s in all_schedules():
                 Ak, Bk = kernel_inputs(A, B, s)
                 D = np.asarray(cuda_gemm(Ak, Bk, s).get(), dtype=np.float32)
@@ -114,7 +115,7 @@ def record(path: str, sizes_full: list[int], sizes_hashed: list[int]) -> int:
                 if full:
                     data[f"{kk}/D"] = D.view(np.uint32)
                 else:
-                    data[f"{kk}/sha_D"] = np.array(_sha(D))
+                    data[f"{kk}/sha_D"] = np.array(array_sha256(D))
                     data[f"{kk}/rows"] = D[sample_rows(n)].view(np.uint32)
                 count += 1
     np.savez_compressed(path, **data)
@@ -226,7 +227,7 @@ def iter_verify(
                     )
                 A, B = case_inputs(size, label)
                 sha_a, sha_b = _array(data, f"{key}/sha_A"), _array(data, f"{key}/sha_B")
-                if _sha(A) != str(sha_a) or _sha(B) != str(sha_b):
+                if array_sha256(A) != str(sha_a) or array_sha256(B) != str(sha_b):
                     raise RuntimeError(f"{key}: regenerated inputs differ from the recorded hashes")
             inputs[key] = (A, B)
         A, B = inputs[key]
@@ -246,7 +247,7 @@ def iter_verify(
                 checked = "rows"
             else:
                 D = run_schedule(*kernel_inputs(A, B, s), s)
-                same = _sha(D) == digest
+                same = array_sha256(D) == digest
                 row_mism = int(np.count_nonzero(D[rows].view(np.uint32) != recorded_rows))
                 # the stored rows are checked even when the hash matches (a recording whose
                 # rows contradict its hash is reported, not trusted)

@@ -79,10 +79,8 @@ def _pick(shape, a, b, acc, min_sm, *, satfinite=False, bitop=None) -> GenericPr
     return GenericProbe(ins, min_sm, satfinite)
 
 
-#: The probed set: every sm90 ``mma.sync`` instruction beyond the families recorded with the
-#: hand-written probes (tests/data/sm90), plus m16n8k16 f16 -> f32 again as a check that this
-#: kernel path reproduces the numerics recorded there.
-PROBES: tuple[GenericProbe, ...] = (
+#: The probes recorded on 2026-11-23 (the top level of tests/data/sm90_mma/manifest.json).
+FIRST: tuple[GenericProbe, ...] = (
     # 16-bit floats and tf32, other shapes
     _pick((16, 8, 16), "f16", "f16", "f32", 80),
     _pick((16, 8, 8), "f16", "f16", "f32", 75),
@@ -115,7 +113,10 @@ PROBES: tuple[GenericProbe, ...] = (
     _pick((16, 8, 256), "b1", "b1", "s32", 80, bitop="xor.popc"),
     _pick((16, 8, 256), "b1", "b1", "s32", 80, bitop="and.popc"),
     _pick((8, 8, 128), "b1", "b1", "s32", 75, bitop="xor.popc"),
-    # Recorded later (2026-11-27, :data:`LATER`): the rest of the sm90 model's mma.sync set
+)
+#: The probes first recorded on 2026-11-27 (``later_runs`` of that manifest): the rest of the
+#: sm90 model's ``mma.sync`` set.
+LATER: tuple[GenericProbe, ...] = (
     _pick((16, 8, 32), "e5m2", "e4m3", "f16", 89),
     _pick((16, 8, 16), "e4m3", "e5m2", "f32", 89),
     _pick((16, 8, 16), "e5m2", "e4m3", "f32", 89),
@@ -133,8 +134,10 @@ PROBES: tuple[GenericProbe, ...] = (
     _pick((8, 8, 32), "u4", "s4", "s32", 75),
     _pick((8, 8, 128), "b1", "b1", "s32", 80, bitop="and.popc"),
 )
-#: The probes of :data:`PROBES` first recorded on 2026-11-27 (the first 26 on 2026-11-23).
-LATER: tuple[GenericProbe, ...] = PROBES[26:]
+#: The probed set: every sm90 ``mma.sync`` instruction beyond the families recorded with the
+#: hand-written probes (tests/data/sm90), plus m16n8k16 f16 -> f32 again as a check that this
+#: kernel path reproduces the numerics recorded there.
+PROBES: tuple[GenericProbe, ...] = FIRST + LATER
 
 #: Candidates every ptxas refuses (kept so that ``precision capture`` records the refusal):
 #: m16n8k16 with C and D of different types ("dtype must be '.f16' when .ctype is '.f16'").

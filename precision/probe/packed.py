@@ -27,6 +27,7 @@ import numpy as np
 
 from precision import formats
 from precision.console import run_main
+from precision.gpu import exit_without_gpu
 from precision.probe.generic import GenericProbe
 from precision.tensorcore.fragments import mma_fragments, pack, unpack
 
@@ -356,7 +357,9 @@ def record(  # noqa: ANN001 (log)
     log=print,
 ) -> dict:
     """Record every generic probe the attached GPU's assembler accepts into ``out_dir`` (only
-    those named in ``only``, if given: recording names such as ``m8n8k16_s32_s8_s8_s32``).
+    those named in ``only``, if given: recording names such as ``m8n8k16_s32_s8_s8_s32``), a
+    directory without a ``manifest.json`` (a later run joins earlier recordings through
+    :func:`precision.probe.manifests.append_run`).
 
     Builds probe/cuda/mma_probes.cu for the attached architecture with nvcc, records the
     ptxas verdict of every candidate (accepted, or its error: refusals are evidence too),
@@ -368,17 +371,18 @@ def record(  # noqa: ANN001 (log)
     import json
     import tempfile
 
+    from precision.probe.generic import PROBES, REFUSED, probe_kernels, ptxas_verdict
+    from precision.probe.manifests import check_new_run
+
+    check_new_run(out_dir, only, [p.name for p in PROBES])
+
     import cupy as cp
 
     from precision.kernels.build import run_nvcc
     from precision.probe.capture import sass_mma_opcodes
     from precision.probe.gen_kernels import GENERATED
-    from precision.probe.generic import PROBES, REFUSED, probe_kernels, ptxas_verdict
     from precision.provenance import collect
 
-    unknown = sorted(set(only or ()) - {p.name for p in PROBES})
-    if unknown:
-        raise ValueError(f"no such probe: {', '.join(unknown)} (see precision.probe.generic)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     dev = cp.cuda.Device()
@@ -522,6 +526,16 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("dir")
     args = ap.parse_args(argv)
     if args.cmd == "record":
+        from precision.probe.generic import PROBES
+        from precision.probe.manifests import check_new_run
+
+        try:
+            check_new_run(args.out, args.only, [p.name for p in PROBES])
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if exit_without_gpu("python -m precision.probe.packed record"):
+            return 2
         record(args.out, seed=args.seed, tiles=args.tiles, only=args.only)
         return 0
     try:

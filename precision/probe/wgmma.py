@@ -433,6 +433,10 @@ def _small_int_check_extra(module, ex: Extra, lbo: int, sbo: int, rng) -> tuple[
 
 def record_extra(out_dir: str | Path, names: list[str] | None = None, log=print) -> dict:
     """Record the :data:`EXTRA` kernels (``wgmma_<name>.npz`` + ``manifest.json``) on sm_90."""
+    from precision.probe.manifests import check_new_run
+
+    check_new_run(out_dir, names, list(EXTRA))
+
     import cupy as cp
 
     from precision.probe.capture import build_probe, run_probe, sass_mma_opcodes
@@ -460,7 +464,7 @@ def record_extra(out_dir: str | Path, names: list[str] | None = None, log=print)
         sass = sass_mma_opcodes(wcubin)
         manifest["sass_opcodes"] = {k: v for k, v in (sass or {}).items() if "wgmma" in k}
         rng = np.random.default_rng(5)
-        for name in names or list(EXTRA):
+        for name in list(EXTRA) if names is None else names:
             ex = EXTRA[name]
             chosen, tried = None, {}
             for lbo, sbo in ((128, 256), (256, 128)):
@@ -499,7 +503,7 @@ def record_extra(out_dir: str | Path, names: list[str] | None = None, log=print)
             log(f"{name}: {d.size} outputs, warp copies disagree {warp_disagree}")
             manifest["instructions"][name] = entry
     prov = collect(SEED)
-    for key in ("gpu", "driver", "cuda", "cupy", "created_utc"):
+    for key in ("gpu", "driver", "cuda", "cupy", "created_utc", "git_commit"):
         manifest[key] = prov.get(key)
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
@@ -587,10 +591,16 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("dir")
     args = p.parse_args(argv)
     if args.cmd == "record":
-        if exit_without_gpu("python -m precision.probe.wgmma record"):
+        from precision.probe.manifests import check_new_run
+
+        try:
+            if args.only is not None and not args.extra:
+                raise ValueError("--only selects extras: give --extra too")
+            check_new_run(args.out_dir, args.only, list(EXTRA) if args.extra else list(WGMMA))
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
             return 2
-        if args.only and (not args.extra or set(args.only) - set(EXTRA)):
-            print(f"error: --only takes extras with --extra: {', '.join(EXTRA)}", file=sys.stderr)
+        if exit_without_gpu("python -m precision.probe.wgmma record"):
             return 2
         record_extra(args.out_dir, args.only) if args.extra else record(args.out_dir)
         return 0

@@ -27,9 +27,9 @@ computes each output element:
 An :class:`ArchModel` is the table of instructions of one GPU generation, keyed by
 ``(family, a_fmt, b_fmt, acc_fmt)`` (``acc_fmt`` is the format of d), with further shapes,
 b1 operations and c/d format pairings as ``alternates``. Only ``sm90`` is verified bit for bit
-against recorded H200 outputs (tests/data/sm90*), and only for the instructions whose
-``evidence`` names a recording (some integer pairings and shapes and a few mixed-fp8
-instructions are not recorded and say so). The other generations (sm70 Volta, sm75 Turing,
+against recorded H200 outputs (tests/data/sm90*): since 2026-11-27 every sm90 instruction's
+``evidence`` names its recording (an instruction added without one would say "not
+recorded"). The other generations (sm70 Volta, sm75 Turing,
 sm80 Ampere incl. sm86, sm89 Ada, sm100 Blackwell) are transcribed from the published models
 (Khattak & Mikaitis 2025; Fasi et al. 2021; MMA-Sim v2.1.1; see
 /work/shared/reference/tensorcore_arithmetic.md §3.3, §8.4.2): the default instructions whose
@@ -500,7 +500,8 @@ def _sm90_wgmma_extra() -> list[Instruction]:
     RNE to fp16). fp8 inputs, f16 accumulator: the recorded fp32 QGMMA block (32 products,
     F = 13) rounded to nearest-even fp16 with the f16 zero anchor -21. s8 and u8: exact,
     wrapping modulo 2^32. Recorded on the H200 (precision/probe/wgmma.py ``--extra``,
-    tests/data/sm90_wgmma_extra, 104,320 outputs each): f16 -> f16, every fp8 pairing -> f16
+    tests/data/sm90_wgmma_extra, 104,320 outputs each, s8/u8 104,960): f16 -> f16, every fp8
+    pairing -> f16
     (the mixed ones recorded 2026-11-27, each operand decoded in its own format), s8 and u8
     match every output bit for bit.
     """

@@ -99,7 +99,7 @@ def test_rows_only_verify_catches_a_flipped_bit_in_a_hashed_record(tmp_path, cap
     """A hashed record whose stored row has one bit flipped is reported as DIFFERENT by the
     rows-only check (the default test run's) and by the full replay, with progress lines."""
     from precision.gemm.emulator import run_schedule
-    from precision.gemm.record import _sha, case_inputs, kernel_inputs, sample_rows
+    from precision.gemm.record import array_sha256, case_inputs, kernel_inputs, sample_rows
     from precision.gemm.schedule import get_schedule
 
     n, s = 16, get_schedule("plain", "e4m3")
@@ -112,9 +112,9 @@ def test_rows_only_verify_catches_a_flipped_bit_in_a_hashed_record(tmp_path, cap
     np.savez(
         path,
         **{
-            f"{key}/sha_A": np.array(_sha(A)),
-            f"{key}/sha_B": np.array(_sha(B)),
-            f"{key}/{s.kernel}/sha_D": np.array(_sha(D)),
+            f"{key}/sha_A": np.array(array_sha256(A)),
+            f"{key}/sha_B": np.array(array_sha256(B)),
+            f"{key}/{s.kernel}/sha_D": np.array(array_sha256(D)),
             f"{key}/{s.kernel}/rows": rows,
         },
     )

@@ -5,7 +5,7 @@ through the GPU engine. This file does the same for every other recording whose 
 the engine runs:
 - the fragment-packed ``mma.sync`` families of the H200 (tests/data/sm90_mma);
 - its ``wgmma`` recordings (tests/data/sm90_wgmma, and tests/data/sm90_wgmma_extra: f16
-  accumulators (mixed fp8 too), mixed fp8, s8 and u8);
+  accumulators, mixed fp8 into f16 and f32, s8 and u8);
 - the published outputs of V100 … B200 (tests/data/published), each through that GPU's
   architecture model.
 
@@ -15,6 +15,7 @@ and pinned by the first test: since the engine gained f64, that is all of them.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,8 @@ from precision.tensorcore import get_arch
 from precision.tensorcore.gpu_engine import unsupported
 
 DATA = Path(__file__).parents[1] / "data"
+#: Outputs per recording: 51,200 (2026-11-23), 25,600 or 12,800 (the LATER probes, 2026-11-27).
+MMA_MANIFEST = json.loads((DATA / "sm90_mma" / "manifest.json").read_text())
 
 PACKED = [p for p in PROBES if unsupported(p.instruction) is None]
 WGMMA = [n for n in wp.WGMMA if unsupported(wp.wgmma_instruction(n)) is None]
@@ -59,7 +62,7 @@ def test_which_recordings_the_gpu_engine_replays():
 def test_packed_sm90_recording_on_the_gpu_engine(probe):
     rec = packed.load(DATA / "sm90_mma" / f"{probe.name}.npz")
     ok = packed.matches(probe, rec, packed.emulate(probe, rec, device="gpu"))
-    assert ok.size >= 12_800  # 51,200 (2026-11-23); 25,600 or 12,800 (2026-11-27, LATER)
+    assert ok.size == MMA_MANIFEST["instructions"][probe.name]["outputs"] >= 12_800
     per = ok.reshape(ok.shape[0], -1)
     bad = {k: int((~per[rec.kind == i]).sum()) for i, k in enumerate(rec.kinds)}
     assert not any(bad.values()), bad

@@ -87,6 +87,18 @@ def test_recorded_integer_wgmma_is_exact(recorded, name):
         assert n >= 100_000 and eq == n, model
 
 
+def test_the_later_run_is_kept_apart_in_the_manifest():
+    """The two mixed-fp8 -> f16 extras came from a second run (2026-11-27): its provenance is
+    later_runs[0], and the first run's top level lists only its own seven kernels."""
+    man = json.loads((DATA / "manifest.json").read_text())
+    later = {n for n, e in man["instructions"].items() if e.get("run") == "later_runs[0]"}
+    assert later == {"e4m3e5m2_f16", "e5m2e4m3_f16"} and len(man["later_runs"]) == 1
+    run = man["later_runs"][0]
+    assert run["gpu"] == "NVIDIA H200" and run["git_commit"] == "1816c5c"
+    assert {f"wgmma_{n}" for n in later} <= set(run["sass_opcodes"])  # the whole file's
+    assert later.isdisjoint(n.removeprefix("wgmma_") for n in man["sass_opcodes"])
+
+
 def test_recorded_extras_passed_the_layout_check(recorded):
     man = json.loads((DATA / "manifest.json").read_text())
     for name in recorded:
