@@ -235,7 +235,10 @@ def test_exp_rand_is_the_documented_formula_with_a_correctly_rounded_exp():
 #: 16 hex digits of the SHA-256 of A's then B's bytes. The docs promise that a config and seed
 #: give the same inputs on any machine; these pin them (a numpy release that changed its
 #: Generator streams, or a change to a generator, would fail here). Recorded with numpy 2.4.6;
-#: the published H200 tables (numpy 2.5.2) reproduce from inputs drawn the same way.
+#: the published H200 tables (numpy 2.5.2) reproduce from inputs drawn the same way. These
+#: digests come from make_inputs itself: a change detector for reproducibility, not evidence
+#: that the distributions are right (test_normal_moments, test_uniform_bounds_and_parameters
+#: and the other tests above check that).
 _FINGERPRINTS = [
     ("uniform", {}, "float32", "ac22f71b5bb77dbd"),
     ("normal", {}, "float64", "31a7571dd1039f2d"),

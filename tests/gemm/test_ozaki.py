@@ -254,6 +254,8 @@ def test_fp64_accuracy_at_least_dgemm_like() -> None:
 def test_auto_terms_rule() -> None:
     assert auto_terms("ozaki2", "fp32", 1024, 2) < auto_terms("ozaki2", "fp64", 1024, 2)
     assert auto_terms("ozaki2", "fp32", 1024, 2) <= auto_terms("ozaki2", "fp32", 1024, 12)
+    # scheme I: the fewest 7-bit slices T with 7 T >= p + spread (docs/ozaki.md, terms="auto"):
+    # ceil(53 / 7) = 8 for fp64 and ceil(24 / 7) = 4 for fp32 at spread 0
     assert auto_terms("ozaki1", "fp64", 1024, 0) == 8
     assert auto_terms("ozaki1", "fp32", 1024, 0) == 4
     plan = make_plan("ozaki2", "int8", "fp32", auto_terms("ozaki2", "fp32", 1024, 2), 1024)
