@@ -515,3 +515,22 @@ def test_n512_fp64_within_the_bound() -> None:
     A, B = exp_rand(rng, (512, 512), 1.0), exp_rand(rng, (512, 512), 1.0)
     D = gemm(A, B, method="ozaki2", fmt="int8", target="fp64", terms="auto")
     assert_within_bound(D, A, B, "ozaki2", "int8", "fp64", "auto")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_compare_output_sees_nan_payloads_and_the_sign_of_zero(dtype) -> None:
+    """ "Bit for bit" means bits: another NaN payload and +0.0 against -0.0 are differences
+    (hand-built bit patterns; a value comparison would call them equal)."""
+    u = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    want = np.array([[np.nan, 0.0], [1.0, -0.0]], dtype=dtype)
+    want.view(u)[0, 0] = 0x7FF8_0000_0000_0000 if dtype == np.float64 else 0x7FC0_0000
+    assert ozaki_cases.compare_output(want.copy(), want) == ozaki_cases.IDENTICAL
+    other_nan = want.copy()
+    other_nan.view(u)[0, 0] |= 1
+    msg = ozaki_cases.compare_output(other_nan, want)
+    assert msg.startswith("1 ") and "first at (0, 0)" in msg, msg
+    for idx in ((0, 1), (1, 1)):
+        flipped = want.copy()
+        flipped[idx] = -flipped[idx]  # +0.0 <-> -0.0
+        msg = ozaki_cases.compare_output(flipped, want)
+        assert msg.startswith("1 ") and f"first at {idx}" in msg, msg

@@ -420,3 +420,65 @@ def test_square_blocks_are_those_of_the_input_budget() -> None:
             oz.emulator_blocks(plan, n, n, budget_in)
         )
         assert oz.workspace_budget(A, B) == budget_in
+
+
+# ----------------------------------------------- gaps found by a mutation audit (2026-11-27)
+
+OZAKI_CASES = [("ozaki2", "int8"), ("ozaki1", "int8"), ("ozaki1", "fp16")]
+
+
+@pytest.mark.parametrize("backend", ["emulator", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("target", ["fp64", "fp32"])
+@pytest.mark.parametrize(("method", "fmt"), OZAKI_CASES)
+def test_zero_in_a_times_inf_in_b_is_nan(target: str, method: str, fmt: str, backend: str) -> None:
+    """0·Inf with the zero in A and the Inf in B (the other tests put the Inf in A): NaN by
+    IEEE rules, the canonical quiet NaN; the expected values are Python's own IEEE float sums
+    of small integers and ±Inf, exact here."""
+    A = np.array([[0.0, 1.0], [-0.0, 2.0], [1.0, 1.0], [0.0, 0.0]])
+    B = np.array([[np.inf, -np.inf, 1.0], [1.0, 3.0, 1.0]])
+    want = np.array(
+        [[sum(float(A[i, k]) * float(B[k, j]) for k in range(2)) for j in range(3)]
+         for i in range(4)]
+    )  # fmt: skip
+    assert np.isnan(want[0, 0]) and np.isnan(want[3, 1]) and want[2, 0] == np.inf
+    D = np.asarray(gemm(A, B, method=method, fmt=fmt, target=target, terms=6, backend=backend))
+    np.testing.assert_array_equal(np.isnan(D), np.isnan(want))
+    nan_bits = 0x7FF8_0000_0000_0000 if target == "fp64" else 0x7FC0_0000
+    assert np.all(D.view(f"u{D.itemsize}")[np.isnan(D)] == nan_bits)
+    finite = ~np.isnan(want)
+    np.testing.assert_array_equal(D[finite], want[finite].astype(D.dtype))
+
+
+def test_norm_bound_counts_entries_far_below_the_line_max() -> None:
+    """Entries 20 or more binades below their line's largest still count in the norm bound
+    (each adds at least 1 to nfix): with the largest entries exact powers of two, the bound has
+    no round-up slack to hide a dropped term. Checked against the exact sum of squares."""
+    X = np.full((3, 300), 2.0**-25)
+    X[0, 0] = 1.0
+    X[1, :4] = [0.5, -0.5, 0.5, 0.5]
+    X[1, 4:] = -(2.0**-40)
+    X[2, 0] = 2.0**-1000
+    X[2, 1:] = 2.0**-1030
+    for axis, Y in ((1, X), (0, X.T.copy())):
+        st = line_stats(Y, axis)
+        for i in range(3):
+            exact = sum(Fraction(float(v)) ** 2 for v in X[i])
+            bound = Fraction(int(st.nfix[i])) * Fraction(2) ** (2 * int(st.emax[i]) - oz.NORM_FRAC)
+            assert exact <= bound, (axis, i, float(exact - bound))
+
+
+def test_fp16_slice_runs_are_exact_in_fp32_by_the_bound_itself() -> None:
+    """Scheme I on fp16 tensor cores: every run of slice products summed in fp32 holds at most
+    2^24 / 127^2 nonzero products (so every fp32 sum is exact), derived here from 2^24 and
+    127^2, not from FP16_KBLOCK (which the piece cover check takes as its bound)."""
+    from precision.gemm.ozaki1_cuda import PAD, slice_pieces
+
+    assert 127 * 127 * oz.FP16_KBLOCK <= 2**24
+    for T in range(1, 9):
+        for K in (1, 7, 100, 520, 1024, 1025, 1040, 1041, 1500, 2048, 5000, 40000):
+            kp = -(-K // PAD) * PAD
+            for pc in slice_pieces(T, K, kp, "fp16"):
+                x = np.arange(pc.length)
+                for q in range(pc.batch):
+                    live = int(np.count_nonzero((pc.a_off + q * pc.stride + x) % kp < K))
+                    assert 127 * 127 * live <= 2**24, (T, K, pc)
