@@ -155,3 +155,29 @@ def test_mpmath_precision_of_other_threads_is_left_alone(monkeypatch: pytest.Mon
         sys.setswitchinterval(interval)
         mpmath.mp.prec = old
     assert _same_bits(got, want).all()
+
+
+#: Arguments whose exact exp lies within a hair of a rounding midpoint of the subnormal grid
+#: (the doubles nearest ln((2j+1)·2^-1075) for some j): a result computed at 53 bits and then
+#: scaled into the subnormal range (two roundings) misses the correct one here.
+HARD_SUBNORMAL = [
+    float.fromhex(h)
+    for h in ("-0x1.724ce11a748a5p+9", "-0x1.706769b20f87dp+9", "-0x1.626c79b5d4e73p+9")
+]
+
+
+def test_subnormal_results_are_rounded_once() -> None:
+    got = crexp.exp_rn(np.array(HARD_SUBNORMAL))
+    assert [g.hex() for g in got] == [_rn_exp(v).hex() for v in HARD_SUBNORMAL]
+    assert all(0 < g < 2.0**-1022 for g in got)  # subnormal results indeed
+
+
+def test_the_fast_path_flags_the_midpoint_just_below_a_power_of_two() -> None:
+    """exp(-2^-54) = (1 - 2^-54) + 2^-109 - ...: within 2^-80 of the midpoint between 1 - 2^-53
+    and 1 (mpmath says so here); the fast path must hand it to mpmath rather than decide."""
+    x = -(2.0**-54)
+    with mpmath.workprec(300):
+        assert abs(mpmath.exp(mpmath.mpf(x)) - (1 - mpmath.mpf(2) ** -54)) < mpmath.mpf(2) ** -80
+    _, near = crexp._exp_chunk(np.array([x]))
+    assert near[0]
+    assert crexp.exp_rn(np.array([x]))[0] == _rn_exp(x) == 1.0

@@ -266,3 +266,24 @@ def test_empty_inner_dimension_gives_c_rounded_once():
     got32 = exact_matmul(np.zeros((2, 0)), np.zeros((0, 3)), C, rounding="fp32")
     want = [[_round_fraction(Fraction(float(v)), 24, -126, 127) for v in row] for row in C]
     assert got32.tolist() == np.array(want, np.float32).tolist()
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 8, 9, 16, 17])
+def test_full_significand_fp64_at_small_k_is_exact(k: int) -> None:
+    """fp64 inputs with (nearly) all 53 significand bits set, at small K, where the digit
+    GEMMs' partial sums come closest to 2^53; one same-sign row and column (no cancellation).
+    Against Fractions, rounded once by Python's int / int division."""
+    rng = np.random.default_rng(k)
+
+    def full(shape: tuple[int, int]) -> np.ndarray:
+        mant = 1 + (rng.integers(2**52 - 2**40, 2**52, shape) | 1) / 2.0**52
+        return mant * np.where(rng.random(shape) < 0.5, -1.0, 1.0)
+
+    A, B = full((6, k)), full((k, 5))
+    B[:, 0] = np.abs(B[:, 0])
+    A[0] = np.abs(A[0])
+    got = exact_matmul(A, B)
+    for i in range(6):
+        for j in range(5):
+            ex = sum(Fraction(A[i, t]) * Fraction(B[t, j]) for t in range(k))
+            assert got[i, j] == ex.numerator / ex.denominator, (i, j)

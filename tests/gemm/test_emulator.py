@@ -37,6 +37,18 @@ def test_round_operand_fp8_saturates_and_int8_clamps():
     assert i8.tolist() == [127, -128, 2, 4, 0]
 
 
+@pytest.mark.parametrize(("fmt", "max_normal"), [("e5m2", 1.75 * 2.0**15), ("e4m3", 1.75 * 2.0**8)])
+def test_round_operand_fp8_satfinite_in_both_formats(fmt, max_normal):
+    """cvt.rn.satfinite (PTX ISA): |x| beyond MAX_NORM, Inf included, gives ±MAX_NORM (OCP
+    OFP8: 57344 for e5m2, 448 for e4m3), NaN stays NaN. 61440 is the midpoint of e5m2's
+    57344 and 65536, which round-to-nearest-even alone would take to 65536 (overflow)."""
+    x = np.array([1e6, -1e6, 61440.0, 60000.0, np.inf, -np.inf, np.nan, 3.0], np.float32)
+    r = round_operand(x, fmt).astype(np.float64)
+    m = max_normal
+    assert r[:6].tolist() == [m, -m, m, m, m, -m]
+    assert np.isnan(r[6]) and r[7] == 3.0
+
+
 @pytest.mark.parametrize(
     ("method", "fmt", "limit"),
     [("plain", "fp16", 1.0), ("plain", "e4m3", 1.0), ("corrected", "tf32", 2.5)],
