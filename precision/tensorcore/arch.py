@@ -601,9 +601,9 @@ def _sm90_mma_families() -> tuple[list[Instruction], list[Instruction]]:
     """sm_90 ``mma.sync`` beyond the families of tests/data/sm90: (new defaults, alternates).
 
     Recorded on the H200 with the fragment-packed probes (precision.probe.generic, recordings
-    in tests/data/sm90_mma/<name>.npz, named after the PTX string), one instruction per family
-    or pairing (:data:`_SM90_MMA_RECORDED`); the evidence of the pairings and shapes without a
-    recording says so (integers: exact arithmetic, as the recorded ones):
+    in tests/data/sm90_mma/<name>.npz, named after the PTX string), every pairing and shape
+    since 2026-11-27 (:data:`_SM90_MMA_RECORDED`; an integer instruction in one of its two
+    overflow modes); an instruction added without a recording would say so in its evidence:
 
     - other shapes of f16/bf16/tf32/fp8: m16n8k8 f16/bf16 (HMMA.1688, one block of 8),
       m16n8k4 tf32 (HMMA.1684, a block of 4), m16n8k16 fp8;
