@@ -539,6 +539,9 @@ def main(argv: list[str] | None = None) -> int:
         record(args.out, seed=args.seed, tiles=args.tiles, only=args.only)
         return 0
     try:
+        from precision.probe.suite import check_listed
+
+        check_listed(Path(args.dir), "mma")  # every file the manifest lists, and no other
         table = verify(args.dir)
     except (OSError, ValueError) as exc:  # a damaged or incomplete recording: one line
         print(f"error: {exc}", file=sys.stderr)

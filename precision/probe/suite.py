@@ -136,9 +136,18 @@ def _verify_mma(d: Path, device: str) -> list[Row]:
 def _verify_wmma(d: Path, device: str) -> list[Row]:
     from precision.probe import wmma
 
+    return wmma_rows(wmma.compare(d, device), device)
+
+
+def wmma_rows(table: dict[str, Any], device: str = "cpu") -> list[Row]:
+    """The verdict rows of a :func:`precision.probe.wmma.compare` table: per recording, the
+    model ``precision.mma`` uses for it (WMMA floats, ``op="wmma"``; integers and b1, exact
+    arithmetic; f64, the FMA chain with DMMA's NaN payloads)."""
+    from precision.probe import wmma
+
     cpu = CPU_NOTE.format("exact integer model") if device == "gpu" else ""
     rows = []
-    for name, models in wmma.compare(d, device).items():
+    for name, models in table.items():
         p = wmma.get_probe(name)
         if p.a in ("f16", "bf16", "tf32"):
             rows += _rows_from_match("wmma", name, models["mma(op='wmma')"])
@@ -157,16 +166,33 @@ def _verify_wmma(d: Path, device: str) -> list[Row]:
 def _verify_wgmma(d: Path, extra: bool, device: str) -> list[Row]:
     from precision.probe import wgmma
 
+    table = wgmma.compare_extra(d, device) if extra else wgmma.compare(d, device)
+    return wgmma_rows(table, device)
+
+
+def wgmma_rows(table: dict[str, Any], device: str = "cpu") -> list[Row]:
+    """The verdict rows of a :func:`precision.probe.wgmma.compare` / ``compare_extra`` table:
+    per recording, ``precision.mma(op="wgmma")`` (exact arithmetic for the integer extras on
+    the CPU); the other models of the table are comparisons, not verdicts."""
+    from precision.probe import wgmma
+
     rows = []
-    if extra:
-        for name, models in wgmma.compare_extra(d, device).items():
+    for name, models in table.items():
+        if name in wgmma.EXTRA:
             integer = wgmma.EXTRA[name].integer and device == "cpu"
             label = "exact" if integer else "precision.mma(op='wgmma')"
             rows += _rows_from_match("wgmma_extra", name, models[label])
-    else:
-        for name, models in wgmma.compare(d, device).items():
+        else:
             rows += _rows_from_match("wgmma", name, models["wgmma_vs_precision_mma_wgmma"])
     return rows
+
+
+def verdict(rows: list[Row]) -> str | None:
+    """None when every output of ``rows`` matches, else one line saying how many differ."""
+    n, m = sum(r.outputs for r in rows), sum(r.matches for r in rows)
+    if n == m:
+        return None
+    return f"{n - m} of {n} outputs differ from precision.mma's model (exit status 1)"
 
 
 def _family_of(d: Path) -> str | None:
@@ -217,7 +243,7 @@ def listed_files(d: Path, family: str) -> set[str] | None:
     }
 
 
-def _check_listed(d: Path, family: str) -> None:
+def check_listed(d: Path, family: str) -> None:
     """``ValueError`` when the ``.npz`` files of ``d`` are not those its manifest lists: a
     recording it lists is missing (its outputs would silently drop out of the table), or a
     file it does not list is there (it would not be replayed, or not be what the manifest
@@ -305,7 +331,7 @@ def verify_dir(path: str | Path, device: str = "cpu") -> list[Row]:
     for d in [root] + sorted(p for p in root.iterdir() if p.is_dir()):
         family = _family_of(d)
         if family is not None:
-            _check_listed(d, family)
+            check_listed(d, family)
         rows += _verify_family(d, family, device)
     if not rows:
         raise ValueError(
