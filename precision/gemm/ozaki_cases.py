@@ -55,15 +55,9 @@ class HashedOutput:
 Recorded = np.ndarray | HashedOutput
 
 
-def output_sha256(D: np.ndarray) -> str:
-    """Hex SHA-256 of D's bytes in C order, in D's own dtype (byte order included): the
-    digest the GEMM kernel recordings use too (:func:`precision.gemm.record.array_sha256`)."""
-    return array_sha256(D)
-
-
 def compact(D: np.ndarray) -> HashedOutput:
     """The compact record of D (derived from D's bytes only, nothing recomputed)."""
-    return HashedOutput(output_sha256(D), D.dtype.str, tuple(D.shape), D[:STORED_ROWS].copy())
+    return HashedOutput(array_sha256(D), D.dtype.str, tuple(D.shape), D[:STORED_ROWS].copy())
 
 
 def output_entries(case: str, D: np.ndarray) -> dict[str, np.ndarray]:
@@ -174,6 +168,6 @@ def compare_output(got: np.ndarray, recorded: Recorded) -> str:
     rows = _first_difference(got[:k], recorded.rows, where)
     if rows is not None:
         return rows
-    if output_sha256(got) != recorded.sha256:
+    if array_sha256(got) != recorded.sha256:
         return f"hash differs outside the stored rows (rows 0..{k - 1} identical)"
     return IDENTICAL

@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from precision.console import run_main
-
-MANIFEST = "manifest.json"
+from precision.probe.capture import MANIFEST, read_manifest
 
 
 def check_new_run(out_dir: str | Path, only: list[str] | None, valid: list[str]) -> None:
@@ -50,14 +49,13 @@ def check_new_run(out_dir: str | Path, only: list[str] | None, valid: list[str])
 
 
 def _read(directory: Path) -> dict[str, Any]:
+    """The manifest of a recorder's output directory (:func:`~precision.probe.capture.
+    read_manifest`), ``ValueError`` naming it when it is missing or has no ``instructions``."""
+    manifest = read_manifest(directory)
     path = directory / MANIFEST
-    try:
-        manifest = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file (expected a recorder's output directory)") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("instructions"), dict):
+    if manifest is None:
+        raise ValueError(f"{path}: no such file (expected a recorder's output directory)")
+    if not isinstance(manifest.get("instructions"), dict):
         raise ValueError(f"{path}: expected an object with an 'instructions' object")
     return manifest
 

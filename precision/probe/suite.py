@@ -187,12 +187,16 @@ def wgmma_rows(table: dict[str, Any], device: str = "cpu") -> list[Row]:
     return rows
 
 
-def verdict(rows: list[Row]) -> str | None:
-    """None when every output of ``rows`` matches, else one line saying how many differ."""
+def print_verdict(rows: list[Row]) -> int:
+    """Print the verdict line of a compare tool's ``rows`` (the model ``precision.mma`` uses;
+    the tool's other models are comparisons, not verdicts); the exit status: 0 when every
+    output matches, else 1."""
     n, m = sum(r.outputs for r in rows), sum(r.matches for r in rows)
     if n == m:
-        return None
-    return f"{n - m} of {n} outputs differ from precision.mma's model (exit status 1)"
+        print("verdict: every output matches precision.mma")
+        return 0
+    print(f"verdict: {n - m} of {n} outputs differ from precision.mma's model (exit status 1)")
+    return 1
 
 
 def _family_of(d: Path) -> str | None:

@@ -619,11 +619,9 @@ def main(argv: list[str] | None = None) -> int:
             for k, v in m.items():
                 if k != "all" and v[0] != v[1]:
                     print(f"      {k}: {match_percent(v)}")
-    from precision.probe.suite import verdict, wgmma_rows
+    from precision.probe.suite import print_verdict, wgmma_rows
 
-    problem = verdict(wgmma_rows(rows))  # the other models are comparisons, not verdicts
-    print(f"verdict: {problem}" if problem else "verdict: every output matches precision.mma")
-    return 1 if problem else 0
+    return print_verdict(wgmma_rows(rows))
 
 
 if __name__ == "__main__":

@@ -492,11 +492,9 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"  {what}: {match_percent(m['all'])}" + (f"   ({'; '.join(bad)})" if bad else "")
             )
-    from precision.probe.suite import verdict, wmma_rows
+    from precision.probe.suite import print_verdict, wmma_rows
 
-    problem = verdict(wmma_rows(table))  # the other models are comparisons, not verdicts
-    print(f"verdict: {problem}" if problem else "verdict: every output matches precision.mma")
-    return 1 if problem else 0
+    return print_verdict(wmma_rows(table))
 
 
 if __name__ == "__main__":

@@ -501,9 +501,8 @@ def _sm90_wgmma_extra() -> list[Instruction]:
     F = 13) rounded to nearest-even fp16 with the f16 zero anchor -21. s8 and u8: exact,
     wrapping modulo 2^32. Recorded on the H200 (precision/probe/wgmma.py ``--extra``,
     tests/data/sm90_wgmma_extra, 104,320 outputs each, s8/u8 104,960): f16 -> f16, every fp8
-    pairing -> f16
-    (the mixed ones recorded 2026-11-27, each operand decoded in its own format), s8 and u8
-    match every output bit for bit.
+    pairing -> f16 (the mixed ones recorded 2026-11-27, each operand decoded in its own
+    format), s8 and u8 match every output bit for bit.
     """
     ev = "H200 wgmma recording tests/data/sm90_wgmma_extra/{}: 100 % bit for bit ({})"
 
