@@ -301,8 +301,10 @@ def plot_results(
                 buffer = io.BytesIO()
                 fig.savefig(buffer, format=ext, dpi=spec.dpi, metadata=UNDATED.get(ext))
                 images[path] = buffer.getvalue()
-            if "pgf" in formats:  # (measured as laid out for the other formats, not by TeX)
-                fig.draw_without_rendering()
+            # Measured as laid out on the figure's own canvas, as it was fitted (and as the
+            # png is): a pdf, svg or pgf save leaves the axis labels where its own renderer
+            # (72 dpi) put them, which measured at the figure's dpi looked cut or overlapping.
+            fig.draw_without_rendering()
             warning = size_warning(fig, spec.size, f"{prefix}{metric} ({', '.join(formats)})")
         finally:
             plt.close(fig)
