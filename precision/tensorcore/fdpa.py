@@ -96,8 +96,16 @@ def round_out(v: np.ndarray, rounding: str) -> np.ndarray:
     return out
 
 
-#: Output elements (R·M·N) of a block call from which its L products are summed one at a time.
+#: A block call sums its L products one at a time where it has at least this many outputs
+#: (R·M·N) in rows of fewer than :data:`_LOOP_OVER_L_BELOW_N` (stacks of small tiles): there
+#: the [R, M, L, N] products of the other path loop over rows of N = 8 or 16 elements, which
+#: made it 2.2-2.5x slower (400 tiles of 16x16x8, one thread). Wide rows (a chain of
+#: mma() over whole matrices, N = 256 to 2048) keep the other path: numpy's loops are long
+#: there, and per column the 6·L small operations per call took the chain's two threads
+#: 1.5-2.3x longer, each waiting on the other's hold of the GIL (mma of 512^3 f16 in
+#: 0.70 s instead of 0.48, of 2048^3 in 43.6 s instead of 19.2, on 2 cores).
 _LOOP_OVER_L_FROM = 4096
+_LOOP_OVER_L_BELOW_N = 32
 
 
 def _exact_sum_at_once(
@@ -178,10 +186,12 @@ def block(
 
     Every truncated term is an integer below 2^(F + 3) in magnitude and a block has at most
     64 terms plus c, so the float64 sum S is exact in any order: large stacks of tiles are
-    summed one product column at a time (no [R, M, L, N] temporaries, about twice as fast),
-    small ones all at once; the two give the same bits.
+    summed one product column at a time where their tiles are narrow (no [R, M, L, N]
+    temporaries with short rows, about twice as fast), all others at once; the two give the
+    same bits.
     """
-    if a.shape[0] * a.shape[1] * b.shape[2] >= _LOOP_OVER_L_FROM:
+    n = b.shape[2]
+    if n < _LOOP_OVER_L_BELOW_N and a.shape[0] * a.shape[1] * n >= _LOOP_OVER_L_FROM:
         e_max, s = _exact_sum_by_column(a, ea, b, eb, c, ec, frac_bits, e_zero)
     else:
         e_max, s = _exact_sum_at_once(a, ea, b, eb, c, ec, frac_bits, e_zero)

@@ -1,5 +1,6 @@
-"""fdpa.block sums a block's exact terms all at once for small stacks of tiles and one product
-column at a time for large ones (precision.tensorcore.fdpa._LOOP_OVER_L_FROM). Both must give
+"""fdpa.block sums a block's exact terms one product column at a time for large stacks of
+narrow tiles and all at once otherwise (precision.tensorcore.fdpa._LOOP_OVER_L_FROM and
+_LOOP_OVER_L_BELOW_N). Both must give
 the same bits: the terms are integers on the block's grid, so the float64 sum is exact in any
 order. Hardware fidelity of each path is checked by the recorded replays (tests/probe: tiles
 of 400 x 16 x 8 take the column path, single small tiles the other)."""
