@@ -207,7 +207,8 @@ class _Look:
         palette = dict(zip(hue_vals, sns.color_palette("colorblind", len(hue_vals)), strict=True))
         marker = {s: MARKERS[i % len(MARKERS)] for i, s in enumerate(style_vals)}
         dash = {s: DASHES[i % len(DASHES)] for i, s in enumerate(style_vals)}
-        base_names = [key for kind, key in frame.series if kind == "baseline"]
+        drawn = set(_drawn_rows(frame.data)["_series"])
+        base_names = [key for kind, key in frame.series if kind == "baseline" and key in drawn]
         base_style = {
             b: BASELINE_STYLES[i % len(BASELINE_STYLES)] for i, b in enumerate(base_names)
         }
@@ -305,9 +306,13 @@ class _Plan:
     @classmethod
     def of(cls, frame: _Frame, metric: str, spec: PlotSpec, title: str, sns: Any) -> _Plan:
         """The plan of the figure of ``metric`` of ``frame``, titled ``title``."""
-        panels = _Panels.of(frame.data)  # which rows each panel draws, as lines or levels
+        # Panels, axes and legend are those of the values drawn: rows with none (an error of
+        # exactly 0 on a log axis, an unavailable backend) only add to the notes, so they
+        # leave no empty panel, no x range without data and no legend entry without a line.
+        drawn = _drawn_rows(frame.data)
+        panels = _Panels.of(drawn)  # which rows each panel draws, as lines or levels
         d = panels.lines
-        targets = [t for t in UNIT_ROUNDOFFS if t in set(frame.data["_target"])]
+        targets = [t for t in UNIT_ROUNDOFFS if t in set(drawn["_target"])]
         blocks = _note_blocks(frame, metric)
         look = _Look.of(frame, d, sns, spec)
         xs = sorted(d["_x"].unique())
@@ -325,6 +330,13 @@ class _Plan:
     def at(self, size: tuple[float, float]) -> _Plan:
         """This plan drawn at ``size`` (width, height in inches)."""
         return replace(self, spec=replace(self.spec, size=size))
+
+
+def _drawn_rows(data: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a :func:`prepare` frame's ``data`` that have a value to draw (``_valid``:
+    a finite positive value of a row with status ok), or all of them where none has."""
+    valid = data["_valid"].astype(bool)
+    return data[valid] if valid.any() else data
 
 
 def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:

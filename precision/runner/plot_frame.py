@@ -353,7 +353,10 @@ def _split_rows(
             )
         who = _who(first["_series"], first["_row"], first["_col"])
         where = f"{who} {at}" if who else at  # who: "" with hue and style "none", one panel
-        notes.append(f"{dim} varies within series ({where}: {found}): shown as panel rows{advice}")
+        if (values[d["_valid"].astype(bool)] != "").any():  # (else no drawn row shows it)
+            notes.append(
+                f"{dim} varies within series ({where}: {found}): shown as panel rows{advice}"
+            )
         d["_row"] = _join_parts(d["_row"], labels)
         d["_split"] = pd.Series(
             [key + (v,) for key, v in zip(d["_split"], values, strict=True)],

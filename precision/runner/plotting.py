@@ -38,7 +38,8 @@ What keeps the figures honest and readable:
   integer it spans (its panels are widened to fit the labels).
 - Points with no finite positive value (error rows, unavailable backends, NaN or Inf, error 0
   on a log axis) are listed under the figure, after the notes above (each list at most
-  :data:`MAX_NOTE_LINES` lines).
+  :data:`MAX_NOTE_LINES` lines), and are left out of its layout: no panel, legend entry,
+  x range or unit-roundoff line exists for them alone.
 - Distributions are named as a reader writes them, from every parameter value of the row
   (``dist_params``): ``U(−1, 1)``, ``N(0, 1)``, ``exp_rand, φ = 1`` (:data:`DIST_LABELS`;
   a real minus sign), whether or not the config spelled the defaults out; others by their

@@ -498,3 +498,65 @@ def test_summary_md_names_auto_points_whose_repeats_chose_different_counts(tmp_p
     write_summary(table(auto_point()), tmp_path, spec)
     md = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert "Note: ozaki2 int8: repeats chose 16 and 17 terms at size = 64." in md
+
+
+# ------------------------------------------------------------------ nothing to draw
+
+
+def legend_text(fig) -> str:
+    return " ".join(t.get_text() for sub in fig.subfigs for lg in sub.legends for t in lg.texts)
+
+
+def test_points_with_nothing_to_draw_leave_no_panel_row_and_no_legend_entry():
+    """Ozaki points whose error is exactly 0 (nothing to draw on a log axis) used to add a
+    panel row per requested term count, empty, and legend entries (ozaki2, int8, the fp64
+    unit roundoff) with no line: the figure of the docs' example config was mostly blank."""
+    rows = [row(size, 0, 1e-4) for size in SIZES]
+    rows += [
+        row(
+            size,
+            0,
+            0.0,
+            method="ozaki2",
+            variant="ozaki2",
+            format="int8",
+            target="fp64",
+            terms=float(terms),
+            terms_requested=str(terms),
+        )  # fmt: skip
+        for terms in (14, 16)
+        for size in SIZES
+    ]
+    frame = prepare(table(rows), PlotSpec(), "err_fro")
+    assert frame.split == ["terms_requested"]  # (still told apart in the notes)
+    fig = draw_figure(frame, "err_fro", PlotSpec(), "")
+    assert lines_by_panel(fig) == {"": [[1e-4] * 3]}
+    legend = legend_text(fig)
+    assert "plain" in legend and "fp16" in legend
+    assert "ozaki2" not in legend and "int8" not in legend and "2^{-53}" not in legend
+    text = figure_text(fig)
+    assert "shown as panel rows" not in text
+    for terms in (14, 16):
+        assert (
+            f"ozaki2 int8 [terms_requested = {terms}, uniform]: 0 (exact) at size = 32, 64, 128"
+            in text
+        )
+
+
+def test_an_unavailable_baseline_adds_no_legend_entry_and_no_x_range():
+    """A config with a cuBLAS baseline run on a machine without a GPU: its points are stored
+    as unavailable. The figure used to draw its legend entry without a line and stretch the
+    x axis to sizes that only it had."""
+    rows = [row(size, 0, 1e-4) for size in SIZES]
+    rows += [
+        row(size, 0, np.nan, format="fp32", backend="cublas", status="unavailable")
+        for size in (*SIZES, 1024, 4096)
+    ]
+    fig = draw_figure(prepare(table(rows), PlotSpec(), "err_fro"), "err_fro", PlotSpec(), "")
+    assert "cuBLAS" not in legend_text(fig)
+    (ax,) = [ax for ax in fig.axes if ax.get_visible()]
+    assert ax.get_xlim()[1] < 256
+    assert (
+        "fp32 cuBLAS SGEMM [uniform]: unavailable at size = 32, 64, 128, 1024, 4096"
+        in figure_text(fig)
+    )
