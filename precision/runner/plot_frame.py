@@ -353,7 +353,8 @@ def _split_rows(
             )
         who = _who(first["_series"], first["_row"], first["_col"])
         where = f"{who} {at}" if who else at  # who: "" with hue and style "none", one panel
-        if (values[d["_valid"].astype(bool)] != "").any():  # (else no drawn row shows it)
+        drawn = values[d["_valid"].astype(bool)]
+        if drawn[drawn != ""].nunique() > 1:  # (else the drawn rows show one value at most)
             notes.append(
                 f"{dim} varies within series ({where}: {found}): shown as panel rows{advice}"
             )

@@ -105,7 +105,7 @@ def _missing_notes(frame: _Frame, metric: str) -> list[str]:
         if len(at) < len(xs):
             where.append(f"without a {xname} value")
         out.append(_of(who, f"{why} {' and '.join(where)}"))
-    return cap_notes(out, " (see the summary table)")
+    return cap_notes(out, " (summary.csv lists them with their status)")
 
 
 #: Environment variables that set the thread count of numpy's BLAS (OpenBLAS, in its order

@@ -560,3 +560,18 @@ def test_an_unavailable_baseline_adds_no_legend_entry_and_no_x_range():
         "fp32 cuBLAS SGEMM [uniform]: unavailable at size = 32, 64, 128, 1024, 4096"
         in figure_text(fig)
     )
+
+
+def test_a_split_whose_other_rows_are_not_drawn_is_not_said_to_be_shown():
+    """A CPU rerun of a config with GPU points: the cuda rows are unavailable, so the rows
+    split by backend show only the emulator. The note used to say "backend varies within
+    series (... cuda and emulator): shown as panel rows" over one panel row."""
+    rows = [row(size, 0, 1e-4) for size in SIZES]
+    rows += [row(size, 0, np.nan, backend="cuda", status="unavailable") for size in SIZES]
+    frame = prepare(table(rows), PlotSpec(), "err_fro")
+    assert frame.split == ["backend"] and frame.split_notes == []
+    fig = draw_figure(frame, "err_fro", PlotSpec(), "")
+    assert lines_by_panel(fig) == {"backend = emulator": [[1e-4] * 3]}
+    text = figure_text(fig)
+    assert "varies within series" not in text
+    assert "plain fp16 [backend = cuda, uniform]: unavailable at size = 32, 64, 128" in text
