@@ -229,3 +229,23 @@ def test_help_precision_names_every_entry_point():
     for module in COMMAND_MODULES:
         command = module.rsplit(".", 1)[1].replace("_", "-").replace("listing", "list")
         assert f"precision {command}" in text, command
+
+
+def test_a_run_with_nothing_to_draw_says_so_and_plot_says_why(cfg, capsys):
+    """A GPU config run on a machine without one stores every point as unavailable. The run
+    used to end without a word about figures (and leave an empty figures/), and `precision
+    plot` said only that there were no successful rows."""
+    cfg.write_text(
+        CONFIG.replace('format = ["fp16", "bf16"]', 'format = ["fp16"]\nbackend = ["cuda"]')
+    )
+    assert main(["run", str(cfg), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    root = Path("results") / "cli"
+    assert "figures: none: no point has a value to draw (status {'unavailable': 8})" in out
+    assert f"`precision plot {root}`" in out
+    assert main(["plot", str(root)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == (
+        f"error: {root / 'results.parquet'} has no successful rows to plot "
+        "(8 points: unavailable 8; the 'error' column says why)"
+    )

@@ -216,11 +216,23 @@ def main(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     if not paths:
-        print(f"error: {root / 'results.parquet'} has no successful rows to plot", file=sys.stderr)
+        print(f"error: {root / 'results.parquet'} has no successful rows to plot"
+              f"{_statuses(results)}", file=sys.stderr)  # fmt: skip
         return 1
     for path in paths:
         print(f"{'table' if path.stem.endswith('summary') else 'figure'}: {path}")
     return 0
+
+
+def _statuses(results: pd.DataFrame) -> str:
+    """ " (N points: status count, ...; ...)" for a table whose points have none to draw:
+    how many points have which status, and where the reason is ("" without a status)."""
+    if "status" not in results or results.empty:
+        return ""
+    points = results.drop_duplicates("point_id") if "point_id" in results else results
+    counts = points["status"].value_counts()
+    listed = ", ".join(f"{status} {count}" for status, count in counts.items())
+    return f" ({len(points)} points: {listed}; the 'error' column says why)"
 
 
 def _missing_points(config_path: Path, results: pd.DataFrame) -> str:

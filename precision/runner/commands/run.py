@@ -130,4 +130,9 @@ def main(args: argparse.Namespace) -> int:
     print(f"results: {summary.results_dir / 'results.parquet'} (+ .csv)")
     for fig in summary.figures:
         print(f"{'table' if fig.stem.endswith('summary') else 'figure'}:  {fig}")
+    if not args.no_plots and not summary.figures and summary.status_counts:
+        print(
+            f"figures: none: no point has a value to draw (status {summary.status_counts}); "
+            f"a run that computes them draws them, or `precision plot {summary.results_dir}`"
+        )
     return 1 if summary.failed or summary.not_run else 0
