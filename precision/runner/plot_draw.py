@@ -20,7 +20,14 @@ import pandas as pd
 
 from precision.runner.figures import PlotSpec
 from precision.runner.plot_frame import UNIT_ROUNDOFFS, _Frame, _Panels
-from precision.runner.plot_labels import ERROR_METRICS, METRIC_LABELS, SERIES_SEP, _ordered
+from precision.runner.plot_labels import (
+    ERROR_METRICS,
+    FRACTION_METRICS,
+    METRIC_LABELS,
+    SERIES_SEP,
+    _ordered,
+    repeats_statistic,
+)
 from precision.runner.plot_notes import _note_blocks
 
 #: Dash of the horizontal lines of baselines without an x value (on a ``terms`` axis).
@@ -891,14 +898,15 @@ def _draw_panels(plan: _Plan, axes: Any) -> tuple[list[list[bool]], dict[Any, li
 
 def _draw_series(plan: _Plan, ax: Any, panel: pd.DataFrame) -> None:
     """Draw each series of ``panel`` (the rows drawn as lines there): its valid repeats as
-    faint dots and its median over repeats at each x as a line with markers."""
+    faint dots and its median over repeats (least, for a fraction:
+    :func:`~precision.runner.plot_labels.over_repeats`) at each x as a line with markers."""
     dodged = plan.dodge
     for kind, key in plan.frame.series:
         sel = panel[(panel["_series"] == key) & panel["_valid"]]
         if sel.empty:
             continue
         color, ls, mk, ms, lw, z = plan.look.of_series(kind, key, plan.spec)
-        med = sel.groupby("_x")["_value"].median().sort_index()
+        med = sel.groupby("_x")["_value"].agg(repeats_statistic(plan.metric)).sort_index()
         ax.scatter(
             dodged(sel["_x"], key), sel["_value"], s=5, color=color, alpha=0.3,
             linewidths=0, zorder=1,
@@ -911,13 +919,14 @@ def _draw_series(plan: _Plan, ax: Any, panel: pd.DataFrame) -> None:
 
 def _draw_levels(plan: _Plan, ax: Any, row: str, col: str) -> None:
     """Draw the rows without an x value of panel ``row``, ``col`` as horizontal lines at
-    their median, one per series and hue."""
+    their median (least, for a fraction), one per series and hue."""
     xless, look = plan.panels.levels, plan.look
     lines = xless[plan.panels.levels_in(row, col) & xless["_valid"]]
     for (b_key, b_hue), g in lines.groupby(["_series", "_hue"], sort=True):
         b_color = look.base_style.get(str(b_key), ("black", "-", ""))[0]
         ax.axhline(
-            float(g["_value"].median()), color=look.palette.get(str(b_hue), b_color),
+            float(g["_value"].agg(repeats_statistic(plan.metric))),
+            color=look.palette.get(str(b_hue), b_color),
             ls=XLESS_DASH,
             lw=1.0, alpha=0.85, zorder=1,
         )  # fmt: skip
@@ -969,10 +978,18 @@ def _halve(text: str) -> str:
 
 def _set_y_limits(plan: _Plan, groups: dict[Any, list[Any]]) -> None:
     """Give the panels of each group (:func:`_draw_panels`) one log y axis, at whole decades
-    around their values, the levels and the unit roundoffs drawn (:func:`_decade_limits`)."""
+    around their values, the levels and the unit roundoffs drawn (:func:`_decade_limits`);
+    a fraction (:data:`~precision.runner.plot_labels.FRACTION_METRICS`) gets a linear axis
+    from 0 to 1 instead, with :data:`Y_MARGIN` of room beyond both ends."""
     from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
 
     xless, metric, targets = plan.panels.levels, plan.metric, plan.targets
+    if metric in FRACTION_METRICS:
+        for members in groups.values():
+            for ax, _ in members:
+                ax.set_ylim(-Y_MARGIN, 1 + Y_MARGIN)
+                ax.set_yticks([0, 0.25, 0.5, 0.75, 1], ["0", "0.25", "0.5", "0.75", "1"])
+        return
     for members in groups.values():
         values = pd.concat([p.loc[p["_valid"], "_value"] for _, p in members])
         values = pd.concat([values, xless.loc[xless["_valid"], "_value"]])

@@ -29,6 +29,7 @@ from precision.runner.plot_labels import (
     _of,
     _ordered,
     _who,
+    drawable,
 )
 from precision.runner.plot_notes import ERR_MAX_NOTE
 
@@ -281,7 +282,7 @@ def prepare(table: pd.DataFrame, spec: PlotSpec, metric: str) -> _Frame:
     d["_ok"] = (table["status"] == "ok") if "status" in table else True
     d["_status"] = table["status"].astype(str) if "status" in table else "ok"
     d["_value"] = pd.to_numeric(table[metric], errors="coerce").astype(float)
-    d["_valid"] = d["_ok"] & np.isfinite(d["_value"]) & (d["_value"] > 0)
+    d["_valid"] = d["_ok"] & drawable(d["_value"], metric)
     # The format each result is rounded to, for the unit-roundoff lines of error figures.
     target = table["target"] if "target" in table else pd.Series(None, index=table.index)
     d["_target"] = np.where(

@@ -20,8 +20,38 @@ METRIC_LABELS = {
     "err_max": "max. relative elementwise error",
     "err_median": "median relative elementwise error",
     "tflops": "TFLOP/s (2mnk / median time)",
+    "identical_bits": "fraction of outputs bit-identical to compare_backend",
 }
 ERROR_METRICS = ("err_fro", "err_max", "err_median")
+#: Metrics drawn on a linear axis from 0 to 1, where 0 is a value like any other (the others
+#: are drawn on log axes, which cannot show 0).
+FRACTION_METRICS = ("identical_bits",)
+
+
+def drawable(values: pd.Series, metric: str) -> pd.Series:
+    """Which ``values`` of ``metric`` a figure can draw: finite, and positive on a log axis
+    (at least 0 for :data:`FRACTION_METRICS`)."""
+    finite = np.isfinite(values)
+    return finite & (values >= 0) if metric in FRACTION_METRICS else finite & (values > 0)
+
+
+def over_repeats(metric: str) -> str:
+    """How the repeats of a point are summed up in figures and summary tables: their median;
+    for :data:`FRACTION_METRICS` their least value (a point is bit-identical only if every
+    repeat is)."""
+    return "least over repeats" if metric in FRACTION_METRICS else "median over repeats"
+
+
+def repeats_statistic(metric: str) -> str:
+    """The pandas aggregation of :func:`over_repeats`: ``"min"`` or ``"median"``."""
+    return "min" if metric in FRACTION_METRICS else "median"
+
+
+def drawable_words(metric: str) -> str:
+    """What a value of ``metric`` must be to be drawn (:func:`drawable`), in words."""
+    return "finite" if metric in FRACTION_METRICS else "finite positive"
+
+
 #: Joins the hue and style values of a method's series key (and the identity columns of a
 #: point's key). Not NUL: pandas 3.0's factorize (under groupby) cuts object strings at a NUL,
 #: which merged every series of one hue, whatever its style; numpy's and pandas' vectorised

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from precision.runner.plot_labels import ERROR_METRICS, _of, _who
+from precision.runner.plot_labels import ERROR_METRICS, _of, _who, drawable_words
 from precision.runner.store import ResultsDir
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def _note_blocks(frame: _Frame, metric: str) -> list[tuple[str, list[str]]]:
         (head, lines)
         for head, lines in (
             ("Notes:", frame.caveats + cap_notes(frame.split_notes + frame.terms_notes)),
-            ("Not shown (no finite positive value):", _missing_notes(frame, metric)),
+            (f"Not shown (no {drawable_words(metric)} value):", _missing_notes(frame, metric)),
         )
         if lines
     ]

@@ -89,7 +89,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from precision.runner.figures import PlotSpec
@@ -106,6 +105,8 @@ from precision.runner.plot_frame import (
 from precision.runner.plot_labels import (
     DIST_LABELS,
     SERIES_SEP,
+    drawable,
+    drawable_words,
     readable_distribution,
 )
 from precision.runner.plot_notes import (
@@ -284,9 +285,9 @@ def plot_results(
             continue
         values = pd.to_numeric(table[metric], errors="coerce")
         ok = table["status"] == "ok" if "status" in table else True
-        if not ((values > 0) & np.isfinite(values) & ok).any():
+        if not (drawable(values, metric) & ok).any():
             if spec.explicit_metrics and notes is not None:
-                notes.append(f"no {metric} figure: no row has a finite positive {metric}")
+                notes.append(f"no {metric} figure: no row has a {drawable_words(metric)} {metric}")
             continue
         frame = prepare(table, spec, metric)
         if metric == "tflops":

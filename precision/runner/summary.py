@@ -39,6 +39,8 @@ so that it is not forgotten, and gets its table again once they have values.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from precision.runner.figures import METRICS, PlotSpec
+from precision.runner.plot_labels import FRACTION_METRICS, over_repeats
 from precision.runner.store import atomic_write
 
 if TYPE_CHECKING:
@@ -84,6 +87,12 @@ def _median_all(values: pd.Series) -> float:
     """Median of every value (NaN if any is NaN or there are none)."""
     arr = values.to_numpy(dtype=float)
     return float(np.median(arr)) if arr.size and not np.isnan(arr).any() else float("nan")
+
+
+def _least_all(values: pd.Series) -> float:
+    """Least of every value (NaN if any is NaN or there are none)."""
+    arr = values.to_numpy(dtype=float)
+    return float(arr.min()) if arr.size and not np.isnan(arr).any() else float("nan")
 
 
 def summarize(table: pd.DataFrame, timing: bool = True) -> pd.DataFrame:
@@ -157,7 +166,8 @@ def pivot_cells(
         taken = {key.name for key in keys}
         keys.append(values.rename(name if name not in taken else f"{name} ({role})"))
     cell = [*keys, d["_x"].rename("_x")]
-    medians = value.groupby(cell, sort=True).agg(_median_all)
+    statistic = _least_all if metric in FRACTION_METRICS else _median_all
+    medians = value.groupby(cell, sort=True).agg(statistic)
     # A cell holds part of a point's repeats when the others chose another term count (x or
     # a panel or series shows it) or have no x value (terms = "auto" not computed).
     point = d["_point"]
@@ -197,6 +207,16 @@ def _fmt(value: float) -> str:
         return "0"
     plain, mantissa, exp = _significant(value)
     return plain if exp in PLAIN_EXPONENTS else f"{mantissa}e{exp:+03d}"
+
+
+def _fraction_text(value: float, fmt: Callable[[float], str]) -> str:
+    """A fraction (:data:`~precision.runner.plot_labels.FRACTION_METRICS`) as ``fmt`` writes
+    it, except that exactly 1 is written ``1`` and a value below 1 never as 1: one that
+    rounds to ``1.00`` is written ``0.999``."""
+    if value == 1:
+        return "1"
+    text = fmt(value)
+    return "0.999" if np.isfinite(value) and text == "1.00" else text
 
 
 def _latex_number(value: float) -> str:
@@ -240,31 +260,40 @@ def _marked(marks: pd.DataFrame | None, i: int, n: int) -> list[bool]:
 
 
 def to_markdown(
-    frame: pd.DataFrame, first_header: str = "", marks: pd.DataFrame | None = None
+    frame: pd.DataFrame,
+    first_header: str = "",
+    marks: pd.DataFrame | None = None,
+    fraction: bool = False,
 ) -> str:
     """A GitHub-flavoured Markdown table of a pivot (index columns left, numbers right); a
-    cell that is True in ``marks`` (:func:`pivot_cells`) gets :data:`PARTIAL_MARK`."""
+    cell that is True in ``marks`` (:func:`pivot_cells`) gets :data:`PARTIAL_MARK`. With
+    ``fraction``, values are written by :func:`_fraction_text`."""
     index = frame.index.to_frame(index=False).astype(str)
     header = list(index.columns) + [f"{first_header}{c}" if i == 0 else c
                                     for i, c in enumerate(frame.columns)]  # fmt: skip
     align = [":--"] * index.shape[1] + ["--:"] * frame.shape[1]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    number = functools.partial(_fraction_text, fmt=_fmt) if fraction else _fmt
     for i in range(len(frame)):
         values = frame.iloc[i].to_numpy(float)
         marked = _marked(marks, i, len(values))
         cells = list(index.iloc[i])
-        cells += [
-            _fmt(v) + (PARTIAL_MARK if m else "") for v, m in zip(values, marked, strict=True)
-        ]
+        cells += [number(v) + (PARTIAL_MARK if m else "")
+                  for v, m in zip(values, marked, strict=True)]  # fmt: skip
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines)
 
 
 def to_latex(
-    frame: pd.DataFrame, caption: str, x_name: str, marks: pd.DataFrame | None = None
+    frame: pd.DataFrame,
+    caption: str,
+    x_name: str,
+    marks: pd.DataFrame | None = None,
+    fraction: bool = False,
 ) -> str:
     """A booktabs LaTeX table of a pivot; cells True in ``marks`` get a dagger, explained
-    under the table (:data:`PARTIAL_NOTE`)."""
+    under the table (:data:`PARTIAL_NOTE`). With ``fraction``, values are written by
+    :func:`_fraction_text`."""
     index = frame.index.to_frame(index=False).astype(str)
     ni, nv = index.shape[1], frame.shape[1]
     lines = [
@@ -284,7 +313,8 @@ def to_latex(
         cells = [_latex_escape(c) for c in index.iloc[i]]
         values = frame.iloc[i].to_numpy(float)
         marked = _marked(marks, i, len(values))
-        cells += [_latex_number(v) + (LATEX_MARK if m else "")
+        number = functools.partial(_fraction_text, fmt=_latex_number) if fraction else _latex_number
+        cells += [number(v) + (LATEX_MARK if m else "")
                   for v, m in zip(values, marked, strict=True)]  # fmt: skip
         lines.append("    " + " & ".join(cells) + r" \\")
     lines += [r"    \bottomrule", r"  \end{tabular}"]
@@ -338,10 +368,12 @@ def write_summary(
     summary = summarize(table, timing="tflops" in metrics)
     _, _, x_label = choose_x(table, spec.x)
     repeats = int(table.groupby("point_id").size().max()) if "point_id" in table else 1
-    md = [f"# Summary: median over {repeats} repeat(s) per point\n"]
+    least = [m for m in metrics if m in FRACTION_METRICS]
+    also = f" (least for {', '.join(least)})" if least else ""
+    md = [f"# Summary: median over {repeats} repeat(s) per point{also}\n"]
     tex = [r"% Summary tables (median over repeats); needs \usepackage{booktabs}", ""]
     for metric in metrics:
-        label = f"{metric}: {METRIC_LABELS[metric]}, median over repeats, by {x_label}"
+        label = f"{metric}: {METRIC_LABELS[metric]}, {over_repeats(metric)}, by {x_label}"
         values = pd.to_numeric(table[metric], errors="coerce") if metric in table else None
         if values is None or not np.isfinite(values).any():
             if metric in kept:  # summarised before: keep its place (and so the metric), empty
@@ -352,7 +384,8 @@ def write_summary(
                 tex += [f"% {label}: no table, {why}", ""]
             continue
         frame, marks, drawn = pivot_cells(table, spec, metric)
-        md += [f"## {label}\n", to_markdown(frame, marks=marks), ""]
+        fraction = metric in FRACTION_METRICS
+        md += [f"## {label}\n", to_markdown(frame, marks=marks, fraction=fraction), ""]
         if marks.to_numpy().any():
             md += [PARTIAL_NOTE, ""]
         # The figure's caveats, and the identity dimensions split into rows (they vary within
@@ -362,7 +395,7 @@ def write_summary(
         md += [f"Note: {note}." for note in said]
         md += [""] if said else []
         tex += [f"% Note: {note}." for note in said]
-        tex += [to_latex(frame, label, x_label, marks), ""]
+        tex += [to_latex(frame, label, x_label, marks, fraction=fraction), ""]
     # Written only once all three are computed, each atomically (a failed write leaves the
     # earlier file of that name): StoreError naming the file that could not be written.
     atomic_write(csv_path, lambda tmp: summary.to_csv(tmp, index=False))
