@@ -296,7 +296,10 @@ def prepare(table: pd.DataFrame, spec: PlotSpec, metric: str) -> _Frame:
     shown = (spec.hue, spec.style, spec.col, spec.row)
     terms_shown = x == "terms" or "terms" in shown
     by_colour_or_style = tuple(dim for dim in (spec.hue, spec.style) if dim != "none")
-    split, split_notes = _split_rows(table, d, x, rest, terms_shown, by_colour_or_style)
+    panels = tuple(dim for dim in (spec.col, spec.row) if dim != "none")
+    split, split_notes = _split_rows(
+        table, d, x, rest, terms_shown, by_colour_or_style, by_colour_or_style + panels
+    )
     terms_notes = _terms_notes(table, d, spec, x, terms_shown)
     hue_order = _ordered(d.loc[~d["_baseline"], "_hue"])
     style_order = _ordered(d.loc[~d["_baseline"], "_style"])
@@ -322,13 +325,16 @@ def _split_rows(
     rest: list[str],
     terms_shown: bool,
     by_colour_or_style: tuple[str, ...] = (),
+    shown: tuple[str, ...] = (),
 ) -> tuple[list[str], list[str]]:
     """Append to ``d["_row"]``, in :data:`SPLIT_DIMENSIONS` order, each identity dimension
-    that varies within a drawn cell (:func:`_cells`, refined by those added before), and its
-    value ("" where a row has none) to the tuple ``d["_split"]``; return their names and one
-    note each: an example cell and its values. A dimension shown by colour or line style
-    (``by_colour_or_style``) varies only within the baselines' series, which take neither;
-    its note says so."""
+    that varies within a drawn cell (:func:`_cells`, refined by those added before), or
+    that no channel of the figure shows (``shown``: hue, style, col, row) and that tells
+    apart series drawn together which the legend cannot (:func:`_untold_between_series`),
+    and its value ("" where a row has none) to the tuple ``d["_split"]``; return their
+    names and one note each: an example cell and its values. A dimension shown by colour or
+    line style (``by_colour_or_style``) varies only within the baselines' series, which take
+    neither; its note says so."""
     from precision.runner.figures import DIMENSIONS
 
     split: list[str] = []
@@ -339,9 +345,18 @@ def _split_rows(
         values, labels = _split_values(table, dim, d["_baseline"], terms_shown)
         cells = _cells(d)
         counts = values.groupby(cells, sort=True).nunique()
-        if not (counts > 1).any():
-            continue
-        varying = cells.isin(counts.index[counts > 1])
+        within = (counts > 1).any()
+        if within:
+            varying = cells.isin(counts.index[counts > 1])
+            what = "varies within series"
+        else:
+            if dim in shown:
+                continue
+            varying = _untold_between_series(values, d)
+            if not varying.any():
+                continue
+            cells = _drawn_together(d)
+            what = "is shown by neither colour, line style nor panels, and tells series apart"
         first = d[varying].iloc[0]  # an example: the first such cell in table order
         example = d[cells == cells[varying].iloc[0]]
         at = f"at {x} = {first['_x']:g}" if np.isfinite(first["_x"]) else f"without a {x} value"
@@ -352,13 +367,11 @@ def _split_rows(
                 f" (baselines are drawn in black and grey, not by {dim}); "
                 f'set col or row = "{dim}" to choose'
             )
-        who = _who(first["_series"], first["_row"], first["_col"])
+        who = _who(first["_series"] if within else "", first["_row"], first["_col"])
         where = f"{who} {at}" if who else at  # who: "" with hue and style "none", one panel
         drawn = values[d["_valid"].astype(bool)]
         if drawn[drawn != ""].nunique() > 1:  # (else the drawn rows show one value at most)
-            notes.append(
-                f"{dim} varies within series ({where}: {found}): shown as panel rows{advice}"
-            )
+            notes.append(f"{dim} {what} ({where}: {found}): shown as panel rows{advice}")
         d["_row"] = _join_parts(d["_row"], labels)
         d["_split"] = pd.Series(
             [key + (v,) for key, v in zip(d["_split"], values, strict=True)],
@@ -367,6 +380,40 @@ def _split_rows(
         )
         split.append(dim)
     return split, notes
+
+
+def _drawn_together(d: pd.DataFrame) -> pd.Series:
+    """The methods' rows drawn at one x in one panel, as one key per row ("" for baselines,
+    which the legend names by their own series)."""
+    x = d["_x"].map(lambda v: "" if np.isnan(v) else repr(v))
+    parts = zip(d["_row"], d["_col"], x, d["_baseline"], strict=True)
+    keys = ["" if base else "\x01".join((r, c, v)) for r, c, v, base in parts]
+    return pd.Series(keys, index=d.index, dtype=object)
+
+
+def _untold_between_series(values: pd.Series, d: pd.DataFrame) -> pd.Series:
+    """Mask of the methods' rows drawn at one x in one panel (:func:`_drawn_together`) where
+    ``values`` (an identity dimension) differ, in panels where the legend cannot say which
+    series has which value: neither the colour (``_hue``) nor the line style (``_style``)
+    alone determines it. Ozaki scheme I and II drawn side by side, told apart only by the
+    pairs of term count and target, say; a dimension that follows the colour (the
+    distribution, where the colour is its φ) is told by the legend."""
+    together = _drawn_together(d)
+    methods = together != ""
+    if not methods.any():
+        return pd.Series(False, index=d.index)
+    v, key = values[methods], together[methods]
+    counts = v.groupby(key, sort=False).nunique()
+    if not (counts > 1).any():
+        return pd.Series(False, index=d.index)
+    panel = d.loc[methods, "_row"] + "\x01" + d.loc[methods, "_col"]
+    told = pd.Series(False, index=panel.unique())
+    for channel in ("_hue", "_style"):
+        per_value = v.groupby([panel, d.loc[methods, channel]], sort=False).nunique()
+        told |= (per_value <= 1).groupby(level=0).all().reindex(told.index, fill_value=False)
+    untold_panels = set(told.index[~told])
+    varying = key.isin(counts.index[counts > 1]) & panel.isin(untold_panels)
+    return varying.reindex(d.index, fill_value=False)
 
 
 def _terms_notes(

@@ -575,3 +575,44 @@ def test_a_split_whose_other_rows_are_not_drawn_is_not_said_to_be_shown():
     text = figure_text(fig)
     assert "varies within series" not in text
     assert "plain fp16 [backend = cuda, uniform]: unavailable at size = 32, 64, 128" in text
+
+
+def test_a_dimension_no_channel_shows_becomes_panel_rows_where_the_legend_cannot_tell():
+    """Ozaki scheme I (8 slices, fp64) and scheme II (8 moduli to fp32; 16 to fp64) drawn with
+    hue = terms and style = target: the series never share a cell, so no series pooled two
+    methods, but the legend named no method: "8 terms" appeared twice, once per scheme.
+    The method now becomes panel rows. A dimension that follows the colour is told by the
+    legend (φ as the colour, the distribution unshown) and splits nothing."""
+    ozaki = {"format": "int8", "terms_requested": "fixed"}
+    rows = [
+        row(
+            size, 0, err, method=method, variant=method, target=target, terms=float(terms), **ozaki
+        )  # fmt: skip
+        for method, target, terms, err in (
+            ("ozaki1", "fp64", 8, 1e-12),
+            ("ozaki2", "fp32", 8, 1e-7),
+            ("ozaki2", "fp64", 16, 1e-16),
+        )  # fmt: skip
+        for size in SIZES
+    ]
+    spec = PlotSpec(hue="terms", style="target")
+    frame = prepare(table(rows), spec, "err_fro")
+    assert frame.split == ["method"]
+    assert set(frame.data["_row"]) == {"ozaki1", "ozaki2"}
+    (note,) = frame.split_notes
+    assert note.startswith("method is shown by neither colour, line style nor panels")
+    assert "ozaki1 and ozaki2" in note
+    phis = [
+        row(
+            size,
+            0,
+            1e-4 * (1 + phi),
+            distribution="exp_rand",
+            dist_label=f"exp_rand(phi={phi})",
+            dist_params=f'{{"phi": {phi}}}',
+        )  # fmt: skip
+        for phi in (0.0, 1.0)
+        for size in SIZES
+    ]
+    frame = prepare(table(phis), PlotSpec(hue="phi", col="none"), "err_fro")
+    assert frame.split == [] and frame.split_notes == []
