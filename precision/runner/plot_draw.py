@@ -359,12 +359,46 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
     sections = _legend_sections(plan)
     fig = _draw_fitting(plt, plan, sections)
     if fig is not None:
-        return fig
+        return _frozen(fig)
     size = _smallest_size(plt, plan, sections)
     if size is None:  # (no size holds it: drawn at its own, as squeezed as it can be)
-        return _draw(plt, plan, sections, SQUEEZES[-1])
+        return _frozen(_draw(plt, plan, sections, SQUEEZES[-1]))
     fig = _draw_fitting(plt, plan.at(size), sections)  # as if that size had been asked for
-    return fig if fig is not None else _draw(plt, plan.at(size), sections, SQUEEZES[-1])
+    fig = fig if fig is not None else _draw(plt, plan.at(size), sections, SQUEEZES[-1])
+    return _frozen(fig)
+
+
+#: Decimals (of the figure's or subfigure's width and height) to which a drawn figure's
+#: panel and subfigure positions are rounded (:func:`_frozen`): 1e-10 of a figure is far
+#: below a printed dot, and far above the noise of the layout solver.
+FROZEN_DECIMALS = 10
+
+
+def _frozen(fig: Any) -> Any:
+    """``fig`` with its constrained layout fixed where it was last drawn: every subfigure and
+    panel position rounded to :data:`FROZEN_DECIMALS` and the layout engine switched off, so
+    that saving (png, pdf, svg, pgf) lays nothing out again. Matplotlib's layout solver
+    gives positions whose last bits depend on the process (Python's hash seed), which made
+    the coordinates written in pdf and svg files differ between runs in their 13th digit:
+    now the same table gives the same bytes."""
+    import numpy as np
+    from matplotlib.transforms import Bbox
+
+    def rounded(points: Any) -> Any:
+        return Bbox(np.round(np.asarray(points, dtype=float), FROZEN_DECIMALS))
+
+    def subfigures(f: Any) -> list[Any]:
+        return [s for sub in f.subfigs for s in (sub, *subfigures(sub))]
+
+    # laid out once more first, as a save did before: the constrained layout settles over
+    # two draws, and the figures drawn so stay as they were
+    fig.draw_without_rendering()
+    for sub in subfigures(fig):
+        sub.bbox_relative.set_points(rounded(sub.bbox_relative.get_points()).get_points())
+    for ax in fig.get_axes():
+        ax.set_position(rounded(ax.get_position().get_points()), which="both")
+    fig.set_layout_engine("none")
+    return fig
 
 
 def _draw_fitting(plt: Any, plan: _Plan, sections: list[_Section]) -> Any:
