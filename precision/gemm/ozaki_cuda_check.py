@@ -358,12 +358,12 @@ def cpu_checks() -> dict[str, Any]:
         a, b = _inv_m32(m)
         half = np.int64(1) << (b - 1)
         for start in range(-(1 << 22), 1 << 22, 1 << 19):
-            t = np.arange(start, start + (1 << 19), dtype=np.int64)
-            prod = t * a  # exact: < 2^46
+            ts = np.arange(start, start + (1 << 19), dtype=np.int64)
+            prod = ts * a  # exact: < 2^46
             q = prod >> b  # floor
             rem = prod - (q << b)
             q += (rem > half) | ((rem == half) & (q & 1 == 1))
-            r = t - q * m
+            r = ts - q * m
             bad += int(np.count_nonzero(np.abs(r) > (m - 1) // 2))
     res["residue_step_mismatches"] = bad
     # 2. digits: y = sum d_p 2^(14p), |t| < 2^22 for every modulus (random and extreme y).
