@@ -316,14 +316,16 @@ class _Plan:
         # Panels, axes and legend are those of the values drawn: rows with none (an error of
         # exactly 0 on a log axis, an unavailable backend) only add to the notes, so they
         # leave no empty panel, no x range without data and no legend entry without a line.
-        drawn = _drawn_rows(frame.data)
-        panels = _Panels.of(drawn)  # which rows each panel draws, as lines or levels
+        # The panels are laid out from all rows first, so that a baseline level keeps the
+        # panel it belongs to (_Panels.drawn_only).
+        panels = _Panels.of(frame.data).drawn_only()  # which rows each panel draws
         d = panels.lines
+        drawn = _drawn_rows(frame.data)
         targets = [t for t in UNIT_ROUNDOFFS if t in set(drawn["_target"])]
         blocks = _note_blocks(frame, metric)
-        look = _Look.of(frame, d, sns, spec)
+        look = _Look.of(frame, d[d["_valid"].astype(bool)], sns, spec)
         xs = sorted(d["_x"].unique())
-        dodge = _Dodge.of(frame, d, xs, spec.dodge)
+        dodge = _Dodge.of(frame, d[d["_valid"].astype(bool)], xs, spec.dodge)
         # A terms axis is per panel column (slices of scheme I and moduli of scheme II are not
         # one scale), each column as wide as its labels need; size axes are shared.
         col_xs = {col: sorted(d.loc[d["_col"] == col, "_x"].unique()) for col in panels.cols}
@@ -370,7 +372,10 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
 
 #: Decimals (of the figure's or subfigure's width and height) to which a drawn figure's
 #: panel and subfigure positions are rounded (:func:`_frozen`): 1e-10 of a figure is far
-#: below a printed dot, and far above the noise of the layout solver.
+#: below a printed dot (rounding to 1e-6 already moved pixels of the png files), and far
+#: above the layout solver's noise (about 1e-16), so two processes round a position
+#: differently only where it lies within that noise of a rounding step: about one position
+#: in a million.
 FROZEN_DECIMALS = 10
 
 
@@ -380,7 +385,8 @@ def _frozen(fig: Any) -> Any:
     that saving (png, pdf, svg, pgf) lays nothing out again. Matplotlib's layout solver
     gives positions whose last bits depend on the process (Python's hash seed), which made
     the coordinates written in pdf and svg files differ between runs in their 13th digit:
-    now the same table gives the same bytes."""
+    now the same table gives the same bytes, except where a position lies within that noise
+    of a rounding step (:data:`FROZEN_DECIMALS`)."""
     import numpy as np
     from matplotlib.transforms import Bbox
 

@@ -514,6 +514,32 @@ class _Panels:
         xless["_col"] = xless["_col"].where(xless["_col"].isin(set(d["_col"])), "*")
         return cls(d, xless, rows, _ordered(d["_col"]), targets)
 
+    def drawn_only(self) -> _Panels:
+        """These panels less the panel rows and columns in which nothing has a value to draw
+        (``_valid``: no line and no level), and ``lines`` less the rows without one, so that
+        x values and series come from what is drawn. A panel kept for its baselines' levels
+        alone (on a ``terms`` axis, methods all exact there) keeps its lines, for its x
+        axis; where nothing at all has a value, the panels are returned as they are."""
+        line_ok = self.lines["_valid"].astype(bool)
+        level_ok = self.levels["_valid"].astype(bool)
+        drawn = [
+            (row, col)
+            for row in self.rows
+            for col in self.cols
+            if (self.lines_in(row, col) & line_ok).any()
+            or (self.levels_in(row, col) & level_ok).any()
+        ]
+        if not drawn:
+            return self
+        rows = [r for r in self.rows if any(r == row for row, _ in drawn)]
+        cols = [c for c in self.cols if any(c == col for _, col in drawn)]
+        kept = line_ok.copy()
+        for row, col in drawn:
+            here = self.lines_in(row, col)
+            if not (here & line_ok).any():
+                kept |= here
+        return _Panels(self.lines[kept], self.levels, rows, cols, self.targets)
+
     def _in_row(self, labels: pd.Series, row: str) -> pd.Series:
         """Mask of ``labels`` (row labels) drawn in panel row ``row``."""
         joined = [label == row or row in self.targets.get(label, ()) for label in labels]

@@ -371,7 +371,8 @@ def write_summary(
     least = [m for m in metrics if m in FRACTION_METRICS]
     also = f" (least for {', '.join(least)})" if least else ""
     md = [f"# Summary: median over {repeats} repeat(s) per point{also}\n"]
-    tex = [r"% Summary tables (median over repeats); needs \usepackage{booktabs}", ""]
+    least_tex = f"; least for {', '.join(least)}" if least else ""
+    tex = [f"% Summary tables (median over repeats{least_tex}); needs \\usepackage{{booktabs}}", ""]
     for metric in metrics:
         label = f"{metric}: {METRIC_LABELS[metric]}, {over_repeats(metric)}, by {x_label}"
         values = pd.to_numeric(table[metric], errors="coerce") if metric in table else None

@@ -503,6 +503,12 @@ def test_summary_md_names_auto_points_whose_repeats_chose_different_counts(tmp_p
 # ------------------------------------------------------------------ nothing to draw
 
 
+def ozaki2_row(size: int, value: float, terms: int, **kw) -> dict:
+    """One results row of ozaki2 int8 to fp64 with ``terms`` moduli (requested as such)."""
+    return row(size, 0, value, method="ozaki2", variant="ozaki2", format="int8", target="fp64",
+               terms=float(terms), terms_requested=str(terms), **kw)  # fmt: skip
+
+
 def legend_text(fig) -> str:
     return " ".join(t.get_text() for sub in fig.subfigs for lg in sub.legends for t in lg.texts)
 
@@ -512,21 +518,7 @@ def test_points_with_nothing_to_draw_leave_no_panel_row_and_no_legend_entry():
     panel row per requested term count, empty, and legend entries (ozaki2, int8, the fp64
     unit roundoff) with no line: the figure of the docs' example config was mostly blank."""
     rows = [row(size, 0, 1e-4) for size in SIZES]
-    rows += [
-        row(
-            size,
-            0,
-            0.0,
-            method="ozaki2",
-            variant="ozaki2",
-            format="int8",
-            target="fp64",
-            terms=float(terms),
-            terms_requested=str(terms),
-        )  # fmt: skip
-        for terms in (14, 16)
-        for size in SIZES
-    ]
+    rows += [ozaki2_row(size, 0.0, terms) for terms in (14, 16) for size in SIZES]
     frame = prepare(table(rows), PlotSpec(), "err_fro")
     assert frame.split == ["terms_requested"]  # (still told apart in the notes)
     fig = draw_figure(frame, "err_fro", PlotSpec(), "")
@@ -616,3 +608,46 @@ def test_a_dimension_no_channel_shows_becomes_panel_rows_where_the_legend_cannot
     ]
     frame = prepare(table(phis), PlotSpec(hue="phi", col="none"), "err_fro")
     assert frame.split == [] and frame.split_notes == []
+
+
+def ozaki_and_baseline(dist: str, ozaki_err: float, baseline_err: float) -> list[dict]:
+    """ozaki2 (14 and 16 moduli) and an fp64 numpy baseline on ``dist`` inputs, k = 64."""
+    label = {"uniform": "uniform", "normal": "normal"}[dist]
+    common = {"distribution": dist, "dist_label": label}
+    rows = [ozaki2_row(64, ozaki_err, t, **common) for t in (14, 16)]
+    rows.append(row(64, 0, baseline_err, format="fp64", backend="numpy", **common))
+    return rows
+
+
+def horizontal_levels(fig) -> dict[str, list[float]]:
+    """The y of the horizontal lines (baseline levels, unit roundoffs) of each visible panel,
+    by its title."""
+    out: dict[str, list[float]] = {}
+    for ax in (a for a in fig.axes if a.get_visible()):
+        ys = [ln.get_ydata()[0] for ln in ax.get_lines() if list(ln.get_xdata()) == [0, 1]]
+        out[ax.get_title()] = sorted(ys)
+    return out
+
+
+def test_a_terms_axis_whose_methods_are_all_exact_draws_the_baseline_level():
+    """On a terms axis only the baselines' levels had a value (ozaki2 exact, error 0): the
+    figure, laid out from the drawn rows alone, had no x value and raised ValueError."""
+    spec = PlotSpec(x="terms", col="none")
+    fig = draw_figure(prepare(table(ozaki_and_baseline("uniform", 0.0, 1e-16)), spec, "err_fro"),
+                      "err_fro", spec, "")  # fmt: skip
+    levels = horizontal_levels(fig)
+    assert len(levels) == 1 and 1e-16 in next(iter(levels.values()))
+
+
+def test_a_baseline_level_stays_in_its_own_panel_when_the_methods_there_are_exact():
+    """Uniform panel: ozaki2 1e-15, baseline 2e-16; normal panel: ozaki2 exact, baseline
+    1e-16. The normal panel was dropped and its level drawn in every panel, pooled with the
+    uniform one into one line at their median, 1.5e-16."""
+    rows = ozaki_and_baseline("uniform", 1e-15, 2e-16) + ozaki_and_baseline("normal", 0.0, 1e-16)
+    spec = PlotSpec(x="terms", col="distribution")
+    fig = draw_figure(prepare(table(rows), spec, "err_fro"), "err_fro", spec, "")
+    levels = horizontal_levels(fig)
+    assert len(levels) == 2
+    roundoff = 2.0**-53  # (the fp64 unit roundoff line, in every panel)
+    by_panel = {title: [y for y in ys if y != roundoff] for title, ys in levels.items()}
+    assert sorted(by_panel.values()) == [[1e-16], [2e-16]]
