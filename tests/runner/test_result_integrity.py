@@ -80,16 +80,23 @@ def test_provenance_records_the_git_commit(tmp_path, monkeypatch):
     """The commit a run used is in provenance.json (a key holding None would pass a test that
     only checks the key): PRECISION_GIT_COMMIT, as on a machine without the git history."""
     from precision import provenance
+    from precision.runner import execute
+
+    def forget() -> None:  # both are cached per process; the rows' copy too, or every later
+        provenance.git_commit.cache_clear()  # test of this worker stored rows under the
+        execute._provenance.cache_clear()  # audit commit (and warned that code differed)
 
     monkeypatch.setenv("PRECISION_GIT_COMMIT", "0123abcd-audit")
-    provenance.git_commit.cache_clear()  # (cached per process)
+    forget()
     try:
         summary = _run(tmp_path, ONE_POINT.format(repeats=1, warmup=0, calls=1))
         prov = json.loads((summary.results_dir / "provenance.json").read_text())
         assert prov["latest"]["git_commit"] == "0123abcd-audit"
         assert prov["runs"][-1]["git_commit"] == "0123abcd-audit"
+        table = pd.read_parquet(summary.results_dir / "results.parquet")
+        assert (table["git_commit"] == "0123abcd-audit").all()
     finally:
-        provenance.git_commit.cache_clear()
+        forget()
 
 
 def test_summary_is_the_median_of_the_repeats_not_the_mean(tmp_path):
