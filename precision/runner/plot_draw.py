@@ -207,14 +207,14 @@ class _Look:
     hue_marker: dict[str, str] | None = None
 
     @classmethod
-    def of(cls, frame: _Frame, d: pd.DataFrame, sns: Any, spec: PlotSpec) -> _Look:
-        """The look of the series of ``frame`` whose rows ``d`` are drawn as lines."""
+    def of(cls, frame: _Frame, d: pd.DataFrame, drawn: set[str], sns: Any, spec: PlotSpec) -> _Look:
+        """The look of the series of ``frame`` whose rows ``d`` are drawn as lines; ``drawn``
+        holds every series drawn (lines and levels), whose baselines the legend names."""
         hue_vals = _ordered(d.loc[~d["_baseline"], "_hue"])
         style_vals = _ordered(d.loc[~d["_baseline"], "_style"])
         palette = dict(zip(hue_vals, sns.color_palette("colorblind", len(hue_vals)), strict=True))
         marker = {s: MARKERS[i % len(MARKERS)] for i, s in enumerate(style_vals)}
         dash = {s: DASHES[i % len(DASHES)] for i, s in enumerate(style_vals)}
-        drawn = set(_drawn_rows(frame.data)["_series"])
         base_names = [key for kind, key in frame.series if kind == "baseline" and key in drawn]
         base_style = {
             b: BASELINE_STYLES[i % len(BASELINE_STYLES)] for i, b in enumerate(base_names)
@@ -320,12 +320,13 @@ class _Plan:
         # panel it belongs to (_Panels.drawn_only).
         panels = _Panels.of(frame.data).drawn_only()  # which rows each panel draws
         d = panels.lines
+        valid_lines = d[d["_valid"].astype(bool)]
         drawn = _drawn_rows(frame.data)
         targets = [t for t in UNIT_ROUNDOFFS if t in set(drawn["_target"])]
         blocks = _note_blocks(frame, metric)
-        look = _Look.of(frame, d[d["_valid"].astype(bool)], sns, spec)
+        look = _Look.of(frame, valid_lines, set(drawn["_series"]), sns, spec)
         xs = sorted(d["_x"].unique())
-        dodge = _Dodge.of(frame, d[d["_valid"].astype(bool)], xs, spec.dodge)
+        dodge = _Dodge.of(frame, valid_lines, xs, spec.dodge)
         # A terms axis is per panel column (slices of scheme I and moduli of scheme II are not
         # one scale), each column as wide as its labels need; size axes are shared.
         col_xs = {col: sorted(d.loc[d["_col"] == col, "_x"].unique()) for col in panels.cols}
@@ -387,7 +388,6 @@ def _frozen(fig: Any) -> Any:
     the coordinates written in pdf and svg files differ between runs in their 13th digit:
     now the same table gives the same bytes, except where a position lies within that noise
     of a rounding step (:data:`FROZEN_DECIMALS`)."""
-    import numpy as np
     from matplotlib.transforms import Bbox
 
     def rounded(points: Any) -> Any:

@@ -217,10 +217,15 @@ def _join_parts(row: pd.Series, part: pd.Series) -> pd.Series:
     return pd.Series(joined, index=row.index, dtype=object)
 
 
+def _x_keys(d: pd.DataFrame) -> pd.Series:
+    """The x value of each row as text for a key ("" without one)."""
+    return d["_x"].map(lambda v: "" if np.isnan(v) else repr(v))
+
+
 def _cells(d: pd.DataFrame) -> pd.Series:
     """The drawn cell of each row: a series at one x in one panel, as one key; rows without
     an x value (drawn as one level per series and hue) by series, hue and panel."""
-    x = d["_x"].map(lambda v: "" if np.isnan(v) else repr(v))
+    x = _x_keys(d)
     hue = d["_hue"].where(d["_x"].isna(), "")
     parts = zip(d["_series"], d["_row"], d["_col"], x, hue, strict=True)
     return pd.Series(["\x01".join(p) for p in parts], index=d.index, dtype=object)
@@ -385,8 +390,7 @@ def _split_rows(
 def _drawn_together(d: pd.DataFrame) -> pd.Series:
     """The methods' rows drawn at one x in one panel, as one key per row ("" for baselines,
     which the legend names by their own series)."""
-    x = d["_x"].map(lambda v: "" if np.isnan(v) else repr(v))
-    parts = zip(d["_row"], d["_col"], x, d["_baseline"], strict=True)
+    parts = zip(d["_row"], d["_col"], _x_keys(d), d["_baseline"], strict=True)
     keys = ["" if base else "\x01".join((r, c, v)) for r, c, v, base in parts]
     return pd.Series(keys, index=d.index, dtype=object)
 

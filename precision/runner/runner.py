@@ -69,6 +69,7 @@ from precision.runner.plot_notes import (
 )
 from precision.runner.plotting import plot_results
 from precision.runner.store import ResultsDir, StoreError, finished
+from precision.runner.summary import point_statuses
 from precision.runner.sweep import Point, expand, group_by_inputs
 
 EXECUTORS = ("local", "dask")
@@ -606,8 +607,7 @@ def run_experiment(
         )
         table = combine_results(config, rd)
         if not table.empty:
-            counts = table.drop_duplicates("point_id")["status"].value_counts()
-            summary.status_counts = {str(k): int(v) for k, v in counts.items()}
+            summary.status_counts = point_statuses(table)
             bad = table[table["status"] != STATUS_OK].drop_duplicates("point_id")
             reasons = (bad["status"] + ": " + bad["error"].astype(str)).value_counts()
             summary.problems = {str(k): int(v) for k, v in reasons.items()}

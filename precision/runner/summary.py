@@ -95,6 +95,13 @@ def _least_all(values: pd.Series) -> float:
     return float(arr.min()) if arr.size and not np.isnan(arr).any() else float("nan")
 
 
+def point_statuses(table: pd.DataFrame) -> dict[str, int]:
+    """How many points of ``table`` have each status (its first row's, per ``point_id``;
+    every row a point where the table has no ``point_id``), most frequent first."""
+    points = table.drop_duplicates("point_id") if "point_id" in table else table
+    return {str(k): int(v) for k, v in points["status"].value_counts().items()}
+
+
 def summarize(table: pd.DataFrame, timing: bool = True) -> pd.DataFrame:
     """One row per point: identity columns, repeat counts, status and median errors (and,
     with ``timing``, median TFLOP/s and time)."""
@@ -309,11 +316,11 @@ def to_latex(
         + r" \\",
         r"    \midrule",
     ]
+    number = functools.partial(_fraction_text, fmt=_latex_number) if fraction else _latex_number
     for i in range(len(frame)):
         cells = [_latex_escape(c) for c in index.iloc[i]]
         values = frame.iloc[i].to_numpy(float)
         marked = _marked(marks, i, len(values))
-        number = functools.partial(_fraction_text, fmt=_latex_number) if fraction else _latex_number
         cells += [number(v) + (LATEX_MARK if m else "")
                   for v, m in zip(values, marked, strict=True)]  # fmt: skip
         lines.append("    " + " & ".join(cells) + r" \\")

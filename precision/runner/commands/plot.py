@@ -227,12 +227,13 @@ def main(args: argparse.Namespace) -> int:
 def _statuses(results: pd.DataFrame) -> str:
     """ " (N points: status count, ...; ...)" for a table whose points have none to draw:
     how many points have which status, and where the reason is ("" without a status)."""
+    from precision.runner.summary import point_statuses
+
     if "status" not in results or results.empty:
         return ""
-    points = results.drop_duplicates("point_id") if "point_id" in results else results
-    counts = points["status"].value_counts()
+    counts = point_statuses(results)
     listed = ", ".join(f"{status} {count}" for status, count in counts.items())
-    return f" ({len(points)} points: {listed}; the 'error' column says why)"
+    return f" ({sum(counts.values())} points: {listed}; the 'error' column says why)"
 
 
 def _missing_points(config_path: Path, results: pd.DataFrame) -> str:
