@@ -167,10 +167,10 @@ def _wide_range(rng: np.random.Generator, shape: Shape, *, exp_min: int = -12, e
         raise ValueError(
             f"wide_range: need exp_min <= exp_max, got exp_min={exp_min}, exp_max={exp_max}"
         )
-    if exp_min < -126 or exp_max > 127:
+    if exp_min < -1022 or exp_max > 1023:
         raise ValueError(
-            f"wide_range: exponents must lie in the float32 normal range [-126, 127], "
-            f"got [{exp_min}, {exp_max}]"
+            f"wide_range: exponents must lie in float64's normal range [-1022, 1023] (the "
+            f"entries are drawn in float64), got [{exp_min}, {exp_max}]"
         )
     sign = rng.choice(np.array([-1.0, 1.0]), size=shape)
     mant = rng.uniform(1.0, 2.0, size=shape)
@@ -185,6 +185,15 @@ def _wide_range_bounds(dtype: str, fmax: float, *, exp_min: int, exp_max: int) -
         raise ValueError(
             f"wide_range: need exp_max <= {top} for finite {dtype} entries (U[1,2)*2^{exp_max} "
             f"can round up to 2^{exp_max + 1}), got exp_max={exp_max}"
+        )
+    # Below, float64 inputs keep every entry normal down to 2^-1022; the other inputs stop at
+    # float32's smallest normal exponent, as they always have (narrower formats then hold
+    # their own subnormals and zeros there).
+    low = -1022 if dtype == "float64" else -126
+    if exp_min < low:
+        only = "" if dtype == "float64" else "; float64 inputs go down to -1022"
+        raise ValueError(
+            f"wide_range: need exp_min >= {low} for {dtype} inputs{only}, got exp_min={exp_min}"
         )
 
 

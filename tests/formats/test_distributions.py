@@ -58,6 +58,20 @@ def test_exp_rand_phi_widens_the_exponent_range():
     assert np.abs(x).max() > 2.0**8
 
 
+def test_wide_range_spans_float64_exponents_for_float64_inputs():
+    """exp_min/exp_max were capped at float32's [-126, 127] whatever the input dtype, which
+    kept Ozaki fp64 sweeps from the wide ranges they are meant for."""
+    A, B = make_inputs("wide_range", 64, 64, 64, np.random.default_rng(1), dtype=np.float64,
+                       exp_min=-1022, exp_max=1022)  # fmt: skip
+    for x in (A, B):
+        e = np.frexp(np.abs(x))[1] - 1  # x = ±m 2^e, m in [1, 2)
+        assert x.dtype == np.float64 and np.isfinite(x).all()
+        assert e.min() < -900 and e.max() > 900, (e.min(), e.max())
+        assert (np.abs(x) >= 2.0**-1022).all()  # every entry normal
+    with pytest.raises(ValueError, match="need exp_min >= -126 for float32 inputs"):
+        make_inputs("wide_range", 4, 4, 4, np.random.default_rng(1), exp_min=-127)
+
+
 def test_wide_range_covers_every_binade():
     x = sample("wide_range", (100, 100), np.random.default_rng(5), exp_min=-20, exp_max=20)
     exps = np.unique(np.floor(np.log2(np.abs(x))).astype(int))
@@ -120,14 +134,12 @@ def test_parameters_are_checked_against_the_requested_dtype(name, params, limit)
     have returned Infs."""
     with pytest.raises(ValueError, match=limit):
         make_inputs(name, 64, 64, 64, np.random.default_rng(0), **params)
-    if name != "wide_range":  # float32's exponent limit is the generator's own
-        A, B = make_inputs(name, 64, 64, 64, np.random.default_rng(0), dtype=np.float64, **params)
-        assert np.isfinite(A).all() and np.isfinite(B).all()
+    A, B = make_inputs(name, 64, 64, 64, np.random.default_rng(0), dtype=np.float64, **params)
+    assert np.isfinite(A).all() and np.isfinite(B).all()
     with pytest.raises(ValueError, match=r"finite float16 entries"):
         make_inputs("normal", 4, 4, 4, np.random.default_rng(0), dtype="fp16", std=1e4)
-    if name != "wide_range":
-        with pytest.raises(ValueError, match="finite float32"):
-            sample(name, (4, 4), np.random.default_rng(0), **params)
+    with pytest.raises(ValueError, match="finite float32"):
+        sample(name, (4, 4), np.random.default_rng(0), **params)
 
 
 @pytest.mark.parametrize("rng", [0, None, np.random.RandomState(0), "seed"])

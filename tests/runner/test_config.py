@@ -320,6 +320,11 @@ def dist_error(table: str, extra: str = "") -> str:
         ),
         ("[distribution.normal]\nstd = 1e38", "need |mean| + 8*std <= 3.403e+38"),
         ("[distribution.wide_range]\nexp_max = 127", "need exp_max <= 126 for finite float32"),
+        (
+            "[distribution.wide_range]\nexp_min = -127",
+            "need exp_min >= -126 for float32 inputs; float64 inputs go down to -1022, "
+            "got exp_min=-127",
+        ),
     ],
 )
 def test_parameters_giving_non_finite_inputs_are_refused(table, expected):
@@ -331,9 +336,16 @@ def test_finite_bounds_follow_input_dtype():
     for table in (
         "[distribution.exp_rand]\nphi = 88.72",
         "[distribution.wide_range]\nexp_max = 127",
+        "[distribution.wide_range]\nexp_min = -1022\nexp_max = 1022",  # was capped at float32's
         "[distribution.uniform]\nhigh = 1e39",
     ):
         parse_config(dist_config(table, f64), "cfg.toml", catalog=fake_catalog())
+    assert "need exp_max <= 1022 for finite float64" in dist_error(
+        "[distribution.wide_range]\nexp_max = 1023", f64
+    )
+    assert "need exp_min >= -1022 for float64 inputs, got exp_min=-1023" in dist_error(
+        "[distribution.wide_range]\nexp_min = -1023", f64
+    )
     assert parse(dist_config("[distribution.exp_rand]\nphi = 11.09")).dist_params
     message = dist_error("[distribution.exp_rand]\nphi = 88.73", f64)
     assert "need phi <= 88.72 for finite float64 entries" in message and "got phi=88.73" in message
