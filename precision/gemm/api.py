@@ -197,9 +197,10 @@ def gemm(
     warning), and the method then computes with that Inf.
 
     ``method="ozaki1"`` / ``"ozaki2"`` (Ozaki schemes I and II, :mod:`precision.gemm.ozaki`):
-    float64/float32 inputs, ``fmt="int8"`` (scheme I also ``"fp16"``), the result rounded once
-    to ``target`` (``"fp64"`` or ``"fp32"``, any alias: ``"double"``, ``"FP32"``,
-    ``np.float32``; returned in that dtype), ``terms`` slices/moduli or ``"auto"``; backends
+    float64, float32 or float16 inputs (other dtypes raise ``TypeError``), ``fmt="int8"``
+    (scheme I also ``"fp16"``), the result rounded once to ``target`` (``"fp64"`` or
+    ``"fp32"``, any alias: ``"double"``, ``"FP32"``, ``np.float32``; returned in that
+    dtype), ``terms`` slices/moduli or ``"auto"``; backends
     ``"emulator"`` and ``"cuda"`` (bit-identical). ``arch`` must have tensor-core
     instructions for ``fmt`` (int8 from sm75 on; sm70 runs ``ozaki1`` with ``fmt="fp16"``
     only), as for the other emulated methods. See docs/ozaki.md.

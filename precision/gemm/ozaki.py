@@ -478,6 +478,11 @@ def make_plan(method: str, fmt: Any, target: Any, terms: int, k: int) -> OzakiPl
     """The :class:`OzakiPlan` for explicit ``terms`` (``fmt`` and ``target``: any alias; the
     plan holds the canonical names); ValueError naming the bad argument."""
     fmt, target = canonical_args(method, fmt, target)
+    if isinstance(terms, bool) or not isinstance(terms, int | np.integer):
+        raise ValueError(f"{method}: terms must be an int, got {terms!r}")
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
+        raise ValueError(f"{method}: k (the inner dimension K) must be an int >= 0, got {k!r}")
+    terms, k = int(terms), int(k)
     if method == "ozaki2":
         if not 2 <= terms <= len(MODULI):
             raise ValueError(f"ozaki2: terms (moduli) must be in [2, {len(MODULI)}], got {terms}")
@@ -529,12 +534,18 @@ def plan_for(
 ) -> tuple[OzakiPlan, LineStats, LineStats]:
     """Plan (resolving ``terms="auto"``) plus the line statistics of A's rows and B's columns.
     ``fmt`` and ``target`` take any alias (``"s8"``, ``"double"``; the plan holds canonical
-    names). ValueError for invalid ``terms``, and for scheme II with a norm bound beyond int64
-    (:func:`check_norm_bounds`)."""
+    names). ``A`` and ``B`` are checked as :func:`ozaki_gemm` checks them (shapes; dtypes
+    when the statistics are computed here, ``TypeError``). ValueError for invalid ``terms``,
+    and for scheme II with a norm bound beyond int64 (:func:`check_norm_bounds`)."""
     fmt, target = canonical_args(method, fmt, target)
     n = explicit_terms(terms)
-    sa, sb = stats if stats is not None else (line_stats(A, 1), line_stats(B, 0))
-    k = A.shape[1]
+    if stats is None:
+        A, B = _host_operands(A, B)
+        sa, sb = line_stats(A, 1), line_stats(B, 0)
+    else:
+        _check_shapes(np.shape(A), np.shape(B))
+        sa, sb = stats
+    k = int(np.shape(A)[1])
     if method == "ozaki2":
         check_norm_bounds(sa, sb, k)
     if n is None:
@@ -1030,10 +1041,18 @@ def error_bound(A: np.ndarray, B: np.ndarray, plan: OzakiPlan) -> np.ndarray:
     0 (never ``0·Inf``). The float64 value is rounded up by a factor ``1 + 2^-40`` and then by
     ``2^-1071`` (16 times 2^-1075) absolute, which covers its roundings below the normal range
     and the half subnormal 2^-1075 of fp64, which float64 cannot hold. Where ``|A|·|B|``
-    exceeds the target's largest finite value the output may overflow, and the bound is Inf."""
+    exceeds the target's largest finite value the output may overflow, and the bound is Inf.
+    ``A`` and ``B`` are checked as :func:`ozaki_gemm` checks them, and ``plan`` must have been
+    made for their K (ValueError)."""
     p, emin_sub, _ = TARGETS[plan.target]
-    sa, sb = line_stats(A, 1), line_stats(B, 0)
+    A, B = _host_operands(A, B)
     k = A.shape[1]
+    if plan.k != k:
+        raise ValueError(
+            f"error_bound: the plan was made for K = {plan.k}, but A (M x K) and B (K x N) "
+            f"have K = {k}; make it with plan_for(A, B, ...)"
+        )
+    sa, sb = line_stats(A, 1), line_stats(B, 0)
     ea = np.where(sa.zero, 0, sa.emax)
     eb = np.where(sb.zero, 0, sb.emax)
     # da_i·2^-ea_i and db_j·2^-eb_j: at least 2^-63 (scheme II) / exactly 2^-7T (scheme I)
@@ -1076,7 +1095,10 @@ def _host_f64(X: Any, name: str) -> np.ndarray:
         X = X.get()
     X = np.asarray(X)
     if X.dtype.newbyteorder("=") not in (np.float64, np.float32, np.float16):
-        raise ValueError(f"{name}: ozaki methods take float64/float32 inputs, got {X.dtype}")
+        raise TypeError(
+            f"{name} has dtype {X.dtype}; the ozaki methods take float64, float32 or float16 "
+            f"arrays (convert first, e.g. {name}.astype(np.float64), where that is exact)"
+        )
     return np.ascontiguousarray(X, dtype=np.float64)
 
 

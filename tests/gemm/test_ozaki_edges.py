@@ -4,6 +4,7 @@ int64 norm bound, and special values against IEEE arithmetic."""
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -58,9 +59,47 @@ def test_any_byte_order_of_float_inputs_is_accepted(dtype: str, method: str, fmt
 
 
 def test_non_float_inputs_are_still_refused_by_name() -> None:
-    for bad in (np.ones((2, 2), dtype=np.int64), np.ones((2, 2), dtype=np.longdouble)):
-        with pytest.raises(ValueError, match="A: ozaki methods take float64/float32 inputs, got"):
+    """A TypeError, as gemm's docstring says for every refused dtype (it was a ValueError here
+    and a TypeError for complex input), naming float16 too, which is accepted."""
+    for bad in (np.ones((2, 2), dtype=np.int64), np.ones((2, 2), dtype=np.longdouble),
+                np.ones((2, 2), dtype=bool)):  # fmt: skip
+        want = f"A has dtype {bad.dtype}; the ozaki methods take float64, float32 or float16"
+        with pytest.raises(TypeError, match=want):
             gemm(bad, np.ones((2, 2)), method="ozaki2")
+    with pytest.raises(TypeError, match="B has dtype int64"):
+        plan_for(np.ones((2, 2)), np.ones((2, 2), dtype=np.int64), method="ozaki2", fmt="int8",
+                 target="fp64", terms="auto")  # fmt: skip
+    half = np.ones((2, 2), dtype=np.float16)
+    assert gemm(half, half, method="ozaki2").tolist() == [[2.0, 2.0], [2.0, 2.0]]
+
+
+@pytest.mark.parametrize("terms", [3.0, "5", True, np.float64(6.0)])
+def test_make_plan_refuses_terms_that_are_not_ints(terms) -> None:
+    """make_plan, documented beside gemm, took 3.0 to a TypeError from slicing, "5" to one from
+    a comparison, and True as one slice."""
+    for method in ("ozaki1", "ozaki2"):
+        want = re.escape(f"{method}: terms must be an int, got {terms!r}")
+        with pytest.raises(ValueError, match=want):
+            oz.make_plan(method, "int8", "fp64", terms, 10)
+    with pytest.raises(ValueError, match="k \\(the inner dimension K\\) must be an int >= 0"):
+        oz.make_plan("ozaki2", "int8", "fp64", 15, 10.0)
+    assert oz.make_plan("ozaki2", "int8", "fp64", np.int64(15), np.int64(10)).terms == 15
+
+
+def test_plan_for_and_error_bound_check_their_operands() -> None:
+    """plan_for took nested lists to an AttributeError and planned mismatched shapes silently;
+    error_bound gave numpy's gufunc message, and took a plan made for another K."""
+    kw = dict(method="ozaki2", fmt="int8", target="fp64", terms="auto")
+    plan, _, _ = plan_for([[1.0, 2.0]], [[1.0], [2.0]], **kw)
+    assert plan.k == 2
+    for f in (lambda: plan_for(np.ones((2, 3)), np.ones((2, 2)), **kw),
+              lambda: error_bound(np.ones((2, 3)), np.ones((2, 2)), plan)):  # fmt: skip
+        with pytest.raises(ValueError, match=r"must agree: got \(2, 3\) and \(2, 2\)"):
+            f()
+    with pytest.raises(ValueError, match="the plan was made for K = 2, but .* have K = 3"):
+        error_bound(np.ones((2, 3)), np.ones((3, 2)), plan)
+    bound = error_bound([[1.0, 2.0]], [[1.0], [2.0]], plan)
+    assert bound.shape == (1, 1) and 0 < bound[0, 0] < 1e-15
 
 
 @pytest.mark.parametrize("terms", [5.0, 5.7, "5", True, None, np.float64(6.0)])

@@ -249,3 +249,16 @@ def test_a_run_with_nothing_to_draw_says_so_and_plot_says_why(cfg, capsys):
         f"error: {root / 'results.parquet'} has no successful rows to plot "
         "(8 points: unavailable 8; the 'error' column says why)"
     )
+
+
+def test_python_dash_m_precision_is_the_precision_command(tmp_path):
+    """``python -m precision`` failed with "No module named precision.__main__"."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, "-m", "precision", "--version"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("precision ")
+    bad = subprocess.run([sys.executable, "-m", "precision", "run", "missing.toml"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert bad.returncode == 2 and "cannot read config missing.toml" in bad.stderr
