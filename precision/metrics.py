@@ -46,9 +46,10 @@ def _real_array(x: Any, name: str, dtype: Any = None) -> np.ndarray:
 
 def _abs_diff(a: np.ndarray, e: np.ndarray, lo: np.ndarray | None, out: Any = None) -> np.ndarray:
     """|(a - e) - lo| in float64, in a new array (or ``out``). A difference of finite values
-    beyond the float64 range reads +Inf here (no warning); see :func:`_overflowed`."""
+    beyond the float64 range reads +Inf here, and Inf - Inf reads NaN (an overflowed result
+    against a reference beyond the range), both without a warning; see :func:`_overflowed`."""
     # approx widened to float64 inside the ufunc (exact for float16/32), no float64 copy of it
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         diff = np.subtract(a, e, dtype=np.float64, out=out)
         if lo is not None:
             np.subtract(diff, lo, out=diff)
