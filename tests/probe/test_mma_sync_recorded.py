@@ -196,11 +196,40 @@ def test_recorded_tf32_low_bits_are_ignored():
     assert not np.array_equal(rec.d[0::3], rec.d[2::3])  # != operands rounded to nearest
 
 
-def test_facts_report_runs():
+def test_facts_report_decides_the_block_constants_from_the_recordings():
+    """The report docs/hardware.md quotes (its appendix is this output): facts' own block model
+    (independent of precision.mma) with the shipped constants matches every recorded output it
+    models; F = 24 and 26 do not; and wherever the candidate zero anchors predict different
+    bits, the hardware sides with the shipped one every time. (This test used to check two
+    fixed labels only, which passed with the model's results zeroed.)"""
+    import re
+
     from precision.probe.facts import report
 
     text = report(DATA)
-    assert "## bf16_f32" in text and "e_zero=-133" in text
+    sections = dict(re.findall(r"^## (\w+):(.*?)(?=^## |\Z)", text, flags=re.M | re.S))
+    shipped = {"f16_f32": -133, "bf16_f32": -133, "tf32_f32": -133, "f16_f16": -21}
+    for name, e_zero in shipped.items():
+        body = sections[name]
+        fits = {(int(f), int(e)): (int(m), int(n)) for f, e, m, n in re.findall(
+            r"model F=(\d+), e_zero=(-?\d+): matches (\d+)/(\d+)", body)}  # fmt: skip
+        m, n = fits[(25, e_zero)]
+        assert n > 80_000 and m == n, (name, m, n)
+        for f in (24, 26):
+            assert fits[(f, e_zero)][0] < n, (name, f)  # the recordings tell F apart
+        pattern = (
+            r"predict different bits: (\d+) .*?hardware equals the (-?\d+) "
+            r"prediction in (\d+), the -?\d+ prediction in (\d+)"
+        )
+        splits = re.findall(pattern, body)
+        assert len(splits) == 2, (name, splits)
+        for differ, first, first_n, other_n in splits:
+            assert int(first) == e_zero and int(first_n) == int(differ) and int(other_n) == 0
+        if name != "f16_f32":  # f16 products never reach the anchors that tell them apart
+            assert sum(int(sp[0]) for sp in splits) > 0, name
+        # special values follow IEEE rules in every recorded case
+        rates = re.findall(r"output (?:NaN|\+Inf|-Inf) in (\d+)/(\d+)", body)
+        assert len(rates) >= 5 and all(a == b for a, b in rates), (name, rates)
 
 
 @pytest.mark.gpu
