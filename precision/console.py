@@ -3,6 +3,7 @@ end without a ``BrokenPipeError`` traceback when the reader goes away (``tool | 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -27,11 +28,13 @@ def file_destination_problem(path: str | os.PathLike[str], option: str) -> str |
 def directory_destination_problem(
     path: str | os.PathLike[str], option: str, *, shown: str | os.PathLike[str] | None = None
 ) -> str | None:
-    """None if files can be created in directory ``path`` (created if missing), else the
-    one-line reason why not, naming ``option`` and ``shown`` (default: ``path``). Tried by
-    creating and removing a temporary file there, so permissions, read-only file systems and
-    a file in the way all count."""
+    """None if files can be created in directory ``path``, else the one-line reason why not,
+    naming ``option`` and ``shown`` (default: ``path``). Tried by creating and removing a
+    temporary file there, so permissions, read-only file systems and a file in the way all
+    count. Directories it had to create for the trial are removed again (the writer creates
+    them when it writes), so a run refused later leaves nothing behind."""
     path = Path(path)
+    created = [p for p in (path, *path.parents) if not p.exists()]
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".precision-write-test.", delete=True):
@@ -39,6 +42,10 @@ def directory_destination_problem(
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
         return f"{option} {shown or path}: cannot write in {path} ({why})"
+    finally:
+        for made in created:  # deepest first
+            with contextlib.suppress(OSError):
+                made.rmdir()
     return None
 
 

@@ -21,6 +21,7 @@ import os
 import platform
 import socket
 import subprocess
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -231,14 +232,15 @@ def main(argv: list[str] | None = None) -> int:
         "of this tree, or with --at of git commits, read without a checkout; --find lists "
         "the commits whose source has a given digest.",
     )
-    ap.add_argument("--at", nargs="+", metavar="COMMIT", help="commits (or refs) to digest")
-    ap.add_argument("--find", metavar="DIGEST", help="commits (all refs) with this digest")
+    which = ap.add_mutually_exclusive_group()  # --find used to drop --at silently
+    which.add_argument("--at", nargs="+", metavar="COMMIT", help="commits (or refs) to digest")
+    which.add_argument("--find", metavar="DIGEST", help="commits (all refs) with this digest")
     args = ap.parse_args(argv)
     if args.find:
         try:
             found = commits_with_digest(args.find)
-        except (ValueError, OSError) as exc:
-            print(f"error: {exc}")
+        except (ValueError, OSError) as exc:  # a malformed digest: a usage error
+            print(f"error: {exc}", file=sys.stderr)
             return 2
         here = _source_digest_here().startswith(args.find.strip().lower())
         for rev in found:
@@ -256,8 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     for commit in args.at:
         try:
             print(f"{source_digest_at(commit)}  {commit}")
-        except ValueError as exc:
-            print(f"error: {exc}")
+        except ValueError as exc:  # e.g. no such commit: the others are still printed
+            print(f"error: {exc}", file=sys.stderr)
             status = 1
     return status
 

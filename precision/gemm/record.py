@@ -118,6 +118,7 @@ def record(path: str, sizes_full: list[int], sizes_hashed: list[int]) -> int:
                     data[f"{kk}/sha_D"] = np.array(array_sha256(D))
                     data[f"{kk}/rows"] = D[sample_rows(n)].view(np.uint32)
                 count += 1
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(path, **data)
     return count
 

@@ -539,10 +539,18 @@ def main(argv: list[str] | None = None) -> int:
         record(args.out, seed=args.seed, tiles=args.tiles, only=args.only)
         return 0
     try:
+        from precision.probe.generic import PROBES
         from precision.probe.suite import check_listed
 
+        if not Path(args.dir).is_dir():
+            raise ValueError(f"{args.dir}: no such recording directory")
         check_listed(Path(args.dir), "mma")  # every file the manifest lists, and no other
         table = verify(args.dir)
+        if not table:  # it used to print an empty table and exit 0
+            raise ValueError(
+                f"{args.dir}: holds no recording of the packed probes (files such as "
+                f"{PROBES[0].name}.npz; `precision verify DIR` replays every family)"
+            )
     except (OSError, ValueError) as exc:  # a damaged or incomplete recording: one line
         print(f"error: {exc}", file=sys.stderr)
         return 2

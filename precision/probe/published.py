@@ -37,6 +37,7 @@ import dataclasses
 import hashlib
 import json
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -630,13 +631,22 @@ def main(argv: list[str] | None = None) -> int:
     se = sub.add_parser("sensitivity", help="match counts of one-parameter variants")
     se.add_argument("root", type=Path, nargs="?", default=DATA_DIR)
     args = ap.parse_args(argv)
-    if args.cmd == "convert":
-        for p in convert(args.src, args.out, commit=args.commit):
-            print(p)
-    elif args.cmd == "table":
-        print(_table(args.root))
-    else:
-        print(_sensitivity(args.root))
+    try:
+        if args.cmd == "convert":
+            for p in convert(args.src, args.out, commit=args.commit):
+                print(p)
+        elif not args.root.is_dir():
+            raise FileNotFoundError(
+                f"{args.root}: no such directory of published recordings (the default is "
+                f"{DATA_DIR})"
+            )
+        elif args.cmd == "table":
+            print(_table(args.root))
+        else:
+            print(_sensitivity(args.root))
+    except (OSError, ValueError) as exc:  # a missing or damaged file: one line, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -63,6 +63,7 @@ def capture_all(out_dir: str | Path, *, seed: int = 1, log: Callable[[str], Any]
     from precision.probe import capture, packed, wgmma, wmma
 
     out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     sm = int(cp.cuda.Device().compute_capability)
     done: dict[str, Any] = {"compute_capability": sm, "families": {}}
     log(f"== mma (fragment-packed probes) on sm_{sm}")

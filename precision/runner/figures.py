@@ -118,6 +118,12 @@ def _choices(value: Any, valid: tuple[str, ...], where: str, what: str, fail: Fa
     return tuple(dict.fromkeys(_choice(v, valid, where, what, fail) for v in items))
 
 
+#: Largest figure side, in inches (posters stay well below), and in pixels at the chosen dpi
+#: (16384^2 RGBA pixels are 1 GiB for the raster drawn to fit and save the figure).
+MAX_SIZE_INCHES = 50.0
+MAX_SIDE_PIXELS = 16384
+
+
 def _number(value: Any, where: str, fail: Fail, minimum: float, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         fail(where, f"expected {what}, got {_describe(value)}")
@@ -161,6 +167,11 @@ def parse_plot(raw: Any, fail: Fail, where: Callable[[str], str] | None = None) 
         if not isinstance(size, list | tuple) or len(size) != 2:
             fail(name("size"), f"expected [width, height] in inches, got {_describe(size)}")
         w, h = (_number(v, name("size"), fail, 0.5, "a size >= 0.5 inches") for v in size)
+        if max(w, h) > MAX_SIZE_INCHES:  # a mistyped size ran matplotlib out of memory
+            fail(
+                name("size"),
+                f"expected at most {MAX_SIZE_INCHES:g} inches a side, got {w:g} x {h:g}",
+            )
         spec["size"] = (w, h)
     if "format" in raw:
         spec["formats"] = _choices(raw["format"], FILE_FORMATS, name("format"), "format", fail)
@@ -174,6 +185,14 @@ def parse_plot(raw: Any, fail: Fail, where: Callable[[str], str] | None = None) 
         if isinstance(dpi, bool) or not isinstance(dpi, int) or not 50 <= dpi <= 1200:
             fail(name("dpi"), f"expected an integer in [50, 1200], got {_describe(dpi)}")
         spec["dpi"] = dpi
+    if "size" in spec:
+        dpi, (w, h) = spec.get("dpi", PlotSpec.dpi), spec["size"]
+        if max(w, h) * dpi > MAX_SIDE_PIXELS:
+            fail(
+                name("size"),
+                f"{w:g} x {h:g} inches at {dpi} dpi is {round(w * dpi)} x {round(h * dpi)} "
+                f"pixels; at most {MAX_SIDE_PIXELS} a side (a smaller size or dpi)",
+            )
     if "title" in raw:
         if not isinstance(raw["title"], str):
             fail(name("title"), f"expected a string, got {_describe(raw['title'])}")

@@ -209,3 +209,20 @@ def test_packed_verify_command_names_a_damaged_recording_in_one_line(tmp_path, c
     assert packed.main(["verify", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and name in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("where", ["missing", "empty", "other_family"])
+def test_packed_verify_refuses_a_directory_without_its_recordings(where, tmp_path, capsys):
+    """``packed verify`` on a mistyped path, an empty folder or another family's recordings
+    printed an empty table and exited 0: a CI step using it passed on nothing."""
+    from precision.probe import packed
+
+    target = {
+        "missing": tmp_path / "nonexist",
+        "empty": tmp_path,
+        "other_family": Path(__file__).parents[1] / "data" / "sm90_wgmma",
+    }[where]
+    assert packed.main(["verify", str(target)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: ") and len(err.splitlines()) == 1, err
+    assert str(target) in err and "Traceback" not in err

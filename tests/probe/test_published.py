@@ -224,3 +224,20 @@ def test_convert_refuses_inexact_inputs(tmp_path):
 def test_convert_needs_model_validation(tmp_path):
     with pytest.raises(FileNotFoundError, match="model_validation"):
         pb.convert(tmp_path, tmp_path / "out")
+
+
+MISSING_INPUTS = [
+    ["table", "{tmp}/nonexist"],
+    ["sensitivity", "{tmp}/nonexist"],
+    ["table", "{tmp}"],
+    ["convert", "{tmp}/nonexist", "{tmp}/o"],
+]
+
+
+@pytest.mark.parametrize("argv", MISSING_INPUTS)
+def test_the_command_names_a_missing_input_in_one_line(argv, tmp_path, capsys):
+    """A missing or empty directory ended in a FileNotFoundError traceback."""
+    assert pb.main([a.format(tmp=tmp_path) for a in argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: ") and len(err.splitlines()) == 1, err
+    assert str(tmp_path) in err

@@ -114,6 +114,22 @@ def test_run_refuses_a_wait_that_is_no_number_of_seconds(tmp_path, monkeypatch, 
     assert list(tmp_path.iterdir()) == [config]
 
 
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--gpu-n", "100"], "--gpu-n needs --device gpu"),
+        (["--verify-stride", "3"], "--verify-stride needs --verify-n"),
+        (["--verify-formats", "b1"], "--verify-formats needs --verify-n"),
+    ],
+)
+def test_bench_options_of_a_measurement_not_asked_for_are_refused(extra, says, tmp_path, capsys):
+    """They were accepted and ignored (--gpu-n 100, not even a multiple of k, on the CPU)."""
+    argv = ["bench", "--formats", "f16", "--cpu-n", "16", "--exact-n", "0", *extra]
+    assert main([*argv, "--out", str(tmp_path / "b.csv")]) == 2
+    assert says in _one_error_line(capsys.readouterr().err)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_bench_formats_take_any_alias_of_the_operand_format():
     args = build_parser().parse_args(
         ["bench", "--formats", "fp16", "half", "f16acc", "bfloat16", "u8", "s4", "fp64"]
@@ -200,6 +216,19 @@ def test_verify_json_is_written_whole_and_leaves_no_temporary_file(tmp_path, cap
     assert table["device"] == "cpu" and len(table["rows"]) > 0
     assert [p.name for p in dest.parent.iterdir()] == ["table.json"]
     assert "total" in capsys.readouterr().out
+
+
+def test_verify_of_a_recording_refuses_a_seed_it_would_ignore(capsys):
+    assert main(["verify", str(DATA / "sm90_wgmma"), "--seed", "5"]) == 2
+    assert "--seed applies to a fresh capture (no PATH)" in _one_error_line(capsys.readouterr().err)
+
+
+def test_a_refused_verify_leaves_no_directory_made_for_its_json(tmp_path, capsys):
+    """The --json check made newd/sub/ before the missing PATH was refused; it stayed."""
+    dest = tmp_path / "newd" / "sub" / "o.json"
+    assert main(["verify", str(tmp_path / "nonexist"), "--json", str(dest)]) == 2
+    assert "nonexist" in _one_error_line(capsys.readouterr().err)
+    assert not (tmp_path / "newd").exists()
 
 
 # -- defect 5: what verify expects -------------------------------------------------------------

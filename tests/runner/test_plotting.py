@@ -326,6 +326,9 @@ def test_plot_command_options_override_the_config_plot_table(tmp_path, capsys):
         (["--hue", "colour"], "error: --hue: unknown dimension 'colour'"),
         (["--metric", "err_fro,speed"], "error: --metric: unknown metric 'speed'"),
         (["--size", "0.1", "3"], "error: --size: expected a size >= 0.5 inches, got 0.1"),
+        # a mistyped size ran matplotlib out of memory (a MemoryError traceback)
+        (["--size", "400", "400"], "error: --size: expected at most 50 inches a side, got 400"),
+        (["--size", "20", "3", "--dpi", "1200"], "error: --size: 20 x 3 inches at 1200 dpi is "),
         (["--x", "size", "--dodge", "3"], "error: --dodge: expected a number in [0, 1], got 3"),
     ],
 )

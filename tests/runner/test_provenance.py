@@ -116,3 +116,20 @@ def test_digest_of_a_commit_equals_the_digest_of_its_checkout(tmp_path) -> None:
 
 def test_collect_records_this_trees_digest() -> None:
     assert provenance.collect()["source_digest"] == provenance.source_digest()
+
+
+def test_the_command_refuses_at_with_find_and_writes_errors_to_stderr(capsys) -> None:
+    """``--at X --find D`` printed the --find result and dropped --at silently, and the errors
+    went to stdout, where a script reading the digests would take them for output."""
+    with pytest.raises(SystemExit) as stop:
+        provenance.main(["--at", "HEAD", "--find", "0123456789abcdef"])
+    assert stop.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+    assert provenance.main(["--find", "zz"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: ")
+    if shutil.which("git") is None:
+        return
+    assert provenance.main(["--at", "no-such-ref-anywhere"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: ") and "no-such-ref-anywhere" in err

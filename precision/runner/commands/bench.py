@@ -138,10 +138,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--gpu-n",
         type=positive_int,
-        default=8192,
+        default=None,
         metavar="N",
-        help="GPU emulator size n, a multiple of each format's instruction k "
-        "(default: %(default)s)",
+        help="GPU emulator size n, a multiple of each format's instruction k; needs --device "
+        "gpu (default: 8192)",
     )
     p.add_argument(
         "--exact-n",
@@ -163,16 +163,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         nargs="+",
         type=bench_format,
         choices=tuple(FORMATS),
-        default=list(FORMATS),
+        default=None,
         metavar="FORMAT",
-        help="formats of the bit check, as --formats (default: all)",
+        help="formats of the bit check, as --formats; needs --verify-n (default: all)",
     )
     p.add_argument(
         "--verify-stride",
         type=positive_int,
-        default=8,
+        default=None,
         metavar="K",
-        help="bit check: the CPU engine runs every K-th output row (default: %(default)s)",
+        help="bit check: the CPU engine runs every K-th output row; needs --verify-n (default: 8)",
     )
     p.add_argument(
         "--repeats",
@@ -405,6 +405,8 @@ def _verify_rows(args, rng) -> list[dict]:
 
 QUICK = {"formats": ["f16", "bf16", "tf32"], "cpu_n": 512, "exact_n": 1024, "repeats": 1}
 FULL = {"formats": list(FORMATS), "cpu_n": 1024, "exact_n": 4096, "repeats": 3}
+#: The GPU and bit-check settings, the same with and without --quick.
+DEFAULTS = {"gpu_n": 8192, "verify_formats": list(FORMATS), "verify_stride": 8}
 
 
 def main(args: argparse.Namespace) -> int:
@@ -418,7 +420,15 @@ def main(args: argparse.Namespace) -> int:
     from precision.runner.bench_output import check_out, default_path
     from precision.runner.store import claim_new
 
-    for key, value in (QUICK if args.quick else FULL).items():
+    # Options of a measurement that is not asked for would be ignored, silently: refused
+    unused = [(args.gpu_n, "--gpu-n", "--device gpu", "gpu" not in args.device),
+              (args.verify_formats, "--verify-formats", "--verify-n", not args.verify_n),
+              (args.verify_stride, "--verify-stride", "--verify-n", not args.verify_n)]  # fmt: skip
+    for value, option, needs, missing in unused:
+        if value is not None and missing:
+            print(f"error: {option} needs {needs} (without it nothing uses it)", file=sys.stderr)
+            return 2
+    for key, value in {**DEFAULTS, **(QUICK if args.quick else FULL)}.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
     # Aliases name one case several ways (--formats fp16 half): each is measured once.

@@ -60,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
     from precision.probe.suite import capture_all, format_rows, verify_dir
     from precision.runner.store import StoreError, atomic_write
 
+    if args.path is not None and args.seed is not None:  # it would be ignored, silently
+        print("error: --seed applies to a fresh capture (no PATH); a recording keeps the "
+              "seed it was made with", file=sys.stderr)  # fmt: skip
+        return 2
     if args.json:  # before the replay: a destination that cannot be written costs nothing
         problem = file_destination_problem(args.json, "--json")
         if problem:
