@@ -175,7 +175,9 @@ def host_pipeline() -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m precision.gemm.ozaki1_cuda_check", description=__doc__.split("\n\n")[0]
+    )
     ap.parse_args(argv)
     cover = pieces_cover_every_pair()
     print("slice pieces:", json.dumps(cover), flush=True)

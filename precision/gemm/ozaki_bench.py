@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from precision.console import run_main
+from precision.console import directory_destination_problem, run_main
 from precision.gemm import ozaki_cases
 from precision.gpu import exit_without_gpu
 
@@ -455,7 +455,7 @@ def read_bench_tables(paths: list[Path]) -> tuple[list[Any], list[str]]:
             try:
                 frame = pd.read_csv(path)
             except (ValueError, OSError) as exc:  # empty or malformed csv (EmptyDataError...)
-                why = f"not a csv table: {type(exc).__name__}: {exc}"
+                why = f"not a csv table: {type(exc).__name__}: {' '.join(str(exc).split())}"
             else:
                 missing = [c for c in COLUMNS if c not in frame.columns]
                 if missing:
@@ -499,24 +499,40 @@ def _why_unreadable(path: Path) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--sizes", type=int, nargs="*", default=[8192, 16384])
-    ap.add_argument("--identity-sizes", type=int, nargs="*", default=[16, 100, 257, 1024])
-    ap.add_argument("--err-sizes", type=int, nargs="*", default=[4096, 8192])
-    ap.add_argument("--err-phi", type=float, nargs="*", default=[0.0, 0.5, 1.0, 2.0, 4.0])
-    ap.add_argument("--sustain", type=float, default=4.0)
-    ap.add_argument("--moduli", type=int, nargs="*", default=[14, 15, 16])
-    ap.add_argument("--fp32-moduli", type=int, nargs="*", default=[7, 8])
+    ap = argparse.ArgumentParser(
+        prog="python -m precision.gemm.ozaki_bench", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument("--out", required=True, type=Path,
+                    help="a new directory for the results (created if missing)")  # fmt: skip
+    ap.add_argument("--sizes", type=int, nargs="*", default=[8192, 16384],
+                    help="sizes n of the speed stage (default 8192 16384)")  # fmt: skip
+    ap.add_argument("--identity-sizes", type=int, nargs="*", default=[16, 100, 257, 1024],
+                    help="sizes n of the bit-identity stage (default 16 100 257 1024)")  # fmt: skip
+    ap.add_argument("--err-sizes", type=int, nargs="*", default=[4096, 8192],
+                    help="sizes n of the errors stage (default 4096 8192)")  # fmt: skip
+    ap.add_argument("--err-phi", type=float, nargs="*", default=[0.0, 0.5, 1.0, 2.0, 4.0],
+                    help="exp_rand phi of the errors stage (default 0 0.5 1 2 4)")  # fmt: skip
+    ap.add_argument("--sustain", type=float, default=4.0,
+                    help="seconds per sustained timing (default 4)")  # fmt: skip
+    ap.add_argument("--moduli", type=int, nargs="*", default=[14, 15, 16],
+                    help="ozaki2 fp64 moduli counts besides auto (default 14 15 16)")  # fmt: skip
+    ap.add_argument("--fp32-moduli", type=int, nargs="*", default=[7, 8],
+                    help="fixed moduli counts of ozaki2 fp32 (default 7 8)")  # fmt: skip
     ap.add_argument("--emu-bits", type=int, nargs="*", default=list(EMU_BITS),
                     help="fixed mantissa-bit counts of cuBLAS's FP64 emulation (besides its "
-                    "dynamic default)")  # fmt: skip
-    ap.add_argument("--commit", default="")
+                    f"dynamic default; default {' '.join(map(str, EMU_BITS))})")  # fmt: skip
+    ap.add_argument("--commit", default="",
+                    help="git commit recorded in the rows (default: this checkout's)")  # fmt: skip
     ap.add_argument("--combine", type=Path, nargs="*", default=[],
                     help="no GPU: join these ozaki_bench.csv files (rows keep their commit) into "
                     "OUT/ozaki_bench.csv and evaluate the acceptance on them")  # fmt: skip
-    ap.add_argument("--skip", nargs="*", default=[], choices=["identity", "speed", "errors"])
+    ap.add_argument("--skip", nargs="*", default=[], choices=["identity", "speed", "errors"],
+                    help="stages not to run (default: none)")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.out.exists() and not args.out.is_dir():
+        print(f"error: --out {args.out}: not a directory (expected a new directory name)",
+              file=sys.stderr)  # fmt: skip
+        return 2
     taken = [name for name in OUTPUT_FILES if (args.out / name).exists()]
     if taken:  # never overwrite an earlier run (or the results the docs cite)
         print(
@@ -525,7 +541,11 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    if not args.combine and set(args.skip) != {"identity", "speed", "errors"}:
+    if not args.combine and set(args.skip) == {"identity", "speed", "errors"}:
+        print("error: --skip identity speed errors skips every stage: nothing to run (skip "
+              "fewer, or join earlier tables with --combine)", file=sys.stderr)  # fmt: skip
+        return 2
+    if not args.combine:
         if exit_without_gpu("python -m precision.gemm.ozaki_bench (without --combine)"):
             return 2
     if args.combine:  # every input read and checked before --out is made
@@ -533,9 +553,13 @@ def main(argv: list[str] | None = None) -> int:
         if problems:
             print(f"error: --combine: cannot use {'; '.join(problems)}", file=sys.stderr)
             return 2
-        args.out.mkdir(parents=True, exist_ok=True)
-        return combine(frames, args.out)
+    problem = directory_destination_problem(args.out, "--out")
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.combine:
+        return combine(frames, args.out)
     from precision.provenance import collect
 
     prov = collect()

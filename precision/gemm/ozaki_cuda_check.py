@@ -1374,13 +1374,51 @@ def host_case(n: int, phi: float, target: str, L: int, specials: bool) -> dict[s
 # ---------------------------------------------------------------------------------- main
 
 
+def _sizes(text: str) -> list[int]:
+    """``--sizes`` / ``--time-sizes``: comma-separated positive integers."""
+    try:
+        sizes = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated positive integers, got {text!r}"
+        )
+    return sizes
+
+
+def _gemms(text: str) -> list[str]:
+    """``--gemm``: comma-separated INT8 GEMM paths of ``ozaki2_cuda``."""
+    gemms = [g for g in text.split(",") if g]
+    if not gemms or any(g not in ("cublas", "fused") for g in gemms):
+        raise argparse.ArgumentTypeError(f"expected cublas, fused or cublas,fused, got {text!r}")
+    return gemms
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m precision.gemm.ozaki_cuda_check", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--cpu", action="store_true", help="only the CPU checks (no GPU)")
     ap.add_argument("--host", action="store_true", help="with --cpu: replay the kernels on the CPU")
-    ap.add_argument("--sizes", default="16,100,257,1024")
-    ap.add_argument("--time-sizes", default="8192,16384")
-    ap.add_argument("--gemm", default="cublas", help="cublas, fused or cublas,fused")
+    ap.add_argument(
+        "--sizes",
+        type=_sizes,
+        default="16,100,257,1024",
+        help="sizes n of the GPU checks, comma-separated (default 16,100,257,1024)",
+    )
+    ap.add_argument(
+        "--time-sizes",
+        type=_sizes,
+        default="8192,16384",
+        help="sizes n of the GPU timings, comma-separated (default 8192,16384)",
+    )
+    ap.add_argument(
+        "--gemm",
+        type=_gemms,
+        default="cublas",
+        help="INT8 GEMM paths: cublas, fused or cublas,fused (default cublas)",
+    )
     args = ap.parse_args(argv)
     if not args.cpu:  # before the CPU checks, which the GPU part would otherwise follow
         from precision.gpu import exit_without_gpu
@@ -1425,10 +1463,10 @@ def main(argv: list[str] | None = None) -> int:
         from precision.gpu import require_gpu
 
         cp = require_gpu("ozaki_cuda_check")
-        gemms = [g for g in args.gemm.split(",") if g]
+        gemms = args.gemm
         cases: list[tuple[int, float, str, int | str, bool, str]] = []
         for gemm in gemms:
-            for n in [int(s) for s in args.sizes.split(",") if s]:
+            for n in args.sizes:
                 for phi in (0.0, 1.0, 4.0):
                     for target, nmod in (("fp64", 15), ("fp32", 8)):
                         cases.append((n, phi, target, nmod, False, gemm))
@@ -1449,7 +1487,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         report["timing"] = []
         for gemm in gemms:
-            for n in [int(s) for s in args.time_sizes.split(",") if s]:
+            for n in args.time_sizes:
                 r = time_case(cp, n, 15, gemm)
                 report["timing"].append(r)
                 ph = " ".join(f"{k}={v:.3f}" for k, v in r["phase_ms"].items())

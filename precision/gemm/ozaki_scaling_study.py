@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from precision.console import run_main
+from precision.distributions import exp_rand_phi_max
 from precision.eft import split
 from precision.gemm import ozaki as oz
 from precision.gemm.ozaki_bench import error_inputs
@@ -179,11 +180,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m precision.gemm.ozaki_scaling_study", description=__doc__.split("\n")[0]
     )
-    ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
-    ap.add_argument("--phi", type=float, nargs="+", default=[0.0, 0.5, 1.0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192],
+                    help="matrix sizes n (default 4096 8192)")  # fmt: skip
+    ap.add_argument("--phi", type=float, nargs="+", default=[0.0, 0.5, 1.0],
+                    help="exp_rand phi of the inputs (default 0 0.5 1)")  # fmt: skip
     ap.add_argument("--moduli", type=int, default=14, help="number of moduli (default 14)")
     ap.add_argument("--bits", type=int, default=8, help="bits of the finer scales (default 8)")
     args = ap.parse_args(argv)
+    bad_sizes = [n for n in args.sizes if n < 1]
+    if bad_sizes:
+        ap.error(f"--sizes must be positive integers, got {' '.join(map(str, bad_sizes))}")
+    phi_max = exp_rand_phi_max()  # entries exp(phi*g) finite in float64
+    bad_phi = [phi for phi in args.phi if not 0 <= phi <= phi_max]  # NaN fails too
+    if bad_phi:
+        ap.error(f"--phi must be in [0, {phi_max:g}], got {' '.join(f'{p:g}' for p in bad_phi)}")
     if not 2 <= args.moduli <= len(oz.MODULI):
         ap.error(f"--moduli must be in [2, {len(oz.MODULI)}], got {args.moduli}")
     if not 1 <= args.bits <= 26:

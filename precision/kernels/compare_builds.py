@@ -14,7 +14,9 @@ probes (:mod:`precision.probe.capture`, :mod:`precision.probe.wgmma`) build is c
 
     python -m precision.kernels.compare_builds BASE_ROOT NEW_ROOT [--out DIR]
 
-Exit status 1 when any build is ``DIFFERENT``. Needs nvcc only (no GPU, no cuobjdump).
+The cubins are kept in ``--out DIR``; without it they go to a temporary directory that is
+deleted at the end. Exit status 1 when any build is ``DIFFERENT``. Needs nvcc only (no GPU,
+no cuobjdump).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from precision.console import run_main
+from precision.console import directory_destination_problem, run_main
 
 #: Flags of :func:`precision.kernels.build.build_cubin` (``-O3 -std=c++17`` + NUMERIC_FLAGS).
 KERNEL_FLAGS: tuple[str, ...] = (
@@ -127,10 +129,15 @@ def build(root: Path, b: Build, out: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """Build every :data:`BUILDS` entry from both trees and print the comparison table."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("base", type=Path, help="root of the base tree (e.g. a git worktree)")
-    p.add_argument("new", type=Path, help="root of the new tree")
-    p.add_argument("--out", type=Path, default=None, help="keep the cubins in this directory")
+    p = argparse.ArgumentParser(
+        prog="python -m precision.kernels.compare_builds", description=__doc__.splitlines()[0]
+    )
+    p.add_argument("base", type=Path, metavar="BASE_ROOT",
+                   help="root of the base tree (e.g. a git worktree)")  # fmt: skip
+    p.add_argument("new", type=Path, metavar="NEW_ROOT", help="root of the new tree")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+                   help="keep the cubins in this directory (default: build them in a temporary "
+                   "directory, deleted at the end)")  # fmt: skip
     args = p.parse_args(argv)
     for option, root in (("BASE_ROOT", args.base), ("NEW_ROOT", args.new)):
         if not (root / "precision" / "kernels").is_dir():  # a mistyped tree: before any build
@@ -140,13 +147,29 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-    out_dir = args.out or Path(tempfile.mkdtemp(prefix="compare_builds-"))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if args.out is not None:
+        problem = directory_destination_problem(args.out, "--out")
+        if args.out.exists() and not args.out.is_dir():
+            problem = f"--out {args.out}: not a directory (expected a directory name)"
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+        args.out.mkdir(parents=True, exist_ok=True)
+        return _compare(args.base, args.new, args.out)
+    out_dir = Path(tempfile.mkdtemp(prefix="compare_builds-"))
+    try:
+        return _compare(args.base, args.new, out_dir)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def _compare(base: Path, new: Path, out_dir: Path) -> int:
+    """Build and compare every :data:`BUILDS` entry into ``out_dir``; the exit status."""
     bad = 0
     print(f"{'cubin':<24} {'base bytes':>10} {'new bytes':>10}  verdict", flush=True)
     for b in BUILDS:
         stem = b.name.replace(" ", "-")
-        trees = ((args.base, "base"), (args.new, "new"))
+        trees = ((base, "base"), (new, "new"))
         absent = [tag for root, tag in trees if not (root / b.source).is_file()]
         if absent:  # a source added or removed between the two trees
             bad += 1
@@ -158,15 +181,12 @@ def main(argv: list[str] | None = None) -> int:
             ]
         except RuntimeError as exc:  # nvcc missing or failing: its message, no traceback
             print(f"error: {exc}", file=sys.stderr)
-            if args.out is None:  # (the temporary folder is named only on success)
-                shutil.rmtree(out_dir, ignore_errors=True)
             return 2
         da, db = (c.read_bytes() for c in cubins)
         verdict, diff = compare_cubins(da, db)
         bad += verdict == "DIFFERENT"
         extra = f" ({', '.join(diff)})" if diff else ""
         print(f"{b.name:<24} {len(da):>10} {len(db):>10}  {verdict}{extra}", flush=True)
-    print(f"cubins in {out_dir}")
     return 1 if bad else 0
 
 

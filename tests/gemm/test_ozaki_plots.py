@@ -44,3 +44,55 @@ def test_cublas_emulation_rows_are_labelled_by_their_bits(terms: object, label: 
     """The dynamic default and each fixed mantissa-bit count get bars of their own."""
     row = pd.Series({"method": "cublas_fp64_emulated_eager", "target": "fp64", "terms": terms})
     assert _label(row) == label
+
+
+def _bench_csv(path: Path) -> Path:
+    pd.DataFrame([_row("dgemm", 64, 54.0)]).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "no such file"),
+        ('a = 1\n[table]\nb = "x, y, z"\n', "cannot read it as a csv table (Error tokenizing"),
+        ("", "cannot read it as a csv table (No columns to parse from file)"),
+        ("variant,status,err_median\nv,ok,1e-16\n", "no column method, target, terms, n, phi, "
+         "tflops_sustained, ms_sustained, pj_per_flop (the figures need the columns"),
+    ],
+    ids=["missing", "toml", "empty", "runner-results"],
+)  # fmt: skip
+def test_cli_unusable_table_is_one_line_and_makes_no_out_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture, content: str | None, expected: str
+) -> None:
+    # these were FileNotFoundError / ParserError / KeyError tracebacks
+    from precision.gemm.ozaki_plots import main
+
+    table = tmp_path / "input.csv"
+    if content is not None:
+        table.write_text(content)
+    assert main([str(table), "--out", str(tmp_path / "fig")]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert len(err.splitlines()) == 1 and err.startswith(f"error: {table}: {expected}"), err
+    assert not (tmp_path / "fig").exists()
+
+
+@pytest.mark.parametrize(
+    ("out", "expected"),
+    [("afile", "--out {out}: not a directory (expected a directory name)"),
+     ("afile/sub", "--out {out}: cannot write in {out} (Not a directory)")],
+)  # fmt: skip
+def test_cli_unusable_out_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture, out: str, expected: str
+) -> None:
+    # these were FileExistsError / NotADirectoryError tracebacks
+    from precision.gemm.ozaki_plots import main
+
+    csv = _bench_csv(tmp_path / "bench.csv")
+    (tmp_path / "afile").write_text("not a directory\n")
+    dest = tmp_path / out
+    assert main([str(csv), "--out", str(dest)]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == ["error: " + expected.format(out=dest)]
+    assert (tmp_path / "afile").read_text() == "not a directory\n"

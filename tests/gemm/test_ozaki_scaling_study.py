@@ -112,3 +112,24 @@ def test_cli_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["--moduli", "1"])
     assert "--moduli must be in [2, 20], got 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [(["--sizes", "0"], "--sizes must be positive integers, got 0"),
+     (["--sizes", "16", "-3"], "--sizes must be positive integers, got -3"),
+     (["--phi", "nan"], "--phi must be in [0, 88.72], got nan"),
+     (["--phi", "1", "-1", "inf"], "--phi must be in [0, 88.72], got -1 inf"),
+     (["--phi", "89"], "--phi must be in [0, 88.72], got 89")],
+)  # fmt: skip
+def test_cli_rejects_bad_sizes_and_phi_before_any_work(
+    args: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --sizes 0 and --phi nan were ValueError tracebacks from inside the study
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines()[-1].endswith(f"error: {expected}"), err
+    assert "Traceback" not in err

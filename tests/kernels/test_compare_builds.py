@@ -51,3 +51,51 @@ def test_a_failed_build_leaves_no_temporary_folder(
     assert compare_builds.main([str(ROOT), str(ROOT)]) == 2
     assert capsys.readouterr().err.splitlines() == ["error: nvcc not found"]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("under", [False, True], ids=["a-file", "under-a-file"])
+def test_an_unusable_out_is_one_line_before_any_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, under: bool
+) -> None:
+    # --out afile/x was a NotADirectoryError traceback
+    def no_build(*args, **kwargs):
+        raise AssertionError("nvcc must not run")
+
+    monkeypatch.setattr(compare_builds, "build", no_build)
+    afile = tmp_path / "afile"
+    afile.write_text("a file\n")
+    out = afile / "x" if under else afile
+    assert compare_builds.main([str(ROOT), str(ROOT), "--out", str(out)]) == 2
+    stdout, err = capsys.readouterr()
+    assert stdout == ""
+    why = f"cannot write in {out} (Not a directory)" if under else "not a directory (expected a "
+    assert len(err.splitlines()) == 1 and err.startswith(f"error: --out {out}: {why}"), err
+
+
+def test_without_out_the_temporary_cubins_are_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    # they were left in /tmp/compare_builds-XXXX (about 7 MB a run), though the help text of
+    # --out ("keep the cubins in this directory") implied otherwise
+    import tempfile
+
+    def fake_build(root: Path, b: compare_builds.Build, out: Path) -> Path:
+        out.write_bytes(b"same bytes")
+        return out
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(compare_builds, "build", fake_build)
+    assert compare_builds.main([str(ROOT), str(ROOT)]) == 0
+    assert "identical" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
+    kept = tmp_path / "kept"
+    assert compare_builds.main([str(ROOT), str(ROOT), "--out", str(kept)]) == 0
+    assert len(list(kept.glob("*.cubin"))) == 2 * len(compare_builds.BUILDS)
+
+
+def test_usage_names_the_invocation_and_the_roots(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit):
+        compare_builds.main(["--help"])
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m precision.kernels.compare_builds ")
+    assert "BASE_ROOT NEW_ROOT" in out and "deleted at the end" in " ".join(out.split())
