@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m precision.probe.manifests", description=__doc__)
-    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     a = sub.add_parser("append", help="append a later run's recordings to a directory")
     a.add_argument("later", help="the later run's directory (a recorder's output)")
     a.add_argument("into", help="the directory of recordings to extend, e.g. tests/data/sm90_mma")

@@ -591,7 +591,9 @@ def main(argv: list[str] | None = None) -> int:
     Returns the exit code: 0, or 2 (one ``error:`` line on stderr) when MMA-Sim or PyTorch is
     missing.
     """
-    p = argparse.ArgumentParser(prog="python -m precision.probe.model_compare")
+    p = argparse.ArgumentParser(
+        prog="python -m precision.probe.model_compare", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument("arch", choices=("sm70", "sm75", "sm80", "sm89", "sm90", "sm100"))
     p.add_argument("--n", type=int, default=100_000, help="dot products per instruction")
     p.add_argument("--seed", type=int, default=0)

@@ -516,7 +516,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m precision.probe.packed")
-    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     r = sub.add_parser("record", help="record the generic probes on the attached GPU")
     r.add_argument("out")
     r.add_argument("--seed", type=int, default=1)

@@ -620,8 +620,12 @@ def _sensitivity(root: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """``convert SRC OUT`` or ``table [DIR]`` (see the module docstring)."""
-    ap = argparse.ArgumentParser(prog="python -m precision.probe.published", description=__doc__)
-    sub = ap.add_subparsers(dest="cmd", required=True)
+    ap = argparse.ArgumentParser(
+        prog="python -m precision.probe.published",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     cv = sub.add_parser("convert", help="convert model_validation text files to npz")
     cv.add_argument("src", type=Path)
     cv.add_argument("out", type=Path)

@@ -582,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = p.add_subparsers(dest="cmd", required=True)
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     r = sub.add_parser("record", help="record wgmma and mma.sync on the attached sm_90 GPU")
     r.add_argument("out_dir")
     r.add_argument("--extra", action="store_true", help="record the extras (EXTRA) instead")

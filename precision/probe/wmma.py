@@ -463,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = p.add_subparsers(dest="cmd", required=True)
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     r = sub.add_parser("record", help="record every WMMA kernel on the attached GPU")
     r.add_argument("out_dir")
     r.add_argument("--min-outputs", type=int, default=None, help="outputs per kernel, at least")

@@ -96,6 +96,8 @@ def os_error_reason(exc: OSError) -> str:
 
 
 def _describe_os_error(exc: OSError, path: Path) -> str:
+    if not path.exists() and not path.parent.exists():  # nothing there to keep
+        return f"cannot write {path}: {os_error_reason(exc)}"
     return (
         f"cannot write {path}: {os_error_reason(exc)}; the files already stored there are "
         "kept unchanged"
@@ -256,10 +258,14 @@ class ResultsDir:
                         except OSError:
                             holder = ""
                         holder = holder or "unknown"
+                        hint = (
+                            f"still, after waiting {wait:g} s" if wait > 0
+                            else "--wait SECONDS waits for it"
+                        )  # fmt: skip
                         raise DirectoryInUse(
                             f"{self.path} is in use by another run ({holder}); "
                             "wait for it to finish, or use another name or --results-dir "
-                            "(--wait SECONDS waits for it)",
+                            f"({hint})",
                             self.path,
                             holder,
                         ) from None

@@ -474,3 +474,25 @@ def test_a_changed_config_never_leaves_the_earlier_configs_table(tmp_path, monke
         run(tmp_path, only_new)
     assert not rd.table_path.exists()  # no stored point of this config: no table at all
     assert not rd.table_path.with_suffix(".csv").exists()
+
+
+def test_the_lock_message_suggests_wait_only_where_it_was_not_given(tmp_path):
+    """After a --wait that ran out, the message still suggested --wait."""
+    rd = ResultsDir(tmp_path, "s")
+    with rd.lock():
+        with pytest.raises(StoreError, match=r"\(--wait SECONDS waits for it\)"):
+            with ResultsDir(tmp_path, "s").lock():
+                pass
+        with pytest.raises(StoreError, match=r"\(still, after waiting 0\.2 s\)"):
+            with ResultsDir(tmp_path, "s").lock(wait=0.2):
+                pass
+
+
+def test_a_results_dir_that_cannot_be_made_does_not_mention_stored_files(tmp_path):
+    """Under a path that does not exist (and cannot be made), nothing was stored to keep."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    with pytest.raises(StoreError) as info:
+        with ResultsDir(blocker / "nonexist", "s").lock():
+            pass
+    assert "cannot write" in str(info.value) and "kept unchanged" not in str(info.value)
