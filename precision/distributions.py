@@ -179,12 +179,18 @@ def _wide_range(rng: np.random.Generator, shape: Shape, *, exp_min: int = -12, e
 
 
 def _wide_range_bounds(dtype: str, fmax: float, *, exp_min: int, exp_max: int) -> None:
-    # m * 2**exp_max with m in [1, 2) can round up to 2**(exp_max + 1), past fmax's binade.
-    top = math.frexp(fmax)[1] - 2  # float32: 126
+    # m * 2**exp_max with m in [1, 2) is a float64 draw: finite up to exp_max = 1023 as it is,
+    # but cast to a narrower format it can round up to 2**(exp_max + 1), past fmax's binade.
+    top = 1023 if dtype == "float64" else math.frexp(fmax)[1] - 2  # float32: 126
     if exp_max > top:
+        why = (
+            "U[1,2)*2^1024 is beyond float64"
+            if dtype == "float64"
+            else f"U[1,2)*2^{exp_max} can round up to 2^{exp_max + 1}"
+        )
         raise ValueError(
-            f"wide_range: need exp_max <= {top} for finite {dtype} entries (U[1,2)*2^{exp_max} "
-            f"can round up to 2^{exp_max + 1}), got exp_max={exp_max}"
+            f"wide_range: need exp_max <= {top} for finite {dtype} entries ({why}), "
+            f"got exp_max={exp_max}"
         )
     # Below, float64 inputs keep every entry normal down to 2^-1022; the other inputs stop at
     # float32's smallest normal exponent, as they always have (narrower formats then hold
@@ -252,7 +258,8 @@ class Distribution:
                 f"distribution {self.name!r} has no parameter {key!r}{did} "
                 f"(valid: {', '.join(defaults) or 'none'})"
             )
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        numbers = (int, float, np.integer, np.floating)  # numpy scalars from a script too
+        if isinstance(value, bool | np.bool_) or not isinstance(value, numbers):
             raise ValueError(
                 f"distribution {self.name!r} parameter {key!r} must be a number, "
                 f"got {type(value).__name__} {value!r}"

@@ -491,13 +491,28 @@ def _check_mode(mode: str, rng: Any) -> None:
             raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
 
 
+def _is_ml_dtypes_number(dt: np.dtype) -> bool:
+    """True for ml_dtypes' own numeric dtypes (int2/int4/uint4 and the narrow floats such as
+    float8_e3m4, float4_e2m1fn, float8_e8m0fnu), which numpy lists as kind "V": all hold at
+    most 8 significant bits and an exponent within float64's, so float64 holds them exactly."""
+    if dt.kind != "V":
+        return False
+    for info in (ml_dtypes.iinfo, ml_dtypes.finfo):
+        try:
+            info(dt)
+        except (ValueError, TypeError):
+            continue
+        return True
+    return False
+
+
 def _as_float64(x: Any, argname: str = "x") -> np.ndarray:
     """``x`` as a float64 array, refusing inputs that float64 cannot hold exactly."""
     arr = np.asarray(x)
     dt = arr.dtype
     if dt in _EXACT_FLOAT_DTYPES or (dt.kind == "f" and dt.itemsize <= 8):
         return arr.astype(np.float64, copy=False)  # widening a binary float is exact
-    if dt.kind == "b":
+    if dt.kind == "b" or _is_ml_dtypes_number(dt):  # every value exact in float64
         return arr.astype(np.float64)
     if dt.kind in "iu":
         if dt.itemsize <= 4:

@@ -95,7 +95,7 @@ def error_metrics(
       squares did not over- or underflow unchanged.
     - ``err_max`` / ``err_median``: max / median over elements of |approx − exact| / |exact|,
       over elements with exact ≠ 0; an element with exact = 0 contributes 0 if approx is 0 too
-      and ``inf`` otherwise.
+      and ``inf`` otherwise, and an element where approx or exact is NaN contributes NaN.
     Non-finite values in ``approx`` give ``nan``/``inf`` errors rather than being hidden.
     Finite values whose difference passes the float64 range (opposite signs near 2^1024)
     give their finite relative errors (e.g. 2 for approx = −exact), not ``inf``.
@@ -127,13 +127,18 @@ def error_metrics(
         err_fro = _relative_fro(a_h, e_h, lo_h, _abs_diff(a_h, e_h, lo_h))
         del a_h, e_h, lo_h
     # In place: two full-size float64 arrays (absdiff, rel) and boolean masks in all.
-    # rel = |diff| / |e| where e != 0; 0 where both are 0; inf where only approx is nonzero
-    # (or NaN). The same IEEE operations on the same values as a plain np.where: the same bits.
+    # rel = |diff| / |e| where e != 0; 0 where both are 0; inf where only approx is nonzero;
+    # NaN where either is NaN. The same IEEE operations on the same values as a plain np.where:
+    # the same bits.
     rel = np.abs(e)
     exact_nonzero = rel > 0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         np.divide(absdiff, rel, out=rel, where=exact_nonzero)
-    rel[~exact_nonzero & (absdiff != 0)] = np.inf  # elsewhere rel keeps |e| = +0.0
+    # where exact is 0 (or NaN): inf if approx is nonzero, NaN if either is NaN; elsewhere rel
+    # keeps |e| = +0.0
+    zero_ref = ~exact_nonzero
+    rel[zero_ref & (absdiff > 0)] = np.inf
+    rel[zero_ref & np.isnan(absdiff)] = np.nan
     if over is not None:  # |a − e| / |e| as |a/2 − e/2| / |e/2| (exact is ≥ 2^970 there)
         e_h = _halved(e[over])
         with np.errstate(over="ignore"):
@@ -155,8 +160,9 @@ def _relative_fro(
     dmax = float(np.max(absdiff))
     if math.isfinite(emax) and emax > 0 and dmax == math.inf:
         return math.inf  # approx has an Inf (and no NaN): the norm of the difference is Inf
-    if emax == 0:  # the reference is all zero: 0 if approx is too, else Inf (decided on the
-        return 0.0 if dmax == 0 else math.inf  # largest |difference|, whose square may underflow)
+    if emax == 0:  # the reference is all zero: 0 if approx is too, NaN if it holds a NaN, else
+        # Inf (decided on the largest |difference|, whose square may underflow)
+        return math.nan if math.isnan(dmax) else (0.0 if dmax == 0 else math.inf)
     if not (math.isfinite(emax) and emax > 0 and math.isfinite(dmax) and dmax > 0) or (
         abs(math.frexp(emax)[1]) <= _SAFE_EXP and abs(math.frexp(dmax)[1]) <= _SAFE_EXP
     ):
@@ -190,6 +196,11 @@ def identical_bits_fraction(x: np.ndarray, y: np.ndarray) -> float:
     y = np.ascontiguousarray(y)
     if x.dtype != y.dtype or x.shape != y.shape:
         raise ValueError(f"cannot compare bits of {x.dtype}{x.shape} with {y.dtype}{y.shape}")
+    if x.dtype.itemsize not in (1, 2, 4, 8):  # complex128, longdouble: no unsigned view
+        raise TypeError(
+            f"identical_bits_fraction compares elements of 1, 2, 4 or 8 bytes; got {x.dtype} "
+            f"({x.dtype.itemsize} bytes): compare its parts separately"
+        )
     if x.size == 0:
         return 1.0
     uint = np.dtype(f"u{x.dtype.itemsize}")

@@ -380,7 +380,10 @@ def _cpu_float_baseline(method: str, fmt: Any, backend: str) -> str | None:
     name = get_format(fmt).name
     if backend == "numpy":
         if name not in ("fp32", "fp64"):
-            raise ValueError(f"backend='numpy' has baselines for fmt fp32, fp64, got {fmt!r}")
+            raise ValueError(
+                f"backend='numpy' has baselines for fmt fp32, fp64, got {fmt!r} (gemm's fmt "
+                "defaults to 'f16', the tensor-core methods' format: pass fmt='fp32' or 'fp64')"
+            )
     elif name == "fp64":
         raise ValueError(
             f"fmt={fmt!r}: the fp64 baseline runs on backend='numpy' or 'cublas' (DGEMM) only"

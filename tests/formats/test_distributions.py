@@ -62,7 +62,7 @@ def test_wide_range_spans_float64_exponents_for_float64_inputs():
     """exp_min/exp_max were capped at float32's [-126, 127] whatever the input dtype, which
     kept Ozaki fp64 sweeps from the wide ranges they are meant for."""
     A, B = make_inputs("wide_range", 64, 64, 64, np.random.default_rng(1), dtype=np.float64,
-                       exp_min=-1022, exp_max=1022)  # fmt: skip
+                       exp_min=-1022, exp_max=1023)  # fmt: skip
     for x in (A, B):
         e = np.frexp(np.abs(x))[1] - 1  # x = ±m 2^e, m in [1, 2)
         assert x.dtype == np.float64 and np.isfinite(x).all()
@@ -268,3 +268,15 @@ def test_inputs_are_pinned_bit_for_bit(name, params, dtype, digest):
     A, B = make_inputs(name, 48, 40, 56, np.random.default_rng(2024), dtype=dtype, **params)
     got = hashlib.sha256(A.tobytes() + B.tobytes()).hexdigest()[:16]
     assert got == digest, f"{name} {params} {dtype}: the inputs of a fixed seed changed"
+
+
+def test_numpy_scalars_are_numbers_for_distribution_parameters():
+    """np.float32(2) or np.int64(3) from a script were refused as 'must be a number'."""
+    a = sample("normal", (64, 64), np.random.default_rng(0), std=np.float32(2.0))
+    b = sample("normal", (64, 64), np.random.default_rng(0), std=2.0)
+    assert np.array_equal(a, b)
+    c = sample("wide_range", (4, 4), np.random.default_rng(0), exp_min=np.int64(-3), exp_max=3)
+    assert np.array_equal(c, sample("wide_range", (4, 4), np.random.default_rng(0), exp_min=-3,
+                                    exp_max=3))  # fmt: skip
+    with pytest.raises(ValueError, match="must be a number, got bool"):
+        sample("normal", (2, 2), np.random.default_rng(0), std=np.bool_(True))

@@ -585,3 +585,14 @@ def test_clear_errors():
         F.round(np.ones(2), "fp16", "stochastic", rng=3)
     with pytest.raises(TypeError, match="complex"):
         F.round(np.ones(2, dtype=complex), "fp16")
+
+
+@pytest.mark.parametrize("name", ["int4", "uint4", "int2", "float8_e3m4", "float4_e2m1fn"])
+def test_round_takes_ml_dtypes_narrow_integers_and_floats(name):
+    """ml_dtypes' int4/uint4/int2 and narrow floats (numpy kind "V") were refused with a
+    TypeError whose own text said integers and ml_dtypes floats are accepted."""
+    dt = np.dtype(getattr(ml_dtypes, name))
+    x = np.array([1.0, 2.0, 3.0, 0.0], dtype=np.float32).astype(dt)
+    want = x.astype(np.float64)  # every value of these formats is exact in float64
+    got = F.round(x, "fp16")
+    assert got.dtype == np.float64 and np.array_equal(got, want)

@@ -34,7 +34,8 @@ def _direct(approx, exact, exact_lo=None) -> dict[str, float]:
     if diff.size == 0:
         return {"err_fro": float(fro), "err_max": 0.0, "err_median": 0.0}
     ad, ae = np.abs(diff), np.abs(e)
-    rel = np.where(ae > 0, ad / np.where(ae > 0, ae, 1.0), np.where(ad == 0, 0.0, np.inf))
+    at_zero = np.where(np.isnan(ad), np.nan, np.where(ad == 0, 0.0, np.inf))  # exact 0 or NaN
+    rel = np.where(ae > 0, ad / np.where(ae > 0, ae, 1.0), at_zero)
     return {"err_fro": float(fro), "err_max": float(rel.max()), "err_median": float(np.median(rel))}
 
 
@@ -322,3 +323,21 @@ def test_an_infinite_result_against_an_infinite_reference_is_nan_without_a_warni
     inf = np.array([[np.inf, 1.0]])
     m = error_metrics(inf, inf, lo)  # warnings are errors in this suite
     assert all(math.isnan(m[k]) for k in ("err_fro", "err_max")), m
+
+
+def test_a_nan_on_either_side_gives_nan_errors_not_inf() -> None:
+    """A NaN in approx against an all-zero reference read err_fro = inf, and a NaN in the
+    reference read err_max = err_median = inf (the 'exact = 0, approx != 0' rule caught it)."""
+    m = error_metrics(np.array([np.nan, 0.0]), np.zeros(2))
+    assert all(math.isnan(m[k]) for k in m), m
+    m = error_metrics(np.ones(2), np.array([np.nan, 1.0]))
+    assert all(math.isnan(m[k]) for k in m), m
+    m = error_metrics(np.array([1.0, 0.0]), np.zeros(2))  # a nonzero result of a zero product
+    assert m == {"err_fro": math.inf, "err_max": math.inf, "err_median": math.inf}
+
+
+def test_identical_bits_of_complex128_is_a_clear_type_error() -> None:
+    """It failed with numpy's "data type 'u16' not understood"."""
+    z = np.ones(2, dtype=np.complex128)
+    with pytest.raises(TypeError, match="elements of 1, 2, 4 or 8 bytes; got complex128"):
+        identical_bits_fraction(z, z)

@@ -181,3 +181,9 @@ def test_numpy_backend_is_numpy_matmul_in_float32_and_float64():
         gemm(A, B, method="corrected", fmt="fp32", backend="numpy")
     with pytest.raises(ValueError, match=r"fmt='fp64'.*backend='numpy' or 'cublas' \(DGEMM\) only"):
         gemm(A, B, method="plain", fmt="fp64", backend="emulator")
+
+
+def test_the_numpy_backend_with_the_default_fmt_says_where_f16_came_from():
+    """gemm(A, B, backend="numpy") said "got 'f16'" to a user who passed no fmt."""
+    with pytest.raises(ValueError, match="gemm's fmt defaults to 'f16'.*pass fmt='fp32' or 'fp64'"):
+        gemm(np.ones((2, 2)), np.ones((2, 2)), backend="numpy")

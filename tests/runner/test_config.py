@@ -336,12 +336,12 @@ def test_finite_bounds_follow_input_dtype():
     for table in (
         "[distribution.exp_rand]\nphi = 88.72",
         "[distribution.wide_range]\nexp_max = 127",
-        "[distribution.wide_range]\nexp_min = -1022\nexp_max = 1022",  # was capped at float32's
+        "[distribution.wide_range]\nexp_min = -1022\nexp_max = 1023",  # was capped at float32's
         "[distribution.uniform]\nhigh = 1e39",
     ):
         parse_config(dist_config(table, f64), "cfg.toml", catalog=fake_catalog())
-    assert "need exp_max <= 1022 for finite float64" in dist_error(
-        "[distribution.wide_range]\nexp_max = 1023", f64
+    assert "need exp_max <= 1023 for finite float64 entries (U[1,2)*2^1024" in dist_error(
+        "[distribution.wide_range]\nexp_max = 1024", f64
     )
     assert "need exp_min >= -1022 for float64 inputs, got exp_min=-1023" in dist_error(
         "[distribution.wide_range]\nexp_min = -1023", f64
