@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from precision.console import run_main
-from precision.distributions import exp_rand_phi_max
+from precision.distributions import NORMAL_BOUND, exp_rand_phi_max
 from precision.eft import split
 from precision.gemm import ozaki as oz
 from precision.gemm.ozaki_bench import error_inputs
@@ -190,7 +190,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     bad_sizes = [n for n in args.sizes if n < 1]
     if bad_sizes:
         ap.error(f"--sizes must be positive integers, got {' '.join(map(str, bad_sizes))}")
-    phi_max = exp_rand_phi_max()  # entries exp(phi*g) finite in float64
+    # entries finite in float64, and below 2^996 for quantisation_error's Veltkamp split:
+    # |X| <= 0.5 exp(8 phi) < 2^996 for phi <= 86.38
+    phi_max = min(exp_rand_phi_max(), math.floor(997 * math.log(2) / NORMAL_BOUND * 100) / 100)
     bad_phi = [phi for phi in args.phi if not 0 <= phi <= phi_max]  # NaN fails too
     if bad_phi:
         ap.error(f"--phi must be in [0, {phi_max:g}], got {' '.join(f'{p:g}' for p in bad_phi)}")
