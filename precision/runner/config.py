@@ -401,6 +401,10 @@ def parse_config(
     """Validate TOML ``text`` (read from ``path``) and return an :class:`ExperimentConfig`.
     ``check_plot=False`` skips checking ``[plot]`` against the sweep's points (for readers of
     a stored config that draw nothing: it is checked when the config is run)."""
+    if not isinstance(text, str):  # a Path here read as TOML text ended in a TypeError
+        hint = "; for a file use load_config(path)" if isinstance(text, Path) else ""
+        raise TypeError(f"parse_config takes the TOML text as a str, got {type(text).__name__}"
+                        f"{hint}")  # fmt: skip
     path = Path(path)
     ck = _Checker(path, catalog or load_catalog())
     try:

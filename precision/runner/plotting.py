@@ -240,7 +240,7 @@ def size_warning(fig: Any, size: tuple[float, float] | None, name: str) -> str:
 
 def plot_results(
     table: pd.DataFrame,
-    out_dir: Path,
+    out_dir: Path | str,
     title: str = "",
     spec: PlotSpec | None = None,
     *,
@@ -266,6 +266,7 @@ def plot_results(
     """
     from precision.runner.summary import write_summary
 
+    out_dir = Path(out_dir)  # a str (as run_experiment and load_config take) failed at mkdir
     spec = spec or PlotSpec()
     heading = spec.title if spec.title is not None else title
     if table.empty:

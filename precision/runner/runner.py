@@ -568,6 +568,15 @@ def run_experiment(
             "script (workers are fresh processes that import __main__): put the call under "
             '`if __name__ == "__main__":`'
         )
+    if not isinstance(config, ExperimentConfig):  # a path or a dict ended in AttributeError
+        raise TypeError(
+            f"run_experiment takes an ExperimentConfig (from load_config(path) or "
+            f"parse_config(text)), got {type(config).__name__} {config!r:.60}"
+        )
+    if gemm is not None and not callable(gemm):  # else every point failed with its TypeError
+        raise TypeError(f"gemm must be a callable like precision.gemm.gemm, got {gemm!r:.60}")
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int)):
+        raise TypeError(f"jobs must be an int >= 1 or None, got {jobs!r:.60}")
     if executor not in EXECUTORS:
         raise RunnerError(f"unknown executor {executor!r} (valid: {', '.join(EXECUTORS)})")
     if jobs is not None and jobs < 1:

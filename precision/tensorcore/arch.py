@@ -31,8 +31,8 @@ against recorded H200 outputs (tests/data/sm90*): since 2026-11-27 every sm90 in
 ``evidence`` names its recording (an instruction added without one would say "not
 recorded"). The other generations (sm70 Volta, sm75 Turing,
 sm80 Ampere incl. sm86, sm89 Ada, sm100 Blackwell) are transcribed from the published models
-(Khattak & Mikaitis 2025; Fasi et al. 2021; MMA-Sim v2.1.1; see
-/work/shared/reference/tensorcore_arithmetic.md §3.3, §8.4.2): the default instructions whose
+(Khattak & Mikaitis 2025; Fasi et al. 2021; MMA-Sim v2.1.1; full references in
+docs/emulator.md, "Sources"): the default instructions whose
 ``evidence`` begins "published file" replay the published hardware files in
 tests/data/published (normal-range data only; sm75 has none), everything else rests on the
 literature, and each ``evidence`` says which. Integer, b1 and f64 instructions of those

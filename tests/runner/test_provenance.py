@@ -133,3 +133,21 @@ def test_the_command_refuses_at_with_find_and_writes_errors_to_stderr(capsys) ->
     assert provenance.main(["--at", "no-such-ref-anywhere"]) == 1
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("error: ") and "no-such-ref-anywhere" in err
+
+
+def test_every_file_the_source_digest_hashes_is_packaged() -> None:
+    """A wheel lacked probe/scripts/record_wmma_wgmma_extra.sh, so an installed package
+    recorded a source_digest that no commit has: results could not be traced to their code."""
+    import fnmatch
+    import tomllib
+
+    root = provenance.REPO_ROOT
+    data = tomllib.loads((root / "pyproject.toml").read_text())
+    globs = data["tool"]["setuptools"]["package-data"]["precision"]
+    package = root / "precision"
+    hashed = [p.relative_to(package).as_posix() for p in package.rglob("*")
+              if p.suffix in provenance.SOURCE_SUFFIXES and p.suffix != ".py"
+              and "__pycache__" not in p.parts]  # fmt: skip
+    assert hashed, "no non-Python source file found"
+    missing = [f for f in hashed if not any(fnmatch.fnmatch(f, g) for g in globs)]
+    assert missing == [], f"not in [tool.setuptools.package-data]: {missing}"
