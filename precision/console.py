@@ -32,8 +32,11 @@ def directory_destination_problem(
     naming ``option`` and ``shown`` (default: ``path``). Tried by creating and removing a
     temporary file there, so permissions, read-only file systems and a file in the way all
     count. Directories it had to create for the trial are removed again (the writer creates
-    them when it writes), so a run refused later leaves nothing behind."""
+    them when it writes), so a run refused later leaves nothing behind. A ``path`` that is a
+    file is named as such (for a file's folder, ``shown`` given, the OS's reason is kept)."""
     path = Path(path)
+    if shown is None and path.exists() and not path.is_dir():
+        return f"{option} {path}: not a directory (expected a directory name)"
     created = [p for p in (path, *path.parents) if not p.exists()]
     try:
         path.mkdir(parents=True, exist_ok=True)

@@ -172,10 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if args.out.exists() and not args.out.is_dir():
-        problem: str | None = f"--out {args.out}: not a directory (expected a directory name)"
-    else:
-        problem = directory_destination_problem(args.out, "--out")
+    problem = directory_destination_problem(args.out, "--out")
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2

@@ -149,8 +149,6 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if args.out is not None:
         problem = directory_destination_problem(args.out, "--out")
-        if args.out.exists() and not args.out.is_dir():
-            problem = f"--out {args.out}: not a directory (expected a directory name)"
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return 2
