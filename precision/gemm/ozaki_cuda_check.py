@@ -551,14 +551,29 @@ inline T __ldg(const T* p) {
 // scheduler, which runs the block's fibers in turn up to their next barrier, so one round of the
 // scheduler is one barrier interval. Warp shuffles / votes go through shared slots between two
 // barriers (all threads of a block call them uniformly in those kernels). Serial launches: no-ops.
-#include <ucontext.h>
 extern bool g_threaded;
 extern unsigned long long g_slot[1024];
+#if defined(__x86_64__) && !defined(OZ_HOST_UCONTEXT)
+// A fiber switch without ucontext: swapcontext saves and restores the signal mask with a
+// system call, which made the block-cooperative kernels spend most of their time in the
+// kernel. This one pushes the callee-saved registers (System V x86-64) on the current
+// stack, stores its pointer in *save_sp, loads load_sp and pops the other fiber's registers.
+#define OZ_FAST_FIBERS 1
+extern "C" void oz_fiber_switch(void** save_sp, void* load_sp);
+struct BlockBarrier {
+  void* scheduler = nullptr;
+  void** current = nullptr;
+  void wait() { oz_fiber_switch(current, scheduler); }
+};
+#else
+#define OZ_FAST_FIBERS 0
+#include <ucontext.h>
 struct BlockBarrier {
   ucontext_t scheduler;
   ucontext_t* current = nullptr;
   void wait() { swapcontext(current, &scheduler); }
 };
+#endif
 extern BlockBarrier g_bar;
 inline void __syncthreads() {
   if (g_threaded) g_bar.wait();
@@ -627,10 +642,51 @@ BlockBarrier g_bar;
 // (some end while others wait: a deadlock on the GPU), else 0.
 static std::function<void()> g_body;
 static bool g_fiber_ended;
+#if OZ_FAST_FIBERS
+asm(".text\n.globl oz_fiber_switch\n.type oz_fiber_switch,@function\noz_fiber_switch:\n"
+    " pushq %rbp\n pushq %rbx\n pushq %r12\n pushq %r13\n pushq %r14\n pushq %r15\n"
+    " movq %rsp, (%rdi)\n movq %rsi, %rsp\n"
+    " popq %r15\n popq %r14\n popq %r13\n popq %r12\n popq %rbx\n popq %rbp\n ret\n"
+    ".size oz_fiber_switch, .-oz_fiber_switch\n");
+// A fiber's first switch "returns" here; an ended fiber hands control back for good (the
+// scheduler never resumes it).
+static void fiber_entry() {
+  g_body();
+  g_fiber_ended = true;
+  for (;;) g_bar.wait();
+}
+using Fiber = void*;  // the fiber's saved stack pointer
+static void fiber_start(Fiber& fiber, char* stack, size_t size) {
+  // registers popped by the first switch (zeros), then its return address; the slot above
+  // is where a call would have left fiber_entry's own return address (16-byte alignment)
+  void** sp = reinterpret_cast<void**>(reinterpret_cast<uintptr_t>(stack + size) & ~uintptr_t{15});
+  *--sp = nullptr;
+  *--sp = reinterpret_cast<void*>(&fiber_entry);
+  for (int i = 0; i < 6; ++i) *--sp = nullptr;
+  fiber = sp;
+}
+static void fiber_resume(Fiber& fiber) {
+  g_bar.current = &fiber;
+  oz_fiber_switch(&g_bar.scheduler, fiber);
+}
+#else
 static void fiber_entry() {
   g_body();
   g_fiber_ended = true;
 }
+using Fiber = ucontext_t;
+static void fiber_start(Fiber& fiber, char* stack, size_t size) {
+  getcontext(&fiber);
+  fiber.uc_stack.ss_sp = stack;
+  fiber.uc_stack.ss_size = size;
+  fiber.uc_link = &g_bar.scheduler;  // where it goes when it ends
+  makecontext(&fiber, fiber_entry, 0);
+}
+static void fiber_resume(Fiber& fiber) {
+  g_bar.current = &fiber;
+  swapcontext(&g_bar.scheduler, &fiber);
+}
+#endif
 template <class Body>
 static int blocks_threaded(unsigned blocks, unsigned nt, Body body) {
   constexpr size_t kStack = 256 * 1024;
@@ -638,30 +694,23 @@ static int blocks_threaded(unsigned blocks, unsigned nt, Body body) {
   gridDim = {blocks, 1, 1};
   g_threaded = true;
   g_body = body;
-  std::vector<ucontext_t> fib(nt);
+  std::vector<Fiber> fib(nt);
   // Not value-initialised: a stack's pages are touched (and committed) only as deep as
   // the kernel goes.
   std::unique_ptr<char[]> stacks(new char[kStack * nt]);
   for (unsigned r = 0; r < blocks; ++r) {
     blockIdx = {r, 0, 0};
-    for (unsigned t = 0; t < nt; ++t) {
-      getcontext(&fib[t]);
-      fib[t].uc_stack.ss_sp = stacks.get() + kStack * t;
-      fib[t].uc_stack.ss_size = kStack;
-      fib[t].uc_link = &g_bar.scheduler;
-      makecontext(&fib[t], fiber_entry, 0);
-    }
+    for (unsigned t = 0; t < nt; ++t) fiber_start(fib[t], stacks.get() + kStack * t, kStack);
     // One round runs every fiber to its next barrier. All of them wait there (next round), or
     // all end (the block is done); anything else is a divergent barrier.
     for (unsigned ended = 0; ended < nt;) {
       ended = 0;
       for (unsigned t = 0; t < nt; ++t) {
         threadIdx = {t, 0, 0};
-        g_bar.current = &fib[t];
-        // Returns when the fiber waits at a barrier, or when it ends (through uc_link, after
-        // fiber_entry has set g_fiber_ended).
+        // Returns when the fiber waits at a barrier, or when it ends (after fiber_entry has
+        // set g_fiber_ended).
         g_fiber_ended = false;
-        swapcontext(&g_bar.scheduler, &fib[t]);
+        fiber_resume(fib[t]);
         ended += g_fiber_ended;
       }
       if (ended != 0 && ended != nt) {  // the rest wait at a barrier the ended ones never reach
