@@ -1025,17 +1025,19 @@ def _host_lib() -> Any:
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         raise RuntimeError("--host needs a C++ compiler (g++) on PATH")
-    tmp = Path(tempfile.mkdtemp(prefix="oz2host"))
-    (tmp / "shim.h").write_text(_HOST_SHIM)
-    (tmp / "harness.cpp").write_text(_HOST_HARNESS)
-    for name in ("ozaki2.cu", "ozaki1.cu", "ozaki_round.cuh"):
-        shutil.copy(KERNEL_DIR / name, tmp / name)
-    cmd = [cxx, "-O2", "-std=c++17", "-ffp-contract=off", "-fPIC", "-shared",
-           "-o", str(tmp / "liboz2host.so"), str(tmp / "harness.cpp")]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"host build of ozaki2.cu failed:\n{' '.join(cmd)}\n{proc.stderr}")
-    return ctypes.CDLL(str(tmp / "liboz2host.so"))
+    # (the folder goes once the library is loaded: a loaded library needs no file)
+    with tempfile.TemporaryDirectory(prefix="oz2host") as folder:
+        tmp = Path(folder)
+        (tmp / "shim.h").write_text(_HOST_SHIM)
+        (tmp / "harness.cpp").write_text(_HOST_HARNESS)
+        for name in ("ozaki2.cu", "ozaki1.cu", "ozaki_round.cuh"):
+            shutil.copy(KERNEL_DIR / name, tmp / name)
+        cmd = [cxx, "-O2", "-std=c++17", "-ffp-contract=off", "-fPIC", "-shared",
+               "-o", str(tmp / "liboz2host.so"), str(tmp / "harness.cpp")]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"host build of ozaki2.cu failed:\n{' '.join(cmd)}\n{proc.stderr}")
+        return ctypes.CDLL(str(tmp / "liboz2host.so"))
 
 
 def _ptr(a: np.ndarray) -> Any:
