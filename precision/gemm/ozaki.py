@@ -860,12 +860,21 @@ def sym_fmod(y: np.ndarray, m: int) -> np.ndarray:
     float64 steps (the CUDA kernels run the same ones): ``yh = floor(y·2^-27)``,
     ``yl = y - yh·2^27`` (an integer in [0, 2^27), exact), ``t = yh·(2^27 mod m) + yl``
     (``|t| < 2^44``), ``r = t - m·rint(t/m)`` (every product and difference an integer below
-    2^53), then ``±m`` into ``[-floor(m/2), ceil(m/2) - 1]``."""
-    yh = np.floor(y * 2.0**-_RES_SPLIT)
-    t = yh * float((1 << _RES_SPLIT) % m) + (y - yh * 2.0**_RES_SPLIT)
-    r = t - np.rint(t * (1.0 / m)) * m
-    r = np.where(r > (m - 1) // 2, r - m, r)
-    return np.where(r < -(m // 2), r + m, r)
+    2^53), then ``±m`` into ``[-floor(m/2), ceil(m/2) - 1]``. Two float64 temporaries, the
+    steps in place."""
+    yh = y * 2.0**-_RES_SPLIT
+    np.floor(yh, out=yh)
+    t = yh * 2.0**_RES_SPLIT
+    np.subtract(y, t, out=t)  # yl
+    yh *= float((1 << _RES_SPLIT) % m)
+    t += yh  # t = yh·(2^27 mod m) + yl
+    np.multiply(t, 1.0 / m, out=yh)
+    np.rint(yh, out=yh)
+    yh *= m
+    t -= yh  # r
+    np.subtract(t, m, out=t, where=t > (m - 1) // 2)
+    np.add(t, m, out=t, where=t < -(m // 2))
+    return t
 
 
 #: Row chunks of :func:`_residues`: at most this share of the block (and 2^20 elements).
