@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import tracemalloc
 from collections.abc import Callable
 
 import pytest
 
 from precision.gpu import unavailable_reason
+
+_BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (one worker per core already), numpy's BLAS gets one thread in each
+    worker, unless a BLAS thread variable is set: two workers of two BLAS threads each on 2
+    cores spent their time spinning (tests/gemm/test_ozaki.py took 38 s of CPU against 16 s).
+    The environment is left alone (subprocesses and the runner's BLAS checks see it as it
+    was), and no result depends on it (the emulators' BLAS sums are exact in any order)."""
+    if "PYTEST_XDIST_WORKER" in os.environ and not any(v in os.environ for v in _BLAS_THREAD_VARS):
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1, user_api="blas")  # for the whole worker process
 
 
 def pytest_collection_modifyitems(config, items):
