@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -112,7 +113,21 @@ def test_plotting_another_metric_keeps_the_summary_tables_already_written(tmp_pa
     capsys.readouterr()
 
 
-def test_a_kept_metric_without_values_or_column_keeps_its_place_and_returns(tmp_path):
+@pytest.fixture(scope="module")
+def square_plotted(tmp_path_factory) -> Path:
+    """The figures folder of _square_rows() plotted with err_fro and tflops (png), as a run
+    draws them; shared: each test copies it."""
+    from precision.runner.plotting import plot_results
+
+    out = tmp_path_factory.mktemp("square") / "figures"
+    plot_results(_square_rows(), out, "s", PlotSpec(formats=("png",)))
+    plt.close("all")
+    return out
+
+
+def test_a_kept_metric_without_values_or_column_keeps_its_place_and_returns(
+    tmp_path, square_plotted
+):
     """Summarising results that lack a metric summarised before (another experiment plotted
     into the same folder, a table without that column) neither fails nor forgets it: its
     section stays, saying why it is empty, and a later plot with values fills it again."""
@@ -120,8 +135,7 @@ def test_a_kept_metric_without_values_or_column_keeps_its_place_and_returns(tmp_
 
     out = tmp_path / "figures"
     full = _square_rows()
-    spec = PlotSpec(formats=("png",))  # err_fro and tflops, as a run draws them
-    plot_results(full, out, "s", spec)
+    shutil.copytree(square_plotted, out)  # plot_results(full, out, "s", png: both metrics)
     first = _sections((out / "summary.md").read_text())
     assert list(first) == ["err_fro", "tflops"]
 
@@ -143,11 +157,11 @@ def test_a_kept_metric_without_values_or_column_keeps_its_place_and_returns(tmp_
     assert _sections((out / "summary.md").read_text()) == first
 
 
-def test_a_summary_with_a_byte_that_is_not_utf8_keeps_its_tables(tmp_path):
+def test_a_summary_with_a_byte_that_is_not_utf8_keeps_its_tables(tmp_path, square_plotted):
     from precision.runner.plotting import plot_results
 
     out = tmp_path / "figures"
-    plot_results(_square_rows(), out, "s", PlotSpec(formats=("png",)))
+    shutil.copytree(square_plotted, out)  # plot_results(_square_rows(), out, "s", png)
     md = out / "summary.md"
     md.write_bytes(md.read_bytes() + b"\nnotes: caf\xe9 (saved as Latin-1 by an editor)\n")
     plot_results(_square_rows(), out, "s", PlotSpec(metrics=("err_max",), formats=("png",)))
@@ -257,9 +271,21 @@ def _overlapping_labels(fig, ax) -> list[tuple[str, str]]:
     return [(a, b) for (a, ba), (b, bb) in pairs if ba.x1 > bb.x0]
 
 
-def test_terms_axis_labels_every_term_count_at_its_integer():
-    table = _ozaki_rows()
-    fig = draw_figure(prepare(table, OZAKI_SPEC, "err_max"), "err_max", OZAKI_SPEC, "")
+@pytest.fixture(scope="module")
+def ozaki_figure():
+    """The err_max figure of _ozaki_rows() on a terms axis; shared: drawn once, read only.
+    Taken out of pyplot onto an Agg canvas of its own (``_close_figures`` would reset its
+    canvas after the first test that reads it)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = draw_figure(prepare(_ozaki_rows(), OZAKI_SPEC, "err_max"), "err_max", OZAKI_SPEC, "")
+    plt.close(fig)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def test_terms_axis_labels_every_term_count_at_its_integer(ozaki_figure):
+    fig = ozaki_figure
     axes = _bottom_axes(fig)
     assert set(axes) == {"ozaki1", "ozaki2"}
     for col, counts in (("ozaki1", OZAKI1_TERMS), ("ozaki2", OZAKI2_TERMS)):
@@ -285,11 +311,11 @@ def test_terms_labels_are_thinned_rather_than_overlapping_in_a_small_figure():
     assert sum(1 for s in labels.values() if s) >= 3
 
 
-def test_smallest_values_and_the_unit_roundoff_line_are_inside_the_log_axis():
+def test_smallest_values_and_the_unit_roundoff_line_are_inside_the_log_axis(ozaki_figure):
     # err_max reaches 2^-53 exactly (phi = 0), as the Ozaki schemes do when correctly rounded.
     table = _ozaki_rows()
     assert math.isclose(float(table["err_max"].min()), FP64_U)
-    fig = draw_figure(prepare(table, OZAKI_SPEC, "err_max"), "err_max", OZAKI_SPEC, "")
+    fig = ozaki_figure
     for ax in (a for a in fig.axes if a.get_visible()):
         lo, hi = (math.log10(v) for v in ax.get_ylim())
         low = min(math.log10(y) for line in ax.get_lines() for y in line.get_ydata())

@@ -97,12 +97,25 @@ ONE_COLUMN = PlotSpec(
 )
 
 
-def test_one_column_figure_keeps_its_panel_legend_and_notes_apart():
+@pytest.fixture(scope="module")
+def one_column():
+    """The quickstart's series drawn at ONE_COLUMN, and its legend; shared: drawn once, read
+    only. Taken out of pyplot onto an Agg canvas of its own, as drawn (``_close_figures``
+    would reset its canvas after the first test that reads it)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig, legend = draw(rows(), ONE_COLUMN)
+    plt.close(fig)
+    FigureCanvasAgg(fig)
+    return fig, legend
+
+
+def test_one_column_figure_keeps_its_panel_legend_and_notes_apart(one_column):
     """docs/runner.md's one-column example (hue format, style method, col none, 3.3 x 2.6
     inches) on the quickstart's series: the legend, stacked into one column 16 rows tall,
     took most of the height, the panel collapsed to a sliver (matplotlib: "axes sizes
     collapsed to zero") and the legend ran over it."""
-    fig, legend = draw(rows(), ONE_COLUMN)
+    fig, legend = one_column
     (ax,) = panels(fig)
     renderer = fig.canvas.get_renderer()
     assert ax.bbox.height >= 0.25 * fig.bbox.height
@@ -154,10 +167,10 @@ def test_a_y_label_taller_than_its_panel_is_wrapped_not_cut():
     assert " ".join(label.get_text().split()) == "relative error (Frobenius)"
 
 
-def test_decade_labels_of_a_short_panel_do_not_overlap():
+def test_decade_labels_of_a_short_panel_do_not_overlap(one_column):
     """A one-column figure spanning 15 decades: 10^-2 ... 10^-17 were printed on top of
     each other; fewer decades are labelled instead."""
-    fig, _ = draw(rows(), ONE_COLUMN)
+    fig, _ = one_column
     renderer = fig.canvas.get_renderer()
     for ax in panels(fig):
         boxes = [t.get_window_extent(renderer) for t in ax.get_yticklabels() if t.get_text()]

@@ -7,6 +7,7 @@ import builtins
 import errno
 import io
 import pathlib
+import shutil
 
 import matplotlib
 
@@ -73,13 +74,22 @@ def test_read_only_results_dir_is_one_line_naming_it_and_suggesting_out(
 # ----------------------------------------------------------------------------- disk full
 
 
+@pytest.fixture(scope="module")
+def plotted(tmp_path_factory):
+    """A results directory plotted once (err_fro, png and pdf); shared: each test copies it."""
+    root = _results_dir(tmp_path_factory.mktemp("plotted"))
+    assert main(["plot", str(root), "--metric", "err_fro"]) == 0
+    plt.close("all")
+    return root
+
+
 @pytest.mark.parametrize("victim", ["err_fro.png", "err_fro.pdf", "summary.csv", "summary.tex"])
 def test_disk_full_keeps_the_earlier_file_and_reports_one_line(
-    tmp_path, monkeypatch, capsys, victim
+    tmp_path, monkeypatch, capsys, victim, plotted
 ):
-    root = _results_dir(tmp_path)
+    root = tmp_path / "res"
+    shutil.copytree(plotted, root)
     figures = root / "figures"
-    assert main(["plot", str(root), "--metric", "err_fro"]) == 0
     before = {p.name: p.read_bytes() for p in figures.iterdir()}
     assert victim in before
     capsys.readouterr()
@@ -109,7 +119,9 @@ def test_disk_full_keeps_the_earlier_file_and_reports_one_line(
 
     monkeypatch.setattr(builtins, "open", full_open)
     monkeypatch.setattr(io, "open", full_open)
-    code = main(["plot", str(root), "--metric", "err_fro", "--title", "changed"])
+    # (the pdf, slow to write, is asked for only where it is the victim)
+    formats = [] if victim.endswith(".pdf") else ["--format", "png"]
+    code = main(["plot", str(root), "--metric", "err_fro", "--title", "changed", *formats])
     monkeypatch.undo()
     assert code == 2
     assert _error_line(capsys).startswith(

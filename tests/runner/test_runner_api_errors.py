@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from precision.runner.config import parse_config
+from precision.runner.figures import PlotSpec
 from precision.runner.plotting import plot_results
 from precision.runner.runner import run_experiment
 
@@ -50,5 +51,6 @@ def test_plot_results_takes_a_str_folder(tmp_path):
     summary = run_experiment(parse_config(CONFIG), tmp_path, progress=False, plots=False)
     assert summary.computed == 1
     table = pd.read_parquet(tmp_path / "api" / "results.parquet")
-    written = plot_results(table, str(tmp_path / "figs"))  # was: 'str' has no 'mkdir'
+    png = PlotSpec(formats=("png",))  # (the folder is what is checked: no pdf needed)
+    written = plot_results(table, str(tmp_path / "figs"), spec=png)  # was: 'str' has no 'mkdir'
     assert written and all(Path(p).parent == tmp_path / "figs" for p in written)

@@ -83,12 +83,16 @@ def _stopping_at(monkeypatch, stop_at: int | None) -> list[str]:
     return calls
 
 
-def _published(root: Path) -> tuple[ResultsDir, set[tuple[str, int]]]:
-    """CONFIG run into ``root``, then its points/ removed (as a published directory): the
-    table is the only copy of its rows, which are returned."""
+def _published(root: Path, template: Path | None = None) -> tuple[ResultsDir, set[tuple[str, int]]]:
+    """CONFIG run into ``root`` (or ``template``, such a directory, copied there), then its
+    points/ removed (as a published directory): the table is the only copy of its rows,
+    which are returned."""
     import shutil
 
-    run(root)
+    if template is None:
+        run(root)
+    else:
+        shutil.copytree(template, root)
     rd = ResultsDir(root, "s")
     shutil.rmtree(rd.points_dir)
     table = pd.read_parquet(rd.table_path)
@@ -102,14 +106,17 @@ def test_a_config_change_stopped_at_any_write_keeps_table_and_config_paired(tmp_
     them, no file is empty, and every row of the earlier config survives somewhere (point
     files removed, as in a published directory, so the table is the only copy of the
     dropped size)."""
-    _published(tmp_path / "count")
+    # CONFIG run once; each stop starts from a copy of that directory (read only)
+    template = tmp_path / "template"
+    run(template)
+    _published(tmp_path / "count", template)
     with monkeypatch.context() as m:
         every = _stopping_at(m, None)
         run(tmp_path / "count", NARROWED)
     assert {"config.toml", "results.csv", "results.parquet"} <= set(every)
     for stop_at in range(1, len(every) + 1):
         root = tmp_path / str(stop_at)
-        rd, before = _published(root)
+        rd, before = _published(root, template)
         with monkeypatch.context() as m:
             calls = _stopping_at(m, stop_at)
             with pytest.raises(KeyboardInterrupt):
@@ -339,11 +346,13 @@ def test_a_changed_config_run_without_plots_keeps_the_earlier_figures_aside(tmp_
     """`precision run --no-plots` after a config change left the earlier config's figures
     in figures/, so they no longer showed the directory's table. They now go to
     figures.<UTC>/ with the kept config and table, and provenance names them."""
-    run(tmp_path, plots=True)
+    # one png figure is enough to tell where the figures went (pdf, tflops: costly, unread)
+    png = '[plot]\nmetric = ["err_fro"]\nformat = ["png"]\n'
+    run(tmp_path, CONFIG + png, plots=True)
     rd = ResultsDir(tmp_path, "s")
     drawn = sorted(p.name for p in rd.figures_dir.iterdir())
     assert drawn, "the first run drew no figures"
-    summary = run(tmp_path, NARROWED)  # plots=False
+    summary = run(tmp_path, NARROWED + png)  # plots=False
     (old_config,) = rd.path.glob("config.*Z.toml")
     stamp = old_config.name[len("config.") : -len(".toml")]
     kept = rd.path / f"figures.{stamp}"
@@ -354,7 +363,7 @@ def test_a_changed_config_run_without_plots_keeps_the_earlier_figures_aside(tmp_
     latest = rd.read_provenance()[0][-1]
     assert latest["previous_figures"] == [kept.name]
     assert all(name.startswith("results.") for name in latest["previous_table"])
-    run(tmp_path, NARROWED, plots=True)  # the next drawing starts a fresh figures/
+    run(tmp_path, NARROWED + png, plots=True)  # the next drawing starts a fresh figures/
     assert sorted(p.name for p in rd.figures_dir.iterdir()) == drawn
 
 
