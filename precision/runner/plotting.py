@@ -297,6 +297,11 @@ def plot_results(
         plt, _ = _setup()
         fig = draw_figure(frame, metric, spec, heading)
         try:
+            # Measured as laid out on the figure's own canvas, as it was fitted (and as the
+            # png is), so before any save: a pdf, svg or pgf save leaves the axis labels where
+            # its own renderer (72 dpi) put them, which measured at the figure's dpi looked
+            # cut or overlapping.
+            warning = size_warning(fig, spec.size, f"{prefix}{metric} ({', '.join(formats)})")
             # Drawn into memory, then written atomically: a full disk or a killed process
             # leaves the earlier file of that name, never a truncated one.
             images: dict[Path, bytes] = {}
@@ -304,11 +309,6 @@ def plot_results(
                 buffer = io.BytesIO()
                 fig.savefig(buffer, format=ext, dpi=spec.dpi, metadata=UNDATED.get(ext))
                 images[path] = buffer.getvalue()
-            # Measured as laid out on the figure's own canvas, as it was fitted (and as the
-            # png is): a pdf, svg or pgf save leaves the axis labels where its own renderer
-            # (72 dpi) put them, which measured at the figure's dpi looked cut or overlapping.
-            fig.draw_without_rendering()
-            warning = size_warning(fig, spec.size, f"{prefix}{metric} ({', '.join(formats)})")
         finally:
             plt.close(fig)
         if warning:  # (printed here, so that `precision run` and `precision plot` both say it)
