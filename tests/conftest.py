@@ -18,10 +18,13 @@ def pytest_configure(config):
     worker, unless a BLAS thread variable is set: two workers of two BLAS threads each on 2
     cores spent their time spinning (tests/gemm/test_ozaki.py took 38 s of CPU against 16 s).
     The environment is left alone (subprocesses and the runner's BLAS checks see it as it
-    was), and no result depends on it (the emulators' BLAS sums are exact in any order)."""
+    was), and no result depends on it (the emulators' BLAS sums are exact in any order).
+    Without threadpoolctl (a source tree run without the test extra) nothing changes."""
     if "PYTEST_XDIST_WORKER" in os.environ and not any(v in os.environ for v in _BLAS_THREAD_VARS):
-        from threadpoolctl import threadpool_limits
-
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:
+            return
         threadpool_limits(1, user_api="blas")  # for the whole worker process
 
 
