@@ -363,11 +363,18 @@ def draw_figure(frame: _Frame, metric: str, spec: PlotSpec, title: str) -> Any:
     fig = _draw_fitting(plt, plan, sections)
     if fig is not None:
         return _frozen(fig)
-    size = _smallest_size(plt, plan, sections)
-    if size is None:  # (no size holds it: drawn at its own, as squeezed as it can be)
-        return _frozen(_draw(plt, plan, sections, SQUEEZES[-1]))
-    fig = _draw_fitting(plt, plan.at(size), sections)  # as if that size had been asked for
-    fig = fig if fig is not None else _draw(plt, plan.at(size), sections, SQUEEZES[-1])
+    fitted: dict[tuple[float, float], Any] = {}  # the search's figures that fit, by size
+    try:
+        size = _smallest_size(plt, plan, sections, fitted)
+        if size is None:  # (no size holds it: drawn at its own, as squeezed as it can be)
+            return _frozen(_draw(plt, plan, sections, SQUEEZES[-1]))
+        # as if that size had been asked for; the search drew it squeezed most already
+        fig = _draw_fitting(plt, plan.at(size), sections, fitted.get(size))
+        fig = fig if fig is not None else _draw(plt, plan.at(size), sections, SQUEEZES[-1])
+    finally:
+        for other in fitted.values():
+            if other is not fig:
+                plt.close(other)
     return _frozen(fig)
 
 
@@ -407,18 +414,20 @@ def _frozen(fig: Any) -> Any:
     return fig
 
 
-def _draw_fitting(plt: Any, plan: _Plan, sections: list[_Section]) -> Any:
+def _draw_fitting(plt: Any, plan: _Plan, sections: list[_Section], squeezed: Any = None) -> Any:
     """The figure of ``plan`` at its size, squeezed no more than it must be to fit there
     (the first of :data:`SQUEEZES` that fits), or None where none fits. Where the first does
     not fit, the last is tried next: where even it does not, none between does either (each
-    takes less room than the one before)."""
+    takes less room than the one before). ``squeezed``: that last one, where it was drawn
+    already (by :func:`_smallest_size`; the caller closes it)."""
     from precision.runner.plot_fit import layout_problems
 
     if _too_small(plan, sections):
         return None
     first, *between, last = _squeezes(plan)
     for squeeze in (first, last):
-        fig = _draw(plt, plan, sections, squeeze)
+        drawn = squeeze is last and squeezed is not None
+        fig = squeezed if drawn else _draw(plt, plan, sections, squeeze)
         if not layout_problems(fig):
             break
         plt.close(fig)
@@ -524,12 +533,15 @@ def _legend_width(plan: _Plan, sections: list[_Section], n_cols: int, font: str)
     return plan.legend_widths[n_cols, font]
 
 
-def _smallest_size(plt: Any, plan: _Plan, sections: list[_Section]) -> tuple[float, float] | None:
+def _smallest_size(
+    plt: Any, plan: _Plan, sections: list[_Section], fitted: dict[tuple[float, float], Any]
+) -> tuple[float, float] | None:
     """The smallest size (inches) that holds the figure of ``plan`` squeezed as far as it may
     be (the last of :data:`SQUEEZES`), no smaller than its own: its own width where some
     height makes the figure fit, else the least width that does; then the least height at
     that width. A grown side is a multiple of :data:`SIZE_STEP`. None where no size up to
-    about twice the roomy one (:func:`_roomy_height`) fits."""
+    about twice the roomy one (:func:`_roomy_height`) fits. The figures drawn that fit are
+    left in ``fitted`` by size (the caller closes them), the others closed."""
     from precision.runner.plot_fit import layout_problems
 
     width, height = _figure_size(plan, 0)[:2]
@@ -543,7 +555,10 @@ def _smallest_size(plt: Any, plan: _Plan, sections: list[_Section]) -> tuple[flo
             if not _too_small(plan.at((w, h)), sections):
                 fig = _draw(plt, plan.at((w, h)), sections, SQUEEZES[-1])
                 tried[w, h] = None if layout_problems(fig) else _slack(fig, plan)
-                plt.close(fig)
+                if tried[w, h] is None:
+                    plt.close(fig)
+                else:
+                    fitted[w, h] = fig
         return tried[w, h]
 
     def roomy(w: float) -> float:
