@@ -10,8 +10,6 @@ import pytest
 
 from precision.gpu import unavailable_reason
 
-_BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
-
 
 def pytest_configure(config):
     """Under pytest-xdist (one worker per core already), numpy's BLAS gets one thread in each
@@ -20,12 +18,17 @@ def pytest_configure(config):
     The environment is left alone (subprocesses and the runner's BLAS checks see it as it
     was), and no result depends on it (the emulators' BLAS sums are exact in any order).
     Without threadpoolctl (a source tree run without the test extra) nothing changes."""
-    if "PYTEST_XDIST_WORKER" in os.environ and not any(v in os.environ for v in _BLAS_THREAD_VARS):
-        try:
-            from threadpoolctl import threadpool_limits
-        except ImportError:
-            return
-        threadpool_limits(1, user_api="blas")  # for the whole worker process
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return
+    from precision.runner.plot_notes import BLAS_THREAD_VARS  # those provenance records
+
+    if any(v in os.environ for v in BLAS_THREAD_VARS):
+        return
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(1, user_api="blas")  # for the whole worker process
 
 
 def pytest_collection_modifyitems(config, items):
