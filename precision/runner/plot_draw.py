@@ -426,8 +426,8 @@ def _draw_fitting(plt: Any, plan: _Plan, sections: list[_Section], squeezed: Any
         return None
     first, *between, last = _squeezes(plan)
     for squeeze in (first, last):
-        drawn = squeeze is last and squeezed is not None
-        fig = squeezed if drawn else _draw(plt, plan, sections, squeeze)
+        already = squeeze is last and squeezed is not None
+        fig = squeezed if already else _draw(plt, plan, sections, squeeze)
         if not layout_problems(fig):
             break
         plt.close(fig)
