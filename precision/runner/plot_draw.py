@@ -405,7 +405,7 @@ def _frozen(fig: Any) -> Any:
 
     # laid out once more first, as a save did before: the constrained layout settles over
     # two draws, and the figures drawn so stay as they were
-    fig.draw_without_rendering()
+    _layout_draw(fig)
     for sub in subfigures(fig):
         sub.bbox_relative.set_points(rounded(sub.bbox_relative.get_points()).get_points())
     for ax in fig.get_axes():
@@ -763,7 +763,29 @@ def _quiet_draw(fig: Any) -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
+        _layout_draw(fig)
+
+
+def _layout_draw(fig: Any) -> None:
+    """Draw ``fig`` without rendering it, to lay it out and measure it, leaving out what
+    takes no room in its layout and is not measured as drawn: the lines and dots of the
+    panels (clipped to their frames) and the legends (outside the layout, and placed anew
+    wherever they are measured). The layout and every measure are those of a full draw,
+    in less time; saving the figure draws it all."""
+    hidden = [a for ax in fig.get_axes() for a in (*ax.lines, *ax.collections)]
+    figures = [fig]
+    while figures:
+        sub = figures.pop()
+        figures += sub.subfigs
+        hidden += sub.legends
+    hidden = [a for a in hidden if a.get_visible()]
+    for artist in hidden:
+        artist.set_visible(False)
+    try:
         fig.draw_without_rendering()
+    finally:
+        for artist in hidden:
+            artist.set_visible(True)
 
 
 def _legend_sections(plan: _Plan) -> list[_Section]:

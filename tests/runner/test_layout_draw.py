@@ -1,0 +1,68 @@
+"""The shortcuts of the layout draws of :mod:`precision.runner.plot_draw` lay a figure out
+exactly as a full draw does: a draw that leaves out the panels' lines and dots and the
+legends (:func:`_layout_draw`), and panel titles placed at the top of their panel by hand
+instead of by matplotlib at every draw."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg", force=True)
+
+import matplotlib.pyplot as plt
+import pytest
+
+from precision.runner.plot_draw import _layout_draw, _setup
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _figure(auto_title: bool):
+    """Two log panels with data, titles and a row label, above a legend's subfigure."""
+    _setup()
+    fig = plt.figure(figsize=(3.3, 2.6), dpi=100, layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[3, 1])
+    axes = top.subplots(1, 2)
+    for i, ax in enumerate(axes):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.plot([32, 64, 128, 256], [1e-3, 1e-5, 1e-7, 1e-9], marker="o", label=f"m{i}")
+        ax.scatter([32, 64], [1e-4, 1e-6], s=5)
+        ax.axhline(1e-8, ls=":")
+        ax.set_xlabel("size m = n = k")
+        ax.set_title(f"panel {i}", fontsize="small", **({} if auto_title else {"y": 1.0}))
+    axes[0].set_ylabel("relative error")
+    axes[1].annotate("row", xy=(1.03, 0.5), xycoords="axes fraction", rotation=270)
+    bottom.legend(*axes[0].get_legend_handles_labels(), loc="center", frameon=False)
+    return fig
+
+
+def _layout(fig) -> list:
+    boxes = [ax.get_position().get_points().tolist() for ax in fig.axes]
+    boxes += [sub.bbox_relative.get_points().tolist() for sub in fig.subfigs]
+    titles = [ax.title.get_position() for ax in fig.axes]
+    return [boxes, titles]
+
+
+@pytest.mark.parametrize("draws", [1, 2, 3])
+def test_a_layout_draw_lays_the_figure_out_as_a_full_draw_does(draws):
+    full, short = _figure(auto_title=True), _figure(auto_title=True)
+    for _ in range(draws):
+        full.draw_without_rendering()
+        _layout_draw(short)
+    assert _layout(short) == _layout(full)
+    assert all(a.get_visible() for ax in short.axes for a in (*ax.lines, *ax.collections))
+    assert all(leg.get_visible() for sub in short.subfigs for leg in sub.legends)
+
+
+def test_a_panel_title_placed_by_hand_is_where_matplotlib_places_it():
+    auto, by_hand = _figure(auto_title=True), _figure(auto_title=False)
+    for _ in range(2):
+        auto.draw_without_rendering()
+        by_hand.draw_without_rendering()
+    assert _layout(by_hand) == _layout(auto)
+    assert all(ax.title.get_position()[1] == 1.0 for ax in auto.axes)
