@@ -309,6 +309,9 @@ class _Plan:
     #: The width (pixels) of the legend in each number of columns and font tried, kept
     #: across the sizes a figure is tried at (:func:`_legend_width`).
     legend_widths: dict[tuple[int, str], float] = field(default_factory=dict)
+    #: The series of each panel (by row and column) as drawn, kept likewise
+    #: (:func:`_series_points`).
+    points: dict[tuple[str, str], list[_Points]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, frame: _Frame, metric: str, spec: PlotSpec, title: str, sns: Any) -> _Plan:
@@ -961,7 +964,7 @@ def _draw_panels(plan: _Plan, axes: Any) -> tuple[list[list[bool]], dict[Any, li
             if panel.empty:
                 ax.set_visible(False)
                 continue
-            _draw_series(plan, ax, panel)
+            _draw_series(plan, ax, panel, (row, col))
             _draw_levels(plan, ax, row, col)
             if metric in ERROR_METRICS:
                 for t in plan.targets:
@@ -973,24 +976,48 @@ def _draw_panels(plan: _Plan, axes: Any) -> tuple[list[list[bool]], dict[Any, li
     return present, groups
 
 
-def _draw_series(plan: _Plan, ax: Any, panel: pd.DataFrame) -> None:
-    """Draw each series of ``panel`` (the rows drawn as lines there): its valid repeats as
-    faint dots and its median over repeats (least, for a fraction:
-    :func:`~precision.runner.plot_labels.over_repeats`) at each x as a line with markers."""
+class _Points(NamedTuple):
+    """A series of a panel as drawn: its kind ("method" or "baseline") and key, its valid
+    repeats (dodged x, value) and its statistic over them at each x (dodged x, value)."""
+
+    kind: str
+    key: str
+    x: Any
+    y: Any
+    line_x: Any
+    line_y: Any
+
+
+def _series_points(plan: _Plan, panel: pd.DataFrame) -> list[_Points]:
+    """The series of ``panel`` (the rows drawn as lines there) with a valid repeat, in the
+    order of ``plan.frame.series``: their repeats and their median over repeats (least,
+    for a fraction: :func:`~precision.runner.plot_labels.over_repeats`) at each x."""
     dodged = plan.dodge
+    points = []
     for kind, key in plan.frame.series:
         sel = panel[(panel["_series"] == key) & panel["_valid"]]
         if sel.empty:
             continue
-        color, ls, mk, ms, lw, z = plan.look.of_series(kind, key, plan.spec)
         med = sel.groupby("_x")["_value"].agg(repeats_statistic(plan.metric)).sort_index()
-        ax.scatter(
-            dodged(sel["_x"], key), sel["_value"], s=5, color=color, alpha=0.3,
-            linewidths=0, zorder=1,
+        points.append(
+            _Points(kind, key, dodged(sel["_x"], key), sel["_value"], dodged(med.index, key),
+                    med.values)
         )  # fmt: skip
+    return points
+
+
+def _draw_series(plan: _Plan, ax: Any, panel: pd.DataFrame, where: tuple[str, str]) -> None:
+    """Draw each series of ``panel``, the panel at row and column ``where``: its valid
+    repeats as faint dots and its median over repeats at each x as a line with markers
+    (:func:`_series_points`, worked out once for all the figures of ``plan``)."""
+    if where not in plan.points:
+        plan.points[where] = _series_points(plan, panel)
+    for p in plan.points[where]:
+        color, ls, mk, ms, lw, z = plan.look.of_series(p.kind, p.key, plan.spec)
+        ax.scatter(p.x, p.y, s=5, color=color, alpha=0.3, linewidths=0, zorder=1)
         ax.plot(
-            dodged(med.index, key), med.values, color=color, ls=ls, marker=mk, ms=ms,
-            lw=lw, mec="white" if mk not in "x+1" else color, mew=0.5, zorder=z,
+            p.line_x, p.line_y, color=color, ls=ls, marker=mk, ms=ms, lw=lw,
+            mec="white" if mk not in "x+1" else color, mew=0.5, zorder=z,
         )  # fmt: skip
 
 
