@@ -1,11 +1,14 @@
 """Execute a :class:`~precision.gemm.schedule.Schedule` with the bit-exact MMA emulator.
 
-Whole matrices go through :func:`precision.tensorcore.mma` per k-block (a loop over k-blocks,
-never over elements); fp32 additions and scalings are numpy float32 operations, which round to
-nearest even and keep subnormals, as the kernels' ``__fadd_rn``/``__fmul_rn`` do.
+Whole matrices go through :func:`precision.tensorcore.mma`, one call per chain of MMA steps
+into one accumulator (a loop over k-blocks and steps, never over elements); fp32 additions
+and scalings are numpy float32 operations, which round to nearest even and keep subnormals,
+as the kernels' ``__fadd_rn``/``__fmul_rn`` do.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -28,54 +31,116 @@ def run_schedule(
 ) -> np.ndarray:
     """The kernel's fp32 output for fp32 inputs ``A`` (M x K) and ``B`` (K x N), bit for bit.
     ``device``: the engine of the MMA steps (``"gpu"``: :func:`precision.tensorcore.mma`'s GPU
-    engine, numpy in and out; the fp32 additions and scalings stay on the host)."""
-    from precision.tensorcore import mma
+    engine, numpy in and out; the fp32 additions and scalings stay on the host).
 
+    Consecutive MMA steps into one accumulator (``dst = mma(a, b, dst)``, same ``satfinite``)
+    are one chain of instructions in increasing k, and ``mma`` of operands concatenated along
+    K runs exactly that chain: each accumulator's steps are collected (as views of the
+    operands) until a step reads the accumulator otherwise, then run in one ``mma`` call
+    (:class:`_Chains`; at most :data:`_MAX_CHAIN_COPY_ELEMENTS` of copied operands per call).
+    A plain GEMM is one call, Ootomo's A_hi·B_hi one per k-block, and its corrections and the
+    Markidis steps one per few k-blocks, instead of one call per step and k-block: the same
+    bits, without most of the per-call overhead (decoding, work items) at n <= 256.
+    """
     ops = prepare_operands(A, B, schedule)
     M, N = A.shape[0], B.shape[1]
     K = next(iter(ops.values())).shape[-1]
     acc_dtype = np.int32 if schedule.integer else np.float32
     env: dict[str, np.ndarray] = {n: np.zeros((M, N), acc_dtype) for n in schedule.accumulators}
-    zero: list[np.ndarray] = []  # the "zero" accumulator, made only if a step reads it
     mma_fmt = "tf32" if schedule.fmt == "tf32" else None
+    chains = _Chains(ops, env, acc_dtype, dict(arch=arch, fmt=mma_fmt, device=device))
     kb = schedule.k_block
 
     def do_mma(op: Mma, lo: int, hi: int) -> None:
         if op.k_part is not None:  # positions k_part of the k-block starting at lo
             lo, hi = lo + op.k_part[0], lo + op.k_part[1]
-        a = ops[op.a][:, lo:hi]
-        b = ops[op.b][lo:hi]
-        if op.c == "zero" and not zero:
-            zero.append(np.zeros((M, N), acc_dtype))
-        c = zero[0] if op.c == "zero" else env[op.c]
-        env[op.dst] = np.asarray(
-            mma(a, b, c, arch=arch, fmt=mma_fmt, satf=op.satfinite, device=device)
-        )
+        chains.add(op, lo, hi)
 
-    step = schedule.step
-    if (
-        len(step) == 1
-        and isinstance(step[0], Mma)
-        and step[0].c == step[0].dst
-        and not step[0].satfinite
-    ):
-        do_mma(step[0], 0, K)  # a plain chain: one call covers every k-block in order
-    else:
-        for lo in range(0, K, kb):
-            for op in step:
-                _apply(op, env, lambda o, lo=lo: do_mma(o, lo, lo + kb))
+    for lo in range(0, K, kb):
+        for op in schedule.step:
+            _apply(op, env, chains, lambda o, lo=lo: do_mma(o, lo, lo + kb))
     for op in schedule.epilogue:
-        _apply(op, env, None)
+        _apply(op, env, chains, None)
+    chains.flush(schedule.output)
     out = env[schedule.output]
     if out.dtype != np.float32:
         raise TypeError(f"schedule {schedule.kernel} ends with {out.dtype}, not float32")
     return out
 
 
-def _apply(op, env: dict[str, np.ndarray], do_mma) -> None:
+#: A chain whose steps read operand ranges that are not one slice is run once its pieces of
+#: ``a`` and ``b`` hold this many elements (they are concatenated, a copy): 4 steps per call
+#: at n = 256, 16 at n = 64, is most of the gain over one call per step, and the copy adds
+#: 0.14x A's fp32 bytes to a thin tf32 GEMM's peak (2.24x -> 2.38x; 2^16: 2.46x, 2^17: 2.61x,
+#: over the 2.5x of tests/gemm/test_emulator.py). A chain of one slice (plain) is one call.
+_MAX_CHAIN_COPY_ELEMENTS = 1 << 15
+
+
+class _Chains:
+    """MMA steps not yet run, per accumulator: ``dst = mma(a_1, b_1, c)``, then
+    ``dst = mma(a_i, b_i, dst)`` for i = 2..n, all with one ``satfinite``, which equals
+    ``dst = mma([a_1 .. a_n], [b_1; ..; b_n], c)`` (one chain in increasing k). Steps reading
+    adjacent K ranges of the same operands are one slice (a view); others are concatenated."""
+
+    def __init__(
+        self,
+        ops: dict[str, np.ndarray],
+        env: dict[str, np.ndarray],
+        acc_dtype: type,
+        mma_kw: dict[str, Any],
+    ) -> None:
+        self.ops, self.env, self.acc_dtype, self.mma_kw = ops, env, acc_dtype, mma_kw
+        # dst -> (c, satfinite, [[a name, b name, k lo, k hi], ...])
+        self.pending: dict[str, tuple[np.ndarray, bool, list[list[Any]]]] = {}
+        self.zero: list[np.ndarray] = []  # the "zero" accumulator, made only if a step reads it
+
+    def add(self, op: Mma, lo: int, hi: int) -> None:
+        """Queue ``op.dst = mma(ops[op.a][:, lo:hi], ops[op.b][lo:hi], op.c)``."""
+        run = self.pending.get(op.dst)
+        if run is not None and op.c == op.dst and run[1] == op.satfinite:
+            last = run[2][-1]
+            if last[:2] == [op.a, op.b] and last[3] == lo:
+                last[3] = hi  # the next K range of the same operands: still one slice
+            else:
+                run[2].append([op.a, op.b, lo, hi])
+                m, n = self.ops[op.a].shape[0], self.ops[op.b].shape[1]
+                if sum(p[3] - p[2] for p in run[2]) * (m + n) >= _MAX_CHAIN_COPY_ELEMENTS:
+                    self.flush(op.dst)
+            return
+        if op.c == "zero":
+            if not self.zero:
+                m, n = self.ops[op.a].shape[0], self.ops[op.b].shape[1]
+                self.zero.append(np.zeros((m, n), self.acc_dtype))
+            c = self.zero[0]
+        else:
+            self.flush(op.c)
+            c = self.env[op.c]
+        # (a pending chain of dst that the new one replaces was never read: it is dropped)
+        self.pending[op.dst] = (c, op.satfinite, [[op.a, op.b, lo, hi]])
+
+    def flush(self, *names: str) -> None:
+        """Run the pending steps of the accumulators ``names`` into ``env``."""
+        from precision.tensorcore import mma
+
+        for name in names:
+            run = self.pending.pop(name, None)
+            if run is None:
+                continue
+            c, satfinite, pieces = run
+            a_parts = [self.ops[a][:, lo:hi] for a, _, lo, hi in pieces]
+            b_parts = [self.ops[b][lo:hi] for _, b, lo, hi in pieces]
+            a = a_parts[0] if len(pieces) == 1 else np.concatenate(a_parts, axis=1)
+            b = b_parts[0] if len(pieces) == 1 else np.concatenate(b_parts, axis=0)
+            self.env[name] = np.asarray(mma(a, b, c, satf=satfinite, **self.mma_kw))
+
+
+def _apply(op, env: dict[str, np.ndarray], chains: _Chains, do_mma) -> None:
     if isinstance(op, Mma):
         do_mma(op)
-    elif isinstance(op, Add):
+        return
+    # every other step reads its operands (and Satf / IntToFloat their dst) at once
+    chains.flush(*(getattr(op, f) for f in ("x", "y", "dst") if hasattr(op, f)))
+    if isinstance(op, Add):
         with np.errstate(invalid="ignore", over="ignore"):
             env[op.dst] = canonicalize_nan((env[op.x] + env[op.y]).astype(np.float32))
     elif isinstance(op, Scale):
