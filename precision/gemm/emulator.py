@@ -34,13 +34,12 @@ def run_schedule(
     engine, numpy in and out; the fp32 additions and scalings stay on the host).
 
     Consecutive MMA steps into one accumulator (``dst = mma(a, b, dst)``, same ``satfinite``)
-    are one chain of instructions in increasing k, and ``mma`` of operands concatenated along
-    K runs exactly that chain: each accumulator's steps are collected (as views of the
-    operands) until a step reads the accumulator otherwise, then run in one ``mma`` call
-    (:class:`_Chains`; at most :data:`_MAX_CHAIN_COPY_ELEMENTS` of copied operands per call).
-    A plain GEMM is one call, Ootomo's A_hi·B_hi one per k-block, and its corrections and the
-    Markidis steps one per few k-blocks, instead of one call per step and k-block: the same
-    bits, without most of the per-call overhead (decoding, work items) at n <= 256.
+    over adjacent K ranges of the same operands are one chain of instructions in increasing
+    k, and ``mma`` over the joined range runs exactly that chain (every range is whole
+    instructions): such steps are collected (:class:`_Chains`, a view of the operands) until
+    a step reads the accumulator or another range follows, then run in one ``mma`` call. A
+    plain GEMM is one call, as is Ootomo's A_hi·B_hi chain where no correction step falls
+    between its k-blocks: the same bits with fewer calls.
     """
     ops = prepare_operands(A, B, schedule)
     M, N = A.shape[0], B.shape[1]
@@ -68,19 +67,11 @@ def run_schedule(
     return out
 
 
-#: A chain whose steps read operand ranges that are not one slice is run once its pieces of
-#: ``a`` and ``b`` hold this many elements (they are concatenated, a copy): 4 steps per call
-#: at n = 256, 16 at n = 64, is most of the gain over one call per step, and the copy adds
-#: 0.14x A's fp32 bytes to a thin tf32 GEMM's peak (2.24x -> 2.38x; 2^16: 2.46x, 2^17: 2.61x,
-#: over the 2.5x of tests/gemm/test_emulator.py). A chain of one slice (plain) is one call.
-_MAX_CHAIN_COPY_ELEMENTS = 1 << 15
-
-
 class _Chains:
-    """MMA steps not yet run, per accumulator: ``dst = mma(a_1, b_1, c)``, then
-    ``dst = mma(a_i, b_i, dst)`` for i = 2..n, all with one ``satfinite``, which equals
-    ``dst = mma([a_1 .. a_n], [b_1; ..; b_n], c)`` (one chain in increasing k). Steps reading
-    adjacent K ranges of the same operands are one slice (a view); others are concatenated."""
+    """MMA steps not yet run, per accumulator: ``dst = mma(a[:, lo:hi], b[lo:hi], c)`` whose
+    K range grows while the next step is ``dst = mma(a[:, hi:hi2], b[hi:hi2], dst)`` of the
+    same operands and ``satfinite``: one chain of instructions in increasing k, run by one
+    ``mma`` call over the joined range when anything else reads or replaces ``dst``."""
 
     def __init__(
         self,
@@ -90,23 +81,18 @@ class _Chains:
         mma_kw: dict[str, Any],
     ) -> None:
         self.ops, self.env, self.acc_dtype, self.mma_kw = ops, env, acc_dtype, mma_kw
-        # dst -> (c, satfinite, [[a name, b name, k lo, k hi], ...])
-        self.pending: dict[str, tuple[np.ndarray, bool, list[list[Any]]]] = {}
+        # dst -> (c, satfinite, [a name, b name, k lo, k hi])
+        self.pending: dict[str, tuple[np.ndarray, bool, list[Any]]] = {}
         self.zero: list[np.ndarray] = []  # the "zero" accumulator, made only if a step reads it
 
     def add(self, op: Mma, lo: int, hi: int) -> None:
         """Queue ``op.dst = mma(ops[op.a][:, lo:hi], ops[op.b][lo:hi], op.c)``."""
         run = self.pending.get(op.dst)
         if run is not None and op.c == op.dst and run[1] == op.satfinite:
-            last = run[2][-1]
-            if last[:2] == [op.a, op.b] and last[3] == lo:
-                last[3] = hi  # the next K range of the same operands: still one slice
-            else:
-                run[2].append([op.a, op.b, lo, hi])
-                m, n = self.ops[op.a].shape[0], self.ops[op.b].shape[1]
-                if sum(p[3] - p[2] for p in run[2]) * (m + n) >= _MAX_CHAIN_COPY_ELEMENTS:
-                    self.flush(op.dst)
-            return
+            piece = run[2]
+            if piece[:2] == [op.a, op.b] and piece[3] == lo:
+                piece[3] = hi  # the next K range of the same operands: the chain goes on
+                return
         if op.c == "zero":
             if not self.zero:
                 m, n = self.ops[op.a].shape[0], self.ops[op.b].shape[1]
@@ -116,7 +102,7 @@ class _Chains:
             self.flush(op.c)
             c = self.env[op.c]
         # (a pending chain of dst that the new one replaces was never read: it is dropped)
-        self.pending[op.dst] = (c, op.satfinite, [[op.a, op.b, lo, hi]])
+        self.pending[op.dst] = (c, op.satfinite, [op.a, op.b, lo, hi])
 
     def flush(self, *names: str) -> None:
         """Run the pending steps of the accumulators ``names`` into ``env``."""
@@ -126,12 +112,9 @@ class _Chains:
             run = self.pending.pop(name, None)
             if run is None:
                 continue
-            c, satfinite, pieces = run
-            a_parts = [self.ops[a][:, lo:hi] for a, _, lo, hi in pieces]
-            b_parts = [self.ops[b][lo:hi] for _, b, lo, hi in pieces]
-            a = a_parts[0] if len(pieces) == 1 else np.concatenate(a_parts, axis=1)
-            b = b_parts[0] if len(pieces) == 1 else np.concatenate(b_parts, axis=0)
-            self.env[name] = np.asarray(mma(a, b, c, satf=satfinite, **self.mma_kw))
+            c, satfinite, (a, b, lo, hi) = run
+            a_range, b_range = self.ops[a][:, lo:hi], self.ops[b][lo:hi]
+            self.env[name] = np.asarray(mma(a_range, b_range, c, satf=satfinite, **self.mma_kw))
 
 
 def _apply(op, env: dict[str, np.ndarray], chains: _Chains, do_mma) -> None:

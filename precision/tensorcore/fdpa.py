@@ -40,7 +40,7 @@ def decode(values: np.ndarray, emin: int) -> tuple[np.ndarray, np.ndarray]:
 
     The exponent of a normal x is floor(log2|x|); subnormals count at ``emin``; zeros get
     :data:`ZERO_ANCHOR`. Non-finite values get 1024 (their blocks are resolved by the
-    special-value path; :func:`_float32_holds_terms` reads 1024 as "not float32").
+    special-value path).
 
     floor(log2|x|) is read from the float64 exponent field (biased by 1023): every value of
     the narrower formats is a normal float64 there, and a float64 subnormal (field 0, -1023)
@@ -120,34 +120,6 @@ _LOOP_OVER_L_FROM = 4096
 _LOOP_OVER_L_BELOW_N = 32
 
 
-#: The products and terms of a block are float32 (where exact) in rows of at least this many
-#: outputs N: 0.71-0.81x the time of float64 at N = 128-256 (blocks of 32-128 x 8-16 x N), but
-#: 1.09x at N = 32-64, where the checks and the float32 -> float64 sum cost more than they save.
-_FLOAT32_FROM_N = 128
-
-
-def _float32_holds_terms(ea: np.ndarray, eb: np.ndarray, e_max: np.ndarray, frac_bits: int) -> bool:
-    """Whether float32 computes every product and scaled term of a block exactly.
-
-    Every input has at most 11 significant bits and its last bit is at least 2^(anchor - 10)
-    (subnormals: anchor emin), so a nonzero product a·b has at most 22 bits, the last at least
-    2^(ea + eb - 20), and lies below 2^(ea + eb + 2): it is exact in float32 when
-    min(ea) + min(eb) - 20 >= -149 and max(ea) + max(eb) + 2 <= 127 (over nonzero inputs).
-    2^(F-E) is a float32 when F - E lies in [-126, 127]; a scaled term p·2^(F-E) then has the
-    same 22 bits below 2^(F+2), exact unless it falls below 2^-126 (< 1, where it truncates to
-    0 however it rounds). A non-finite input fails the max test (its anchor is 1024).
-    """
-    lo, hi = int(e_max.min()), int(e_max.max())
-    if lo < frac_bits - 127 or hi > frac_bits + 126:
-        return False
-    if int(ea.max()) + int(eb.max()) > 125:
-        return False
-    big = np.int16(1000)  # (a zero input's anchor, ZERO_ANCHOR, is left out of the minimum)
-    a_lo = int(np.where(ea == ZERO_ANCHOR, big, ea).min())
-    b_lo = int(np.where(eb == ZERO_ANCHOR, big, eb).min())
-    return a_lo + b_lo >= -129
-
-
 def _exact_sum_at_once(
     a: np.ndarray,
     ea: np.ndarray,
@@ -161,23 +133,17 @@ def _exact_sum_at_once(
     """(E, S) of :func:`block` through [R, M, L, N] products: E = max(product anchors, c's,
     e_zero) per output, S = sum of trunc(term·2^(F-E)) (Inf·0 -> NaN is resolved by specials).
     For finite inputs E lies between e_zero and 2·emax (or c's exponent): 2^(F-E) is a normal
-    float64. The products and terms are float32 where that is exact
-    (:func:`_float32_holds_terms`: half the memory traffic), float64 otherwise; S is summed in
-    float64 either way."""
+    float64."""
     anchor = ea[:, :, :, None] + eb[:, None, :, :]
     e_max = anchor.max(axis=2)
     np.maximum(e_max, ec, out=e_max)
     np.maximum(e_max, np.int16(e_zero), out=e_max)
     scale = pow2(np.int64(frac_bits) - e_max)  # 2^(F-E)
-    f32 = b.shape[2] >= _FLOAT32_FROM_N and _float32_holds_terms(ea, eb, e_max, frac_bits)
-    narrow = np.dtype(np.float32 if f32 else np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
-        a_n: np.ndarray = a.astype(narrow, copy=False)
-        b_n: np.ndarray = b.astype(narrow, copy=False)
-        p = np.multiply(a_n[:, :, :, None], b_n[:, None, :, :])
-        p *= scale.astype(narrow, copy=False)[:, :, None, :]
+        p = a[:, :, :, None] * b[:, None, :, :]
+        p *= scale[:, :, None, :]
         np.trunc(p, out=p)
-        s = np.add.reduce(p, axis=2, dtype=np.float64)
+        s = p.sum(axis=2)
         s += np.trunc(c * scale)
     return e_max, s
 
