@@ -400,16 +400,15 @@ def _frozen(fig: Any) -> Any:
     of a rounding step (:data:`FROZEN_DECIMALS`)."""
     from matplotlib.transforms import Bbox
 
+    from precision.runner.plot_fit import figure_tree
+
     def rounded(points: Any) -> Any:
         return Bbox(np.round(np.asarray(points, dtype=float), FROZEN_DECIMALS))
-
-    def subfigures(f: Any) -> list[Any]:
-        return [s for sub in f.subfigs for s in (sub, *subfigures(sub))]
 
     # laid out once more first, as a save did before: the constrained layout settles over
     # two draws, and the figures drawn so stay as they were
     _layout_draw(fig)
-    for sub in subfigures(fig):
+    for sub in figure_tree(fig)[1:]:
         sub.bbox_relative.set_points(rounded(sub.bbox_relative.get_points()).get_points())
     for ax in fig.get_axes():
         ax.set_position(rounded(ax.get_position().get_points()), which="both")
@@ -775,12 +774,10 @@ def _layout_draw(fig: Any) -> None:
     panels (clipped to their frames) and the legends (outside the layout, and placed anew
     wherever they are measured). The layout and every measure are those of a full draw,
     in less time; saving the figure draws it all."""
+    from precision.runner.plot_fit import figure_tree
+
     hidden = [a for ax in fig.get_axes() for a in (*ax.lines, *ax.collections)]
-    figures = [fig]
-    while figures:
-        sub = figures.pop()
-        figures += sub.subfigs
-        hidden += sub.legends
+    hidden += [legend for sub in figure_tree(fig) for legend in sub.legends]
     hidden = [a for a in hidden if a.get_visible()]
     for artist in hidden:
         artist.set_visible(False)

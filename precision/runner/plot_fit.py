@@ -60,10 +60,7 @@ def _drawn(fig: Any, renderer: Any) -> list[_Box]:
         for kind, text in texts:
             if text.get_visible() and text.get_text().strip():
                 boxes.append(_Box(owner, kind, text.get_text(), text.get_window_extent(renderer)))
-    figures = [fig]
-    while figures:
-        sub = figures.pop()
-        figures += list(sub.subfigs)
+    for sub in figure_tree(fig):
         for legend in sub.legends:
             if legend.get_visible():
                 boxes.append(_Box("legend", "legend", "", legend.get_window_extent(renderer)))
@@ -113,3 +110,14 @@ def layout_problems(fig: Any) -> list[str]:
         if across > touch and along > touch:
             problems.append(f"{_short(one)} overlaps {_short(two)}")
     return problems
+
+
+def figure_tree(fig: Any) -> list[Any]:
+    """``fig`` and every subfigure nested in it, at any depth (each subfigure's own legends
+    and texts are not the figure's)."""
+    tree, todo = [], [fig]
+    while todo:
+        sub = todo.pop()
+        tree.append(sub)
+        todo += list(sub.subfigs)
+    return tree
