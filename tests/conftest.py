@@ -45,7 +45,9 @@ def pytest_collection_modifyitems(config, items):
 def one_dask_cluster_at_a_time(tmp_path_factory):
     """Hold a lock shared by every pytest-xdist worker of this session while the test runs:
     Dask clusters started side by side by two workers fought over ports (the dashboard's
-    8787) and failed to start. Tests that start Dask clusters or workers use it."""
+    8787) and failed to start. Tests that start Dask clusters or workers use it. The lock does
+    not hold back another test session on the host; that its clusters and this session's no
+    longer fight over 8787 is precision.runner.cluster.SCHEDULER_OPTIONS's doing."""
     import fcntl
 
     lock = tmp_path_factory.getbasetemp().parent / "dask-cluster.lock"

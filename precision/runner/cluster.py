@@ -33,6 +33,13 @@ _BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 #: fill, a worker's spinning threads would otherwise compete with another worker's timed,
 #: launch-bound GEMMs (suspected, not measured, in the small-n spread of the 2-GPU run).
 OPENBLAS_TIMEOUT_VAR, OPENBLAS_TIMEOUT = "OPENBLAS_THREAD_TIMEOUT", "4"
+#: Scheduler options of the local clusters: no dashboard, and the HTTP server (health and
+#: metrics routes) that a Dask scheduler starts even so on a free port of the loopback interface.
+#: ``dashboard_address=None``, which Dask documents as "disable the dashboard", still bound that
+#: server to Dask's default port 8787: where something else held it (another run's or test
+#: session's cluster on the same host), the scheduler warned "Port 8787 is already in use", and
+#: under warnings-as-errors (this project's tests) the cluster failed to start.
+SCHEDULER_OPTIONS = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}
 
 
 class ClusterError(RuntimeError):
@@ -273,7 +280,7 @@ def cluster_spec(
             cpu_options["preload"] = worker_preload()
             cpu_options["silence_logs"] = logging.WARNING
         workers[f"cpu-{j}"] = {"cls": Nanny if processes else Worker, "options": cpu_options}
-    scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
+    scheduler = {"cls": Scheduler, "options": dict(SCHEDULER_OPTIONS)}
     return scheduler, workers
 
 

@@ -40,6 +40,7 @@ import pandas as pd
 from precision.runner.cluster import (
     GPU_BACKENDS,
     GPU_RESOURCE,
+    SCHEDULER_OPTIONS,
     ClusterError,
     concurrent_points,
     gpu_workers,
@@ -171,7 +172,7 @@ def _dask_client(
                 n_workers=jobs,
                 threads_per_worker=1,
                 processes=processes,
-                dashboard_address=None,
+                scheduler_kwargs=dict(SCHEDULER_OPTIONS),  # (over LocalCluster's dashboard ones)
                 **({"preload": worker_preload()} if processes else {}),
             )
         client = dd.Client(cluster)

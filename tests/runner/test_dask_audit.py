@@ -152,7 +152,7 @@ def test_workers_with_other_code_or_without_the_project_are_refused(tmp_path):
     other = _package_copy(tmp_path / "other", "\n# edited\n")
     missing = _package_copy(tmp_path / "missing", "unimportable")
     with dd.LocalCluster(
-        n_workers=0, processes=False, protocol="tcp", dashboard_address=None
+        n_workers=0, processes=False, protocol="tcp", scheduler_kwargs=cluster.SCHEDULER_OPTIONS
     ) as local:
         workers = [start_worker(local.scheduler_address, PYTHONPATH=str(path))
                    for path in (other, missing)]  # fmt: skip
@@ -202,7 +202,7 @@ def test_run_gives_up_when_no_worker_is_left(tmp_path, monkeypatch):
     hold.mkdir()
     pythonpath = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     with dd.LocalCluster(
-        n_workers=0, processes=False, protocol="tcp", dashboard_address=None
+        n_workers=0, processes=False, protocol="tcp", scheduler_kwargs=cluster.SCHEDULER_OPTIONS
     ) as local:
         worker = start_worker(
             local.scheduler_address,

@@ -17,7 +17,7 @@ import doubles
 import pandas as pd
 import pytest
 
-from precision.runner import cluster
+from precision.runner import cluster, runner
 from precision.runner.cluster import ClusterError, cluster_spec, needs_gpu, parse_gpus
 from precision.runner.config import parse_config
 from precision.runner.runner import RunnerError, lost_points_note, run_experiment
@@ -152,12 +152,8 @@ def test_killed_worker_loses_no_finished_point(tmp_path, monkeypatch):
     config = parse_config(CONFIG, "g.toml")
     points = {p.id for p in expand(config)}
     monkeypatch.setenv("PRECISION_BLAS_THREADS", "2")
-    _, spec = cluster_spec(["7"], cpu_workers=1)
-    cluster = dd.SpecCluster(
-        workers=spec,
-        scheduler={"cls": dd.Scheduler, "options": {"dashboard_address": None}},
-        name="precision-test",
-    )
+    scheduler, spec = cluster_spec(["7"], cpu_workers=1)
+    cluster = dd.SpecCluster(workers=spec, scheduler=scheduler, name="precision-test")
     written_at_kill: set[str] = set()
     with cluster, dd.Client(cluster) as client:
         client.register_plugin(doubles.DoublesPlugin(str(log), sleep=0.15))
@@ -196,6 +192,19 @@ def test_killed_worker_loses_no_finished_point(tmp_path, monkeypatch):
     assert (table.loc[table["backend"] == "cuda", "gpu_uuid"] == "fake-7").all()
     rerun = run_experiment(config, tmp_path, executor="local", progress=False, plots=False)
     assert (rerun.skipped, rerun.computed) == (12, 0)
+
+
+def test_local_clusters_leave_port_8787_to_others():
+    """A local cluster's scheduler bound its HTTP server to Dask's dashboard port 8787 even with
+    ``dashboard_address=None``; where another cluster on the host held that port (another test
+    session's, as seen with this suite), it warned, and under this suite's warnings-as-errors
+    the cluster failed to start ("Cluster failed to start: Port 8787 is already in use").
+    Both kinds of local cluster (with and without --gpus) serve it on a free port now. (Fails
+    without the fix either way: the scheduler takes 8787 where it is free, and warns where it
+    is not; the test holds no port itself, so it cannot disturb other clusters.)"""
+    for gpus in (None, ["g0"]):
+        with runner._dask_client(1, None, False, gpus) as client:
+            assert client.scheduler_info()["services"]["dashboard"] != 8787
 
 
 def test_needs_gpu():
