@@ -170,48 +170,64 @@ def check_against_oracle(xs, name: str, mode: str) -> None:
 # ------------------------------------------------------------------------------ strategies
 
 
+def _boundary_parts(name: str) -> tuple[st.SearchStrategy, ...]:
+    """The strategies :func:`boundary_values` draws from for format ``name``, built once per
+    format (:data:`_BOUNDARY_PARTS`): built anew inside every draw, as they were, their
+    construction and validation took about a third of this module's time, for the same
+    draws."""
+    if name in INT_SPEC:
+        lo, hi = INT_SPEC[name]
+        integer = st.one_of(
+            st.integers(-4, 4), st.integers(hi - 3, hi + 3), st.integers(lo - 3, lo + 3)
+        )
+        return integer, st.sampled_from([0.0, 0.5, 0.25])
+    p, emin, emax, maxf, _ = FLOAT_SPEC[name]
+    special = st.sampled_from(
+        [
+            Fraction(0),
+            Fraction(2) ** (emin - p + 1),
+            Fraction(2) ** (emin - p),
+            Fraction(2) ** emin,
+            maxf,
+            maxf + Fraction(2) ** (emax - p),
+            Fraction(2) ** (emax + 1),
+            Fraction(2) ** (emin - p + 1) * 3 / 2,
+        ]
+    )
+    exponent = st.integers(emin - p - 1, min(emax + 1, 1022))
+    significand = st.one_of(
+        st.integers(2 ** (p - 1), 2**p), st.integers(0, 3), st.integers(2**p - 3, 2**p)
+    )
+    return st.sampled_from(["grid", "half", "special"]), special, exponent, significand
+
+
+_BOUNDARY_PARTS = {name: _boundary_parts(name) for name in ALL_FORMATS}
+_DIRECTIONS = st.sampled_from([-math.inf, math.inf])
+_NUDGES = st.integers(0, 2)
+
+
 @st.composite
 def boundary_values(draw, name: str) -> float:
     """Values near a format's grid: on it, at midpoints, at powers of two, at min subnormal,
     min normal and max; each optionally moved by 1-2 float64 ulps, with either sign."""
     if name in INT_SPEC:
-        lo, hi = INT_SPEC[name]
-        n = draw(
-            st.one_of(st.integers(-4, 4), st.integers(hi - 3, hi + 3), st.integers(lo - 3, lo + 3))
-        )
-        v = float(n) + draw(st.sampled_from([0.0, 0.5, 0.25]))
+        integer, fraction = _BOUNDARY_PARTS[name]
+        v = float(draw(integer)) + draw(fraction)
     else:
-        p, emin, emax, maxf, _ = FLOAT_SPEC[name]
-        kind = draw(st.sampled_from(["grid", "half", "special"]))
+        p, emin, _, _, _ = FLOAT_SPEC[name]
+        kinds, special, exponent, significand = _BOUNDARY_PARTS[name]
+        kind = draw(kinds)
         if kind == "special":
-            val = draw(
-                st.sampled_from(
-                    [
-                        Fraction(0),
-                        Fraction(2) ** (emin - p + 1),
-                        Fraction(2) ** (emin - p),
-                        Fraction(2) ** emin,
-                        maxf,
-                        maxf + Fraction(2) ** (emax - p),
-                        Fraction(2) ** (emax + 1),
-                        Fraction(2) ** (emin - p + 1) * 3 / 2,
-                    ]
-                )
-            )
-            v = float(min(val, FLOAT_SPEC["fp64"][3]))
+            v = float(min(draw(special), FLOAT_SPEC["fp64"][3]))
         else:
-            e = draw(st.integers(emin - p - 1, min(emax + 1, 1022)))
-            m = draw(
-                st.one_of(
-                    st.integers(2 ** (p - 1), 2**p), st.integers(0, 3), st.integers(2**p - 3, 2**p)
-                )
-            )
+            e = draw(exponent)
+            m = draw(significand)
             val = Fraction(m) * Fraction(2) ** (max(e, emin) - p + 1)
             if kind == "half":
                 val += Fraction(2) ** (max(e, emin) - p)
             v = float(min(val, FLOAT_SPEC["fp64"][3]))
-    direction = draw(st.sampled_from([-math.inf, math.inf]))
-    for _ in range(draw(st.integers(0, 2))):
+    direction = draw(_DIRECTIONS)
+    for _ in range(draw(_NUDGES)):
         with np.errstate(over="ignore"):  # max float64 moved up is Inf: a fine input too
             v = float(np.nextafter(v, direction))
     return -v if draw(st.booleans()) else v
