@@ -1,7 +1,8 @@
 """The shortcuts of the layout draws of :mod:`precision.runner.plot_draw` lay a figure out
 exactly as a full draw does: a draw that leaves out the panels' lines and dots and the
 legends (:func:`_layout_draw`), and panel titles placed at the top of their panel by hand
-instead of by matplotlib at every draw."""
+instead of by matplotlib at every draw; and one mathtext parser shared by every figure's
+renderers draws the same pixels."""
 
 from __future__ import annotations
 
@@ -66,3 +67,26 @@ def test_a_panel_title_placed_by_hand_is_where_matplotlib_places_it():
         by_hand.draw_without_rendering()
     assert _layout(by_hand) == _layout(auto)
     assert all(ax.title.get_position()[1] == 1.0 for ax in auto.axes)
+
+
+def test_figures_share_one_mathtext_parser_and_draw_the_same_pixels():
+    """Every Agg renderer of a figure made by :func:`_share_mathtext` parses mathtext (the log
+    axes' tick labels) with one parser, whose cache then serves the next figure; the pixels
+    are those of a figure drawn with matplotlib's own per-renderer parser."""
+    import numpy as np
+
+    from precision.runner.plot_draw import _share_mathtext
+
+    shared = []
+    for _ in range(2):
+        fig = _figure(auto_title=True)
+        _share_mathtext(fig.canvas)
+        fig.canvas.draw()
+        shared.append(fig)
+    own = _figure(auto_title=True)
+    own.canvas.draw()
+    parsers = [fig.canvas.get_renderer().mathtext_parser for fig in (*shared, own)]
+    assert parsers[0] is parsers[1]
+    assert parsers[2] is not parsers[0]
+    pixels = [np.asarray(fig.canvas.buffer_rgba()) for fig in (shared[1], own)]
+    assert np.array_equal(*pixels)
