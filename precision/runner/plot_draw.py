@@ -10,6 +10,7 @@ baselines), their horizontal dodge (:class:`_Dodge`), the log y limits at whole 
 
 from __future__ import annotations
 
+import functools
 import math
 import textwrap
 from dataclasses import dataclass, field, replace
@@ -946,18 +947,13 @@ def _new_figure(plt: Any, plan: _Plan, size: _Size) -> tuple[Any, Any, Any, Any]
     return fig, axes, legend_fig, note_fig
 
 
+@functools.cache
 def _shared_mathtext_parser() -> Any:
     """One matplotlib mathtext parser (vector output, as the Agg renderer makes its own) for
     every figure drawn here, made on first use."""
-    global _MATHTEXT_PARSER
-    if _MATHTEXT_PARSER is None:
-        from matplotlib.mathtext import MathTextParser
+    from matplotlib.mathtext import MathTextParser
 
-        _MATHTEXT_PARSER = MathTextParser("path")
-    return _MATHTEXT_PARSER
-
-
-_MATHTEXT_PARSER: Any = None
+    return MathTextParser("path")
 
 
 def _share_mathtext(canvas: Any) -> None:
@@ -966,9 +962,9 @@ def _share_mathtext(canvas: Any) -> None:
     Each renderer matplotlib makes (one per figure and size) brings a new ``MathTextParser``,
     and the parser's cache of parsed expressions is keyed by the parser, so the size search
     re-parsed every log-scale tick label (``$\\mathdefault{10^{-4}}$``) of every figure it
-    built: about a tenth of its drawing time. A parse depends only on its key (the
-    expression, dpi, font properties, antialiasing and hinting), so sharing the parser
-    changes no pixel or byte."""
+    built: about 7 % of the CPU time of drawing the test suite's figures (measured). A parse
+    depends only on its key (the expression, dpi, font properties, antialiasing and
+    hinting), so sharing the parser changes no pixel or byte."""
     get_renderer = canvas.get_renderer
 
     def shared_renderer() -> Any:

@@ -172,7 +172,7 @@ def _dask_client(
                 n_workers=jobs,
                 threads_per_worker=1,
                 processes=processes,
-                scheduler_kwargs=dict(SCHEDULER_OPTIONS),  # (over LocalCluster's dashboard ones)
+                scheduler_kwargs=dict(SCHEDULER_OPTIONS),  # overrides LocalCluster's :8787 default
                 **({"preload": worker_preload()} if processes else {}),
             )
         client = dd.Client(cluster)
