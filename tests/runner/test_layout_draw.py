@@ -11,9 +11,10 @@ import matplotlib
 matplotlib.use("Agg", force=True)
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 
-from precision.runner.plot_draw import _layout_draw, _setup
+from precision.runner.plot_draw import _layout_draw, _setup, _share_mathtext
 
 
 @pytest.fixture(autouse=True)
@@ -73,10 +74,6 @@ def test_figures_share_one_mathtext_parser_and_draw_the_same_pixels():
     """Every Agg renderer of a figure made by :func:`_share_mathtext` parses mathtext (the log
     axes' tick labels) with one parser, whose cache then serves the next figure; the pixels
     are those of a figure drawn with matplotlib's own per-renderer parser."""
-    import numpy as np
-
-    from precision.runner.plot_draw import _share_mathtext
-
     shared = []
     for _ in range(2):
         fig = _figure(auto_title=True)
