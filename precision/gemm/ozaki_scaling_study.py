@@ -18,7 +18,8 @@ is the right measure wherever the quantisation error dominates, as it does with 
 (about 1e-15). The median uses ``|AB|`` from a float64 GEMM; the maximum re-evaluates the
 ``candidates`` largest ratios against :func:`precision.reference.exact_matmul`, since it
 sits where ``|AB|`` is tiny. With the power-of-two scaling these numbers reproduce the GPU
-bench's 14-moduli errors (docs/ozaki.md, "Measured").
+bench's 14-moduli errors (docs/ozaki.md, "Measured"; this study's findings are in
+docs/ozaki_speed.md).
 
 The CRT headroom (:func:`crt_headroom_bits`) says how much larger the scales could have been
 on the given inputs, and the errors with the shipped scales grown by that much show what a
