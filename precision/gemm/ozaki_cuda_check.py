@@ -1030,7 +1030,7 @@ def _host_lib() -> Any:
         tmp = Path(folder)
         (tmp / "shim.h").write_text(_HOST_SHIM)
         (tmp / "harness.cpp").write_text(_HOST_HARNESS)
-        for name in ("ozaki2.cu", "ozaki1.cu", "ozaki_round.cuh"):
+        for name in ("ozaki2.cu", "ozaki1.cu", "ozaki_round.cuh", "ozaki_residue.cuh"):
             shutil.copy(KERNEL_DIR / name, tmp / name)
         cmd = [cxx, "-O2", "-std=c++17", "-ffp-contract=off", "-fPIC", "-shared",
                "-o", str(tmp / "liboz2host.so"), str(tmp / "harness.cpp")]  # fmt: skip

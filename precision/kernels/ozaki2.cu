@@ -44,10 +44,7 @@ __constant__ double c_invM;
 
 namespace {
 
-// 1.5 * 2^23: floats in [2^23, 2^24) are the integers; magic + t for |t| <= 2^22 is exact and
-// its bits are 0x4B400000 + t (two's complement add), so int <-> float costs one add.
-constexpr float kMagic = 12582912.0f;
-constexpr int kMagicBits = 0x4B400000;
+#include "ozaki_residue.cuh"         // kMagic, kMagicBits, residue_low_byte
 constexpr int kSentinelE = -100000;  // "no entry yet" for the column emax atomics
 
 // frexp exponent e and mu = ceil(|x| * 2^(8-e)) of a finite nonzero |x| given as its bits:
@@ -645,11 +642,8 @@ extern "C" __global__ void oz2_residues_cols(const double* __restrict__ B, int K
 // |x - X/M| < 2^-30 < 2^-20 (the margin), so rint(x) = q exactly, taken through the magic add
 // x + 1.5 * 2^52 (x < 2^13: the sum's low bits are q, two's complement).
 //
-// int32 reader (|C| < 2^31): hi = floor((C + 2^15) / 2^16) (as ((C >> 15) + 1) >> 1, no
-// overflow) in [-2^15, 2^15], lo = C - hi 2^16 in [-2^15, 2^15), t = lo + hi c16 == C (mod m)
-// with |c16| <= 127: t in [-2^22, 2^22), so magic + t is exact (bits 0x4B400000 + t), and the
-// steps of residue_bits give r's low byte (|t| < 2^23, same proof). m = 256: the
-// low byte of C. int8 reader: the stored byte, xor 0x80, is r + 128.
+// int32 reader (|C| < 2^31): residue_low_byte (ozaki_residue.cuh, with its proof) gives r's
+// low byte; m = 256: the low byte of C. int8 reader: the stored byte, xor 0x80, is r + 128.
 template <typename Plane>
 struct PlaneQuad;
 template <>
@@ -670,14 +664,8 @@ struct PlaneQuad<int> {
     float inv_m = c.inv_m;
     OZ_PIN(inv_m);
 #pragma unroll
-    for (int v = 0; v < 4; ++v) {
-      int hi = ((cv[v] >> 15) + 1) >> 1;
-      int t = (int)((unsigned)cv[v] + (unsigned)hi * (unsigned)c.c16m);  // lo + hi*c16
-      float tb = __int_as_float(kMagicBits + t);
-      float qm = __fmaf_rn(__fsub_rn(tb, kMagic), inv_m, kMagic);
-      int low = __float_as_int(qm) * c.neg_m + __float_as_int(tb);  // low byte: r
-      r[v] = ((unsigned)low & 0xFFu) ^ 0x80u;                       // r + 128
-    }
+    for (int v = 0; v < 4; ++v)  // r + 128
+      r[v] = ((unsigned)residue_low_byte(cv[v], inv_m, c.c16m, c.neg_m) & 0xFFu) ^ 0x80u;
   }
 };
 template <>

@@ -23,8 +23,10 @@
 //   into 128 int32 accumulators per thread, and releasing the slot (EMPTY mbarrier, one
 //   arrival per consumer warp) once the stage's wgmma group has completed. setmaxnreg moves
 //   registers from the producer (40) to the consumers (232).
-//   Epilogue: residues in registers (sym_mod below), staged as bytes through shared memory
-//   (row pitch 272 bytes: conflict-free 2-byte writes) and written with 16-byte stores.
+//   Epilogue: residues in registers (the low byte for m = 256; residue_low_byte of
+//   ozaki_residue.cuh, integer and fp32 steps without conversions, for odd m in (128, 255];
+//   sym_mod below for any other m), staged as bytes through shared memory (row pitch 272
+//   bytes: conflict-free 2-byte writes) and written with 16-byte stores.
 //   CTA order: raster_tile (common.cuh) walks OZ_RASTER_GROUP M-tiles at a time (L2 reuse of Bt
 //   tiles).
 //
@@ -49,6 +51,8 @@
 namespace oz {
 
 using namespace pk;
+
+#include "ozaki_residue.cuh"  // residue_low_byte, residue_c16m
 
 constexpr int BM = 128, BN = 256, BK = 128;  // CTA tile; BK = k per stage = bytes per row
 #ifndef OZ_STAGES
@@ -212,20 +216,35 @@ __device__ __forceinline__ void gemm_mod_body(int8_t* __restrict__ R, int M, int
   // ---- epilogue: residues -> bytes in shared memory -> 16-byte stores
   const int m = moduli[l];
   const float inv = __frcp_rn(float(m));
-  const int lo = -(m / 2), hi = (m + 1) / 2 - 1;
   bar_sync(1, CONSUMER_THREADS);  // both consumers' wgmma are done: the ring is free
   {
     const int w = (t >> 5) & 3, g = lane >> 2, q = lane & 3;
     uint8_t* p0 = sbase + (wgi * 64 + 16 * w + g) * OUT_PITCH + 2 * q;
     uint8_t* p1 = p0 + 8 * OUT_PITCH;
+    // byte(c): an int whose low byte is the residue of c (one of three per modulus, uniform
+    // over the CTA, so the branch below is taken once)
+    auto stage = [&](auto byte) {
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      const uint32_t r0 = uint32_t(sym_mod(acc[4 * j], m, inv, lo, hi)) & 0xffu;
-      const uint32_t r1 = uint32_t(sym_mod(acc[4 * j + 1], m, inv, lo, hi)) & 0xffu;
-      const uint32_t r2 = uint32_t(sym_mod(acc[4 * j + 2], m, inv, lo, hi)) & 0xffu;
-      const uint32_t r3 = uint32_t(sym_mod(acc[4 * j + 3], m, inv, lo, hi)) & 0xffu;
-      *reinterpret_cast<uint16_t*>(p0 + 8 * j) = uint16_t(r0 | (r1 << 8));
-      *reinterpret_cast<uint16_t*>(p1 + 8 * j) = uint16_t(r2 | (r3 << 8));
+      for (int j = 0; j < 32; ++j) {
+        const uint32_t r0 = uint32_t(byte(acc[4 * j])) & 0xffu;
+        const uint32_t r1 = uint32_t(byte(acc[4 * j + 1])) & 0xffu;
+        const uint32_t r2 = uint32_t(byte(acc[4 * j + 2])) & 0xffu;
+        const uint32_t r3 = uint32_t(byte(acc[4 * j + 3])) & 0xffu;
+        *reinterpret_cast<uint16_t*>(p0 + 8 * j) = uint16_t(r0 | (r1 << 8));
+        *reinterpret_cast<uint16_t*>(p1 + 8 * j) = uint16_t(r2 | (r3 << 8));
+      }
+    };
+#ifndef OZ_EPILOGUE_SYM_MOD  // (defined: the general path for every modulus, for A/B timing)
+    if (m == 256) {          // the symmetric residue is the low byte
+      stage([](int c) { return c; });
+    } else if ((m & 1) && m > 128) {  // every Ozaki-II modulus but 256: no conversions
+      const int c16m = residue_c16m(m), neg_m = -m;
+      stage([=](int c) { return residue_low_byte(c, inv, c16m, neg_m); });
+    } else
+#endif
+    {
+      const int lo = -(m / 2), hi = (m + 1) / 2 - 1;
+      stage([=](int c) { return sym_mod(c, m, inv, lo, hi); });
     }
   }
   bar_sync(1, CONSUMER_THREADS);
