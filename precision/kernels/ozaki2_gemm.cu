@@ -237,7 +237,7 @@ __device__ __forceinline__ void gemm_mod_body(int8_t* __restrict__ R, int M, int
 #ifndef OZ_EPILOGUE_SYM_MOD  // (defined: the general path for every modulus, for A/B timing)
     if (m == 256) {          // the symmetric residue is the low byte
       stage([](int c) { return c; });
-    } else if ((m & 1) && m > 128) {  // every Ozaki-II modulus but 256: no conversions
+    } else if ((m & 1) && m > 128 && m < 256) {  // the other Ozaki-II moduli: no conversions
       const int c16m = residue_c16m(m), neg_m = -m;
       stage([=](int c) { return residue_low_byte(c, inv, c16m, neg_m); });
     } else
