@@ -873,6 +873,13 @@ static void round_n(const long long* a, const long long* e, int n, int f64, int 
       ((float*)out)[i] = round_out<NL, float>(l, e[i], p, emin);
   }
 }
+// residue_low_byte (ozaki_residue.cuh: the fused GEMM's epilogue and the int32 reader) on n
+// int32 values for one odd modulus m in (128, 255]: the low bytes, as signed bytes.
+extern "C" void residue_bytes(const int* c, int n, int m, signed char* out) {
+  const float inv = 1.0f / (float)m;  // fl32(1/m), as __frcp_rn on the GPU
+  const int c16m = residue_c16m(m);
+  for (int i = 0; i < n; ++i) out[i] = (signed char)residue_low_byte(c[i], inv, c16m, -m);
+}
 extern "C" void round_test(const long long* a, const long long* e, int n, int nl, int f64, int p,
                            int emin, void* out) {
   if (nl == 2) round_n<2>(a, e, n, f64, p, emin, out);
@@ -1044,6 +1051,34 @@ def _ptr(a: np.ndarray) -> Any:
     import ctypes
 
     return a.ctypes.data_as(ctypes.c_void_p)
+
+
+def host_residues(seed: int = 5, count: int = 200_000) -> dict[str, Any]:
+    """``residue_low_byte`` (precision/kernels/ozaki_residue.cuh, compiled from the source by
+    g++) against Python's symmetric residue, for every odd modulus of :data:`MODULI` on random
+    int32 values and the edges: the int32 extremes, the values where the 2^16 split's high
+    part changes, multiples of m and the symmetric range's ends around them."""
+    lib = _host_lib()
+    rng = np.random.default_rng(seed)
+    edges = [-(2**31), -(2**31) + 1, 2**31 - 1, 2**31 - 2, 0, 1, -1]
+    edges += [s * (2**15 + d) for s in (1, -1) for d in (-1, 0, 1)]
+    edges += [2**31 - 2**15 + d for d in (-1, 0, 1)]
+    bad = 0
+    checked = 0
+    for m in MODULI:
+        if m == 256:  # (its residue is the low byte itself)
+            continue
+        near = [k * m + d for k in (0, 1, -1, 12345, -12345, (2**31 - 1) // m, -(2**31 // m))
+                for d in (-(m // 2) - 1, -(m // 2), -1, 0, 1, m // 2, m // 2 + 1)]  # fmt: skip
+        c = np.concatenate([
+            rng.integers(-(2**31), 2**31, count, dtype=np.int64),
+            np.array([x for x in edges + near if -(2**31) <= x < 2**31], dtype=np.int64),
+        ]).astype(np.int32)  # fmt: skip
+        out = np.empty(c.size, dtype=np.int8)
+        lib.residue_bytes(_ptr(c), c.size, m, _ptr(out))
+        bad += int(np.count_nonzero(out.astype(np.int64) != sym_mod(c.astype(np.int64), m)))
+        checked += c.size
+    return {"residue_bytes_checked": checked, "residue_bytes_mismatches": bad, "ok": bad == 0}
 
 
 def host_rounding(seed: int = 3, count: int = 4000) -> dict[str, Any]:
@@ -1484,6 +1519,9 @@ def main(argv: list[str] | None = None) -> int:
     print("cpu arithmetic checks:", json.dumps(report["cpu"]), f"({time.time() - t0:.1f} s)")
     ok = bool(report["cpu"]["ok"])
     if args.host:
+        report["host_residues"] = host_residues()
+        ok &= report["host_residues"]["ok"]
+        print("host residues:", json.dumps(report["host_residues"]), flush=True)
         report["host_rounding"] = host_rounding()
         ok &= report["host_rounding"]["ok"]
         print("host rounding:", json.dumps(report["host_rounding"]), flush=True)
