@@ -25,8 +25,9 @@
 //   registers from the producer (40) to the consumers (232).
 //   Epilogue: residues in registers (the low byte for m = 256; residue_low_byte of
 //   ozaki_residue.cuh, integer and fp32 steps without conversions, for odd m in (128, 255];
-//   sym_mod below for any other m), staged as bytes through shared memory (row pitch 272
-//   bytes: conflict-free 2-byte writes) and written with 16-byte stores.
+//   sym_mod below, proven for m in [173, 256], for the even ones), staged as bytes through
+//   shared memory (row pitch 272 bytes: conflict-free 2-byte writes) and written with 16-byte
+//   stores.
 //   CTA order: raster_tile (common.cuh) walks OZ_RASTER_GROUP M-tiles at a time (L2 reuse of Bt
 //   tiles).
 //
