@@ -533,6 +533,8 @@ inline float __fmul_rn(float a, float b) {
   volatile float r = a * b;
   return r;
 }
+inline float __int2float_rn(int i) { return (float)i; }
+inline int __float2int_rn(float x) { return (int)nearbyintf(x); }
 inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   unsigned long long v = ((unsigned long long)y << 32) | x;
   unsigned r = 0;
@@ -880,6 +882,13 @@ extern "C" void residue_bytes(const int* c, int n, int m, signed char* out) {
   const int c16m = residue_c16m(m);
   for (int i = 0; i < n; ++i) out[i] = (signed char)residue_low_byte(c[i], inv, c16m, -m);
 }
+// sym_mod (ozaki_residue.cuh: the fused GEMM's epilogue for any other modulus) on n int32 values
+// for one modulus m in [2, 256], with the kernel's inv, lo and hi: the residues.
+extern "C" void sym_mod_values(const int* c, int n, int m, int* out) {
+  const float inv = 1.0f / (float)m;  // fl32(1/m), as __frcp_rn on the GPU
+  const int lo = -(m / 2), hi = (m + 1) / 2 - 1;
+  for (int i = 0; i < n; ++i) out[i] = sym_mod(c[i], m, inv, lo, hi);
+}
 extern "C" void round_test(const long long* a, const long long* e, int n, int nl, int f64, int p,
                            int emin, void* out) {
   if (nl == 2) round_n<2>(a, e, n, f64, p, emin, out);
@@ -1053,32 +1062,52 @@ def _ptr(a: np.ndarray) -> Any:
     return a.ctypes.data_as(ctypes.c_void_p)
 
 
-def host_residues(seed: int = 5, count: int = 200_000) -> dict[str, Any]:
-    """``residue_low_byte`` (precision/kernels/ozaki_residue.cuh, compiled from the source by
-    g++) against Python's symmetric residue, for every odd modulus of :data:`MODULI` on random
-    int32 values and the edges: the int32 extremes, the values where the 2^16 split's high
-    part changes, multiples of m and the symmetric range's ends around them."""
-    lib = _host_lib()
-    rng = np.random.default_rng(seed)
+def _residue_inputs(rng: np.random.Generator, m: int, count: int) -> np.ndarray:
+    """``count`` random int32 values and the edges for a residue modulo ``m``: the int32
+    extremes, the values where the 2^16 split's high part changes, multiples of m and the
+    symmetric range's ends around them."""
     edges = [-(2**31), -(2**31) + 1, 2**31 - 1, 2**31 - 2, 0, 1, -1]
     edges += [s * (2**15 + d) for s in (1, -1) for d in (-1, 0, 1)]
     edges += [2**31 - 2**15 + d for d in (-1, 0, 1)]
-    bad = 0
-    checked = 0
+    near = [k * m + d for k in (0, 1, -1, 12345, -12345, (2**31 - 1) // m, -(2**31 // m))
+            for d in (-(m // 2) - 1, -(m // 2), -1, 0, 1, m // 2, m // 2 + 1)]  # fmt: skip
+    return np.concatenate([
+        rng.integers(-(2**31), 2**31, count, dtype=np.int64),
+        np.array([x for x in edges + near if -(2**31) <= x < 2**31], dtype=np.int64),
+    ]).astype(np.int32)  # fmt: skip
+
+
+def host_residues(
+    seed: int = 5, count: int = 200_000, general_count: int = 20_000
+) -> dict[str, Any]:
+    """The fused GEMM epilogue's residue functions (precision/kernels/ozaki_residue.cuh,
+    compiled from the source by g++) against Python's symmetric residue: ``residue_low_byte``
+    for every odd modulus of :data:`MODULI` on ``count`` random int32 values and the edges
+    (:func:`_residue_inputs`), and ``sym_mod``, the general path, for every modulus in
+    [2, 256] on ``general_count`` random values and the edges."""
+    lib = _host_lib()
+    rng = np.random.default_rng(seed)
+    bad = checked = 0
     for m in MODULI:
         if m == 256:  # (its residue is the low byte itself)
             continue
-        near = [k * m + d for k in (0, 1, -1, 12345, -12345, (2**31 - 1) // m, -(2**31 // m))
-                for d in (-(m // 2) - 1, -(m // 2), -1, 0, 1, m // 2, m // 2 + 1)]  # fmt: skip
-        c = np.concatenate([
-            rng.integers(-(2**31), 2**31, count, dtype=np.int64),
-            np.array([x for x in edges + near if -(2**31) <= x < 2**31], dtype=np.int64),
-        ]).astype(np.int32)  # fmt: skip
+        c = _residue_inputs(rng, m, count)
         out = np.empty(c.size, dtype=np.int8)
         lib.residue_bytes(_ptr(c), c.size, m, _ptr(out))
         bad += int(np.count_nonzero(out.astype(np.int64) != sym_mod(c.astype(np.int64), m)))
         checked += c.size
-    return {"residue_bytes_checked": checked, "residue_bytes_mismatches": bad, "ok": bad == 0}
+    general_bad = general_checked = 0
+    for m in range(2, 257):
+        c = _residue_inputs(rng, m, general_count)
+        got = np.empty(c.size, dtype=np.int32)
+        lib.sym_mod_values(_ptr(c), c.size, m, _ptr(got))
+        general_bad += int(np.count_nonzero(got != sym_mod(c.astype(np.int64), m)))
+        general_checked += c.size
+    return {
+        "residue_bytes_checked": checked, "residue_bytes_mismatches": bad,
+        "sym_mod_checked": general_checked, "sym_mod_mismatches": general_bad,
+        "ok": bad == 0 and general_bad == 0,
+    }  # fmt: skip
 
 
 def host_rounding(seed: int = 3, count: int = 4000) -> dict[str, Any]:

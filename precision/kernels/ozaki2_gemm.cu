@@ -4,7 +4,8 @@
 //   C = sum_k A_l[i][k] * Bt_l[j][k]     exact in int32 (|A|, |Bt| <= 128, Kp <= 131071:
 //                                        |C| <= 131071 * 2^14 < 2^31)
 //   R_l[i][j] = C mod m_l, the symmetric residue in [-floor(m/2), ceil(m/2) - 1], as int8
-//                                        (m = moduli[l] in [173, 256], so R fits int8).
+//                                        (m = moduli[l] in [2, 256], so R fits int8;
+//                                        Ozaki-II uses 173..256).
 // The int32 accumulators never leave the registers: the epilogue reduces them and writes one
 // byte per element, instead of 4 bytes to DRAM that a second kernel reads back.
 //
@@ -25,7 +26,8 @@
 //   registers from the producer (40) to the consumers (232).
 //   Epilogue: residues in registers (the low byte for m = 256; residue_low_byte of
 //   ozaki_residue.cuh, integer and fp32 steps without conversions, for odd m in (128, 255];
-//   sym_mod below, proven for m in [173, 256], for the even ones), staged as bytes through
+//   sym_mod of ozaki_residue.cuh, two conversions each way, for every other m in [2, 256]),
+//   staged as bytes through
 //   shared memory (row pitch 272 bytes: conflict-free 2-byte writes) and written with 16-byte
 //   stores.
 //   CTA order: raster_tile (common.cuh) walks OZ_RASTER_GROUP M-tiles at a time (L2 reuse of Bt
@@ -53,7 +55,7 @@ namespace oz {
 
 using namespace pk;
 
-#include "ozaki_residue.cuh"  // residue_low_byte, residue_c16m
+#include "ozaki_residue.cuh"  // residue_low_byte, residue_c16m, sym_mod
 
 constexpr int BM = 128, BN = 256, BK = 128;  // CTA tile; BK = k per stage = bytes per row
 #ifndef OZ_STAGES
@@ -128,30 +130,6 @@ __device__ __forceinline__ void mma_s8_n256(int (&d)[128], uint64_t da, uint64_t
         "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]), "+r"(d[120]), "+r"(d[121]),
         "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
       : "l"(da), "l"(db));
-}
-
-// The symmetric residue of c modulo m, in [lo, hi] = [-floor(m/2), ceil(m/2) - 1], from float
-// estimates of the quotient (inv = fp32_rn(1/m); all fp32 operations round to nearest).
-// Step 1: q1 = rint(fp32(fp32(c) * inv)), r1 = c - q1 m (exact: computed modulo 2^32, and the
-//   true value is small). Bound: |c| < 2^31, so |fp32(c) - c| <= 64 (half an ulp of 2^30..2^31);
-//   |inv - 1/m| <= 2^-24 / m; |c / m| < 2^31 / 173 < 2^24, so the product's rounding error is
-//   <= 1/2. Hence |fp32(fp32(c) inv) - c/m| <= 64/173 + 2^31/173 * 2^-24 (1 + 2^-24) + 1/2
-//   < 0.37 + 0.75 + 0.5 = 1.62, |q1 - c/m| < 2.12 and |r1| < 2.12 m <= 543.
-// Step 2: q2 = rint(fp32(r1 * inv)) (r1 exact in fp32), r = r1 - q2 m. Now
-//   |fp32(r1 inv) - r1/m| < 543 * 2^-23 / 173 < 4e-7, while r1/m = (2 r1) / (2m) is either a
-//   half-integer (an exact tie, m even) or at least 1/(2m) >= 1/512 away from every one; so q2
-//   is a nearest integer to r1/m and r lies in [-m/2, m/2].
-// Step 3: r > hi happens only for even m and r = m/2 (-> -m/2); for odd m, |r| <= m/2 already
-//   means r in [-(m-1)/2, (m-1)/2] = [lo, hi]. The r < lo (+m) branch is a guard that the
-//   bound above never takes.
-__device__ __forceinline__ int sym_mod(int c, int m, float inv, int lo, int hi) {
-  const int q1 = __float2int_rn(__fmul_rn(__int2float_rn(c), inv));
-  const int r1 = int(uint32_t(c) - uint32_t(q1) * uint32_t(m));
-  const int q2 = __float2int_rn(__fmul_rn(__int2float_rn(r1), inv));
-  int r = r1 - q2 * m;
-  r = r > hi ? r - m : r;
-  r = r < lo ? r + m : r;
-  return r;
 }
 
 __device__ __forceinline__ void gemm_mod_body(int8_t* __restrict__ R, int M, int Nbp, int Kp,
