@@ -20,6 +20,12 @@ import numpy as np
 import pandas as pd
 
 from precision.runner.figures import PlotSpec
+from precision.runner.plot_fit import (
+    MIN_PANEL_H,
+    MIN_PANEL_W,
+    figure_tree,
+    layout_problems,
+)
 from precision.runner.plot_frame import UNIT_ROUNDOFFS, _Frame, _Panels
 from precision.runner.plot_labels import (
     ERROR_METRICS,
@@ -401,8 +407,6 @@ def _frozen(fig: Any) -> Any:
     of a rounding step (:data:`FROZEN_DECIMALS`)."""
     from matplotlib.transforms import Bbox
 
-    from precision.runner.plot_fit import figure_tree
-
     def rounded(points: Any) -> Any:
         return Bbox(np.round(np.asarray(points, dtype=float), FROZEN_DECIMALS))
 
@@ -423,8 +427,6 @@ def _draw_fitting(plt: Any, plan: _Plan, sections: list[_Section], squeezed: Any
     not fit, the last is tried next: where even it does not, none between does either (each
     takes less room than the one before). ``squeezed``: that last one, where it was drawn
     already (by :func:`_smallest_size`; the caller closes it)."""
-    from precision.runner.plot_fit import layout_problems
-
     if _too_small(plan, sections):
         return None
     first, *between, last = _squeezes(plan)
@@ -460,8 +462,6 @@ def _too_small(plan: _Plan, sections: list[_Section]) -> bool:
     narrower than its legend laid out as narrow as it can be, or than its panel columns at
     their least width; or with less height left to the panels than their rows need at
     their least height (with the title and the x axis below them)."""
-    from precision.runner.plot_fit import MIN_PANEL_H
-
     layout, font = _legend_layout(plan, sections)
     size = _figure_size(plan, _legend_rows(layout), font)
     if size.width < _least_width(plan, sections):
@@ -545,8 +545,6 @@ def _smallest_size(
     that width. A grown side is a multiple of :data:`SIZE_STEP`. None where no size up to
     about twice the roomy one (:func:`_roomy_height`) fits. The figures drawn that fit are
     left in ``fitted`` by size (the caller closes them), the others closed."""
-    from precision.runner.plot_fit import layout_problems
-
     width, height = _figure_size(plan, 0)[:2]
     tried: dict[tuple[float, float], tuple[float, float] | None] = {}
 
@@ -635,8 +633,6 @@ def _roomy_height(plan: _Plan, sections: list[_Section], width: float, least: fl
 def _least_width(plan: _Plan, sections: list[_Section]) -> float:
     """A width (inches) below which the figure of ``plan`` cannot fit: its narrowest legend
     (one column, the smallest font), and its panel columns at their least width."""
-    from precision.runner.plot_fit import MIN_PANEL_W
-
     legend = 0.0
     if sections:
         legend = _legend_width(plan, sections, 1, LEGEND_FONTS[-1]) / (plan.spec.dpi * 0.98)
@@ -648,8 +644,6 @@ def _slack(fig: Any, plan: _Plan) -> tuple[float, float]:
     one of its panels fell below :data:`~precision.runner.plot_fit.MIN_PANEL_W` x
     :data:`~precision.runner.plot_fit.MIN_PANEL_H`: the panel columns share a width change
     in proportion to their widths, the rows a height change equally."""
-    from precision.runner.plot_fit import MIN_PANEL_H, MIN_PANEL_W
-
     widths: dict[int, float] = {}
     heights: dict[int, float] = {}
     for ax in fig.get_axes():
@@ -682,8 +676,6 @@ def _fit_labels(fig: Any) -> Any:
     """Fit the labels of ``fig`` to its panels (:func:`_fit_panel_labels`), once more where
     that leaves labels that overlap or are cut (the layout moves as labels change), at most
     :data:`LABEL_PASSES` times in all. Returns ``fig``."""
-    from precision.runner.plot_fit import layout_problems
-
     # drawn again even where the caller has just drawn it: the constrained layout settles
     # over a second draw (skipping it moved the panels of the Ozaki docs figures)
     _quiet_draw(fig)
@@ -775,8 +767,6 @@ def _layout_draw(fig: Any) -> None:
     panels (clipped to their frames) and the legends (outside the layout, and placed anew
     wherever they are measured). The layout and every measure are those of a full draw,
     in less time; saving the figure draws it all."""
-    from precision.runner.plot_fit import figure_tree
-
     hidden = [a for ax in fig.get_axes() for a in (*ax.lines, *ax.collections)]
     hidden += [legend for sub in figure_tree(fig) for legend in sub.legends]
     hidden = [a for a in hidden if a.get_visible()]
