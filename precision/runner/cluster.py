@@ -7,9 +7,9 @@ set to its one GPU (so CuPy's device 0 is that GPU) and advertising the worker *
 resource, and never runs two of them at once on one worker, so no two timed GEMMs share a
 GPU. CPU workers (no resource) take emulator points only; GPU workers take both.
 
-The cluster itself is Dask's :class:`distributed.SpecCluster` with one
-:class:`distributed.Nanny` per worker (the nanny restarts a worker process that dies); this
-module only writes its specification. Nothing here imports dask or CuPy at import time.
+The cluster itself is Dask's :class:`distributed.SpecCluster` with one nanny per worker
+(:func:`worker_nanny`, a :class:`distributed.Nanny` that restarts a worker process that
+dies); this module only writes its specification. Nothing here imports dask or CuPy at import time.
 """
 
 from __future__ import annotations
@@ -189,28 +189,46 @@ def blas_threads(n_gpus: int, cpu_workers: int) -> int:
     return max(1, ((os.cpu_count() or 1) - cpu_workers) // max(1, n_gpus))
 
 
+#: Dask's nannies start every worker process with this glibc variable set
+#: (``distributed.nanny.pre-spawn-environ``, 65536 by default); this module's do not.
+MALLOC_TRIM_VAR = "MALLOC_TRIM_THRESHOLD_"
+
+
 @functools.cache
-def _blas_nanny() -> type:
+def worker_nanny() -> type:
+    """The nanny class of every worker process of this project's local clusters.
+
+    It starts its worker with ``blas_threads`` BLAS threads: Dask starts every worker process
+    with ``OMP_NUM_THREADS=1`` (and the OpenBLAS and MKL equivalents) through
+    ``distributed.nanny.pre-spawn-environ``, which must be set before the process imports
+    numpy; this nanny replaces those values for its worker only. It also sets
+    :data:`OPENBLAS_TIMEOUT_VAR`, so that the worker's BLAS threads sleep as soon as its fp64
+    reference is done instead of spinning beside the timed GEMMs.
+
+    And it starts its worker without :data:`MALLOC_TRIM_VAR`, that is with glibc's own
+    allocator settings, as a local run has. Setting glibc's trim threshold at all also fixes
+    its mmap threshold at 128 KiB, so every numpy temporary above that size is mapped,
+    zero-filled by the kernel and unmapped again, call after call. Under Dask's 65536,
+    drawing an ``exp_rand`` input of n = 4096 took 25-30 s instead of 2.7-4.4 s and a corrected
+    fp16 emulator GEMM of n = 256 took 0.67-1.04 s instead of 0.20-0.26 s (2 cores); on two
+    H200s, the n = 16384 input group of ``configs/h200_speed.toml`` took 300 s on a GPU
+    worker against 104 s locally (``results/h200/h200_speed_2gpu_2026-11-27/NOTES.md``).
+    """
     from distributed import Nanny
 
-    class BlasNanny(Nanny):
-        """A nanny whose worker process starts with ``blas_threads`` BLAS threads.
-
-        Dask starts every worker process with ``OMP_NUM_THREADS=1`` (and the OpenBLAS and MKL
-        equivalents) through ``distributed.nanny.pre-spawn-environ``, which must be set before
-        the process imports numpy; this nanny replaces those values for its worker only.
-        It also sets :data:`OPENBLAS_TIMEOUT_VAR`, so that the worker's BLAS threads sleep as
-        soon as its fp64 reference is done instead of spinning beside the timed GEMMs.
-        """
-
+    class WorkerNanny(Nanny):
         def __init__(self, *args, blas_threads: int = 1, **kwargs):
             super().__init__(*args, **kwargs)
             blas = dict.fromkeys(_BLAS_VARS, str(blas_threads))
             blas[OPENBLAS_TIMEOUT_VAR] = OPENBLAS_TIMEOUT
             self.pre_spawn_env.update(blas)  # set before the process starts (and numpy loads)
             self.env.update(blas)  # set again in the process; would otherwise restore Dask's
+            # (glibc reads it once, at the process's start: only pre_spawn_env reaches it;
+            # env is dropped too, so that the worker's own child processes start without it)
+            self.pre_spawn_env.pop(MALLOC_TRIM_VAR, None)
+            self.env.pop(MALLOC_TRIM_VAR, None)
 
-    return BlasNanny
+    return WorkerNanny
 
 
 def worker_preload() -> list[str]:
@@ -245,8 +263,9 @@ def cluster_spec(
     Worker ``gpu-<g>`` is pinned to GPU ``g`` (``CUDA_VISIBLE_DEVICES=g``, resource GPU=1)
     and computes its fp64 references with :func:`blas_threads` BLAS threads; workers
     ``cpu-<j>`` have no GPU resource and one BLAS thread (Dask's default). Every worker runs
-    one task at a time. With ``processes=False`` the workers are threads of this process
-    (tests only: no per-worker environment, so no pinning).
+    one task at a time. Every worker process is started by :func:`worker_nanny` (glibc's own
+    allocator settings, not Dask's). With ``processes=False`` the workers are threads of
+    this process (tests only: no per-worker environment, so no pinning).
 
     Each worker process may use an equal share of the machine's memory
     (:func:`worker_memory_limit`). Dask's default for a one-thread worker is the share of one
@@ -259,7 +278,9 @@ def cluster_spec(
     BLAS threads, and so can error columns near the rounding level: set
     ``PRECISION_BLAS_THREADS`` and ``OPENBLAS_NUM_THREADS`` alike to compare runs bit for bit.
     """
-    from distributed import Nanny, Scheduler, Worker
+    from distributed import Scheduler, Worker
+
+    worker_class = worker_nanny() if processes else Worker
 
     threads = blas_threads(len(gpus), cpu_workers) if gpus else 1
     memory = worker_memory_limit(len(gpus) + cpu_workers)
@@ -272,14 +293,14 @@ def cluster_spec(
             options["memory_limit"] = memory
             options["preload"] = worker_preload()
             options["silence_logs"] = logging.WARNING
-        workers[f"gpu-{gpu}"] = {"cls": _blas_nanny() if processes else Worker, "options": options}
+        workers[f"gpu-{gpu}"] = {"cls": worker_class, "options": options}
     for j in range(cpu_workers):
         cpu_options: dict = {"nthreads": 1, "name": f"cpu-{j}"}
         if processes:
             cpu_options["memory_limit"] = memory
             cpu_options["preload"] = worker_preload()
             cpu_options["silence_logs"] = logging.WARNING
-        workers[f"cpu-{j}"] = {"cls": Nanny if processes else Worker, "options": cpu_options}
+        workers[f"cpu-{j}"] = {"cls": worker_class, "options": cpu_options}
     scheduler = {"cls": Scheduler, "options": dict(SCHEDULER_OPTIONS)}
     return scheduler, workers
 

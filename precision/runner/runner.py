@@ -47,6 +47,7 @@ from precision.runner.cluster import (
     local_cluster,
     needs_gpu,
     parse_gpus,
+    worker_nanny,
     worker_preload,
 )
 from precision.runner.config import ExperimentConfig
@@ -156,7 +157,9 @@ def _dask_client(
     advertising GPU=1, plus ``jobs`` (default 0) CPU workers (:mod:`precision.runner.cluster`);
     without, ``jobs`` single-threaded CPU workers (Dask's default count when None). The local
     cluster's worker processes ignore SIGINT (:func:`~precision.runner.cluster.dask_setup`):
-    a Ctrl-C stops this process, which closes them, instead of printing each one's traceback.
+    a Ctrl-C stops this process, which closes them, instead of printing each one's traceback;
+    they start with glibc's own allocator settings, not Dask's
+    (:func:`~precision.runner.cluster.worker_nanny`).
     A scheduler that does not answer within :data:`SCHEDULER_TIMEOUT_S` raises
     :class:`RunnerError` (Dask itself would wait 30 s, then raise with a traceback).
     """
@@ -173,7 +176,11 @@ def _dask_client(
                 threads_per_worker=1,
                 processes=processes,
                 scheduler_kwargs=dict(SCHEDULER_OPTIONS),  # overrides LocalCluster's :8787 default
-                **({"preload": worker_preload()} if processes else {}),
+                **(
+                    {"preload": worker_preload(), "worker_class": worker_nanny()}
+                    if processes
+                    else {}
+                ),
             )
         client = dd.Client(cluster)
     try:

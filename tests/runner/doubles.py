@@ -132,6 +132,16 @@ def fake_gpu_uuid() -> str:
     return f"fake-{os.environ.get('CUDA_VISIBLE_DEVICES', 'none')}"
 
 
+def started_with(name: str) -> str | None:
+    """The value of environment variable ``name`` when this process started (Linux's
+    /proc/self/environ: what glibc read at the start), or None. Run in Dask workers."""
+    for entry in Path("/proc/self/environ").read_bytes().split(b"\0"):
+        key, _, value = entry.partition(b"=")
+        if key == name.encode():
+            return value.decode()
+    return None
+
+
 try:
     from distributed import WorkerPlugin
 except ImportError:  # dask is optional; the dask tests skip

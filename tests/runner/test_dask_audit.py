@@ -231,12 +231,17 @@ def test_run_gives_up_when_no_worker_is_left(tmp_path, monkeypatch):
     assert note.startswith(f"{N_POINTS} point(s) not computed")
 
 
-def test_local_cluster_workers_ignore_sigint():
+def test_local_cluster_workers_ignore_sigint_and_keep_glibc_defaults(monkeypatch):
     """A Ctrl-C signals the whole process group: each local worker process printed its own
-    KeyboardInterrupt traceback. They ignore SIGINT now; the run closes them."""
+    KeyboardInterrupt traceback. They ignore SIGINT now; the run closes them. And they start
+    without Dask's MALLOC_TRIM_THRESHOLD_, under which numpy's temporaries made emulator
+    GEMMs 2.5-4.5x slower (cluster.worker_nanny)."""
+    monkeypatch.delenv(cluster.MALLOC_TRIM_VAR, raising=False)  # (as in a run's own process)
     with runner._dask_client(1, None, True, None) as client:
         (ignored,) = client.run(lambda: signal.getsignal(signal.SIGINT) == signal.SIG_IGN).values()
+        (trim,) = client.run(doubles.started_with, cluster.MALLOC_TRIM_VAR).values()
     assert ignored
+    assert trim is None
 
 
 def test_gpus_list_indices_are_of_the_visible_gpus(monkeypatch):

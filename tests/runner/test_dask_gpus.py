@@ -18,7 +18,13 @@ import pandas as pd
 import pytest
 
 from precision.runner import cluster, runner
-from precision.runner.cluster import ClusterError, cluster_spec, needs_gpu, parse_gpus
+from precision.runner.cluster import (
+    MALLOC_TRIM_VAR,
+    ClusterError,
+    cluster_spec,
+    needs_gpu,
+    parse_gpus,
+)
 from precision.runner.config import parse_config
 from precision.runner.runner import RunnerError, lost_points_note, run_experiment
 from precision.runner.sweep import expand
@@ -152,6 +158,7 @@ def test_killed_worker_loses_no_finished_point(tmp_path, monkeypatch):
     config = parse_config(CONFIG, "g.toml")
     points = {p.id for p in expand(config)}
     monkeypatch.setenv("PRECISION_BLAS_THREADS", "2")
+    monkeypatch.delenv(MALLOC_TRIM_VAR, raising=False)  # (as in a run's own process)
     scheduler, spec = cluster_spec(["7"], cpu_workers=1)
     cluster = dd.SpecCluster(workers=spec, scheduler=scheduler, name="precision-test")
     written_at_kill: set[str] = set()
@@ -168,6 +175,8 @@ def test_killed_worker_loses_no_finished_point(tmp_path, monkeypatch):
         by_name = {w["name"]: a for a, w in client.scheduler_info()["workers"].items()}
         assert env[by_name["gpu-7"]] == ("7", "2", "4")
         assert env[by_name["cpu-0"]][:2] == (None, "1")
+        # both processes started without Dask's glibc trim setting (cluster.worker_nanny)
+        assert set(client.run(doubles.started_with, MALLOC_TRIM_VAR).values()) == {None}
         points_dir = tmp_path / "g" / "points"
 
         def kill_when_two_points_are_written() -> None:
