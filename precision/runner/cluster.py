@@ -9,7 +9,8 @@ GPU. CPU workers (no resource) take emulator points only; GPU workers take both.
 
 The cluster itself is Dask's :class:`distributed.SpecCluster` with one nanny per worker
 (:func:`worker_nanny`, a :class:`distributed.Nanny` that restarts a worker process that
-dies); this module only writes its specification. Nothing here imports dask or CuPy at import time.
+dies); this module only writes its specification. Nothing here imports dask or CuPy at
+import time.
 """
 
 from __future__ import annotations
@@ -223,8 +224,8 @@ def worker_nanny() -> type:
             blas[OPENBLAS_TIMEOUT_VAR] = OPENBLAS_TIMEOUT
             self.pre_spawn_env.update(blas)  # set before the process starts (and numpy loads)
             self.env.update(blas)  # set again in the process; would otherwise restore Dask's
-            # (glibc reads it once, at the process's start: only pre_spawn_env reaches it;
-            # env is dropped too, so that the worker's own child processes start without it)
+            # glibc reads the variable once, when the process starts: only pre_spawn_env
+            # reaches it. It goes from env too, so the worker's own child processes lack it.
             self.pre_spawn_env.pop(MALLOC_TRIM_VAR, None)
             self.env.pop(MALLOC_TRIM_VAR, None)
 
