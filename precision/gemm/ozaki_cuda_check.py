@@ -1087,22 +1087,21 @@ def host_residues(
     [2, 256] on ``general_count`` random values and the edges."""
     lib = _host_lib()
     rng = np.random.default_rng(seed)
-    bad = checked = 0
-    for m in MODULI:
-        if m == 256:  # (its residue is the low byte itself)
-            continue
-        c = _residue_inputs(rng, m, count)
-        out = np.empty(c.size, dtype=np.int8)
-        lib.residue_bytes(_ptr(c), c.size, m, _ptr(out))
-        bad += int(np.count_nonzero(out.astype(np.int64) != sym_mod(c.astype(np.int64), m)))
-        checked += c.size
-    general_bad = general_checked = 0
-    for m in range(2, 257):
-        c = _residue_inputs(rng, m, general_count)
-        got = np.empty(c.size, dtype=np.int32)
-        lib.sym_mod_values(_ptr(c), c.size, m, _ptr(got))
-        general_bad += int(np.count_nonzero(got != sym_mod(c.astype(np.int64), m)))
-        general_checked += c.size
+
+    def check(function: Any, out_dtype: Any, moduli: Any, n: int) -> tuple[int, int]:
+        """(values checked, mismatches) of the harness's ``function`` over ``moduli``."""
+        checked = bad = 0
+        for m in moduli:
+            c = _residue_inputs(rng, m, n)
+            got = np.empty(c.size, dtype=out_dtype)
+            function(_ptr(c), c.size, m, _ptr(got))
+            bad += int(np.count_nonzero(got.astype(np.int64) != sym_mod(c.astype(np.int64), m)))
+            checked += c.size
+        return checked, bad
+
+    # (m = 256: the residue is the low byte itself)
+    checked, bad = check(lib.residue_bytes, np.int8, [m for m in MODULI if m != 256], count)
+    general_checked, general_bad = check(lib.sym_mod_values, np.int32, range(2, 257), general_count)
     return {
         "residue_bytes_checked": checked, "residue_bytes_mismatches": bad,
         "sym_mod_checked": general_checked, "sym_mod_mismatches": general_bad,

@@ -27,9 +27,8 @@
 //   Epilogue: residues in registers (the low byte for m = 256; residue_low_byte of
 //   ozaki_residue.cuh, integer and fp32 steps without conversions, for odd m in (128, 255];
 //   sym_mod of ozaki_residue.cuh, two conversions each way, for every other m in [2, 256]),
-//   staged as bytes through
-//   shared memory (row pitch 272 bytes: conflict-free 2-byte writes) and written with 16-byte
-//   stores.
+//   staged as bytes through shared memory (row pitch 272 bytes: conflict-free 2-byte writes)
+//   and written with 16-byte stores.
 //   CTA order: raster_tile (common.cuh) walks OZ_RASTER_GROUP M-tiles at a time (L2 reuse of Bt
 //   tiles).
 //

@@ -285,23 +285,24 @@ def cluster_spec(
 
     threads = blas_threads(len(gpus), cpu_workers) if gpus else 1
     memory = worker_memory_limit(len(gpus) + cpu_workers)
+
+    def process_options() -> dict:
+        """The options of every worker process: its memory share, the preload, quiet logs."""
+        if not processes:
+            return {}
+        quiet = logging.WARNING
+        return {"memory_limit": memory, "preload": worker_preload(), "silence_logs": quiet}
+
     workers: dict[str, dict] = {}
     for gpu in gpus:
         options: dict = {"nthreads": 1, "resources": {GPU_RESOURCE: 1}, "name": f"gpu-{gpu}"}
         if processes:
             options["env"] = {"CUDA_VISIBLE_DEVICES": gpu}
             options["blas_threads"] = threads
-            options["memory_limit"] = memory
-            options["preload"] = worker_preload()
-            options["silence_logs"] = logging.WARNING
-        workers[f"gpu-{gpu}"] = {"cls": worker_class, "options": options}
+        workers[f"gpu-{gpu}"] = {"cls": worker_class, "options": options | process_options()}
     for j in range(cpu_workers):
-        cpu_options: dict = {"nthreads": 1, "name": f"cpu-{j}"}
-        if processes:
-            cpu_options["memory_limit"] = memory
-            cpu_options["preload"] = worker_preload()
-            cpu_options["silence_logs"] = logging.WARNING
-        workers[f"cpu-{j}"] = {"cls": worker_class, "options": cpu_options}
+        options = {"nthreads": 1, "name": f"cpu-{j}"} | process_options()
+        workers[f"cpu-{j}"] = {"cls": worker_class, "options": options}
     scheduler = {"cls": Scheduler, "options": dict(SCHEDULER_OPTIONS)}
     return scheduler, workers
 
