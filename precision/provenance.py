@@ -33,7 +33,7 @@ from precision.gpu import cupy_or_none, device_name
 #: The repository root (the folder holding the ``precision`` package).
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: Files that make up the package's code, by suffix (what ``source_digest`` hashes).
-SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".sh")
+SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".h", ".cpp", ".sh")
 #: Hex digits kept of the SHA-256 (64 bits: collisions among a project's trees are negligible).
 DIGEST_HEX = 16
 

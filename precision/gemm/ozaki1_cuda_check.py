@@ -1,6 +1,6 @@
 """Check of the Ozaki-I GPU path (``precision/kernels/ozaki1.cu`` through
 :func:`precision.gemm.ozaki1_cuda.ozaki1_cuda`) without a GPU: the kernel source compiled by
-g++ with host shims (:mod:`precision.gemm.ozaki_cuda_check`'s harness), CuPy replaced by numpy,
+g++ with host shims (:mod:`precision.gemm.ozaki_host`'s harness), CuPy replaced by numpy,
 cuBLAS's slice products by exact float64 products, and the outputs compared bit for bit with
 the CPU emulator (:func:`precision.gemm.ozaki.ozaki_gemm`, ``backend="emulator"``).
 
@@ -60,11 +60,11 @@ def _ozaki1_on_the_cpu() -> Iterator[Any]:
     """:mod:`precision.gemm.ozaki1_cuda` with its kernels, its statistics (scheme II's) and
     its slice products on the CPU; yields the module, everything restored on exit."""
     from precision.gemm import ozaki1_cuda as o1c
-    from precision.gemm.ozaki_cuda_check import _kernels_on_the_cpu, _MockModule
+    from precision.gemm.ozaki_host import MockModule, kernels_on_the_cpu
 
     saved = (o1c._module, o1c.slice_gemm)
-    with _kernels_on_the_cpu():
-        setattr(o1c, "_module", _MockModule)  # noqa: B010 (a cached function, patched)
+    with kernels_on_the_cpu():
+        setattr(o1c, "_module", MockModule)  # noqa: B010 (a cached function, patched)
         o1c.slice_gemm = _mock_slice_gemm
         try:
             yield o1c
