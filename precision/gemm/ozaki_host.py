@@ -266,6 +266,10 @@ class _MockGlobal:
 
 
 class MockModule:
+    """Stands in for a compiled CuPy ``RawModule`` of the kernels: its functions launch the
+    host-compiled kernels (:func:`host_library`), its globals are the library's
+    ``__constant__`` arrays."""
+
     def get_function(self, name: str) -> _MockKernel:
         return _MockKernel(name)
 

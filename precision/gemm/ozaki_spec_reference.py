@@ -30,6 +30,7 @@ from precision.gemm.ozaki import (
 )
 from precision.gemm.ozaki import shifts_from_bounds as line_shifts
 
+#: The low 32 bits of an integer: one limb of the exact products.
 MASK32 = (1 << 32) - 1
 
 #: a_ij = (U(0,1) - 0.5)·exp(phi·N(0,1)) with a correctly rounded exp (float64), as the runner
