@@ -47,7 +47,7 @@ import numpy as np
 
 from precision.eft import split, two_prod, two_prod_split, two_sum
 
-__all__ = ["CHUNK", "exp_rn"]
+__all__ = ["CHUNK", "exp_rn", "thread_count"]
 
 #: Elements per chunk: its ~20 float64 temporaries stay in the L2 cache (measured fastest).
 CHUNK = 1 << 14
@@ -164,7 +164,7 @@ def _exp_chunk(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.ldexp(y, ki >> _TABLE_BITS), near
 
 
-def _thread_count() -> int:
+def thread_count() -> int:
     """Threads for one call: the cores this process may run on (its CPU affinity), at most
     ``OMP_NUM_THREADS`` when that is set (the runner's Dask workers set it to their share)."""
     try:
@@ -196,14 +196,14 @@ def exp_rn(x: np.ndarray) -> np.ndarray:
     point warnings are raised.
 
     From :data:`_MIN_THREADED` elements on, the chunks are spread over the CPU's cores
-    (:func:`_thread_count`; numpy releases the GIL; the result does not depend on it). The
+    (:func:`thread_count`; numpy releases the GIL; the result does not depend on it). The
     few arguments that need mpmath are done afterwards, in the calling thread."""
     x = np.asarray(x, dtype=np.float64)
     out = np.empty(x.shape, dtype=np.float64)
     flat_x, flat_out = x.reshape(-1), out.reshape(-1)
     size = flat_x.size
     _constants(), _table_split()  # built once, before any thread needs them
-    workers = min(_thread_count(), -(-size // CHUNK)) if size >= _MIN_THREADED else 1
+    workers = min(thread_count(), -(-size // CHUNK)) if size >= _MIN_THREADED else 1
     if workers > 1:
         per = -(-size // (workers * CHUNK)) * CHUNK  # whole chunks per worker
         with ThreadPoolExecutor(workers) as pool:

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from precision import parallel_draws
 from precision.crexp import exp_rn
 
 __all__ = [
@@ -56,7 +57,7 @@ NORMAL_BOUND = 8.0
 def _uniform(rng: np.random.Generator, shape: Shape, *, low: float = -1.0, high: float = 1.0):
     if not low < high:
         raise ValueError(f"uniform: need low < high, got low={low}, high={high}")
-    return rng.uniform(low, high, size=shape)
+    return parallel_draws.uniform(rng, low, high, shape)  # rng.uniform's bits, on every core
 
 
 def _uniform_bounds(dtype: str, fmax: float, *, low: float, high: float) -> None:
@@ -154,7 +155,7 @@ def _exp_rand(rng: np.random.Generator, shape: Shape, *, phi: float = 1.0):
     # CPU (NumPy's AVX-512 kernel or the libm): the same seed gives the same bits everywhere.
     if phi < 0:
         raise ValueError(f"exp_rand: need phi >= 0, got phi={phi}")
-    u = rng.random(size=shape)
+    u = parallel_draws.random(rng, shape)  # rng.random's bits, on every core
     g = rng.standard_normal(size=shape)
     scale = np.ones(shape) if phi == 0 else exp_rn(phi * g)  # exp(±0) = 1 exactly
     return (u - 0.5) * scale

@@ -106,7 +106,7 @@ def test_threaded_chunks_give_the_same_bits(monkeypatch: pytest.MonkeyPatch) -> 
     take the mpmath path in every worker's share), the result is the reference's, bit for bit."""
     monkeypatch.setattr(crexp, "CHUNK", 256)
     monkeypatch.setattr(crexp, "_MIN_THREADED", 1)
-    monkeypatch.setattr(crexp, "_thread_count", lambda: 4)
+    monkeypatch.setattr(crexp, "thread_count", lambda: 4)
     rng = np.random.default_rng(15)
     x = rng.standard_normal(5000) * 30
     x[::700] = rng.uniform(-760, -709, x[::700].size)  # subnormal results: mpmath
