@@ -29,8 +29,9 @@ operations that are correctly rounded everywhere (+, −, ×, ``rint``, ``ldexp`
 Work is done in chunks of :data:`CHUNK` elements, so memory stays bounded at any size. About 70
 array operations per element make it 30-50 times slower than ``numpy.exp`` on one core: 75-125
 ns per element on the 2-core development machine (against 55-60 ns for the ``standard_normal``
-draw that ``exp_rand`` makes for each entry anyway). Large arrays are spread over the cores
-(8M arguments: 0.78 s on one core, 0.55 s on two).
+draw that ``exp_rand`` makes for each entry anyway). Large arrays are spread over the cores,
+in larger chunks (:func:`threaded_chunk`; 16384^2 arguments: about 25 s on one core of the H200
+node, 3.4 s on its 16).
 """
 
 from __future__ import annotations
@@ -47,9 +48,10 @@ import numpy as np
 
 from precision.eft import split, two_prod, two_prod_split, two_sum
 
-__all__ = ["CHUNK", "exp_rn", "thread_count"]
+__all__ = ["CHUNK", "exp_rn", "thread_count", "threaded_chunk"]
 
-#: Elements per chunk: its ~20 float64 temporaries stay in the L2 cache (measured fastest).
+#: Elements per chunk in one thread: its ~20 float64 temporaries stay in the L2 cache
+#: (measured fastest on one core).
 CHUNK = 1 << 14
 #: Arguments from which :func:`exp_rn` uses threads.
 _MIN_THREADED = 1 << 20
@@ -175,13 +177,27 @@ def thread_count() -> int:
     return max(1, min(cores, int(limit))) if limit.isdigit() and int(limit) > 0 else cores
 
 
-def _exp_range(flat_x: np.ndarray, flat_out: np.ndarray, start: int, stop: int) -> np.ndarray:
-    """The fast path on ``flat_x[start:stop]``, chunk by chunk, into ``flat_out``; returns the
-    flat indices left for :func:`_exp_mpmath` (ambiguous or outside the fast path's range)."""
+def threaded_chunk(threads: int) -> int:
+    """Elements per chunk when ``threads`` threads share a call: 4, 8 or 16 times
+    :data:`CHUNK` (up to 2, up to 8, more threads). Each of the ~70 array operations per chunk
+    takes the GIL to start; with L2-sized chunks, 16 threads on the H200 node's 16 cores
+    spent most of their time waiting for it: 16384^2 arguments took 25.8 s with chunks of
+    2^14, 7.0 s with 2^16, 3.4 s with 2^18 and 5.1 s with 2^20; 8 threads 17.2, 5.7, 5.3 and
+    6.7 s; on 2 cores, 2 threads 0.83-0.86, 0.54-0.61 and 0.89-0.93 s for 4096^2 (2^14, 2^16,
+    2^18; ``results/bench/input_draw_h200_2026-11-27/``)."""
+    return CHUNK << (2 + (threads > 2) + (threads > 8))
+
+
+def _exp_range(
+    flat_x: np.ndarray, flat_out: np.ndarray, start: int, stop: int, chunk: int = CHUNK
+) -> np.ndarray:
+    """The fast path on ``flat_x[start:stop]``, ``chunk`` elements at a time, into
+    ``flat_out``; returns the flat indices left for :func:`_exp_mpmath` (ambiguous or outside
+    the fast path's range)."""
     slow = []
     with np.errstate(all="ignore"):  # per thread: numpy's error state is thread-local
-        for c0 in range(start, stop, CHUNK):
-            xc = flat_x[c0 : min(c0 + CHUNK, stop)]
+        for c0 in range(start, stop, chunk):
+            xc = flat_x[c0 : min(c0 + chunk, stop)]
             fast = (xc >= _X_MIN) & (xc <= _X_MAX)
             y, near = _exp_chunk(np.where(fast, xc, 0.0))
             flat_out[c0 : c0 + xc.size] = y
@@ -203,13 +219,15 @@ def exp_rn(x: np.ndarray) -> np.ndarray:
     flat_x, flat_out = x.reshape(-1), out.reshape(-1)
     size = flat_x.size
     _constants(), _table_split()  # built once, before any thread needs them
-    workers = min(thread_count(), -(-size // CHUNK)) if size >= _MIN_THREADED else 1
+    threads = thread_count() if size >= _MIN_THREADED else 1
+    chunk = threaded_chunk(threads) if threads > 1 else CHUNK
+    workers = min(threads, -(-size // chunk))
     if workers > 1:
-        per = -(-size // (workers * CHUNK)) * CHUNK  # whole chunks per worker
+        per = -(-size // (workers * chunk)) * chunk  # whole chunks per worker
         with ThreadPoolExecutor(workers) as pool:
             parts = list(
                 pool.map(
-                    lambda s0: _exp_range(flat_x, flat_out, s0, min(s0 + per, size)),
+                    lambda s0: _exp_range(flat_x, flat_out, s0, min(s0 + per, size), chunk),
                     range(0, size, per),
                 )
             )

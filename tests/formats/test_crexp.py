@@ -103,8 +103,9 @@ def test_exp_rand_is_uniform_times_the_rounded_exp(phi: float, monkeypatch: pyte
 
 def test_threaded_chunks_give_the_same_bits(monkeypatch: pytest.MonkeyPatch) -> None:
     """Spread over threads (forced here on a small array, with out-of-range arguments that
-    take the mpmath path in every worker's share), the result is the reference's, bit for bit."""
-    monkeypatch.setattr(crexp, "CHUNK", 256)
+    take the mpmath path in every worker's share), the result is the reference's, bit for bit.
+    Four threads take chunks of 8 x 64 elements, 3 in each worker's share but the last."""
+    monkeypatch.setattr(crexp, "CHUNK", 64)
     monkeypatch.setattr(crexp, "_MIN_THREADED", 1)
     monkeypatch.setattr(crexp, "thread_count", lambda: 4)
     rng = np.random.default_rng(15)
