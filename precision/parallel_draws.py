@@ -12,7 +12,8 @@ their bits, and the draws after them (``standard_normal``, say) do too.
 The threads are used only where that holds and pays: at least :data:`MIN_PARALLEL` values, a
 PCG64 or PCG64DXSM bit generator with no buffered 32-bit half-output (``advance`` drops it,
 where the serial call would keep it for a later 32-bit draw), and more than one core
-(:func:`precision.crexp.thread_count`). Anything else is one serial numpy call.
+(:func:`precision.crexp.thread_count`). Anything else is one serial numpy call. Beside the
+output, each thread holds one piece of at most :data:`_PIECE` values at a time.
 
 Measured: ``random`` of 16384 x 16384 values took about 9 s in one thread on the H200 node's
 Xeon, the largest part of drawing an ``exp_rand`` input there with the normal draws (which
@@ -32,6 +33,9 @@ __all__ = ["MIN_PARALLEL", "random", "uniform"]
 
 #: Values from which a draw is spread over threads (below, one call is as fast).
 MIN_PARALLEL = 1 << 20
+#: Values a thread draws per numpy call (8 MiB of float64): the temporaries of a threaded draw
+#: stay at this per thread, whatever its size.
+_PIECE = 1 << 20
 _ADVANCEABLE = (np.random.PCG64, np.random.PCG64DXSM)
 
 
@@ -65,8 +69,11 @@ def _draw(rng: np.random.Generator, shape: tuple[int, ...], fill: _Fill) -> np.n
         own = type(bits)()
         own.state = state
         own.advance(start)
+        draw = np.random.Generator(own)
         stop = min(start + per, size)
-        out[start:stop] = fill(np.random.Generator(own), stop - start)
+        for piece in range(start, stop, _PIECE):  # consecutive calls: consecutive outputs
+            end = min(piece + _PIECE, stop)
+            out[piece:end] = fill(draw, end - piece)
 
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(chunk, range(0, size, per)))

@@ -13,9 +13,11 @@ from precision.distributions import make_inputs
 
 @pytest.fixture
 def threaded(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Threads on small draws: 3 of them from 64 values on (uneven chunks)."""
+    """Threads on small draws: 3 of them from 64 values on (uneven chunks), each drawing its
+    share 10 values per numpy call."""
     monkeypatch.setattr(parallel_draws, "MIN_PARALLEL", 64)
     monkeypatch.setattr(parallel_draws, "thread_count", lambda: 3)
+    monkeypatch.setattr(parallel_draws, "_PIECE", 10)  # several numpy calls per thread
 
 
 def _bits(x: np.ndarray) -> np.ndarray:
