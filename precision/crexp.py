@@ -30,8 +30,8 @@ Work is done in chunks of :data:`CHUNK` elements, so memory stays bounded at any
 array operations per element make it 30-50 times slower than ``numpy.exp`` on one core: 75-125
 ns per element on the 2-core development machine (against 55-60 ns for the ``standard_normal``
 draw that ``exp_rand`` makes for each entry anyway). Large arrays are spread over the cores,
-in larger chunks (:func:`threaded_chunk`; 16384^2 arguments: about 25 s on one core of the H200
-node, 3.4 s on its 16).
+in larger chunks (:func:`threaded_chunk`; 16384^2 arguments on the H200 node: 3.4 s on its 16
+cores, about 25 s on one, where an eighth of them took 3.1 s).
 """
 
 from __future__ import annotations
