@@ -23,7 +23,9 @@ def _fro_norm(x: np.ndarray) -> float:
     (``np.linalg.norm`` goes through a BLAS dot product, whose order of additions depends on
     the BLAS, its threads and the layout.)"""
     partials = []
-    flat = x.flat
+    # a C-contiguous array is sliced as a flat view; any other is read through its flat
+    # iterator (a copy of each chunk, in C order, without a copy of the whole array)
+    flat = x.reshape(-1) if x.flags.c_contiguous else x.flat
     for start in range(0, x.size, _NORM_CHUNK):
         chunk = np.asarray(flat[start : start + _NORM_CHUNK], dtype=np.float64)
         with np.errstate(over="ignore", under="ignore"):
@@ -136,9 +138,10 @@ def error_metrics(
         np.divide(absdiff, rel, out=rel, where=exact_nonzero)
     # where exact is 0 (or NaN): inf if approx is nonzero, NaN if either is NaN; elsewhere rel
     # keeps |e| = +0.0
-    zero_ref = ~exact_nonzero
-    rel[zero_ref & (absdiff > 0)] = np.inf
-    rel[zero_ref & np.isnan(absdiff)] = np.nan
+    if not exact_nonzero.all():  # (mostly it is: then there is nothing to mark)
+        zero_ref = ~exact_nonzero
+        rel[zero_ref & (absdiff > 0)] = np.inf
+        rel[zero_ref & np.isnan(absdiff)] = np.nan
     if over is not None:  # |a − e| / |e| as |a/2 − e/2| / |e/2| (exact is ≥ 2^970 there)
         e_h = _halved(e[over])
         with np.errstate(over="ignore"):
