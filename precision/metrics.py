@@ -1,11 +1,18 @@
-"""Error metrics of an approximate matrix product against a reference, computed in float64."""
+"""Error metrics of an approximate matrix product against a reference, computed in float64.
+
+Large arrays run their elementwise passes, maxima and norm chunks in threads
+(:data:`_THREADED_FROM`), with the bits of one pass."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+
+from precision.crexp import thread_count
 
 #: Arrays whose largest magnitude lies in [2^-SAFE_EXP, 2^SAFE_EXP] have Frobenius norms
 #: that a plain sum of squares gives without overflow or harmful underflow; outside that
@@ -13,6 +20,48 @@ import numpy as np
 _SAFE_EXP = 400
 #: Elements per partial sum of squares in :func:`_fro_norm`.
 _NORM_CHUNK = 1 << 16
+#: Elements from which the elementwise passes, maxima and norms run in threads, one block of
+#: the flat arrays each (:func:`_blocks`). Every element is computed alone and maxima are
+#: exact, so the results are those of one pass. (At n = 16384 the metrics were most of a GPU
+#: point's time; ``results/bench/error_metrics_h200_2026-11-27/``.)
+_THREADED_FROM = 1 << 22
+
+
+def _blocks(*arrays: np.ndarray) -> list[slice] | None:
+    """Slices of the flat arrays, one per thread (:func:`precision.crexp.thread_count`),
+    where the arrays hold :data:`_THREADED_FROM` elements or more, share a shape and are
+    C-contiguous; else None (one pass)."""
+    size = arrays[0].size
+    threads = min(thread_count(), size // (_THREADED_FROM // 4)) if size >= _THREADED_FROM else 1
+    same = all(x.shape == arrays[0].shape and x.flags.c_contiguous for x in arrays)
+    if threads < 2 or not same:
+        return None
+    per = -(-size // threads)
+    return [slice(start, min(start + per, size)) for start in range(0, size, per)]
+
+
+def _in_threads(work: Callable[[Any], Any], parts: list[Any]) -> list[Any]:
+    """``work(part)`` for every part, one thread each; the results in the parts' order."""
+    with ThreadPoolExecutor(len(parts)) as pool:
+        return list(pool.map(work, parts))
+
+
+def _max(x: np.ndarray) -> float:
+    """``np.max(x)`` (NaN if ``x`` holds one), in threads for large arrays."""
+    blocks = _blocks(x)
+    if blocks is None:
+        return float(np.max(x))
+    flat = x.reshape(-1)
+    return float(np.max(_in_threads(lambda b: np.max(flat[b]), blocks)))
+
+
+def _min(x: np.ndarray) -> float:
+    """``np.min(x)`` (NaN if ``x`` holds one), in threads for large arrays."""
+    blocks = _blocks(x)
+    if blocks is None:
+        return float(np.min(x))
+    flat = x.reshape(-1)
+    return float(np.min(_in_threads(lambda b: np.min(flat[b]), blocks)))
 
 
 def _fro_norm(x: np.ndarray) -> float:
@@ -22,14 +71,26 @@ def _fro_norm(x: np.ndarray) -> float:
     added exactly (``math.fsum``, one rounding) and the square root correctly rounded.
     (``np.linalg.norm`` goes through a BLAS dot product, whose order of additions depends on
     the BLAS, its threads and the layout.)"""
-    partials = []
     # a C-contiguous array is sliced as a flat view; any other is read through its flat
     # iterator (a copy of each chunk, in C order, without a copy of the whole array)
     flat = x.reshape(-1) if x.flags.c_contiguous else x.flat
-    for start in range(0, x.size, _NORM_CHUNK):
-        chunk = np.asarray(flat[start : start + _NORM_CHUNK], dtype=np.float64)
-        with np.errstate(over="ignore", under="ignore"):
-            partials.append(float(np.add.reduce(np.square(chunk))))
+
+    def sums(starts: range) -> list[float]:
+        out = []
+        with np.errstate(over="ignore", under="ignore"):  # (per thread)
+            for start in starts:
+                chunk = np.asarray(flat[start : start + _NORM_CHUNK], dtype=np.float64)
+                out.append(float(np.add.reduce(np.square(chunk))))
+        return out
+
+    starts = range(0, x.size, _NORM_CHUNK)
+    blocks = _blocks(x)
+    if blocks is None:
+        partials = sums(starts)
+    else:  # the same chunks, shared out in order (block bounds on chunk bounds)
+        per = -(-len(starts) // len(blocks))
+        shares = [starts[i : i + per] for i in range(0, len(starts), per)]
+        partials = [p for share in _in_threads(sums, shares) for p in share]
     try:
         return math.sqrt(math.fsum(partials))
     except OverflowError:  # finite partial sums whose total passes the float64 range
@@ -56,6 +117,40 @@ def _abs_diff(a: np.ndarray, e: np.ndarray, lo: np.ndarray | None, out: Any = No
         if lo is not None:
             np.subtract(diff, lo, out=diff)
     return np.abs(diff, out=diff)
+
+
+def _abs_diff_all(a: np.ndarray, e: np.ndarray, lo: np.ndarray | None) -> np.ndarray:
+    """:func:`_abs_diff` of the whole arrays, in threads for large ones (:func:`_blocks`)."""
+    blocks = _blocks(a, e) if lo is None else _blocks(a, e, lo)
+    if blocks is None:
+        return _abs_diff(a, e, lo)
+    out = np.empty(e.shape, dtype=np.float64)
+    fa, fe, fo = a.reshape(-1), e.reshape(-1), out.reshape(-1)
+    fl = None if lo is None else lo.reshape(-1)
+    _in_threads(lambda b: _abs_diff(fa[b], fe[b], None if fl is None else fl[b], out=fo[b]), blocks)
+    return out
+
+
+def _relative(absdiff: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(rel, exact_nonzero)``: ``rel = absdiff / |e|`` where ``e != 0``, ``|e|`` (+0.0 or
+    NaN) elsewhere; in threads for large arrays (:func:`_blocks`)."""
+    rel = np.empty(e.shape, dtype=np.float64)
+    nonzero = np.empty(e.shape, dtype=bool)
+    blocks = _blocks(absdiff, e)
+    arrays = (absdiff, e, rel, nonzero)
+    d, ee, r, nz = arrays if blocks is None else tuple(x.reshape(-1) for x in arrays)
+
+    def fill(b: Any) -> None:
+        np.abs(ee[b], out=r[b])
+        np.greater(r[b], 0, out=nz[b])
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # (per thread)
+            np.divide(d[b], r[b], out=r[b], where=nz[b])
+
+    if blocks is None:
+        fill(Ellipsis)  # the whole arrays
+    else:
+        _in_threads(fill, blocks)
+    return rel, nonzero
 
 
 def _overflowed(a: np.ndarray, e: np.ndarray, absdiff: np.ndarray) -> np.ndarray | None:
@@ -114,7 +209,7 @@ def error_metrics(
         lo = None if lo is None else lo.reshape(1)
     # absdiff is a new array that the steps below may overwrite (never approx or exact);
     # its norm equals that of the signed difference (the same squares).
-    absdiff = _abs_diff(a, e, lo)
+    absdiff = _abs_diff_all(a, e, lo)
     if absdiff.size == 0:
         return {"err_fro": 0.0, "err_max": 0.0, "err_median": 0.0}
     over = _overflowed(a, e, absdiff)
@@ -132,10 +227,7 @@ def error_metrics(
     # rel = |diff| / |e| where e != 0; 0 where both are 0; inf where only approx is nonzero;
     # NaN where either is NaN. The same IEEE operations on the same values as a plain np.where:
     # the same bits.
-    rel = np.abs(e)
-    exact_nonzero = rel > 0
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        np.divide(absdiff, rel, out=rel, where=exact_nonzero)
+    rel, exact_nonzero = _relative(absdiff, e)
     # where exact is 0 (or NaN): inf if approx is nonzero, NaN if either is NaN; elsewhere rel
     # keeps |e| = +0.0
     if not exact_nonzero.all():  # (mostly it is: then there is nothing to mark)
@@ -149,7 +241,7 @@ def error_metrics(
             rel[over] /= np.abs(e_h)
     return {
         "err_fro": float(err_fro),
-        "err_max": float(np.max(rel)),
+        "err_max": _max(rel),
         "err_median": float(np.median(rel, overwrite_input=True)),  # reorders rel, last
     }
 
@@ -159,8 +251,8 @@ def _relative_fro(
 ) -> float:
     """‖absdiff‖_F / ‖e‖_F without overflow or underflow of the squares; ``absdiff`` holds
     the same values on return."""
-    emax = max(float(np.max(e)), -float(np.min(e)))  # NaN if e has a NaN
-    dmax = float(np.max(absdiff))
+    emax = max(_max(e), -_min(e))  # NaN if e has a NaN
+    dmax = _max(absdiff)
     if math.isfinite(emax) and emax > 0 and dmax == math.inf:
         return math.inf  # approx has an Inf (and no NaN): the norm of the difference is Inf
     if emax == 0:  # the reference is all zero: 0 if approx is too, NaN if it holds a NaN, else

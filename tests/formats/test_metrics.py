@@ -13,6 +13,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from precision import metrics
 from precision.metrics import error_metrics, identical_bits_fraction
 
 
@@ -341,3 +342,46 @@ def test_identical_bits_of_complex128_is_a_clear_type_error() -> None:
     z = np.ones(2, dtype=np.complex128)
     with pytest.raises(TypeError, match="elements of 1, 2, 4 or 8 bytes; got complex128"):
         identical_bits_fraction(z, z)
+
+
+def test_threaded_passes_give_the_one_pass_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large arrays run the elementwise passes, maxima and norm chunks in threads, one block
+    of the flat arrays each: forced here on small ones (three threads, norm chunks of 16
+    elements), every metric is the one-pass result, bit for bit, with zeros, NaN, Inf,
+    float32 results, low parts, differences beyond the float64 range, subnormal magnitudes
+    and a Fortran-order pair (which takes the one-pass path)."""
+    rng = np.random.default_rng(31)
+    cases = []
+    for trial in range(60):
+        shape = (int(rng.integers(5, 40)), int(rng.integers(5, 40)))
+        e = rng.standard_normal(shape) * np.exp2(rng.integers(-5, 5, shape))
+        a = e * (1 + 1e-6 * rng.standard_normal(shape))
+        m = rng.random(shape)
+        e[m < 0.05], a[m < 0.02] = 0.0, 0.0
+        if trial % 3 == 0:
+            e[m > 0.98] = np.nan
+        if trial % 5 == 0:
+            a[m > 0.97] = np.inf
+        if trial % 11 == 0:
+            e, a = e * 2.0**1000, -a * 2.0**1000  # differences beyond the float64 range
+        if trial % 13 == 0:
+            e, a = e * 2.0**-1060, a * 2.0**-1060  # subnormal: the scaled norms
+        if trial % 7 == 0 and trial % 11:
+            a = a.astype(np.float32)
+        if trial % 17 == 0:
+            a, e = np.asfortranarray(a), np.asfortranarray(e)
+        lo = None if trial % 2 else rng.standard_normal(shape) * 1e-20
+        cases.append((a, e, lo))
+    monkeypatch.setattr(metrics, "_NORM_CHUNK", 16)
+    with np.errstate(all="ignore"):
+        want = [error_metrics(*case) for case in cases]
+        monkeypatch.setattr(metrics, "_THREADED_FROM", 8)
+        monkeypatch.setattr(metrics, "thread_count", lambda: 3)
+        calls = []
+        blocks = metrics._blocks
+        monkeypatch.setattr(metrics, "_blocks", lambda *x: calls.append(blocks(*x)) or calls[-1])
+        got = [error_metrics(*case) for case in cases]
+    assert sum(c is not None for c in calls) > 100  # the threads really ran
+    for g, w in zip(got, want, strict=True):
+        for key in w:
+            assert g[key] == w[key] or (math.isnan(g[key]) and math.isnan(w[key])), (key, g, w)
