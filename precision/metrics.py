@@ -46,22 +46,14 @@ def _in_threads(work: Callable[[Any], Any], parts: list[Any]) -> list[Any]:
         return list(pool.map(work, parts))
 
 
-def _max(x: np.ndarray) -> float:
-    """``np.max(x)`` (NaN if ``x`` holds one), in threads for large arrays."""
+def _extreme(x: np.ndarray, reduce: Callable[[np.ndarray], Any]) -> float:
+    """``reduce(x)`` for ``np.max`` or ``np.min`` (NaN if ``x`` holds one), in threads for
+    large arrays: the extreme of the blocks' extremes."""
     blocks = _blocks(x)
     if blocks is None:
-        return float(np.max(x))
+        return float(reduce(x))
     flat = x.reshape(-1)
-    return float(np.max(_in_threads(lambda b: np.max(flat[b]), blocks)))
-
-
-def _min(x: np.ndarray) -> float:
-    """``np.min(x)`` (NaN if ``x`` holds one), in threads for large arrays."""
-    blocks = _blocks(x)
-    if blocks is None:
-        return float(np.min(x))
-    flat = x.reshape(-1)
-    return float(np.min(_in_threads(lambda b: np.min(flat[b]), blocks)))
+    return float(reduce(np.array(_in_threads(lambda b: reduce(flat[b]), blocks))))
 
 
 def _fro_norm(x: np.ndarray) -> float:
@@ -241,7 +233,7 @@ def error_metrics(
             rel[over] /= np.abs(e_h)
     return {
         "err_fro": float(err_fro),
-        "err_max": _max(rel),
+        "err_max": _extreme(rel, np.max),
         "err_median": float(np.median(rel, overwrite_input=True)),  # reorders rel, last
     }
 
@@ -251,8 +243,8 @@ def _relative_fro(
 ) -> float:
     """‖absdiff‖_F / ‖e‖_F without overflow or underflow of the squares; ``absdiff`` holds
     the same values on return."""
-    emax = max(_max(e), -_min(e))  # NaN if e has a NaN
-    dmax = _max(absdiff)
+    emax = max(_extreme(e, np.max), -_extreme(e, np.min))  # NaN if e has a NaN
+    dmax = _extreme(absdiff, np.max)
     if math.isfinite(emax) and emax > 0 and dmax == math.inf:
         return math.inf  # approx has an Inf (and no NaN): the norm of the difference is Inf
     if emax == 0:  # the reference is all zero: 0 if approx is too, NaN if it holds a NaN, else
