@@ -23,7 +23,7 @@ _NORM_CHUNK = 1 << 16
 #: Elements from which the elementwise passes, maxima and norms run in threads, one block of
 #: the flat arrays each (:func:`_blocks`). Every element is computed alone and maxima are
 #: exact, so the results are those of one pass. (At n = 16384 the metrics were most of a GPU
-#: point's time; ``results/bench/error_metrics_h200_2026-11-27/``.)
+#: point's time; ``results/bench/error_metrics_2026-11-27/``.)
 _THREADED_FROM = 1 << 22
 
 
