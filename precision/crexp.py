@@ -38,17 +38,16 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from precision.eft import split, two_prod, two_prod_split, two_sum
+from precision.threads import blocks, in_threads, thread_count
 
-__all__ = ["CHUNK", "exp_rn", "thread_count", "threaded_chunk"]
+__all__ = ["CHUNK", "exp_rn", "threaded_chunk"]
 
 #: Elements per chunk in one thread: its ~20 float64 temporaries stay in the L2 cache
 #: (measured fastest on one core).
@@ -166,17 +165,6 @@ def _exp_chunk(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.ldexp(y, ki >> _TABLE_BITS), near
 
 
-def thread_count() -> int:
-    """Threads for one call: the cores this process may run on (its CPU affinity), at most
-    ``OMP_NUM_THREADS`` when that is set (the runner's Dask workers set it to their share)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    limit = os.environ.get("OMP_NUM_THREADS", "")
-    return max(1, min(cores, int(limit))) if limit.isdigit() and int(limit) > 0 else cores
-
-
 def threaded_chunk(threads: int) -> int:
     """Elements per chunk when ``threads`` threads share a call: 4, 8 or 16 times
     :data:`CHUNK` (up to 2, up to 8, more threads). Each of the ~70 array operations per chunk
@@ -212,8 +200,9 @@ def exp_rn(x: np.ndarray) -> np.ndarray:
     point warnings are raised.
 
     From :data:`_MIN_THREADED` elements on, the chunks are spread over the CPU's cores
-    (:func:`thread_count`; numpy releases the GIL; the result does not depend on it). The
-    few arguments that need mpmath are done afterwards, in the calling thread."""
+    (:func:`precision.threads.thread_count`; numpy releases the GIL; the result does not
+    depend on it). The few arguments that need mpmath are done afterwards, in the calling
+    thread."""
     x = np.asarray(x, dtype=np.float64)
     out = np.empty(x.shape, dtype=np.float64)
     flat_x, flat_out = x.reshape(-1), out.reshape(-1)
@@ -223,14 +212,8 @@ def exp_rn(x: np.ndarray) -> np.ndarray:
     chunk = threaded_chunk(threads) if threads > 1 else CHUNK
     workers = min(threads, -(-size // chunk))
     if workers > 1:
-        per = -(-size // (workers * chunk)) * chunk  # whole chunks per worker
-        with ThreadPoolExecutor(workers) as pool:
-            parts = list(
-                pool.map(
-                    lambda s0: _exp_range(flat_x, flat_out, s0, min(s0 + per, size), chunk),
-                    range(0, size, per),
-                )
-            )
+        shares = blocks(size, workers, chunk)  # whole chunks per worker
+        parts = in_threads(lambda b: _exp_range(flat_x, flat_out, b.start, b.stop, chunk), shares)
         slow = np.concatenate(parts)
     else:
         slow = _exp_range(flat_x, flat_out, 0, size)

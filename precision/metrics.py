@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from precision.crexp import thread_count
+from precision.threads import blocks, in_threads, thread_count
 
 #: Arrays whose largest magnitude lies in [2^-SAFE_EXP, 2^SAFE_EXP] have Frobenius norms
 #: that a plain sum of squares gives without overflow or harmful underflow; outside that
@@ -28,7 +27,7 @@ _THREADED_FROM = 1 << 22
 
 
 def _blocks(*arrays: np.ndarray) -> list[slice] | None:
-    """Slices of the flat arrays, one per thread (:func:`precision.crexp.thread_count`),
+    """Slices of the flat arrays, one per thread (:func:`precision.threads.thread_count`),
     where the arrays hold :data:`_THREADED_FROM` elements or more, share a shape and are
     C-contiguous; else None (one pass)."""
     size = arrays[0].size
@@ -36,24 +35,17 @@ def _blocks(*arrays: np.ndarray) -> list[slice] | None:
     same = all(x.shape == arrays[0].shape and x.flags.c_contiguous for x in arrays)
     if threads < 2 or not same:
         return None
-    per = -(-size // threads)
-    return [slice(start, min(start + per, size)) for start in range(0, size, per)]
-
-
-def _in_threads(work: Callable[[Any], Any], parts: list[Any]) -> list[Any]:
-    """``work(part)`` for every part, one thread each; the results in the parts' order."""
-    with ThreadPoolExecutor(len(parts)) as pool:
-        return list(pool.map(work, parts))
+    return blocks(size, threads)
 
 
 def _extreme(x: np.ndarray, reduce: Callable[[np.ndarray], Any]) -> float:
     """``reduce(x)`` for ``np.max`` or ``np.min`` (NaN if ``x`` holds one), in threads for
     large arrays: the extreme of the blocks' extremes."""
-    blocks = _blocks(x)
-    if blocks is None:
+    parts = _blocks(x)
+    if parts is None:
         return float(reduce(x))
     flat = x.reshape(-1)
-    return float(reduce(np.array(_in_threads(lambda b: reduce(flat[b]), blocks))))
+    return float(reduce(np.array(in_threads(lambda b: reduce(flat[b]), parts))))
 
 
 def _fro_norm(x: np.ndarray) -> float:
@@ -76,13 +68,12 @@ def _fro_norm(x: np.ndarray) -> float:
         return out
 
     starts = range(0, x.size, _NORM_CHUNK)
-    blocks = _blocks(x)
-    if blocks is None:
+    parts = _blocks(x)
+    if parts is None:
         partials = sums(starts)
     else:  # the same chunks, shared out in order (block bounds on chunk bounds)
-        per = -(-len(starts) // len(blocks))
-        shares = [starts[i : i + per] for i in range(0, len(starts), per)]
-        partials = [p for share in _in_threads(sums, shares) for p in share]
+        shares = [starts[b] for b in blocks(len(starts), len(parts))]
+        partials = [p for share in in_threads(sums, shares) for p in share]
     try:
         return math.sqrt(math.fsum(partials))
     except OverflowError:  # finite partial sums whose total passes the float64 range
@@ -113,13 +104,13 @@ def _abs_diff(a: np.ndarray, e: np.ndarray, lo: np.ndarray | None, out: Any = No
 
 def _abs_diff_all(a: np.ndarray, e: np.ndarray, lo: np.ndarray | None) -> np.ndarray:
     """:func:`_abs_diff` of the whole arrays, in threads for large ones (:func:`_blocks`)."""
-    blocks = _blocks(a, e) if lo is None else _blocks(a, e, lo)
-    if blocks is None:
+    parts = _blocks(a, e) if lo is None else _blocks(a, e, lo)
+    if parts is None:
         return _abs_diff(a, e, lo)
     out = np.empty(e.shape, dtype=np.float64)
     fa, fe, fo = a.reshape(-1), e.reshape(-1), out.reshape(-1)
     fl = None if lo is None else lo.reshape(-1)
-    _in_threads(lambda b: _abs_diff(fa[b], fe[b], None if fl is None else fl[b], out=fo[b]), blocks)
+    in_threads(lambda b: _abs_diff(fa[b], fe[b], None if fl is None else fl[b], out=fo[b]), parts)
     return out
 
 
@@ -128,9 +119,9 @@ def _relative(absdiff: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarra
     NaN) elsewhere; in threads for large arrays (:func:`_blocks`)."""
     rel = np.empty(e.shape, dtype=np.float64)
     nonzero = np.empty(e.shape, dtype=bool)
-    blocks = _blocks(absdiff, e)
+    parts = _blocks(absdiff, e)
     arrays = (absdiff, e, rel, nonzero)
-    d, ee, r, nz = arrays if blocks is None else tuple(x.reshape(-1) for x in arrays)
+    d, ee, r, nz = arrays if parts is None else tuple(x.reshape(-1) for x in arrays)
 
     def fill(b: Any) -> None:
         np.abs(ee[b], out=r[b])
@@ -138,10 +129,10 @@ def _relative(absdiff: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarra
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # (per thread)
             np.divide(d[b], r[b], out=r[b], where=nz[b])
 
-    if blocks is None:
+    if parts is None:
         fill(Ellipsis)  # the whole arrays
     else:
-        _in_threads(fill, blocks)
+        in_threads(fill, parts)
     return rel, nonzero
 
 

@@ -12,7 +12,7 @@ their bits, and the draws after them (``standard_normal``, say) do too.
 The threads are used only where that holds and pays: at least :data:`MIN_PARALLEL` values, a
 PCG64 or PCG64DXSM bit generator with no buffered 32-bit half-output (``advance`` drops it,
 where the serial call would keep it for a later 32-bit draw), and more than one core
-(:func:`precision.crexp.thread_count`). Anything else is one serial numpy call. Beside the
+(:func:`precision.threads.thread_count`). Anything else is one serial numpy call. Beside the
 output, each thread holds one piece of at most :data:`_PIECE` values at a time.
 
 Measured on the H200 node (16 cores): ``random`` of 16384 x 16384 values took 1.16 s in one
@@ -24,11 +24,10 @@ stay serial (3.6 s for that size).
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from precision.crexp import thread_count
+from precision.threads import blocks, in_threads, thread_count
 
 __all__ = ["MIN_PARALLEL", "random", "uniform"]
 
@@ -64,19 +63,16 @@ def _draw(rng: np.random.Generator, shape: tuple[int, ...], fill: _Fill) -> np.n
         return fill(rng, size).reshape(shape)
     state = bits.state
     out = np.empty(size, dtype=np.float64)
-    per = -(-size // threads)
 
-    def chunk(start: int) -> None:
+    def chunk(share: slice) -> None:
         own = type(bits)()
         own.state = state
-        own.advance(start)
+        own.advance(share.start)
         draw = np.random.Generator(own)
-        stop = min(start + per, size)
-        for piece in range(start, stop, _PIECE):  # consecutive calls: consecutive outputs
-            end = min(piece + _PIECE, stop)
+        for piece in range(share.start, share.stop, _PIECE):  # consecutive calls: consecutive
+            end = min(piece + _PIECE, share.stop)  # outputs
             out[piece:end] = fill(draw, end - piece)
 
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(chunk, range(0, size, per)))
+    in_threads(chunk, blocks(size, threads))
     bits.advance(size)  # where the serial draw leaves the generator
     return out.reshape(shape)

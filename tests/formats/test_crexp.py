@@ -124,7 +124,7 @@ def test_threads_follow_omp_num_threads(monkeypatch: pytest.MonkeyPatch) -> None
         raise AssertionError("exp_rn started threads with OMP_NUM_THREADS=1")
 
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    monkeypatch.setattr(crexp, "ThreadPoolExecutor", no_pool)
+    monkeypatch.setattr(crexp, "in_threads", no_pool)
     monkeypatch.setattr(crexp, "_MIN_THREADED", 1)
     monkeypatch.setattr(crexp, "CHUNK", 64)
     x = np.linspace(-5, 5, 1000)
