@@ -2,8 +2,9 @@
 
 numpy releases the GIL inside its loops, so large arrays split into one block per thread run
 in parallel. The callers (:mod:`precision.crexp`, :mod:`precision.parallel_draws`,
-:mod:`precision.metrics`) compute every element alone, or combine the blocks' results in
-their order, so their results do not depend on the number of threads.
+:mod:`precision.metrics`, and the emulator's work items in :mod:`precision.tensorcore.chain`
+and :mod:`precision.tensorcore.dmma`) compute every element alone, or combine the blocks'
+results in their order, so their results do not depend on the number of threads.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def blocks(size: int, parts: int, multiple: int = 1) -> list[slice]:
     return [slice(start, min(start + per, size)) for start in range(0, size, per)]
 
 
-def in_threads(work: Callable[[Any], Any], parts: list[Any]) -> list[Any]:
-    """``work(part)`` for every part, one thread each; the results in the parts' order."""
-    with ThreadPoolExecutor(len(parts)) as pool:
+def in_threads(work: Callable[[Any], Any], parts: list[Any], threads: int = 0) -> list[Any]:
+    """``work(part)`` for every part, on ``threads`` threads (one per part where 0); the
+    results in the parts' order."""
+    with ThreadPoolExecutor(threads or len(parts)) as pool:
         return list(pool.map(work, parts))

@@ -11,8 +11,6 @@ batch entries.
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -21,6 +19,7 @@ from precision.formats import Format, cast, get_format
 from precision.tensorcore import dmma, fdpa, integer
 from precision.tensorcore.arch import ArchModel, Instruction, get_arch
 from precision.tensorcore.dmma_nan import nan_payloads
+from precision.threads import in_threads, thread_count
 
 # Formats a tensor core takes as inputs, and accumulator formats.
 _INPUTS = (
@@ -529,10 +528,9 @@ def _mma_float(
         out[rs, ms, ns] = acc
 
     items = _work_items(r, m, n, ins.block)
-    threads = min(len(items), os.cpu_count() or 1)
+    threads = min(len(items), thread_count())  # (OMP_NUM_THREADS: a Dask worker's share)
     if threads > 1 and r * m * n * k_dim >= _MIN_THREADED_MACS:
-        with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(work, items))
+        in_threads(work, items, threads)
     else:
         for item in items:
             work(item)

@@ -38,9 +38,7 @@ the FMA is one binary64 addition; otherwise ``z' = RN(th + RN(tl + ul))`` is use
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 import numpy as np
@@ -48,6 +46,7 @@ import numpy as np
 from precision.eft import split as _split
 from precision.eft import two_prod_split as _two_prod
 from precision.eft import two_sum as _two_sum
+from precision.threads import in_threads, thread_count
 
 __all__ = ["dot_pairwise", "dot_rn", "fma", "fma_chain"]
 
@@ -423,11 +422,10 @@ def fma_chain(
         d[e0:e1, r0:r1] = dd
 
     jobs = [(e0, r0) for e0 in range(0, d.shape[0], group) for r0 in range(0, m, rows)]
-    workers = min(len(jobs), os.cpu_count() or 1)
+    workers = min(len(jobs), thread_count())  # (OMP_NUM_THREADS: a Dask worker's share)
     if workers > 1 and d.size * len(ks) >= _MIN_THREADED_FMAS:
         # NumPy releases the GIL inside its loops: cache-sized tiles run in parallel.
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(lambda j: tile(*j), jobs))
+        in_threads(lambda j: tile(*j), jobs, workers)
     else:
         for j in jobs:
             tile(*j)

@@ -296,6 +296,26 @@ def test_fma_chain_tiles_and_threads(monkeypatch):
     _same(fma_chain(a, b, c), _chain_oracle(a, b, c, range(k)))
 
 
+def test_fma_chain_threads_follow_omp_num_threads(monkeypatch):
+    """One thread (OMP_NUM_THREADS=1, as in a Dask worker with one core) starts no pool."""
+    from precision.tensorcore import dmma
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("fma_chain started threads with OMP_NUM_THREADS=1")
+
+    monkeypatch.setattr(dmma, "_FMA_TILE_ELEMENTS", 64)
+    monkeypatch.setattr(dmma, "_MIN_THREADED_FMAS", 0)
+    monkeypatch.setattr(dmma, "in_threads", no_pool)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    rng = np.random.default_rng(9)
+    a, b, c = (
+        rng.standard_normal((40, 8)),
+        rng.standard_normal((8, 16)),
+        rng.standard_normal((40, 16)),
+    )
+    _same(fma_chain(a, b, c), _chain_oracle(a, b, c, range(8)))
+
+
 def _extreme(rng, shape):
     """float64 values over the whole exponent range, with zeros, subnormals, huge values,
     Inf and NaN: every path of fma_chain (exact, Boldo-Melquiond, masked repair)."""

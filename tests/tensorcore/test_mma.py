@@ -393,3 +393,33 @@ def test_column_items_do_not_change_bits(monkeypatch):
                 mp.setattr(mma_module, "_DECODE_CHUNK_ELEMENTS", 7)
                 small = mma(a, b, c, satf=satf, **kw)
             assert np.array_equal(whole.view(np.uint32), small.view(np.uint32))
+
+
+def test_threads_follow_omp_num_threads_and_change_no_bits(monkeypatch):
+    """The work items run on as many threads as precision.threads.thread_count gives: the
+    runner's Dask workers set OMP_NUM_THREADS to their share of the cores, and one thread
+    means no pool at all. Three threads over many small items give the serial bits."""
+    import precision.tensorcore.chain as chain_module
+    from precision.threads import in_threads
+
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((64, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 96)).astype(np.float16)
+    c = rng.standard_normal((64, 96)).astype(F32)
+    a[3, 5], b[7, 9] = np.inf, np.nan
+    monkeypatch.setattr(chain_module, "_MIN_THREADED_MACS", 0)
+    monkeypatch.setattr(chain_module, "_TARGET_BLOCK_ELEMENTS", 2048)
+    pools: list[tuple[int, int]] = []
+
+    def counted(work, parts, threads=0):
+        pools.append((len(parts), threads))
+        return in_threads(work, parts, threads)
+
+    monkeypatch.setattr(chain_module, "in_threads", counted)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    serial = mma(a, b, c)
+    assert pools == []
+    monkeypatch.setattr(chain_module, "thread_count", lambda: 3)
+    threaded = mma(a, b, c)
+    assert pools and all(items > 3 and threads == 3 for items, threads in pools)
+    assert np.array_equal(serial.view(np.uint32), threaded.view(np.uint32))
