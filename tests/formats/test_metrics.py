@@ -13,7 +13,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from precision import metrics
+from precision import median, metrics
 from precision.metrics import error_metrics, identical_bits_fraction
 
 
@@ -347,7 +347,8 @@ def test_identical_bits_of_complex128_is_a_clear_type_error() -> None:
 def test_threaded_passes_give_the_one_pass_results(monkeypatch: pytest.MonkeyPatch) -> None:
     """Large arrays run the elementwise passes, maxima and norm chunks in threads, one block
     of the flat arrays each: forced here on small ones (three threads, norm chunks of 16
-    elements), every metric is the one-pass result, bit for bit, with zeros, NaN, Inf,
+    elements, the median counted), every metric is the one-pass result, bit for bit, with
+    zeros, NaN, Inf,
     float32 results, low parts, differences beyond the float64 range, subnormal magnitudes
     and a Fortran-order pair (which takes the one-pass path)."""
     rng = np.random.default_rng(31)
@@ -377,6 +378,8 @@ def test_threaded_passes_give_the_one_pass_results(monkeypatch: pytest.MonkeyPat
         want = [error_metrics(*case) for case in cases]
         monkeypatch.setattr(metrics, "_THREADED_FROM", 8)
         monkeypatch.setattr(metrics, "thread_count", lambda: 3)
+        monkeypatch.setattr(median, "COUNTED_FROM", 1)  # the median from counts, in pieces
+        monkeypatch.setattr(median, "PIECE", 64)
         calls = []
         blocks = metrics._blocks
         monkeypatch.setattr(metrics, "_blocks", lambda *x: calls.append(blocks(*x)) or calls[-1])
