@@ -14,8 +14,9 @@ Anything else takes ``np.median`` itself: fewer than :data:`COUNTED_FROM` values
 65,536 counts cost about 3 ms), a NaN, an Inf, a negative value or −0.0 (all counted in the
 bins from 0x7FF0 up), a big-endian machine, and middle bins that hold more than
 :data:`MOST_GATHERED` of the values (nearly all values alike), where the gathering would not
-pay. Measured on a 2-core CPU, one thread: 2^18 values 2.8 ms against ``np.median``'s 3.7,
-2^22 values 25 ms against 57, 8192² values over ten binades 0.22 s against 0.73.
+pay. Measured on a 2-core CPU, one thread: 2^18 values 3.1 ms against ``np.median``'s 3.3,
+2^20 values 6.4 ms against 15, 2^22 values 22 ms against 57, 8192² values over ten binades
+0.28–0.29 s against 0.85–0.91 (``results/bench/median_2026-11-27/`` for a GPU node).
 """
 
 from __future__ import annotations
