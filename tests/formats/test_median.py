@@ -14,6 +14,9 @@ from precision import median
 from precision.median import median_nonnegative
 from precision.threads import blocks
 
+#: numpy's own median, kept before any test replaces ``np.median`` by a spy.
+NP_MEDIAN = np.median
+
 
 def _same(got: float, want: float) -> bool:
     return (
@@ -54,11 +57,10 @@ def count_small(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Every array counted, in pieces of 50; the list records the calls that fell back to
     np.median."""
     fallbacks: list[int] = []
-    real = np.median
 
     def spy(x, *args, **kwargs):
         fallbacks.append(x.size)
-        return real(x, *args, **kwargs)
+        return NP_MEDIAN(x, *args, **kwargs)
 
     monkeypatch.setattr(median, "COUNTED_FROM", 1)
     monkeypatch.setattr(median, "PIECE", 50)
@@ -71,7 +73,6 @@ def test_equals_np_median_bit_for_bit(count_small: list[int]) -> None:
     np.median's, bits included; the counted path gives it for the first six kinds and
     np.median itself for NaN, +Inf and -0.0. The array is left as it was."""
     rng = np.random.default_rng(41)
-    real_median = np.lib._function_base_impl.median  # (np.median is the spy here)
     counted = [0] * 9
     for trial in range(450):
         kind, n = trial % 9, int(rng.integers(1, 400))
@@ -80,7 +81,7 @@ def test_equals_np_median_bit_for_bit(count_small: list[int]) -> None:
         parts = blocks(n, int(rng.integers(1, 5)))
         calls = len(count_small)
         with np.errstate(over="ignore"):  # (kind 5: both sum the middle two to inf)
-            want = float(real_median(x.copy()))
+            want = float(NP_MEDIAN(x.copy()))
             got = median_nonnegative(x, parts)
         assert _same(got, want), (trial, kind, n, got, want)
         assert np.array_equal(x.view(np.uint64), before.view(np.uint64))
@@ -103,12 +104,11 @@ def test_nearly_equal_values_take_np_median(count_small: list[int]) -> None:
 def test_below_the_counting_size_np_median_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fewer than COUNTED_FROM values: np.median, whose call costs less than the counts."""
     calls: list[int] = []
-    real = np.median
-    monkeypatch.setattr(median.np, "median", lambda x, **kw: calls.append(x.size) or real(x))
+    monkeypatch.setattr(median.np, "median", lambda x, **kw: calls.append(x.size) or NP_MEDIAN(x))
     x = np.arange(median.COUNTED_FROM - 1, dtype=np.float64)
-    assert median_nonnegative(x) == float(real(x)) and calls == [x.size]
+    assert median_nonnegative(x) == float(NP_MEDIAN(x)) and calls == [x.size]
     y = np.arange(median.COUNTED_FROM, dtype=np.float64)[::-1].copy()
-    assert median_nonnegative(y) == float(real(y)) and calls == [x.size]
+    assert median_nonnegative(y) == float(NP_MEDIAN(y)) and calls == [x.size]
 
 
 def test_large_array_in_threads() -> None:
