@@ -344,9 +344,12 @@ def test_decoded_b_costs_ten_bytes_per_element(monkeypatch, shape, traced_peak):
     # element), and rows wider than a work item are split into column ranges. Decoding b whole
     # held about 22 bytes per element at once; items of one whole wide row, (2, 16, 65536),
     # held its products (16 x 65536 float64) besides: 22-24 bytes per element of b in all.
+    # The work items' own arrays are a fixed amount per thread (test_work_items_stay_near_
+    # the_target_size), here held at 2^17 products so that they stay small next to b.
     import precision.tensorcore.chain as mma_module
 
     monkeypatch.setattr(mma_module, "_DECODE_CHUNK_ELEMENTS", 1 << 12)
+    monkeypatch.setattr(mma_module, "_TARGET_BLOCK_ELEMENTS", 1 << 17)
     m, k, n = shape
     rng = np.random.default_rng(3)
     a = rng.standard_normal((m, k)).astype(np.float16)
