@@ -58,9 +58,11 @@ _OVERFLOW = 2**1024 - 2**970  # exact |x| >= this rounds to Inf under RN
 _CHUNK_ELEMENTS = 1 << 22
 _MANT_MASK = np.int64((1 << 52) - 1)  # binary64 significand field
 _BOUND_UP = 1.0 + 2.0**-50  # covers the roundings of an upper bound's sum and product
-# fma_chain: output elements per tile (its ~20 float64 temporaries stay in L2) and the work
-# below which threads do not pay.
-_FMA_TILE_ELEMENTS = 1 << 15
+# fma_chain: output elements per tile (its ~20 float64 temporaries, about 20 MiB per thread)
+# and the work below which threads do not pay. Smaller tiles left two threads waiting on each
+# other's hold of the GIL: a 1024^3 chain took 9.7-10.5 s on 2 cores with tiles of 2^15, 6.5-7.3
+# s with 2^17 and 7.8-8.5 s with 2^18 (one thread: 11-12 s either way), with the same bits.
+_FMA_TILE_ELEMENTS = 1 << 17
 _MIN_THREADED_FMAS = 1 << 20  # [rows, K, N] temporaries of dot_rn / dot_pairwise per chunk
 
 
