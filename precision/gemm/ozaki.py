@@ -75,8 +75,8 @@ FP16_KBLOCK = 1024
 #: Largest scheme-I slice count (7·8 = 56 bits >= 53; int64 digit extraction needs 7T <= 62).
 OZAKI1_MAX_SLICES = 8
 #: Scheme II's scaled integers stay <= 2^62: integer-valued float64 values (the row's largest
-#: entries keep all 53 bits, entries up to 9 binades below it too), which :func:`sym_fmod`
-#: reduces exactly.
+#: entries keep all 53 bits, entries up to 9 binades below it too), exact in int64, where
+#: :func:`sym_fmod` reduces them.
 QMAX = 62
 #: Output formats: (precision p, exponent of the smallest subnormal, numpy dtype).
 TARGETS: dict[str, tuple[int, int, Any]] = {
@@ -851,41 +851,30 @@ def emulator_blocks(
     return peak if peak[0] * peak[1] > held[0] * held[1] else held
 
 
-#: Split point of the residue reduction: y = yh·2^27 + yl with |yl| < 2^27.
-_RES_SPLIT = 27
-
-
 def sym_fmod(y: np.ndarray, m: int) -> np.ndarray:
-    """:func:`sym_mod` of integer-valued float64 ``y`` (``|y| <= 2^62``) as float64, by exact
-    float64 steps (the CUDA kernels run the same ones): ``yh = floor(y·2^-27)``,
-    ``yl = y - yh·2^27`` (an integer in [0, 2^27), exact), ``t = yh·(2^27 mod m) + yl``
-    (``|t| < 2^44``), ``r = t - m·rint(t/m)`` (every product and difference an integer below
-    2^53), then ``±m`` into ``[-floor(m/2), ceil(m/2) - 1]``. Two float64 temporaries, the
-    steps in place."""
-    yh = y * 2.0**-_RES_SPLIT
-    np.floor(yh, out=yh)
-    t = yh * 2.0**_RES_SPLIT
-    np.subtract(y, t, out=t)  # yl
-    yh *= float((1 << _RES_SPLIT) % m)
-    t += yh  # t = yh·(2^27 mod m) + yl
-    np.multiply(t, 1.0 / m, out=yh)
-    np.rint(yh, out=yh)
-    yh *= m
-    t -= yh  # r
-    np.subtract(t, m, out=t, where=t > (m - 1) // 2)
-    np.add(t, m, out=t, where=t < -(m // 2))
-    return t
+    """:func:`sym_mod` of integer-valued float64 ``y`` (``|y| <= 2^62``) as int64, in exact
+    integer arithmetic: ``((y + h) mod m) - h`` with ``h = floor(m/2)`` (the remainder of a
+    positive divisor lies in ``[0, m)``), so the result lies in ``[-floor(m/2), ceil(m/2) -
+    1]``. One int64 temporary, the steps in place. (The CUDA kernels reach the same residues
+    by other steps, checked by :mod:`precision.gemm.ozaki_cuda_check`.)"""
+    r = y.astype(np.int64)
+    r += m // 2
+    np.remainder(r, m, out=r)
+    r -= m // 2
+    return r
 
 
-#: Row chunks of :func:`_residues`: at most this share of the block (and 2^20 elements).
-_RESIDUE_CHUNKS = 16
+#: Row chunks of :func:`_residues`: at most this share of the block (and :data:`_CHUNK`
+#: elements). One int64 temporary of a quarter holds no more than the four or five float64
+#: temporaries of a sixteenth that the float64 steps of :func:`sym_fmod` held before.
+_RESIDUE_CHUNKS = 4
 
 
 def _residues(y: np.ndarray, m: int, dtype: Any) -> np.ndarray:
     """:func:`sym_fmod` of a block's scaled integers ``y`` as ``dtype``, computed in row chunks
-    of at most 1/:data:`_RESIDUE_CHUNKS` of ``y`` (and :data:`_CHUNK` elements): its four or
-    five float64 temporaries, taken of the whole block, peaked at about 3x the float64 size of
-    A and B where one operand's lines dominate (thin M or N). Elementwise: the same values."""
+    of at most 1/:data:`_RESIDUE_CHUNKS` of ``y`` (and :data:`_CHUNK` elements): the
+    temporaries of the whole block peaked at about 3x the float64 size of A and B where one
+    operand's lines dominate (thin M or N). Elementwise: the same values."""
     rows, cols = y.shape
     step = max(1, min(-(-rows // _RESIDUE_CHUNKS), _CHUNK // max(1, cols)))
     out = np.empty(y.shape, dtype=dtype)
