@@ -76,7 +76,7 @@ FP16_KBLOCK = 1024
 OZAKI1_MAX_SLICES = 8
 #: Scheme II's scaled integers stay <= 2^62: integer-valued float64 values (the row's largest
 #: entries keep all 53 bits, entries up to 9 binades below it too), exact in int64, where
-#: :func:`sym_fmod` reduces them.
+#: :func:`sym_mod` reduces them.
 QMAX = 62
 #: Output formats: (precision p, exponent of the smallest subnormal, numpy dtype).
 TARGETS: dict[str, tuple[int, int, Any]] = {
@@ -577,9 +577,17 @@ def scaled_integers(X: np.ndarray, s: np.ndarray, axis: int, mode: str) -> np.nd
 
 
 def sym_mod(x: np.ndarray, m: int) -> np.ndarray:
-    """The residue of integer ``x`` modulo ``m`` in ``[-floor(m/2), ceil(m/2) - 1]`` (int64)."""
-    r = np.mod(x, m)
-    return np.where(r > (m - 1) // 2, r - m, r)
+    """The residue of integer-valued ``x`` (int64, or float64 with ``|x| <= 2^62``) modulo
+    ``m`` in ``[-floor(m/2), ceil(m/2) - 1]``, as int64, in exact integer arithmetic:
+    ``((x + h) mod m) - h`` with ``h = floor(m/2)`` (the remainder of a positive divisor lies
+    in ``[0, m)``). One int64 temporary (a copy of ``x``), the steps in place. (The CUDA
+    kernels reach the same residues by other steps, checked by
+    :mod:`precision.gemm.ozaki_cuda_check`.)"""
+    r = np.asarray(x).astype(np.int64)
+    r += m // 2
+    np.remainder(r, m, out=r)
+    r -= m // 2
+    return r
 
 
 def crt_weights(moduli: tuple[int, ...]) -> list[int]:
@@ -851,27 +859,14 @@ def emulator_blocks(
     return peak if peak[0] * peak[1] > held[0] * held[1] else held
 
 
-def sym_fmod(y: np.ndarray, m: int) -> np.ndarray:
-    """:func:`sym_mod` of integer-valued float64 ``y`` (``|y| <= 2^62``) as int64, in exact
-    integer arithmetic: ``((y + h) mod m) - h`` with ``h = floor(m/2)`` (the remainder of a
-    positive divisor lies in ``[0, m)``), so the result lies in ``[-floor(m/2), ceil(m/2) -
-    1]``. One int64 temporary, the steps in place. (The CUDA kernels reach the same residues
-    by other steps, checked by :mod:`precision.gemm.ozaki_cuda_check`.)"""
-    r = y.astype(np.int64)
-    r += m // 2
-    np.remainder(r, m, out=r)
-    r -= m // 2
-    return r
-
-
 #: Row chunks of :func:`_residues`: at most this share of the block (and :data:`_CHUNK`
-#: elements). One int64 temporary of a quarter holds no more than the four or five float64
-#: temporaries of a sixteenth that the float64 steps of :func:`sym_fmod` held before.
+#: elements). A chunk's residues take one int64 temporary (:func:`sym_mod`), so the chunks
+#: hold at most a quarter of the block's size at once.
 _RESIDUE_CHUNKS = 4
 
 
 def _residues(y: np.ndarray, m: int, dtype: Any) -> np.ndarray:
-    """:func:`sym_fmod` of a block's scaled integers ``y`` as ``dtype``, computed in row chunks
+    """:func:`sym_mod` of a block's scaled integers ``y`` as ``dtype``, computed in row chunks
     of at most 1/:data:`_RESIDUE_CHUNKS` of ``y`` (and :data:`_CHUNK` elements): the
     temporaries of the whole block peaked at about 3x the float64 size of A and B where one
     operand's lines dominate (thin M or N). Elementwise: the same values."""
@@ -879,7 +874,7 @@ def _residues(y: np.ndarray, m: int, dtype: Any) -> np.ndarray:
     step = max(1, min(-(-rows // _RESIDUE_CHUNKS), _CHUNK // max(1, cols)))
     out = np.empty(y.shape, dtype=dtype)
     for r0 in range(0, rows, step):
-        out[r0 : r0 + step] = sym_fmod(y[r0 : r0 + step], m)
+        out[r0 : r0 + step] = sym_mod(y[r0 : r0 + step], m)
     return out
 
 
