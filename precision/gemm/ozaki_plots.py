@@ -3,12 +3,15 @@
 ``python -m precision.gemm.ozaki_plots RUN/ozaki_bench.csv --out DIR`` writes
 
 * ``ozaki_speed.png``: sustained TFLOP/s (DGEMM-equivalent: 2·n³ / time) per method at each
-  size, DGEMM's level and 1.5x / 1.3x of it drawn as lines;
+  size, each bar labelled with its ratio to DGEMM and coloured by what it is (our FP64
+  emulation, our FP32-level GEMMs, cuBLAS); DGEMM's level and 1.3x / 1.5x of it drawn as
+  lines; FP64 bars hatched where the table's error rows miss DGEMM's accuracy (median <=
+  DGEMM's, maximum <= 2x DGEMM's at phi = 0, 0.5 and 1: the issue's lines);
 * ``ozaki_phases.png``: where an ozaki2 call spends its time (line statistics, residues,
   INT8 GEMMs, reconstruction), stacked per configuration and size, with DGEMM's time;
 * ``ozaki_energy.png``: board energy per flop (pJ, NVML power x sustained time / flops).
 
-Only rows timed on the phi = 0.5 inputs are drawn; every bar is labelled with its value.
+Only rows timed on the phi = 0.5 inputs are drawn, in the same order in every panel.
 """
 
 from __future__ import annotations
@@ -31,14 +34,16 @@ NEEDED = ("method", "target", "terms", "n", "phi", "tflops_sustained", "ms_susta
 
 
 def _label(r: pd.Series) -> str:
+    """A bar's name: the method, its target and moduli (scheme II: ``auto`` with the count it
+    chose; the INT8 GEMMs are ours, fused with the residue step, unless marked cuBLAS), or
+    the cuBLAS baseline."""
     if r["method"] == "ozaki2":
-        terms = str(r["terms"])
+        terms = str(r["terms"]).removesuffix(".0")
         moduli = r.get("moduli")
         if terms == "auto" and isinstance(moduli, float) and not math.isnan(moduli):
-            terms = f"auto={int(moduli)}"
-        gemm = r.get("gemm")
-        path = f", {gemm}" if isinstance(gemm, str) and gemm else ""
-        return f"ozaki2 {r['target']} {terms}{path}"
+            terms = f"auto: {int(moduli)}"
+        path = ", cuBLAS INT8" if r.get("gemm") == "cublas" else ""
+        return f"ozaki2 {r['target']}, {terms} moduli{path}"
     if r["method"] == "cublas_fp64_emulated_eager":
         # terms: the fixed mantissa bits (a CSV gives "48", 48 or 48.0); empty or NaN for
         # cuBLAS's dynamic control
@@ -47,7 +52,7 @@ def _label(r: pd.Series) -> str:
     return {
         "dgemm": "DGEMM",
         "sgemm": "SGEMM",
-        "corrected_fp16_ootomo": "corrected fp16",
+        "corrected_fp16_ootomo": "corrected fp16 (Ootomo)",
     }.get(str(r["method"]), str(r["method"]))
 
 
@@ -82,80 +87,223 @@ def read_bench(csv: Path) -> pd.DataFrame:
     return df
 
 
+#: Bar colours (seaborn's colorblind palette) by what a bar measures: our FP64 emulation, our
+#: FP32-level GEMMs (Ozaki-II fp32, corrected fp16) and cuBLAS's own GEMMs and emulation.
+GROUP_COLOURS = {
+    "ours: FP64 emulation": "#0173b2",
+    "ours: FP32 level": "#de8f05",
+    "cuBLAS": "#949494",
+}
+#: Colours of the phases of an ozaki2 call (stacked in this order), with their legend names.
+PHASE_LOOK = {
+    "stats": ("line statistics", "#56b4e9"),
+    "split": ("residues (split)", "#0173b2"),
+    "gemm": ("INT8 GEMMs", "#029e73"),
+    "reconstruct": ("reconstruction", "#d55e00"),
+    "specials": ("special values", "#cc78bc"),
+}
+#: Multiples of DGEMM's speed drawn as reference lines: the issue's 1.3x and 1.5x targets.
+DGEMM_MULTIPLES = ((1.0, "-"), (1.3, ":"), (1.5, "--"))
+
+
+def bar_group(r: pd.Series) -> str:
+    """The :data:`GROUP_COLOURS` key of a bench row: ours (Ozaki schemes, corrected fp16) at
+    FP64 or FP32 level, or cuBLAS (DGEMM, SGEMM, its FP64 emulation)."""
+    method = str(r["method"])
+    if method.startswith("ozaki"):
+        return "ours: FP64 emulation" if str(r["target"]) == "fp64" else "ours: FP32 level"
+    if method.startswith("corrected"):
+        return "ours: FP32 level"
+    return "cuBLAS"
+
+
+#: The issue's accuracy lines for FP64: at each of these phi (and every error size), the
+#: median elementwise relative error at most DGEMM's and the maximum at most twice DGEMM's.
+ACCURACY_PHIS = (0.0, 0.5, 1.0)
+
+
+def _config(r: pd.Series) -> tuple[str, str, str]:
+    """(method, target, terms) of a row, terms as written by a CSV round trip ('' if none)."""
+    terms = r.get("terms")
+    text = "" if terms is None or (isinstance(terms, float) and math.isnan(terms)) else str(terms)
+    return str(r["method"]), str(r["target"]), text.removesuffix(".0")
+
+
+def dgemm_accuracy_verdicts(table: pd.DataFrame) -> dict[tuple[str, str, str], bool]:
+    """For every FP64 configuration (:func:`_config`) with error rows in the bench ``table``:
+    whether it meets DGEMM's accuracy on every error row at :data:`ACCURACY_PHIS` (median
+    <= DGEMM's, maximum <= 2 x DGEMM's, against DGEMM's row of the same n and phi). The
+    GEMM path is not part of the key: both paths give the same bits."""
+    if not {"err_median", "err_max"} <= set(table.columns):
+        return {}
+    err = table[table["err_median"].notna() & table["phi"].astype(float).isin(ACCURACY_PHIS)]
+    dg = err[err["method"] == "dgemm"].set_index(["n", "phi"])[["err_median", "err_max"]]
+    dg = dg[~dg.index.duplicated()]
+    verdicts: dict[tuple[str, str, str], bool] = {}
+    for _, r in err[(err["target"] == "fp64") & (err["method"] != "dgemm")].iterrows():
+        key = (r["n"], r["phi"])
+        if key not in dg.index:
+            continue
+        ok = bool(r["err_median"] <= dg.loc[key, "err_median"]
+                  and r["err_max"] <= 2 * dg.loc[key, "err_max"])  # fmt: skip
+        verdicts[_config(r)] = verdicts.get(_config(r), True) and ok
+    return verdicts
+
+
+def bar_order(d: pd.DataFrame, col: str) -> list[str]:
+    """The labels of ``d`` from top to bottom, the same in every panel: by ``col`` at the
+    smallest size, fastest (largest) first; labels missing there follow, by their value at
+    the next size."""
+    order: list[str] = []
+    for n in sorted(d["n"].astype(int).unique()):
+        at = d[d["n"] == n].sort_values(col, ascending=False, kind="stable")
+        order += [label for label in at["label"] if label not in order]
+    return order
+
+
 def plot_bench(csv: Path, out: Path) -> list[Path]:
-    """Write the three figures for ``csv`` into ``out``; returns their paths."""
+    """Write the three figures for ``csv`` into ``out``; returns their paths.
+
+    Every panel lists the same bars in the same order (top: fastest at the smallest size), so
+    a configuration sits at the same height at every n; speed bars are labelled with their
+    TFLOP/s and their ratio to DGEMM at that n."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     df = read_bench(csv)
+    df["group"] = df.apply(bar_group, axis=1)
+    verdicts = dgemm_accuracy_verdicts(pd.read_csv(csv))
+    df["misses_accuracy"] = [verdicts.get(_config(r)) is False for _, r in df.iterrows()]
     out.mkdir(parents=True, exist_ok=True)
     sizes = sorted(df["n"].astype(int).unique())
     written: list[Path] = []
 
-    def panels(name: str, draw: Callable[[Any, int], None], legend: bool) -> None:
-        """One figure ``name`` with a panel per size, ``draw(ax, n)`` filling each."""
-        fig, axes = plt.subplots(1, len(sizes), figsize=(6.5 * len(sizes), 5), squeeze=False)
+    def panels(name: str, title: str, draw: Callable[[Any, int], None], handles: list[Any]) -> None:
+        """One figure ``name`` with a panel per size, ``draw(ax, n)`` filling each, and one
+        legend of ``handles`` below the panels."""
+        fig, axes = plt.subplots(1, len(sizes), figsize=(1.6 + 5.0 * len(sizes), 4.8),
+                                 squeeze=False, sharey=True, layout="constrained")  # fmt: skip
         for ax, n in zip(axes[0], sizes, strict=True):
             draw(ax, n)
-            ax.tick_params(axis="y", labelsize=8)
-        if legend:
-            axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        fig.tight_layout()
+            ax.tick_params(axis="y", labelsize=8.5, length=0, labelleft=ax is axes[0][0])
+            ax.grid(axis="x", color="0.9", lw=0.6, zorder=0)
+            ax.set_axisbelow(True)
+            for side in ("top", "right"):
+                ax.spines[side].set_visible(False)
+        fig.suptitle(title, fontsize=11)
+        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 8),
+                   fontsize=8.5, frameon=False)  # fmt: skip
         written.append(out / name)
         fig.savefig(written[-1], dpi=150)
         plt.close(fig)
-
-    def bars(ax: Any, d: pd.DataFrame, col: str, color: str) -> None:
-        d = d.sort_values(col)
-        ax.bar_label(ax.barh(d["label"], d[col], color=color), fmt="%.1f", fontsize=8, padding=2)
-        top = float(d[col].max()) if len(d) else math.nan
-        if math.isfinite(top) and top > 0:
-            ax.set_xlim(0, 1.12 * top)  # room for the longest bar's label inside the panel
 
     def dgemm(n: int, col: str) -> float | None:
         dg = df[(df["n"] == n) & (df["method"] == "dgemm")][col]
         return float(dg.iloc[0]) if len(dg) else None
 
+    def reference_lines() -> list[Any]:
+        from matplotlib.lines import Line2D
+
+        return [Line2D([], [], color="k", ls=style, lw=0.9, label=f"{mult:g}× DGEMM")
+                for mult, style in DGEMM_MULTIPLES]  # fmt: skip
+
+    group_handles = [Patch(color=c, label=g) for g, c in GROUP_COLOURS.items()
+                     if g in set(df["group"])]  # fmt: skip
+
+    def bars(ax: Any, d: pd.DataFrame, col: str, order: list[str], labels: list[str]) -> None:
+        """Horizontal bars of ``d[col]`` in ``order`` (top first), coloured by group and
+        labelled with ``labels`` (by row of ``d``); rows absent from ``d`` leave a gap."""
+        d = d.set_index("label").reindex(order)
+        y = range(len(order))[::-1]  # the first label at the top
+        colours = [GROUP_COLOURS.get(g, "#949494") if isinstance(g, str) else "none"
+                   for g in d["group"]]  # fmt: skip
+        container = ax.barh(list(y), d[col].fillna(0.0), color=colours, height=0.72, zorder=2)
+        ax.bar_label(container, labels=labels, fontsize=8, padding=3,
+                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6})  # fmt: skip
+        for patch, miss in zip(container.patches, d["misses_accuracy"], strict=True):
+            if miss is True:
+                patch.set_hatch("////")
+                patch.set_edgecolor("white")
+        ax.set_yticks(list(y), order)
+        top = float(d[col].max()) if d[col].notna().any() else math.nan
+        if math.isfinite(top) and top > 0:
+            ax.set_xlim(0, 1.28 * top)  # room for the longest bar's label inside the panel
+
+    speed_order = bar_order(df, "tflops_sustained")
+
     def speed(ax: Any, n: int) -> None:
-        bars(ax, df[df["n"] == n], "tflops_sustained", "#4c72b0")
+        d = df[df["n"] == n].set_index("label").reindex(speed_order).reset_index()
         base = dgemm(n, "tflops_sustained")
+        labels = [
+            "" if math.isnan(v) else f"{v:.1f}" if not base or m == "dgemm"
+            else f"{v:.1f}  ({v / base:.2f}×)"
+            for v, m in zip(d["tflops_sustained"], d["method"], strict=True)
+        ]  # fmt: skip
         if base is not None:
-            for mult, style in ((1.0, "-"), (1.3, ":"), (1.5, "--")):
-                ax.axvline(mult * base, color="k", ls=style, lw=0.8, label=f"{mult:g}x DGEMM")
-        ax.set_title(f"n = {n}: sustained TFLOP/s (2n³/t), H200")
-        ax.set_xlabel("TFLOP/s")
+            for mult, style in DGEMM_MULTIPLES:
+                ax.axvline(mult * base, color="k", ls=style, lw=0.9, zorder=1)
+        bars(ax, d, "tflops_sustained", speed_order, labels)
+        ax.set_title(f"n = {n}", fontsize=10)
+        ax.set_xlabel("sustained TFLOP/s (2n³ / time)")
+
+    if df["misses_accuracy"].any():
+        group_handles.append(Patch(facecolor="#949494", edgecolor="white", hatch="////",
+                                   label="misses DGEMM's accuracy (φ ≤ 1)"))  # fmt: skip
+    panels(
+        "ozaki_speed.png",
+        "Sustained speed on the H200 at its 700 W cap (φ = 0.5 inputs), × DGEMM at each n",
+        speed,
+        group_handles + reference_lines(),
+    )
+
+    oz = df[(df["method"] == "ozaki2") & df.get("ms_gemm", pd.Series(dtype=float)).notna()]
+    phase_order = [label for label in speed_order if label in set(oz["label"])]
 
     def phases(ax: Any, n: int) -> None:
-        d = oz[oz["n"] == n]
+        d = oz[oz["n"] == n].set_index("label").reindex(phase_order)
+        y = list(range(len(phase_order)))[::-1]
         left = pd.Series(0.0, index=d.index)
-        for ph in PHASES:
+        for ph, (_, colour) in PHASE_LOOK.items():
             col = f"ms_{ph}"
             if col not in d:
                 continue
             v = d[col].fillna(0.0)
-            ax.barh(d["label"], v, left=left, label=ph)
+            ax.barh(y, v, left=left, color=colour, height=0.72, zorder=2)
             left = left + v
         base = dgemm(n, "ms_sustained")
         if base is not None:
-            for div, style in ((1.0, "-"), (1.3, ":"), (1.5, "--")):
-                ax.axvline(base / div, color="k", ls=style, lw=0.8, label=f"DGEMM / {div:g}")
-        ax.set_title(f"n = {n}: time per ozaki2 call by phase (ms, CUDA events)")
-        ax.set_xlabel("ms")
+            for div, style in DGEMM_MULTIPLES:
+                ax.axvline(base / div, color="k", ls=style, lw=0.9, zorder=1)
+        ax.set_yticks(y, phase_order)
+        ax.set_title(f"n = {n}", fontsize=10)
+        ax.set_xlabel("ms per call (CUDA events)")
+
+    if not oz.empty:
+        from matplotlib.lines import Line2D
+
+        phase_handles = [Patch(color=c, label=name) for name, c in PHASE_LOOK.values()]
+        dgemm_handles = [Line2D([], [], color="k", ls=style, lw=0.9,
+                                label="DGEMM's time" if div == 1 else f"its / {div:g}")
+                         for div, style in DGEMM_MULTIPLES]  # fmt: skip
+        panels("ozaki_phases.png", "Time per ozaki2 call by phase, H200",
+               phases, phase_handles + dgemm_handles)  # fmt: skip
+
+    en = df[df["pj_per_flop"].notna()]
+    energy_order = [label for label in speed_order if label in set(en["label"])]
 
     def energy(ax: Any, n: int) -> None:
-        bars(ax, en[en["n"] == n], "pj_per_flop", "#dd8452")
-        ax.set_title(f"n = {n}: board energy per flop (pJ), sustained")
-        ax.set_xlabel("pJ / flop")
+        d = en[en["n"] == n].set_index("label").reindex(energy_order).reset_index()
+        labels = ["" if math.isnan(v) else f"{v:.1f}" for v in d["pj_per_flop"]]
+        bars(ax, d, "pj_per_flop", energy_order, labels)
+        ax.set_title(f"n = {n}", fontsize=10)
+        ax.set_xlabel("pJ per flop (board power x sustained time / 2n³)")
 
-    panels("ozaki_speed.png", speed, legend=True)
-    oz = df[(df["method"] == "ozaki2") & df.get("ms_gemm", pd.Series(dtype=float)).notna()]
-    if not oz.empty:
-        panels("ozaki_phases.png", phases, legend=True)
-    en = df[df["pj_per_flop"].notna()]
     if not en.empty:
-        panels("ozaki_energy.png", energy, legend=False)
+        panels("ozaki_energy.png", "Board energy per flop, sustained, H200", energy,
+               group_handles)  # fmt: skip
     return written
 
 

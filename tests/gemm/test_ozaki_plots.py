@@ -96,3 +96,54 @@ def test_cli_unusable_out_is_one_line(
     err = capsys.readouterr().err
     assert err.splitlines() == ["error: " + expected.format(out=dest)]
     assert (tmp_path / "afile").read_text() == "not a directory\n"
+
+
+def test_ozaki2_bars_name_their_moduli_and_gemm_path() -> None:
+    row = {"method": "ozaki2", "target": "fp64", "terms": "auto", "moduli": 16.0, "gemm": "fused"}
+    assert _label(pd.Series(row)) == "ozaki2 fp64, auto: 16 moduli"
+    row = {**row, "target": "fp32", "terms": 8.0, "moduli": 8.0, "gemm": "cublas"}
+    assert _label(pd.Series(row)) == "ozaki2 fp32, 8 moduli, cuBLAS INT8"
+
+
+def test_every_panel_lists_the_bars_in_one_order() -> None:
+    """Fastest first at the smallest n; a bar only at a larger n follows (each panel used to
+    sort its own bars, so a configuration moved between panels)."""
+    from precision.gemm.ozaki_plots import bar_order
+
+    d = pd.DataFrame({"n": [8192, 8192, 16384, 16384, 16384],
+                      "label": ["A", "B", "B", "A", "C"],
+                      "tflops_sustained": [10.0, 20.0, 5.0, 30.0, 40.0]})  # fmt: skip
+    assert bar_order(d, "tflops_sustained") == ["B", "A", "C"]
+
+
+def test_bars_that_miss_dgemm_accuracy_at_phi_up_to_1_are_found() -> None:
+    """The issue's lines: median <= DGEMM's and max <= 2x DGEMM's, at phi 0, 0.5 and 1 and
+    every error size; phi = 2 rows do not count, and no GEMM path is part of the verdict."""
+    from precision.gemm.ozaki_plots import dgemm_accuracy_verdicts
+
+    def err(method: str, terms: object, n: int, phi: float, med: float, mx: float) -> dict:
+        return dict(method=method, target="fp64", terms=terms, n=n, phi=phi, err_median=med,
+                    err_max=mx, tflops_sustained=float("nan"))  # fmt: skip
+
+    rows = [
+        err("dgemm", "", 4096, 0.5, 1e-15, 1e-8),
+        err("dgemm", "", 8192, 1.0, 2e-15, 4e-8),
+        err("dgemm", "", 4096, 2.0, 1e-15, 1e-8),
+        # within both lines (the maximum exactly twice DGEMM's) at both points
+        err("ozaki2", 15, 4096, 0.5, 1e-16, 2e-8),
+        err("ozaki2", 15, 8192, 1.0, 2e-15, 1e-8),
+        # the median above DGEMM's at one point only
+        err("ozaki2", 14, 4096, 0.5, 1e-15, 1e-8),
+        err("ozaki2", 14, 8192, 1.0, 3e-15, 1e-8),
+        # far off, but only at phi = 2
+        err("ozaki2", 16, 4096, 0.5, 0.0, 0.0),
+        err("ozaki2", 16, 4096, 2.0, 1e-10, 1e-3),
+        err("cublas_fp64_emulated_eager", 48.0, 4096, 0.5, 1e-15, 3e-8),
+    ]
+    verdicts = dgemm_accuracy_verdicts(pd.DataFrame(rows))
+    assert verdicts == {
+        ("ozaki2", "fp64", "15"): True,
+        ("ozaki2", "fp64", "14"): False,
+        ("ozaki2", "fp64", "16"): True,
+        ("cublas_fp64_emulated_eager", "fp64", "48"): False,
+    }
