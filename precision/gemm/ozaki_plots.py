@@ -16,16 +16,15 @@ Only rows timed on the phi = 0.5 inputs are drawn, in the same order in every pa
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from precision.console import directory_destination_problem, run_main
+from precision.console import run_main
+from precision.gemm.gemm_plots import figure_cli, read_csv_table
 
 PHASES = ("stats", "split", "gemm", "reconstruct", "specials")
 #: The columns of ``ozaki_bench.csv`` the figures need (its speed stage's rows).
@@ -66,21 +65,7 @@ def read_bench(csv: Path) -> pd.DataFrame:
     """The timed phi = 0.5 rows of the bench table ``csv``, labelled; ``ValueError`` with one
     line naming ``csv`` and the problem if it is missing, not a csv table, lacks a column of
     :data:`NEEDED` or has no such row."""
-    if not csv.is_file():
-        why = "no such file" if not csv.exists() else "not a file"
-        raise ValueError(f"{csv}: {why} (expected an ozaki_bench.csv of "
-                         "precision.gemm.ozaki_bench)")  # fmt: skip
-    try:
-        df = pd.read_csv(csv)
-    except (ValueError, OSError) as exc:  # unreadable, empty or malformed (ParserError...)
-        why = " ".join(str(exc).split()) or type(exc).__name__
-        raise ValueError(f"{csv}: cannot read it as a csv table ({why})") from None
-    missing = [c for c in NEEDED if c not in df.columns]
-    if missing:
-        raise ValueError(
-            f"{csv}: no column {', '.join(missing)} (the figures need the columns "
-            f"{', '.join(NEEDED)} of an ozaki_bench.csv of precision.gemm.ozaki_bench)"
-        )
+    df = read_csv_table(csv, NEEDED, "an ozaki_bench.csv of precision.gemm.ozaki_bench")
     df = _timed(df)
     if df.empty:
         raise ValueError(f"{csv}: no timed rows (tflops_sustained) on phi = 0.5 inputs")
@@ -308,25 +293,14 @@ def plot_bench(csv: Path, out: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m precision.gemm.ozaki_plots", description=__doc__.split("\n")[0]
+    return figure_cli(
+        argv,
+        prog="python -m precision.gemm.ozaki_plots",
+        doc=__doc__ or "",
+        what="an ozaki_bench.csv of precision.gemm.ozaki_bench",
+        check=lambda a: read_bench(a.csv),
+        draw=lambda a: plot_bench(a.csv, a.out),
     )
-    ap.add_argument("csv", type=Path, help="an ozaki_bench.csv of precision.gemm.ozaki_bench")
-    ap.add_argument("--out", type=Path, required=True,
-                    help="directory for the figures (required; created if missing)")  # fmt: skip
-    args = ap.parse_args(argv)
-    try:  # the table first: a bad one leaves no --out directory behind
-        read_bench(args.csv)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    problem = directory_destination_problem(args.out, "--out")
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
-    for p in plot_bench(args.csv, args.out):
-        print(p)
-    return 0
 
 
 if __name__ == "__main__":
