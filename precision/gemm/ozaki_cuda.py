@@ -290,10 +290,19 @@ def apply_shifts(st: DeviceStats, q2: int | None) -> None:
     )  # fmt: skip
 
 
-@functools.cache
 def _rows_fused_kernel() -> Any:
     """``oz2_rows_fused``, allowed the dynamic shared memory of a row of ROWS_FUSED_MAX_KP."""
-    kern = _kernel("oz2_rows_fused")
+    return _rows_fused_kernel_of(_module())
+
+
+@functools.cache
+def _rows_fused_kernel_of(module: Any) -> Any:
+    """:func:`_rows_fused_kernel` of ``module``, set up once per module. Cached by the module
+    it came from, not once per process: :func:`precision.gemm.ozaki_host.kernels_on_the_cpu`
+    puts host-compiled kernels in ``_module``'s place for a while, and a kernel cached from
+    either must not outlive that swap (a GPU test run after a host replay in one process
+    launched the host kernel on CuPy arrays)."""
+    kern = module.get_function("oz2_rows_fused")
     nbytes = 8 * ROWS_FUSED_MAX_KP
     try:  # a RawKernel exposes the attribute; a bare Function needs the driver call
         kern.max_dynamic_shared_size_bytes = nbytes

@@ -41,3 +41,30 @@ def test_gpu_checks_without_a_gpu_are_one_line_before_any_work(
     assert err.splitlines() == [
         f"error: {what} needs an NVIDIA GPU with CuPy, but {reason}{hint or '.'}"
     ]
+
+
+def test_the_row_kernel_is_the_one_of_the_module_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host replay puts host-compiled kernels in the CUDA module's place for a while. The
+    fused row kernel was cached once per process, so on a GPU machine a GPU test run after a
+    host replay in the same process launched the host kernel on CuPy arrays (and failed)."""
+    from precision.gemm import ozaki_cuda
+
+    class Kernel:  # (takes the shared-memory attribute as a CuPy RawKernel does)
+        pass
+
+    class Module:
+        def __init__(self) -> None:
+            self.kernel = Kernel()
+
+        def get_function(self, name: str) -> Kernel:
+            assert name == "oz2_rows_fused"
+            return self.kernel
+
+    first, second = Module(), Module()
+    monkeypatch.setattr(ozaki_cuda, "_module", lambda: first)
+    assert ozaki_cuda._rows_fused_kernel() is first.kernel
+    monkeypatch.setattr(ozaki_cuda, "_module", lambda: second)
+    assert ozaki_cuda._rows_fused_kernel() is second.kernel
+    want = 8 * ozaki_cuda.ROWS_FUSED_MAX_KP
+    assert first.kernel.max_dynamic_shared_size_bytes == want  # type: ignore[attr-defined]
+    assert second.kernel.max_dynamic_shared_size_bytes == want  # type: ignore[attr-defined]
