@@ -208,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
         out = claim_new(out)
     pd.DataFrame(rows).to_csv(out, index=False)
     print(f"wrote {len(rows)} rows to {out} ({time.strftime('%Y-%m-%d %H:%M:%S')})")
+    print(f"figure: python -m precision.gemm.gemm_plots {out} --out DIR")
     return 0
 
 
