@@ -1,15 +1,17 @@
 """Speed and accuracy of the GEMM kernels in one figure, from a ``precision bench-gemm`` table.
 
-``python -m precision.gemm.gemm_plots results/bench/gemm_h200.csv --out DIR [--n N]`` writes
-``gemm_speed_accuracy.png``: at size ``n`` (default: the largest in the table) on the uniform
-inputs, one row per kernel (ours and cuBLAS's), its TFLOP/s on the left (sustained where the
-table has it, else burst; 2·n³ / time) and its relative Frobenius error against the table's
-reference product on the right (log scale). The rows run from the most accurate down;
-cuBLAS SGEMM's speed and error are drawn as lines across both panels, so the kernels that
-are both faster and more accurate than SGEMM stand out.
+``python -m precision.gemm.gemm_plots results/bench/gemm_h200.csv --out DIR [--n N]
+[--format png,pdf,svg]`` writes ``gemm_speed_accuracy.png`` (and the other formats asked
+for): at size ``n`` (default: the largest in the table) on the uniform inputs, one row per
+kernel (ours and cuBLAS's), its TFLOP/s on the left (sustained where the table has it, else
+burst; 2·n³ / time) and its relative Frobenius error against the table's reference product
+on the right (log scale). The rows run from the most accurate down; cuBLAS SGEMM's speed
+and error are drawn as lines across both panels, so the kernels that are both faster and
+more accurate than SGEMM stand out.
 
-:func:`read_csv_table` is the reader both this module and :mod:`precision.gemm.ozaki_plots`
-use: one line naming the file and the problem for a table that cannot be drawn.
+:func:`read_csv_table`, :func:`save_figure` and :func:`figure_cli` serve this module and
+:mod:`precision.gemm.ozaki_plots` alike: one line naming the file and the problem for a
+table that cannot be drawn, and the same ``--out`` / ``--format`` options.
 """
 
 from __future__ import annotations
@@ -42,6 +44,30 @@ REFERENCE_NAMES = {
     "exact_fp64": "the exact product",
     "dgemm_fp64": "a float64 GEMM",
 }
+
+
+#: The file formats the figure modules write (``--format``): png at 150 dpi, or vector.
+FORMATS = ("png", "pdf", "svg")
+
+
+def save_figure(fig: Any, out: Path, stem: str, formats: Sequence[str]) -> list[Path]:
+    """Save ``fig`` as ``out/stem.<format>`` for each of ``formats``; returns the paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{stem}.{fmt}" for fmt in formats]
+    for path in paths:
+        fig.savefig(path, dpi=150)
+    return paths
+
+
+def formats_arg(text: str) -> list[str]:
+    """``--format``'s value: a comma-separated list of :data:`FORMATS` (argparse error else)."""
+    formats = [f.strip().lower() for f in text.split(",") if f.strip()]
+    unknown = [f for f in formats if f not in FORMATS]
+    if not formats or unknown:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected one or more of {', '.join(FORMATS)}, comma-separated"
+        )
+    return list(dict.fromkeys(formats))
 
 
 def read_csv_table(csv: Path, needed: Sequence[str], what: str) -> pd.DataFrame:
@@ -107,9 +133,11 @@ def speed_accuracy_rows(table: pd.DataFrame, n: int | None = None) -> tuple[pd.D
     return d.sort_values(["err_fro", "speed"], ascending=[True, False], kind="stable"), n
 
 
-def plot_speed_accuracy(csv: Path, out: Path, n: int | None = None) -> Path:
-    """Write ``gemm_speed_accuracy.png`` for the bench table ``csv`` into ``out``; returns
-    its path."""
+def plot_speed_accuracy(
+    csv: Path, out: Path, n: int | None = None, formats: Sequence[str] = ("png",)
+) -> list[Path]:
+    """Write ``gemm_speed_accuracy.<format>`` for the bench table ``csv`` into ``out``, one
+    file per entry of ``formats`` (:data:`FORMATS`); returns their paths."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -164,11 +192,9 @@ def plot_speed_accuracy(csv: Path, out: Path, n: int | None = None) -> Path:
         handles.append(Line2D([], [], color="k", ls="--", lw=0.9, label="cuBLAS SGEMM"))
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8.5,
                frameon=False)  # fmt: skip
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "gemm_speed_accuracy.png"
-    fig.savefig(path, dpi=150)
+    paths = save_figure(fig, out, "gemm_speed_accuracy", formats)
     plt.close(fig)
-    return path
+    return paths
 
 
 def figure_cli(
@@ -181,7 +207,8 @@ def figure_cli(
     draw: Callable[[argparse.Namespace], list[Path]],
     extra: Sequence[tuple[tuple[str, ...], dict[str, Any]]] = (),
 ) -> int:
-    """The command line of a figure module: ``CSV --out DIR`` (and ``extra`` options).
+    """The command line of a figure module: ``CSV --out DIR [--format png,pdf,svg]`` (and
+    ``extra`` options).
     ``check(args)`` reads the table first and raises ``ValueError`` for one it cannot draw:
     then one line names the file and the problem (exit 2), and no ``--out`` directory is
     left behind; so does an ``--out`` where no file can be written. Else ``draw(args)``
@@ -190,6 +217,8 @@ def figure_cli(
     ap.add_argument("csv", type=Path, help=what)
     ap.add_argument("--out", type=Path, required=True,
                     help="directory for the figures (required; created if missing)")  # fmt: skip
+    ap.add_argument("--format", type=formats_arg, default=["png"], dest="formats",
+                    help="file formats, comma-separated: png (default), pdf, svg")  # fmt: skip
     for flags, options in extra:
         ap.add_argument(*flags, **options)
     args = ap.parse_args(argv)
@@ -217,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         doc=__doc__ or "",
         what=what,
         check=lambda a: speed_accuracy_rows(read_csv_table(a.csv, NEEDED, what), a.n),
-        draw=lambda a: [plot_speed_accuracy(a.csv, a.out, a.n)],
+        draw=lambda a: plot_speed_accuracy(a.csv, a.out, a.n, a.formats),
         extra=[(("--n",), {"type": int, "default": None,
                            "help": "size drawn (default: the largest)"})],
     )  # fmt: skip

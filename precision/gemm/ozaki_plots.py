@@ -1,6 +1,7 @@
 """Figures of an Ozaki GPU bench run (``precision.gemm.ozaki_bench``'s ``ozaki_bench.csv``).
 
-``python -m precision.gemm.ozaki_plots RUN/ozaki_bench.csv --out DIR`` writes
+``python -m precision.gemm.ozaki_plots RUN/ozaki_bench.csv --out DIR [--format png,pdf,svg]``
+writes these figures (png by default; pdf and svg on request):
 
 * ``ozaki_speed.png``: sustained TFLOP/s (DGEMM-equivalent: 2·n³ / time) per method at each
   size, each bar labelled with its ratio to DGEMM and coloured by what it is (our FP64
@@ -17,14 +18,14 @@ Only rows timed on the phi = 0.5 inputs are drawn, in the same order in every pa
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from precision.console import run_main
-from precision.gemm.gemm_plots import figure_cli, read_csv_table
+from precision.gemm.gemm_plots import figure_cli, read_csv_table, save_figure
 
 PHASES = ("stats", "split", "gemm", "reconstruct", "specials")
 #: The columns of ``ozaki_bench.csv`` the figures need (its speed stage's rows).
@@ -146,8 +147,9 @@ def bar_order(d: pd.DataFrame, col: str) -> list[str]:
     return order
 
 
-def plot_bench(csv: Path, out: Path) -> list[Path]:
-    """Write the three figures for ``csv`` into ``out``; returns their paths.
+def plot_bench(csv: Path, out: Path, formats: Sequence[str] = ("png",)) -> list[Path]:
+    """Write the three figures for ``csv`` into ``out``, one file per entry of ``formats``
+    (png, pdf, svg) each; returns their paths.
 
     Every panel lists the same bars in the same order (top: fastest at the smallest size), so
     a configuration sits at the same height at every n; speed bars are labelled with their
@@ -181,8 +183,7 @@ def plot_bench(csv: Path, out: Path) -> list[Path]:
         fig.suptitle(title, fontsize=11)
         fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 8),
                    fontsize=8.5, frameon=False)  # fmt: skip
-        written.append(out / name)
-        fig.savefig(written[-1], dpi=150)
+        written.extend(save_figure(fig, out, name, formats))
         plt.close(fig)
 
     def dgemm(n: int, col: str) -> float | None:
@@ -238,7 +239,7 @@ def plot_bench(csv: Path, out: Path) -> list[Path]:
         group_handles.append(Patch(facecolor="#949494", edgecolor="white", hatch="////",
                                    label="misses DGEMM's accuracy (φ ≤ 1)"))  # fmt: skip
     panels(
-        "ozaki_speed.png",
+        "ozaki_speed",
         "Sustained speed on the H200 at its 700 W cap (φ = 0.5 inputs), × DGEMM at each n",
         speed,
         group_handles + reference_lines(),
@@ -273,7 +274,7 @@ def plot_bench(csv: Path, out: Path) -> list[Path]:
         dgemm_handles = [Line2D([], [], color="k", ls=style, lw=0.9,
                                 label="DGEMM's time" if div == 1 else f"its / {div:g}")
                          for div, style in DGEMM_MULTIPLES]  # fmt: skip
-        panels("ozaki_phases.png", "Time per ozaki2 call by phase, H200",
+        panels("ozaki_phases", "Time per ozaki2 call by phase, H200",
                phases, phase_handles + dgemm_handles)  # fmt: skip
 
     en = df[df["pj_per_flop"].notna()]
@@ -287,7 +288,7 @@ def plot_bench(csv: Path, out: Path) -> list[Path]:
         ax.set_xlabel("pJ per flop (board power x sustained time / 2n³)")
 
     if not en.empty:
-        panels("ozaki_energy.png", "Board energy per flop, sustained, H200", energy,
+        panels("ozaki_energy", "Board energy per flop, sustained, H200", energy,
                group_handles)  # fmt: skip
     return written
 
@@ -299,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         doc=__doc__ or "",
         what="an ozaki_bench.csv of precision.gemm.ozaki_bench",
         check=lambda a: read_bench(a.csv),
-        draw=lambda a: plot_bench(a.csv, a.out),
+        draw=lambda a: plot_bench(a.csv, a.out, a.formats),
     )
 
 

@@ -58,9 +58,19 @@ def test_figure_written_and_unusable_tables_refused_in_one_line(tmp_path: Path, 
         _row("plain", "fp32", "cublas", 256, 1e-6, 5.0),
         _row("corrected", "fp16", "cuda", 256, 2e-7, 9.0, correction="ootomo"),
     ]).to_csv(csv, index=False)  # fmt: skip
-    path = plot_speed_accuracy(csv, tmp_path / "fig")
+    [path] = plot_speed_accuracy(csv, tmp_path / "fig")
     assert path == tmp_path / "fig" / "gemm_speed_accuracy.png"
     assert path.stat().st_size > 10_000
+    # vector formats on request, for a paper
+    assert main([str(csv), "--out", str(tmp_path / "vec"), "--format", "pdf,SVG"]) == 0
+    printed = capsys.readouterr().out.split()
+    assert printed == [str(tmp_path / "vec" / f"gemm_speed_accuracy.{f}") for f in ("pdf", "svg")]
+    assert (tmp_path / "vec" / "gemm_speed_accuracy.pdf").read_bytes().startswith(b"%PDF")
+    assert b"<svg" in (tmp_path / "vec" / "gemm_speed_accuracy.svg").read_bytes()[:2000]
+    with pytest.raises(SystemExit):  # argparse's own message, exit status 2
+        main([str(csv), "--out", str(tmp_path / "vec2"), "--format", "png,jpeg"])
+    assert "'png,jpeg': expected one or more of png, pdf, svg" in capsys.readouterr().err
+    assert not (tmp_path / "vec2").exists()
 
     assert main([str(csv), "--out", str(tmp_path / "fig2"), "--n", "512"]) == 2
     err = capsys.readouterr().err
