@@ -59,6 +59,21 @@ def save_figure(fig: Any, out: Path, stem: str, formats: Sequence[str]) -> list[
     return paths
 
 
+def finish_bar_figure(fig: Any, axes: Sequence[Any], title: str, handles: Sequence[Any]) -> None:
+    """The look the figure modules share: panels of horizontal bars with an x grid behind
+    the data, no top or right frame and unticked y labels; ``title`` above and one legend of
+    ``handles`` below them (a row of up to 8 entries)."""
+    for ax in axes:
+        ax.grid(axis="x", color="0.9", lw=0.6, zorder=0)
+        ax.set_axisbelow(True)
+        ax.tick_params(axis="y", length=0, labelsize=8.5)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+    fig.suptitle(title, fontsize=11)
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 8),
+               fontsize=8.5, frameon=False)  # fmt: skip
+
+
 def formats_arg(text: str) -> list[str]:
     """``--format``'s value: a comma-separated list of :data:`FORMATS` (argparse error else)."""
     formats = [f.strip().lower() for f in text.split(",") if f.strip()]
@@ -176,22 +191,18 @@ def plot_speed_accuracy(
     if len(sgemm):
         speed_ax.axvline(float(sgemm["speed"].iloc[0]), color="k", ls="--", lw=0.9, zorder=1)
         error_ax.axvline(float(sgemm["err_fro"].iloc[0]), color="k", ls="--", lw=0.9, zorder=1)
-    for ax in (speed_ax, error_ax):
-        ax.grid(axis="x", color="0.9", lw=0.6, zorder=0)
-        ax.set_axisbelow(True)
-        ax.tick_params(axis="y", length=0, labelsize=8.5)
-        for side in ("top", "right"):
-            ax.spines[side].set_visible(False)
     speed_ax.set_yticks(y, d["label"])
     gpu = str(table["prov_gpu"].iloc[0]) if "prov_gpu" in table else "the GPU"
-    fig.suptitle(f"GEMMs on {gpu}, n = {n}, uniform(−1, 1) inputs: speed and accuracy",
-                 fontsize=11)  # fmt: skip
     families = [f for f in METHOD_COLOURS if f in set(d["family"])]
     handles: list[Patch | Line2D] = [Patch(color=METHOD_COLOURS[f], label=f) for f in families]
     if len(sgemm):
         handles.append(Line2D([], [], color="k", ls="--", lw=0.9, label="cuBLAS SGEMM"))
-    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8.5,
-               frameon=False)  # fmt: skip
+    finish_bar_figure(
+        fig,
+        (speed_ax, error_ax),
+        f"GEMMs on {gpu}, n = {n}, uniform(−1, 1) inputs: speed and accuracy",
+        handles,
+    )
     paths = save_figure(fig, out, "gemm_speed_accuracy", formats)
     plt.close(fig)
     return paths

@@ -25,7 +25,12 @@ from typing import Any
 import pandas as pd
 
 from precision.console import run_main
-from precision.gemm.gemm_plots import figure_cli, read_csv_table, save_figure
+from precision.gemm.gemm_plots import (
+    figure_cli,
+    finish_bar_figure,
+    read_csv_table,
+    save_figure,
+)
 
 PHASES = ("stats", "split", "gemm", "reconstruct", "specials")
 #: The columns of ``ozaki_bench.csv`` the figures need (its speed stage's rows).
@@ -56,21 +61,16 @@ def _label(r: pd.Series) -> str:
     }.get(str(r["method"]), str(r["method"]))
 
 
-def _timed(df: pd.DataFrame) -> pd.DataFrame:
-    t = df[df["tflops_sustained"].notna() & (df["phi"].astype(float) == 0.5)].copy()
-    t["label"] = t.apply(_label, axis=1)
-    return t
-
-
-def read_bench(csv: Path) -> pd.DataFrame:
-    """The timed phi = 0.5 rows of the bench table ``csv``, labelled; ``ValueError`` with one
-    line naming ``csv`` and the problem if it is missing, not a csv table, lacks a column of
-    :data:`NEEDED` or has no such row."""
-    df = read_csv_table(csv, NEEDED, "an ozaki_bench.csv of precision.gemm.ozaki_bench")
-    df = _timed(df)
-    if df.empty:
+def read_bench(csv: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The bench table ``csv`` whole, and its timed phi = 0.5 rows, labelled; ``ValueError``
+    with one line naming ``csv`` and the problem if it is missing, not a csv table, lacks a
+    column of :data:`NEEDED` or has no such row."""
+    table = read_csv_table(csv, NEEDED, "an ozaki_bench.csv of precision.gemm.ozaki_bench")
+    timed = table[table["tflops_sustained"].notna() & (table["phi"].astype(float) == 0.5)].copy()
+    if timed.empty:
         raise ValueError(f"{csv}: no timed rows (tflops_sustained) on phi = 0.5 inputs")
-    return df
+    timed["label"] = timed.apply(_label, axis=1)
+    return table, timed
 
 
 #: Bar colours (seaborn's colorblind palette) by what a bar measures: our FP64 emulation, our
@@ -160,9 +160,9 @@ def plot_bench(csv: Path, out: Path, formats: Sequence[str] = ("png",)) -> list[
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
-    df = read_bench(csv)
+    table, df = read_bench(csv)
     df["group"] = df.apply(bar_group, axis=1)
-    verdicts = dgemm_accuracy_verdicts(pd.read_csv(csv))
+    verdicts = dgemm_accuracy_verdicts(table)
     df["misses_accuracy"] = [verdicts.get(_config(r)) is False for _, r in df.iterrows()]
     out.mkdir(parents=True, exist_ok=True)
     sizes = sorted(df["n"].astype(int).unique())
@@ -175,14 +175,7 @@ def plot_bench(csv: Path, out: Path, formats: Sequence[str] = ("png",)) -> list[
                                  squeeze=False, sharey=True, layout="constrained")  # fmt: skip
         for ax, n in zip(axes[0], sizes, strict=True):
             draw(ax, n)
-            ax.tick_params(axis="y", labelsize=8.5, length=0, labelleft=ax is axes[0][0])
-            ax.grid(axis="x", color="0.9", lw=0.6, zorder=0)
-            ax.set_axisbelow(True)
-            for side in ("top", "right"):
-                ax.spines[side].set_visible(False)
-        fig.suptitle(title, fontsize=11)
-        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 8),
-                   fontsize=8.5, frameon=False)  # fmt: skip
+        finish_bar_figure(fig, axes[0], title, handles)  # (sharey: y labels on the first only)
         written.extend(save_figure(fig, out, name, formats))
         plt.close(fig)
 
