@@ -12,15 +12,24 @@ from precision.gpu import unavailable_reason
 
 
 def pytest_configure(config):
-    """Under pytest-xdist (one worker per core already), numpy's BLAS gets one thread in each
-    worker, unless a BLAS thread variable is set: two workers of two BLAS threads each on 2
-    cores spent their time spinning (tests/gemm/test_ozaki.py took 38 s of CPU against 16 s).
-    The environment is left alone (subprocesses and the runner's BLAS checks see it as it
-    was), and no result depends on it (the emulators' BLAS sums are exact in any order).
-    Without threadpoolctl (a source tree run without the test extra) nothing changes."""
+    """Under pytest-xdist (one worker per core with ``-n auto``), each worker runs the
+    emulator on its share of the cores (:func:`precision.threads.limit_threads`), as a worker
+    of the runner's ``--jobs N`` does: a thread per core in each worker oversubscribes them.
+    Tests of the threaded paths set their thread count themselves.
+
+    numpy's BLAS gets one thread in each worker, unless a BLAS thread variable is set: two
+    workers of two BLAS threads each on 2 cores spent their time spinning
+    (tests/gemm/test_ozaki.py took 38 s of CPU against 16 s). The environment is left alone
+    (subprocesses and the runner's BLAS checks see it as it was), and no result depends on
+    it (the emulators' BLAS sums are exact in any order). Without threadpoolctl (a source
+    tree run without the test extra) BLAS is left as it is."""
     if "PYTEST_XDIST_WORKER" not in os.environ:
         return
     from precision.runner.plot_notes import BLAS_THREAD_VARS  # those provenance records
+    from precision.threads import limit_threads, thread_count
+
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    limit_threads(thread_count() // max(1, workers))
 
     if any(v in os.environ for v in BLAS_THREAD_VARS):
         return

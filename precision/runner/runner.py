@@ -73,6 +73,7 @@ from precision.runner.plotting import plot_results
 from precision.runner.store import ResultsDir, StoreError, finished
 from precision.runner.summary import point_statuses
 from precision.runner.sweep import Point, expand, group_by_inputs
+from precision.threads import limit_threads, thread_count
 
 EXECUTORS = ("local", "dask")
 
@@ -421,6 +422,13 @@ def lost_points_note(reason: str, n: int) -> str:
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
+def _start_worker(parent_pid: int, threads: int) -> None:
+    """Worker initializer: end with the run's process (:func:`_exit_with_parent`), and run
+    the emulator on at most ``threads`` threads (:func:`precision.threads.limit_threads`)."""
+    limit_threads(threads)
+    _exit_with_parent(parent_pid)
+
+
 def _exit_with_parent(parent_pid: int, poll_s: float = 0.5) -> None:
     """Worker initializer: end this process when the run's process ``parent_pid`` dies.
 
@@ -466,11 +474,14 @@ def _process_pool(jobs: int) -> Iterator[tuple[Callable, Callable]]:
     # and CUDA cannot be used in a child forked after the parent initialised it (a GPU point,
     # or anything that asked CuPy for the device, in the same process): every point then
     # failed with cudaErrorInitializationError.
+    #
+    # Each worker runs the emulator on its share of the cores: N workers of a thread per
+    # core each fought over the cores (precision.threads.limit_threads).
     pool = concurrent.futures.ProcessPoolExecutor(
         max_workers=jobs,
         mp_context=multiprocessing.get_context("spawn"),
-        initializer=_exit_with_parent,
-        initargs=(os.getpid(),),
+        initializer=_start_worker,
+        initargs=(os.getpid(), max(1, thread_count() // jobs)),
     )
     try:
         yield pool.submit, concurrent.futures.as_completed

@@ -304,6 +304,17 @@ def test_local_process_pool_matches_serial(tmp_path):
     pd.testing.assert_frame_equal(sort(serial)[ERROR_COLUMNS], sort(pooled)[ERROR_COLUMNS])
 
 
+def test_pool_workers_run_the_emulator_on_their_share_of_the_threads():
+    """Each worker of `--jobs 2` runs the emulator on half the threads this process may use
+    (at least one): each used to take a thread per core, two workers fighting over them."""
+    from precision.runner.runner import _process_pool
+    from precision.threads import thread_count
+
+    with _process_pool(2) as (submit, _):
+        in_worker = submit(thread_count).result()
+    assert in_worker == max(1, thread_count() // 2)
+
+
 def test_exact_dd_reference_of_an_overflowing_product_has_no_low_part():
     """A·B beyond float64's range: hi = ±Inf as for "exact", lo = 0 there (it used to raise
     "C contains Inf or NaN", so the point became an error instead of reporting the NaN/Inf)."""

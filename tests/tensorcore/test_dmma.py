@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from precision.tensorcore.dmma import dot_pairwise, dot_rn, fma, fma_chain
+from precision.threads import in_threads
 
 MAX = np.finfo(np.float64).max
 TINY = 5e-324
@@ -280,12 +281,21 @@ def test_empty_k_returns_c():
 
 
 def test_fma_chain_tiles_and_threads(monkeypatch):
-    # Small tiles and a zero threshold force several tiles on the thread pool; one tile holds
-    # an out-of-range element (masked repair), the others take the in-place fast path.
+    # Small tiles and a zero threshold force several tiles on a pool of three threads (set
+    # here: a pytest-xdist worker runs on its share of the cores); one tile holds an
+    # out-of-range element (masked repair), the others take the in-place fast path.
     from precision.tensorcore import dmma
+
+    pools = []
+
+    def counted(work, parts, threads=0):
+        pools.append(threads)
+        return in_threads(work, parts, threads)
 
     monkeypatch.setattr(dmma, "_FMA_TILE_ELEMENTS", 64)
     monkeypatch.setattr(dmma, "_MIN_THREADED_FMAS", 0)
+    monkeypatch.setattr(dmma, "thread_count", lambda: 3)
+    monkeypatch.setattr(dmma, "in_threads", counted)
     rng = np.random.default_rng(8)
     m, n, k = 40, 16, 8
     a = rng.standard_normal((m, k)) * np.ldexp(1.0, rng.integers(-20, 20, (m, k)))
@@ -294,6 +304,7 @@ def test_fma_chain_tiles_and_threads(monkeypatch):
     a[33, 2] = 2.0**-1060
     c[5, 7] = math.nan
     _same(fma_chain(a, b, c), _chain_oracle(a, b, c, range(k)))
+    assert pools == [3]
 
 
 def test_fma_chain_threads_follow_omp_num_threads(monkeypatch):
