@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from precision.console import run_main
-from precision.gemm.gemm_plots import (
+from precision.gemm.bench_figures import (
     figure_cli,
     finish_bar_figure,
     read_csv_table,
