@@ -213,3 +213,10 @@ def test_a_path_that_is_not_a_results_directory_says_which_to_give(tmp_path, cap
     )
     assert main(["plot", str(root / "results.parquet")]) == 2
     assert "is a file, not a results directory" in _error_line(capsys)
+    # a folder with nothing of a run ("no results table at .../results.parquet" before)
+    (tmp_path / "empty").mkdir()
+    assert main(["plot", str(tmp_path / "empty")]) == 2
+    assert _error_line(capsys) == (
+        f"error: {tmp_path / 'empty'} is not a results directory: it holds no results.parquet, "
+        "points/ or config.toml (precision run CONFIG writes them to results/<name>/)"
+    )

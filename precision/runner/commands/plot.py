@@ -127,7 +127,8 @@ def _load_table(root: Path) -> pd.DataFrame | None:
 def _not_a_results_dir(root: Path) -> str | None:
     """Why ``root`` is not a results directory, saying which one to give instead (a config
     file names its own; a folder of results directories lists them; a misspelt name gets
-    the closest one); None when it may be one (it holds a table, points or a config)."""
+    the closest one; any other folder is named as none); None when it may be one (it holds
+    a table, points, a config or the lock of a run that has just started)."""
     import difflib
 
     if root.is_file():
@@ -156,7 +157,12 @@ def _not_a_results_dir(root: Path) -> str | None:
     if inner:
         shown = ", ".join(inner[:8]) + (f" and {len(inner) - 8} more" if len(inner) > 8 else "")
         return f"{root} holds results directories ({shown}); plot one of them: {root / inner[0]}"
-    return None
+    if (root / ".lock").exists():
+        return None  # a run that has just started: recombine says it is in use
+    return (
+        f"{root} is not a results directory: it holds no results.parquet, points/ or "
+        "config.toml (precision run CONFIG writes them to results/<name>/)"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
