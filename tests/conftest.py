@@ -13,9 +13,9 @@ from precision.gpu import unavailable_reason
 
 def pytest_configure(config):
     """Under pytest-xdist (one worker per core with ``-n auto``), each worker runs the
-    emulator on its share of the cores (:func:`precision.threads.limit_threads`), as a worker
-    of the runner's ``--jobs N`` does: a thread per core in each worker oversubscribes them.
-    Tests of the threaded paths set their thread count themselves.
+    emulator on its share of the cores (:func:`precision.threads.limit_threads`): a thread
+    per core in each worker oversubscribes them. Tests of the threaded paths set their
+    thread count themselves.
 
     numpy's BLAS gets one thread in each worker, unless a BLAS thread variable is set: two
     workers of two BLAS threads each on 2 cores spent their time spinning

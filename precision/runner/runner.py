@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -73,7 +74,7 @@ from precision.runner.plotting import plot_results
 from precision.runner.store import ResultsDir, StoreError, finished
 from precision.runner.summary import point_statuses
 from precision.runner.sweep import Point, expand, group_by_inputs
-from precision.threads import limit_threads, thread_count
+from precision.threads import busy_worker, share_cores, thread_count
 
 EXECUTORS = ("local", "dask")
 
@@ -422,11 +423,18 @@ def lost_points_note(reason: str, n: int) -> str:
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def _start_worker(parent_pid: int, threads: int) -> None:
-    """Worker initializer: end with the run's process (:func:`_exit_with_parent`), and run
-    the emulator on at most ``threads`` threads (:func:`precision.threads.limit_threads`)."""
-    limit_threads(threads)
+def _start_worker(parent_pid: int, cores: int, busy: Any) -> None:
+    """Worker initializer: end with the run's process (:func:`_exit_with_parent`), and share
+    ``cores`` with the pool's other workers (:func:`precision.threads.share_cores`; ``busy``
+    counts those computing)."""
+    share_cores(cores, busy)
     _exit_with_parent(parent_pid)
+
+
+def _compute_group_in_pool(group: list[Point], gemm: GemmFn | None) -> list[pd.DataFrame]:
+    """:func:`compute_group` in a pool worker, counted among its busy workers."""
+    with busy_worker():
+        return compute_group(group, gemm)
 
 
 def _exit_with_parent(parent_pid: int, poll_s: float = 0.5) -> None:
@@ -475,13 +483,15 @@ def _process_pool(jobs: int) -> Iterator[tuple[Callable, Callable]]:
     # or anything that asked CuPy for the device, in the same process): every point then
     # failed with cudaErrorInitializationError.
     #
-    # Each worker runs the emulator on its share of the cores: N workers of a thread per
-    # core each fought over the cores (precision.threads.limit_threads).
+    # Each worker runs the emulator on its share of the cores, among the workers busy at the
+    # time: N busy workers of a thread per core each fought over the cores
+    # (precision.threads.share_cores).
+    context = multiprocessing.get_context("spawn")
     pool = concurrent.futures.ProcessPoolExecutor(
         max_workers=jobs,
-        mp_context=multiprocessing.get_context("spawn"),
+        mp_context=context,
         initializer=_start_worker,
-        initargs=(os.getpid(), max(1, thread_count() // jobs)),
+        initargs=(os.getpid(), thread_count(), context.Value("i", 0)),
     )
     try:
         yield pool.submit, concurrent.futures.as_completed
@@ -521,7 +531,7 @@ def _run_pool(
     """
     lost: list[list[Point]] = []
     with _process_pool(jobs) as (submit, as_completed):
-        futures = {submit(compute_group, group, gemm): group for group in groups}
+        futures = {submit(_compute_group_in_pool, group, gemm): group for group in groups}
         for future in as_completed(list(futures)):
             try:
                 results = future.result()
@@ -534,7 +544,7 @@ def _run_pool(
     for group in lost:  # one at a time, each in a fresh process
         with _process_pool(1) as (submit, _):
             try:
-                results = submit(compute_group, group, gemm).result()
+                results = submit(_compute_group_in_pool, group, gemm).result()
             except concurrent.futures.process.BrokenProcessPool:
                 failed.append(group)
                 continue

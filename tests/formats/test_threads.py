@@ -7,7 +7,7 @@ import os
 import pytest
 
 from precision import threads
-from precision.threads import limit_threads, thread_count
+from precision.threads import busy_worker, limit_threads, share_cores, thread_count
 
 
 @pytest.fixture
@@ -40,3 +40,40 @@ def test_the_cap_is_at_least_one_thread_and_leaves_the_environment_alone(cores: 
     limit_threads(0)
     assert thread_count() == 1
     assert "OMP_NUM_THREADS" not in os.environ
+
+
+class _Counter:
+    """A stand-in for the pool's ``multiprocessing.Value("i")``: a value and its lock."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.value = 0
+        self._lock = threading.Lock()
+
+    def get_lock(self):
+        return self._lock
+
+
+def test_a_pool_worker_gets_the_cores_shared_among_the_busy_workers(
+    cores: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    busy = _Counter()
+    monkeypatch.setattr(threads, "_pool_share", None)
+    share_cores(cores, busy)
+    with busy_worker():
+        assert busy.value == 1 and thread_count() == 8  # alone: every core
+        busy.value += 2  # two more workers compute
+        assert thread_count() == 2  # 8 // 3
+        busy.value += 6  # nine in all
+        assert thread_count() == 1  # at least one
+        busy.value -= 8
+    assert busy.value == 0
+    limit_threads(1)  # a cap of this process still bounds it
+    assert thread_count() == 1
+
+
+def test_outside_a_pool_busy_worker_changes_nothing(cores: int, monkeypatch) -> None:
+    monkeypatch.setattr(threads, "_pool_share", None)
+    with busy_worker():
+        assert thread_count() == cores

@@ -184,3 +184,38 @@ class DoublesPlugin(WorkerPlugin):
 
     def teardown(self, worker=None) -> None:
         pass
+
+
+def threads_alone_then_together(folder: str, timeout: float = 120.0) -> tuple[int | None, int]:
+    """In a worker of the runner's process pool, run by two workers at once: the first to
+    start (the leader) reads ``thread_count()`` while it is the only busy worker, then both
+    read it while both are busy. Files in ``folder`` order the steps (``leader``, ``alone``,
+    ``busy.PID``, ``read.PID``); raises after ``timeout`` seconds instead of hanging.
+    Returns (the leader's count alone or None, the count with both busy)."""
+    from precision.threads import busy_worker, thread_count
+
+    path = Path(folder)
+
+    def wait_for(pattern: str, count: int) -> None:
+        deadline = time.monotonic() + timeout
+        while len(list(path.glob(pattern))) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"fewer than {count} {pattern} in {path} after {timeout} s")
+            time.sleep(0.01)
+
+    try:
+        (path / "leader").open("x").close()
+        leader = True
+    except FileExistsError:
+        leader = False
+        wait_for("alone", 1)  # the leader has read its count alone
+    with busy_worker():
+        alone = thread_count() if leader else None
+        if leader:
+            (path / "alone").touch()
+        (path / f"busy.{os.getpid()}").touch()
+        wait_for("busy.*", 2)
+        together = thread_count()
+        (path / f"read.{os.getpid()}").touch()
+        wait_for("read.*", 2)
+    return alone, together

@@ -304,15 +304,25 @@ def test_local_process_pool_matches_serial(tmp_path):
     pd.testing.assert_frame_equal(sort(serial)[ERROR_COLUMNS], sort(pooled)[ERROR_COLUMNS])
 
 
-def test_pool_workers_run_the_emulator_on_their_share_of_the_threads():
-    """Each worker of `--jobs 2` runs the emulator on half the threads this process may use
-    (at least one): each used to take a thread per core, two workers fighting over them."""
-    from precision.runner.runner import _process_pool
-    from precision.threads import thread_count
+def test_pool_workers_share_the_cores_among_the_busy_ones(tmp_path, monkeypatch):
+    """Workers of `--jobs 2` run the emulator on every core while one of them computes, and
+    on half of them while both do: each used to take a thread per core whatever the others
+    did. (The pool is handed this machine's cores: under pytest-xdist this process itself
+    runs on its share.)"""
+    import os
 
+    from precision.runner import runner
+    from precision.runner.runner import _process_pool
+
+    cores = len(os.sched_getaffinity(0))
+    if cores < 2:
+        pytest.skip("one core: every share is one thread")
+    monkeypatch.setattr(runner, "thread_count", lambda: cores)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # (the workers inherit it)
     with _process_pool(2) as (submit, _):
-        in_worker = submit(thread_count).result()
-    assert in_worker == max(1, thread_count() // 2)
+        futures = [submit(doubles.threads_alone_then_together, str(tmp_path)) for _ in range(2)]
+        seen = [future.result() for future in futures]
+    assert sorted(seen, key=str) == sorted([(cores, cores // 2), (None, cores // 2)], key=str)
 
 
 def test_exact_dd_reference_of_an_overflowing_product_has_no_low_part():
