@@ -164,7 +164,39 @@ def _dask_client(
     (:func:`~precision.runner.cluster.worker_nanny`).
     A scheduler that does not answer within :data:`SCHEDULER_TIMEOUT_S` raises
     :class:`RunnerError` (Dask itself would wait 30 s, then raise with a traceback).
+
+    This process's environment is put back as it was when the client closes
+    (:func:`_environment_kept`): Dask's nannies set the worker variables (``OMP_NUM_THREADS=1``
+    and the other BLAS counts, ``PYTHONHASHSEED``, ...) in the process that starts them.
     """
+    with _environment_kept(), _dask_client_in(jobs, scheduler, processes, gpus) as client:
+        yield client
+
+
+@contextlib.contextmanager
+def _environment_kept() -> Iterator[None]:
+    """Put ``os.environ`` back as it was on entry when the block ends: variables added are
+    removed, changed ones restored. A local Dask cluster's nannies write their workers'
+    variables into this process's environment before starting each worker (Dask's
+    ``distributed.nanny.pre-spawn-environ``); left there, they made the rest of a Python
+    session run the emulator on one thread (``OMP_NUM_THREADS=1``) and record BLAS settings
+    in a later local run's provenance that its BLAS did not have."""
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        for key in [k for k in os.environ if k not in saved]:
+            del os.environ[key]
+        for key, value in saved.items():
+            if os.environ.get(key) != value:
+                os.environ[key] = value
+
+
+@contextlib.contextmanager
+def _dask_client_in(
+    jobs: int | None, scheduler: str | None, processes: bool, gpus: list[str] | None
+) -> Iterator:
+    """:func:`_dask_client`'s body (the caller keeps the environment)."""
     dd = _import_dask()
     cluster = None
     if scheduler:

@@ -235,13 +235,22 @@ def test_local_cluster_workers_ignore_sigint_and_keep_glibc_defaults(monkeypatch
     """A Ctrl-C signals the whole process group: each local worker process printed its own
     KeyboardInterrupt traceback. They ignore SIGINT now; the run closes them. And they start
     without Dask's MALLOC_TRIM_THRESHOLD_, under which numpy's temporaries made emulator
-    GEMMs 2.5-4.5x slower (cluster.worker_nanny)."""
+    GEMMs 2.5-4.5x slower (cluster.worker_nanny).
+
+    The run's own process keeps its environment: the nannies wrote their workers' variables
+    into it (OMP_NUM_THREADS=1, the BLAS counts, PYTHONHASHSEED=6640 ...), so that after a
+    Dask run a Python session ran the emulator on one thread."""
     monkeypatch.delenv(cluster.MALLOC_TRIM_VAR, raising=False)  # (as in a run's own process)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    before = dict(os.environ)
     with runner._dask_client(1, None, True, None) as client:
         (ignored,) = client.run(lambda: signal.getsignal(signal.SIGINT) == signal.SIG_IGN).values()
         (trim,) = client.run(doubles.started_with, cluster.MALLOC_TRIM_VAR).values()
+        (omp,) = client.run(doubles.started_with, "OMP_NUM_THREADS").values()
     assert ignored
     assert trim is None
+    assert omp == "1"  # (what the workers were given; the run's process had none)
+    assert dict(os.environ) == before
 
 
 def test_gpus_list_indices_are_of_the_visible_gpus(monkeypatch):
