@@ -12,10 +12,11 @@ from precision.threads import busy_worker, limit_threads, share_cores, thread_co
 
 @pytest.fixture
 def cores(monkeypatch: pytest.MonkeyPatch) -> int:
-    """A machine of 8 cores, no OMP_NUM_THREADS and no cap; the cap is put back after."""
+    """A machine of 8 cores, no OMP_NUM_THREADS, no cap and no pool; all put back after."""
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(threads, "_process_limit", None)
+    monkeypatch.setattr(threads, "_pool_share", None)
     return 8
 
 
@@ -55,11 +56,8 @@ class _Counter:
         return self._lock
 
 
-def test_a_pool_worker_gets_the_cores_shared_among_the_busy_workers(
-    cores: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_pool_worker_gets_the_cores_shared_among_the_busy_workers(cores: int) -> None:
     busy = _Counter()
-    monkeypatch.setattr(threads, "_pool_share", None)
     share_cores(cores, busy)
     with busy_worker():
         assert busy.value == 1 and thread_count() == 8  # alone: every core
@@ -73,7 +71,6 @@ def test_a_pool_worker_gets_the_cores_shared_among_the_busy_workers(
     assert thread_count() == 1
 
 
-def test_outside_a_pool_busy_worker_changes_nothing(cores: int, monkeypatch) -> None:
-    monkeypatch.setattr(threads, "_pool_share", None)
+def test_outside_a_pool_busy_worker_changes_nothing(cores: int) -> None:
     with busy_worker():
         assert thread_count() == cores
