@@ -29,6 +29,8 @@ from precision.gemm.bench_figures import (
     save_figure,
 )
 
+#: The table the figure is drawn from, as messages name it.
+TABLE = "a precision bench-gemm table"
 #: The columns of a ``bench-gemm`` table the figure needs.
 NEEDED = ("method", "correction", "format", "backend", "n", "distribution", "tflops", "err_fro")
 #: Point colours (seaborn's colorblind palette) by method; cuBLAS's kernels are grey.
@@ -94,7 +96,8 @@ def plot_speed_accuracy(
     csv: Path, out: Path, n: int | None = None, formats: Sequence[str] = ("png",)
 ) -> list[Path]:
     """Write ``gemm_speed_accuracy.<format>`` for the bench table ``csv`` into ``out``, one
-    file per entry of ``formats`` (:data:`FORMATS`); returns their paths."""
+    file per entry of ``formats`` (:data:`~precision.gemm.bench_figures.FORMATS`); returns
+    their paths."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -102,7 +105,7 @@ def plot_speed_accuracy(
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    table = read_csv_table(csv, NEEDED, "a precision bench-gemm table")
+    table = read_csv_table(csv, NEEDED, TABLE)
     d, n = speed_accuracy_rows(table, n)
     if "tflops_sustained" in d and d["tflops_sustained"].notna().all():
         speed_label = "sustained TFLOP/s (2n³ / time)"
@@ -151,13 +154,12 @@ def plot_speed_accuracy(
 
 
 def main(argv: list[str] | None = None) -> int:
-    what = "a precision bench-gemm table"
     return figure_cli(
         argv,
         prog="python -m precision.gemm.gemm_plots",
         doc=__doc__ or "",
-        what=what,
-        check=lambda a: speed_accuracy_rows(read_csv_table(a.csv, NEEDED, what), a.n),
+        what=TABLE,
+        check=lambda a: speed_accuracy_rows(read_csv_table(a.csv, NEEDED, TABLE), a.n),
         draw=lambda a: plot_speed_accuracy(a.csv, a.out, a.n, a.formats),
         extra=[(("--n",), {"type": int, "default": None,
                            "help": "size drawn (default: the largest)"})],

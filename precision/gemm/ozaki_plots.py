@@ -33,6 +33,8 @@ from precision.gemm.bench_figures import (
 )
 
 PHASES = ("stats", "split", "gemm", "reconstruct", "specials")
+#: The table the figures are drawn from, as messages name it.
+TABLE = "an ozaki_bench.csv of precision.gemm.ozaki_bench"
 #: The columns of ``ozaki_bench.csv`` the figures need (its speed stage's rows).
 NEEDED = ("method", "target", "terms", "n", "phi", "tflops_sustained", "ms_sustained",
           "pj_per_flop")  # fmt: skip
@@ -65,7 +67,7 @@ def read_bench(csv: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The bench table ``csv`` whole, and its timed phi = 0.5 rows, labelled; ``ValueError``
     with one line naming ``csv`` and the problem if it is missing, not a csv table, lacks a
     column of :data:`NEEDED` or has no such row."""
-    table = read_csv_table(csv, NEEDED, "an ozaki_bench.csv of precision.gemm.ozaki_bench")
+    table = read_csv_table(csv, NEEDED, TABLE)
     timed = table[table["tflops_sustained"].notna() & (table["phi"].astype(float) == 0.5)].copy()
     if timed.empty:
         raise ValueError(f"{csv}: no timed rows (tflops_sustained) on phi = 0.5 inputs")
@@ -291,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         argv,
         prog="python -m precision.gemm.ozaki_plots",
         doc=__doc__ or "",
-        what="an ozaki_bench.csv of precision.gemm.ozaki_bench",
+        what=TABLE,
         check=lambda a: read_bench(a.csv),
         draw=lambda a: plot_bench(a.csv, a.out, a.formats),
     )
