@@ -55,6 +55,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -135,8 +136,9 @@ class LineStats:
 
     def spread(self) -> int:
         """max over lines of ``emax - floor(esum / count)``: how many binades a line's typical
-        (mean-exponent) entry sits below its largest; 0 for no nonzero entry."""
-        ok = self.count > 0
+        (mean-exponent) entry sits below its largest; 0 for no nonzero entry. Lines holding a
+        NaN or ±Inf are left out: their outputs are non-finite whatever the count."""
+        ok = (self.count > 0) & ~self.bad
         if not np.any(ok):
             return 0
         mean = np.floor_divide(self.esum[ok], self.count[ok])
@@ -364,9 +366,11 @@ def _bit_length_i64(x: np.ndarray) -> np.ndarray:
 
 
 def _line_spread(stats: LineStats) -> np.ndarray:
-    """Per line ``emax - floor(esum / count)`` (0 where no entry is nonzero)."""
+    """Per line ``emax - floor(esum / count)`` (0 where no entry is nonzero, and for a line
+    holding a NaN or ±Inf: its outputs are non-finite whatever the count)."""
     cnt = np.maximum(stats.count, 1)
-    return np.where(stats.count > 0, stats.emax - np.floor_divide(stats.esum, cnt), 0)
+    counted = (stats.count > 0) & ~stats.bad
+    return np.where(counted, stats.emax - np.floor_divide(stats.esum, cnt), 0)
 
 
 def auto_terms(
@@ -379,6 +383,8 @@ def auto_terms(
     Scheme I: ``7·T >= p + spread`` with ``spread`` the largest ``emax - mean exponent``.
     Scheme II: per line, :func:`norm_top_bits` ``>= p + spread`` of that line; lines whose
     2-norm is dominated by few large entries get more bits than the worst-case bound gives.
+    Lines holding a NaN or ±Inf do not count (their outputs are non-finite, and every other
+    output keeps the bits it has without them).
     ``sa`` may be an int spread (then ``sb`` is None): every line is taken to have that
     spread and K entries at their line's largest magnitude (the worst case)."""
     p = TARGETS[target][0]
@@ -394,7 +400,8 @@ def auto_terms(
     if isinstance(sa, LineStats):
         assert sb is not None
         pairs = ((sa, spread_a), (sb, spread_b))
-        lines = [(st.nfix[st.count > 0], sp[st.count > 0]) for st, sp in pairs]
+        counted = [(st.count > 0) & ~st.bad for st, _ in pairs]
+        lines = [(st.nfix[ok], sp[ok]) for (st, sp), ok in zip(pairs, counted, strict=True)]
     else:  # K entries of magnitude just below 2^emax: nfix = K·2^NORM_FRAC
         lines = [(np.array([k << NORM_FRAC]), np.array([spread]))]
     # A line needs norm_top_bits(nfix, q2) = min(floor((q2 + NORM_FRAC - cl) / 2), QMAX) >= t,
@@ -729,19 +736,80 @@ def _any_product(a: Any, b: Any, pairs: tuple[tuple[str, str], ...], xp: Any = n
     return hit
 
 
+#: Per target, the least magnitude that rounds to infinity there (round to nearest: half an
+#: ulp above the largest finite value), and the least sum of the frexp exponents of two
+#: factors whose product can reach it (``|x| < 2^e``, so ``|a·b| < 2^(ea + eb)``).
+_OVERFLOW_AT: dict[str, tuple[float, int]] = {
+    "fp64": (math.inf, 1024),  # (2^1024 - 2^970: not a float64; a·b rounds to Inf exactly there)
+    "fp32": (2.0**128 - 2.0**103, 128),
+}
+
+
+def _biased_exponents(x: Any, xp: Any) -> Any:
+    """The 11-bit biased exponent field of every float64 of ``x``, uint16,
+    with NaN/Inf (field 2047) given 0 as zeros and subnormals have: ``|x| < 2^(field - 1022)``
+    for the others. Read from the top 16 bits of each number, so the temporaries are 2 bytes
+    per entry."""
+    top = 3 if np.little_endian else 0
+    field = (xp.ascontiguousarray(x).view(np.uint16)[..., top::4] >> 4) & np.uint16(0x7FF)
+    return xp.where(field == 2047, np.uint16(0), field).astype(np.uint16)
+
+
+def _overflowing_products(a: Any, b: Any, target: str, xp: Any = np) -> tuple[Any, Any]:
+    """Boolean ``(i, j)`` pair: some ``k`` has finite ``a[i,k]``, ``b[k,j]`` whose product,
+    rounded to ``target``, overflows, and it is positive / negative. Native GEMM rounds each
+    product before adding (cuBLAS DGEMM and SGEMM gave NaN for an overflowing product next
+    to an Inf of the other sign in every order tried on the H200:
+    ``results/bench/ozaki_overflow_order_2026-11-28/``), so such a product counts as an Inf.
+    Only the ``k`` whose largest exponents on both sides could reach the threshold are
+    examined, each on the rows and columns that could (none in ordinary data)."""
+    limit, least = _OVERFLOW_AT[target]
+    pos = xp.zeros((a.shape[0], b.shape[1]), dtype=bool)
+    neg = xp.zeros_like(pos)
+    ea, eb = _biased_exponents(a, xp), _biased_exponents(b, xp)
+    # field sums: frexp exponent = field - 1022 for normal numbers
+    need = least + 2 * 1022
+    top_a, top_b = ea.max(axis=0).astype(np.int32), eb.max(axis=1).astype(np.int32)
+    for k in xp.flatnonzero(top_a + top_b >= need).tolist():
+        ri = xp.flatnonzero(ea[:, k].astype(np.int32) + int(top_b[k]) >= need)
+        cj = xp.flatnonzero(eb[k].astype(np.int32) + int(top_a[k]) >= need)
+        with np.errstate(over="ignore"):
+            p = a[ri, k][:, None] * b[k, cj][None, :]
+        if math.isinf(limit):
+            over = xp.isinf(p)
+        else:
+            mag = xp.abs(p)
+            over = mag > limit
+            ties = xp.argwhere(mag == limit).tolist()  # (the float64 product may have rounded)
+            for i, j in ties:
+                exact = Fraction(float(a[ri[i], k])) * Fraction(float(b[k, cj[j]]))
+                over[i, j] = abs(exact) >= Fraction(limit)
+        block = (ri[:, None], cj[None, :])
+        pos[block] |= over & (p > 0)
+        neg[block] |= over & (p < 0)
+    return pos, neg
+
+
 def special_block(a: Any, b: Any, target: str, xp: Any = np) -> Any:
     """IEEE value, in ``target``, of ``sum_k a[i,k]·b[k,j]`` for every ``(i, j)`` whose row
-    ``a[i,:]`` or column ``b[:,j]`` holds a NaN or ±Inf (elsewhere the value is meaningless):
-    the canonical quiet NaN if some product is NaN (a NaN operand, Inf·0) or if a +Inf and a
-    -Inf product meet, else the sign of the Inf products. Which products occur comes from
-    exact 0/1 matrix products (:func:`_any_product`), so the summation order does not matter.
-    ``xp``: numpy, or cupy for device arrays (same values)."""
+    ``a[i,:]`` or column ``b[:,j]`` holds a NaN or ±Inf (elsewhere the value is meaningless),
+    each product rounded to ``target`` first, as native GEMM does: the canonical quiet NaN if
+    some product is NaN (a NaN operand, Inf·0) or if a +Inf and a -Inf product meet (a
+    finite product beyond the target's range counts as an Inf of its sign), else the sign of
+    the Inf products. Which products occur comes from exact 0/1 matrix products
+    (:func:`_any_product`) and the products that can overflow
+    (:func:`_overflowing_products`), so the summation order does not matter. ``xp``: numpy,
+    or cupy for device arrays (same values)."""
     dtype = TARGETS[target][2]
     nan_val = _CANON_NAN[target].view(dtype)
     nan = xp.isnan(a).any(axis=1)[:, None] | xp.isnan(b).any(axis=0)[None, :]
     nan |= _any_product(a, b, _NAN_PAIRS, xp)
     pinf = _any_product(a, b, _PINF_PAIRS, xp)
     ninf = _any_product(a, b, _NINF_PAIRS, xp)
+    over_pos, over_neg = _overflowing_products(a, b, target, xp)
+    pinf |= over_pos
+    ninf |= over_neg
+    del over_pos, over_neg
     out = xp.where(pinf, dtype(np.inf), dtype(-np.inf)).astype(dtype)
     return xp.where(nan | (pinf & ninf), dtype(nan_val), out).astype(dtype)
 
@@ -1087,12 +1155,19 @@ def _host_f64(X: Any, name: str) -> np.ndarray:
     if hasattr(X, "get") and not isinstance(X, np.ndarray):  # a CuPy array
         X = X.get()
     X = np.asarray(X)
-    if X.dtype.newbyteorder("=") not in (np.float64, np.float32, np.float16):
+    _check_float_dtype(X, name)
+    return np.ascontiguousarray(X, dtype=np.float64)
+
+
+def _check_float_dtype(X: Any, name: str) -> None:
+    """TypeError unless ``X`` (numpy or CuPy array, or nested lists) is float64, float32 or
+    float16 in either byte order: the dtypes that convert to float64 exactly."""
+    dtype = np.dtype(X.dtype if hasattr(X, "dtype") else np.asarray(X).dtype)
+    if dtype.newbyteorder("=") not in (np.float64, np.float32, np.float16):
         raise TypeError(
-            f"{name} has dtype {X.dtype}; the ozaki methods take float64, float32 or float16 "
+            f"{name} has dtype {dtype}; the ozaki methods take float64, float32 or float16 "
             f"arrays (convert first, e.g. {name}.astype(np.float64), where that is exact)"
         )
-    return np.ascontiguousarray(X, dtype=np.float64)
 
 
 def _host_operands(A: Any, B: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -1128,6 +1203,13 @@ def ozaki_gemm(
     dtype.
     """
     fmt, target = canonical_args(method, fmt, target)
+    if backend == "cuda":  # (the emulator checks these as it reads the operands)
+        _check_float_dtype(A, "A")
+        _check_float_dtype(B, "B")
+        _check_shapes(np.shape(A), np.shape(B))
+        count = explicit_terms(terms)
+        if count is not None:
+            make_plan(method, fmt, target, count, np.shape(A)[1])  # (ValueError out of range)
     if backend == "cuda" and method == "ozaki1":
         from precision.gemm.ozaki1_cuda import ozaki1_cuda
 

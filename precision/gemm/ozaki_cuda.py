@@ -122,7 +122,7 @@ def device_auto_terms(cp: Any, stats_a: DeviceStats, stats_b: DeviceStats, targe
         if n:
             _kernel("oz2_auto_need")(
                 (_blocks(n),), (_THREADS,),
-                (np.int32(n), st.emax, st.esum, st.count, st.nfix, p, need),
+                (np.int32(n), st.emax, st.esum, st.count, st.nfix, st.bad, p, need),
             )  # fmt: skip
     v = int(need.get()[0])
     return fewest_moduli(None if v == _NO_LINE else v, k)

@@ -384,7 +384,8 @@ def host_auto_terms(seed: int = 5) -> dict[str, Any]:
     device_auto_terms` against :func:`auto_terms` on the same statistics: random lines with
     negative, non-divisible exponent sums, norm bounds from 0 (not produced by the statistics
     kernels; clog2 takes it as 1) to 2^57, spreads up to 2000
-    binades, all-zero lines and empty operands, both targets, K from 1 to INT8_KMAX."""
+    binades, all-zero lines, NaN/Inf-bad lines and empty operands, both targets, K from 1 to
+    INT8_KMAX."""
     from precision.gemm.ozaki import INT8_KMAX
 
     rng = np.random.default_rng(seed)
@@ -396,8 +397,9 @@ def host_auto_terms(seed: int = 5) -> dict[str, Any]:
         esum = (emax - spread) * count + rng.integers(0, np.maximum(count, 1))
         nfix = np.where(count > 0, rng.integers(1, 2**57, n) >> rng.integers(0, 57, n), 0)
         nfix[:2] = np.where(count[:2] > 0, 1, 0)  # the smallest bound of a nonzero line
-        return LineStats(emax=emax, esum=esum, count=count, zero=count == 0,
-                         bad=np.zeros(n, bool), nfix=nfix)  # fmt: skip
+        bad = rng.random(n) < 0.1  # (left out of the count, with any statistics)
+        return LineStats(emax=emax, esum=esum, count=count, zero=count == 0, bad=bad,
+                         nfix=nfix)  # fmt: skip
 
     def on_device(oc: Any, st: LineStats) -> Any:
         return oc.DeviceStats(

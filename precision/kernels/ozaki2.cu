@@ -443,7 +443,8 @@ extern "C" __global__ void oz2_shifts(int n, int* __restrict__ emax, const int* 
 }
 
 // terms="auto" without a host copy of the statistics (ozaki.auto_terms): per line with a
-// nonzero entry, the smallest budget Q2 that keeps its mean-exponent entry p bits,
+// nonzero entry and no NaN/Inf (a line with one gives non-finite outputs whatever the count),
+// the smallest budget Q2 that keeps its mean-exponent entry p bits,
 // need = 2 min(62, p + spread) + clog2(nfix) - 40 with spread = emax - floor(esum / count),
 // maxed atomically into *need (the host initialises it to INT_MIN = "no such line" and reads
 // the one int back). One thread per line; esum is read as int64 (the column kernels sum it
@@ -451,10 +452,11 @@ extern "C" __global__ void oz2_shifts(int n, int* __restrict__ emax, const int* 
 extern "C" __global__ void oz2_auto_need(int n, const int* __restrict__ emax,
                                          const long long* __restrict__ esum,
                                          const int* __restrict__ count,
-                                         const unsigned long long* __restrict__ nfix, int p,
+                                         const unsigned long long* __restrict__ nfix,
+                                         const int* __restrict__ bad, int p,
                                          int* __restrict__ need) {
   int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= n || count[j] <= 0) return;
+  if (j >= n || count[j] <= 0 || bad[j]) return;
   long long c = count[j], s = esum[j];
   long long mean = s >= 0 ? s / c : -((-s + c - 1) / c);  // floor(s / c)
   long long t = (long long)p + (emax[j] - mean);

@@ -21,6 +21,7 @@ from precision.gemm.ozaki import (
     QMAX,
     LineStats,
     auto_terms,
+    chosen_terms,
     crt_bound,
     crt_q2,
     crt_q_bits,
@@ -338,6 +339,36 @@ def test_special_values_follow_ieee_and_spare_other_outputs() -> None:
             assert_within_bound(clean, A[good_r], B[:, good_c], method, fmt, target, 8)
 
 
+def _wide_lines_with_specials() -> tuple[np.ndarray, np.ndarray]:
+    """A (5 x 64) and B (64 x 4) uniform in (-1, 1), but for row 0 of A and column 2 of B:
+    entries over 200 binades with a NaN (A) and an Inf (B) among them."""
+    rng = np.random.default_rng(3)
+    A, B = rng.uniform(-1, 1, (5, 64)), rng.uniform(-1, 1, (64, 4))
+    A[0] = np.ldexp(1.0, -rng.integers(0, 200, 64))
+    A[0, 1] = np.nan
+    B[:, 2] = -np.ldexp(1.0, -rng.integers(0, 200, 64))
+    B[7, 2] = np.inf
+    return A, B
+
+
+@pytest.mark.parametrize("target", ["fp64", "fp32"])
+@pytest.mark.parametrize(("method", "fmt"), CASES)
+def test_auto_terms_leave_out_lines_with_specials(method: str, fmt: str, target: str) -> None:
+    """A row of A and a column of B holding NaN/Inf next to finite entries over 200 binades:
+    ``terms="auto"`` counted those entries, so the wide row raised the count (scheme I fp32
+    from 4 to 8) and changed the bits of every other output. Their outputs are non-finite
+    whatever the count: the other outputs are those of the product without them, bit for
+    bit, with the same count."""
+    wide_a, wide_b = _wide_lines_with_specials()
+    rows, cols = [1, 2, 3, 4], [0, 1, 3]
+    clean_a, clean_b = wide_a[rows], wide_b[:, cols]
+    kwargs = {"method": method, "fmt": fmt, "target": target, "terms": "auto"}
+    assert chosen_terms(wide_a, wide_b, **kwargs) == chosen_terms(clean_a, clean_b, **kwargs)
+    D = gemm(wide_a, wide_b, **kwargs)
+    np.testing.assert_array_equal(D[np.ix_(rows, cols)], gemm(clean_a, clean_b, **kwargs))
+    assert np.isnan(D[0]).all() and not np.isfinite(D[:, 2]).any()
+
+
 def test_nan_is_canonical() -> None:
     A = np.array([[np.nan, 1.0]])
     B = np.ones((2, 2))
@@ -504,6 +535,20 @@ def test_cuda_matches_emulator(target: str, method: str, fmt: str) -> None:
     got = gemm(cp.asarray(A), cp.asarray(B), method=method, fmt=fmt, target=target,
                backend="cuda")  # fmt: skip
     want = gemm(A, B, method=method, fmt=fmt, target=target)
+    u = f"u{want.itemsize}"
+    np.testing.assert_array_equal(got.view(u), want.view(u))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("target", ["fp64", "fp32"])
+@pytest.mark.parametrize(("method", "fmt"), CASES)
+def test_cuda_auto_terms_leave_out_lines_with_specials(target: str, method: str, fmt: str) -> None:
+    """The device's own count (``oz2_auto_need`` for scheme II) leaves the NaN/Inf lines out
+    as the host rule does: the same bits as the emulator's, which equal the product without
+    those lines (``test_auto_terms_leave_out_lines_with_specials``)."""
+    A, B = _wide_lines_with_specials()
+    kwargs = {"method": method, "fmt": fmt, "target": target, "terms": "auto"}
+    got, want = gemm(A, B, backend="cuda", **kwargs), gemm(A, B, **kwargs)
     u = f"u{want.itemsize}"
     np.testing.assert_array_equal(got.view(u), want.view(u))
 

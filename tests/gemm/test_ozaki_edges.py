@@ -73,6 +73,21 @@ def test_non_float_inputs_are_still_refused_by_name() -> None:
     assert gemm(half, half, method="ozaki2").tolist() == [[2.0, 2.0], [2.0, 2.0]]
 
 
+@pytest.mark.parametrize("method", ["ozaki1", "ozaki2"])
+def test_cuda_backend_checks_dtype_and_terms_before_the_gpu(method: str) -> None:
+    """The CUDA path converted int and bool inputs to float64 silently (the emulator refuses
+    them), and without a GPU a count out of range was reported as "needs a GPU". Both are
+    now refused as the emulator refuses them, before any GPU is asked for (so on any
+    machine; with a GPU too)."""
+    ints = np.ones((2, 2), dtype=np.int64)
+    with pytest.raises(TypeError, match="A has dtype int64; the ozaki methods take float64"):
+        gemm(ints, np.ones((2, 2)), method=method, backend="cuda")
+    with pytest.raises(TypeError, match="B has dtype bool"):
+        gemm(np.ones((2, 2)), ints > 0, method=method, backend="cuda")
+    with pytest.raises(ValueError, match=f"{method}: terms .* must be in .*, got 99"):
+        gemm(np.ones((2, 2)), np.ones((2, 2)), method=method, backend="cuda", terms=99)
+
+
 @pytest.mark.parametrize("terms", [3.0, "5", True, np.float64(6.0)])
 def test_make_plan_refuses_terms_that_are_not_ints(terms) -> None:
     """make_plan, documented beside gemm, took 3.0 to a TypeError from slicing, "5" to one from
@@ -268,6 +283,67 @@ def test_special_values_match_ieee_in_adversarial_places(target: str, method: st
     want = exact_matmul(np.where(np.isfinite(A), A, 0), np.where(np.isfinite(B), B, 0),
                         rounding=target)  # fmt: skip
     np.testing.assert_array_equal(D[fin], want[fin])
+
+
+def _class_of_rounded_products(A: np.ndarray, B: np.ndarray, dtype) -> np.ndarray:
+    """The IEEE class of each ``sum_k A[i,k]·B[k,j]`` whose products are rounded to ``dtype``
+    first (as native GEMM forms them), from the products themselves: NaN where one is NaN or
+    +Inf and -Inf meet, else ±Inf where one is infinite, else 0 (finite)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        P = (A[:, :, None].astype(np.float64) * B[None, :, :]).astype(dtype)
+    has_nan = np.isnan(P).any(axis=1)
+    plus, minus = (P == np.inf).any(axis=1), (P == -np.inf).any(axis=1)
+    out = np.where(plus, np.inf, np.where(minus, -np.inf, 0.0))
+    return np.where(has_nan | (plus & minus), np.nan, out)
+
+
+@pytest.mark.parametrize("backend", ["emulator", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize(("target", "big"), [("fp64", 1e308), ("fp32", 1e30)])
+@pytest.mark.parametrize(("method", "fmt"), CASES)
+def test_an_overflowing_product_next_to_an_inf_counts_as_an_inf(
+    target, big, method, fmt, backend
+) -> None:
+    """``[Inf, 1e308]·[-1, 1e308]``: native DGEMM rounds 1e308·1e308 to +Inf, which meets
+    -Inf: NaN (cuBLAS on the H200 in every order tried, k = 2 to 4096:
+    ``results/bench/ozaki_overflow_order_2026-11-28/``). The Ozaki schemes gave -Inf, the
+    class of the exact sum. Products that overflow only just, or not at all, and the signs
+    of both, in random places; the class of every affected output is that of the products
+    rounded first."""
+    rng = np.random.default_rng(17)
+    dtype = oz.TARGETS[target][2]
+    A = rng.uniform(-1, 1, (12, 40)).astype(dtype)
+    B = rng.uniform(-1, 1, (40, 9)).astype(dtype)
+    near = np.array([big, -big, big / 3, np.sqrt(big) * 1.5, np.sqrt(big) * 0.5], dtype)
+    A.flat[rng.choice(A.size, 60, replace=False)] = rng.choice(near, 60)
+    B.flat[rng.choice(B.size, 30, replace=False)] = rng.choice(near, 30)
+    A[0, 0], A[5, 7], B[3, 2], B[9, 8] = np.inf, -np.inf, np.inf, -np.inf
+    A[1, :2], B[:2, 0] = [np.inf, big], [-1.0, big]  # the first example
+    want = _class_of_rounded_products(A, B, dtype)
+    D = gemm(A, B, method=method, fmt=fmt, target=target, terms=4, backend=backend)
+    affected = np.zeros(D.shape, bool)
+    affected[[0, 1, 5]] = True
+    affected[:, [2, 8]] = True
+    assert np.array_equal(np.isnan(D[affected]), np.isnan(want[affected]))
+    inf = affected & np.isinf(want)
+    assert np.array_equal(D[inf], want[inf].astype(dtype))
+    assert np.isnan(D[1, 0])  # (that NaN is the overflow's: the other products are finite)
+    assert np.isnan(want).sum() > 10 and (~np.isnan(want[affected])).sum() > 10
+
+
+@pytest.mark.parametrize(("x", "y", "overflows"), [
+    (1.1342745225991123e38, 3.0, True),  # x·y just above 2^128 - 2^103: rounds to +Inf in fp32
+    (4.861176525424766e37, 7.0, False),  # just below: FLT_MAX
+])  # fmt: skip
+def test_fp32_overflow_of_a_float64_product_on_the_rounding_boundary(x, y, overflows) -> None:
+    """Both float64 products round to exactly 2^128 - 2^103, half an fp32 ulp above FLT_MAX;
+    only the exact products tell whether fp32 rounding overflows (Inf meets the product's
+    sign: NaN next to -Inf, else -Inf)."""
+    A, B = np.array([[-np.inf, x]]), np.array([[1.0], [y]])
+    assert x * y == 2.0**128 - 2.0**103
+    want = np.nan if overflows else -np.inf
+    for method, fmt in CASES:
+        D = gemm(A, B, method=method, fmt=fmt, target="fp32", terms=4)
+        np.testing.assert_array_equal(D, np.array([[want]], np.float32))
 
 
 def _with_specials(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

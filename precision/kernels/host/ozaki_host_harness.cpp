@@ -347,7 +347,7 @@ extern "C" int launch(const char* name, unsigned gx, unsigned gy, unsigned bx, v
   if (!strcmp(name, "oz2_auto_need")) {
     OZ_GRID(1, oz2_auto_need(OZ_ARG(0, int), OZ_ARG(1, const int*), OZ_ARG(2, const long long*),
                              OZ_ARG(3, const int*), OZ_ARG(4, const unsigned long long*),
-                             OZ_ARG(5, int), OZ_ARG(6, int*)));
+                             OZ_ARG(5, const int*), OZ_ARG(6, int), OZ_ARG(7, int*)));
     return 0;
   }
   if (!strcmp(name, "oz2_residues_rows")) {
