@@ -73,6 +73,10 @@ def _check_args(
     if correction not in CORRECTIONS:
         raise _unknown("correction", correction, CORRECTIONS)
     get_arch(arch)  # ValueError: tensorcore.arch.unknown_arch_message (sm86: "'sm80' models it")
+    if method != "corrected" and correction != "ootomo":
+        raise ValueError(
+            f"correction={correction!r}: applies to method='corrected' only, got method={method!r}"
+        )
     if method not in OZAKI_METHODS:
         if not (isinstance(terms, str) and terms == "auto"):
             raise _not_ozaki("terms", terms, method)
@@ -219,7 +223,8 @@ def gemm(
     baselines and the Ozaki methods; a GPU generation that another model runs, such as
     ``"sm86"``, is told which one) raises ``ValueError`` with the closest valid name and
     the full list; ``terms`` or ``target`` other than their defaults with a method other
-    than ``ozaki1`` / ``ozaki2`` raise ``ValueError``. Combinations are checked before any
+    than ``ozaki1`` / ``ozaki2``, and ``correction`` other than its default with a method
+    other than ``corrected``, raise ``ValueError``. Combinations are checked before any
     GPU is asked for, so a combination that exists nowhere (``method="satf",
     backend="cublas"``) is named as such on every machine. The emulator refuses a format
     that ``arch`` has no tensor-core instruction for (the runner's check:
@@ -257,6 +262,10 @@ def gemm(
             return _empty_product(A, B, TARGETS[target][2])
         return ozaki_gemm(A, B, method=method, fmt=fmt, target=target, terms=terms, backend=backend)
     fmt = "f16" if fmt is None else fmt
+    try:
+        _format_name(fmt)
+    except (TypeError, ValueError) as e:  # (the registry's message, naming the argument)
+        raise type(e)(f"fmt={fmt!r}: {e}") from None
     cpu_fp = _cpu_float_baseline(method, fmt, backend)
     if cpu_fp is not None:
         out_dtype = np.float64 if _format_name(fmt) == "fp64" else np.float32

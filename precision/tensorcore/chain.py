@@ -109,16 +109,19 @@ def mma(
         FP satfinite; kernels do it in software).
     device : ``"cpu"`` (NumPy) or ``"gpu"`` (CuPy kernels with the same arithmetic).
 
-    Leading (batch) axes broadcast. K must be a multiple of the instruction's k; the chain runs
-    over consecutive instructions in increasing k. M = 0 or N = 0 (or an empty batch) gives an
-    empty result of ``c``'s dtype (``d_fmt``'s where given).
+    Leading (batch) axes broadcast. K must be a positive multiple of the instruction's k; the
+    chain runs over consecutive instructions in increasing k. M = 0 or N = 0 (or an empty
+    batch) gives an empty result of ``c``'s dtype (``d_fmt``'s where given), for any multiple K
+    (0 included).
     """
     if device not in ("cpu", "gpu"):
         raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
     if not isinstance(satf, (bool, np.bool_)):
         raise TypeError(f"satf must be True or False, got {satf!r}")
-    want = None if fmt is None else get_format(fmt)
-    want_b = want if b_fmt is None else get_format(b_fmt)
+    want = None if fmt is None else _named_format("fmt", fmt)
+    want_b = want if b_fmt is None else _named_format("b_fmt", b_fmt)
+    if d_fmt is not None:
+        _named_format("d_fmt", d_fmt)
     a = _as_array(a, "a", device, want)
     b = _as_array(b, "b", device, want_b)
     model = get_arch(arch)
@@ -277,6 +280,14 @@ def _acc_format(c: Any) -> str:
     return str(got)
 
 
+def _named_format(arg: str, fmt: Any) -> Format:
+    """:func:`~precision.formats.get_format` of ``fmt``, its errors naming the argument."""
+    try:
+        return get_format(fmt)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{arg}={fmt!r}: {e}") from None
+
+
 def _check_shapes(a, b, c, ins: Instruction) -> tuple[tuple[int, ...], tuple[int, int, int]]:
     m, k_dim = a.shape[-2:]
     if b.shape[-2] != k_dim:
@@ -284,17 +295,18 @@ def _check_shapes(a, b, c, ins: Instruction) -> tuple[tuple[int, ...], tuple[int
     n = b.shape[-1]
     if c.shape[-2:] != (m, n):
         raise ValueError(f"c has shape {c.shape[-2:]} (last two axes); expected (M, N) = {(m, n)}")
-    if k_dim == 0 or k_dim % ins.k:
-        raise ValueError(
-            f"K = {k_dim} is not a positive multiple of the instruction's k = {ins.k} "
-            f"({ins.ptx}); pad a and b with zeros along K"
-        )
     try:
         batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2], c.shape[:-2])
     except ValueError:
         raise ValueError(
             f"batch axes do not broadcast: a {a.shape[:-2]}, b {b.shape[:-2]}, c {c.shape[:-2]}"
         ) from None
+    empty = m == 0 or n == 0 or 0 in batch  # (an empty result: K = 0 too)
+    if k_dim % ins.k or (k_dim == 0 and not empty):
+        raise ValueError(
+            f"K = {k_dim} is not a positive multiple of the instruction's k = {ins.k} "
+            f"({ins.ptx}); pad a and b with zeros along K"
+        )
     return batch, (m, k_dim, n)
 
 

@@ -154,11 +154,30 @@ def test_ozaki_arguments_are_refused_elsewhere(method, kwargs, shown) -> None:
         gemm(A, B, method="plain", fmt="fp32", backend="numpy", **kwargs)
 
 
+@pytest.mark.parametrize("method", ["plain", "satf", "ozaki1", "ozaki2"])
+def test_a_correction_is_refused_where_the_method_has_none(method) -> None:
+    """``correction="markidis"`` with plain, satf or an Ozaki method ran without a word, as if
+    it had been honoured; the default is still accepted everywhere."""
+    A, B = _inputs()
+    with pytest.raises(
+        ValueError,
+        match=rf"correction='markidis': applies to method='corrected' only, got method='{method}'",
+    ):
+        gemm(A, B, method=method, correction="markidis")
+    assert gemm(A, B, method=method, correction="ootomo").shape == (A.shape[0], B.shape[1])
+
+
+def test_an_unknown_format_names_its_argument() -> None:
+    A, B = _inputs()
+    with pytest.raises(ValueError, match=r"^fmt='fp17': unknown format 'fp17'; did you mean"):
+        gemm(A, B, fmt="fp17")
+
+
 def test_defaults_and_valid_spellings_still_run() -> None:
     A, B = _inputs()
     D = gemm(A, B)
     for kwargs in (
-        {"terms": "auto", "target": "fp64", "correction": "markidis"},  # the defaults/known
+        {"terms": "auto", "target": "fp64", "correction": "ootomo"},  # the defaults
         {"arch": "SM90"},
         {"arch": "sm_90"},
     ):

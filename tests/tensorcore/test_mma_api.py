@@ -143,12 +143,26 @@ def test_mixed_fp8_is_symmetric_under_transposition(op):
         ((4, 16), (16, 0), (4, 0), (4, 0)),
         ((0, 16), (16, 0), (0, 0), (0, 0)),
         ((0, 2, 16), (16, 3), (2, 3), (0, 2, 3)),
+        ((0, 0), (0, 8), (0, 8), (0, 8)),  # K = 0 too (it raised "K = 0 is not a positive ...")
+        ((4, 0), (0, 0), (4, 0), (4, 0)),
     ],
 )
 @pytest.mark.parametrize("acc", [F32, np.float16])
 def test_empty_m_n_or_batch_gives_an_empty_result(a_shape, b_shape, c_shape, out_shape, acc):
     d = mma(np.zeros(a_shape, np.float16), np.zeros(b_shape, np.float16), np.zeros(c_shape, acc))
     assert d.shape == out_shape and d.dtype == acc
+
+
+def test_k_zero_with_a_result_is_still_refused():
+    with pytest.raises(ValueError, match="K = 0 is not a positive multiple"):
+        mma(np.zeros((4, 0), np.float16), np.zeros((0, 8), np.float16), np.zeros((4, 8), F32))
+
+
+@pytest.mark.parametrize("arg", ["fmt", "b_fmt", "d_fmt"])
+def test_an_unknown_format_names_its_argument(arg):
+    a, b, c = np.zeros((16, 16), np.float16), np.zeros((16, 8), np.float16), np.zeros((16, 8), F32)
+    with pytest.raises(ValueError, match=rf"^{arg}='fp17': unknown format 'fp17'; did you mean"):
+        mma(a, b, c, **{arg: "fp17"})
 
 
 def test_empty_int8_result():
