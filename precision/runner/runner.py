@@ -619,6 +619,8 @@ def run_experiment(
     another run for longer than ``lock_wait`` seconds, or cannot be written.
     ``gemm`` replaces :func:`precision.gemm.gemm` (a GEMM of your own, or a test double). With
     ``jobs > 1`` each worker process imports it by name, so it must be a module-level function.
+    ``dask_processes``: the local Dask cluster of ``executor="dask"`` (no ``scheduler``)
+    runs its workers as processes (the default) or, when False, as threads of this process.
     Returns a :class:`RunSummary`; the combined table and figures are written at the end.
     """
     if getattr(multiprocessing.current_process(), "_inheriting", False):
