@@ -31,6 +31,8 @@ INPUT_DTYPES = ("float32", "float64")
 #: Where the emulator backend runs plain/corrected/satf (``precision.gemm.gemm``'s ``device``).
 EMULATOR_DEVICES = ("cpu", "gpu")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: The largest ``seed``: every row stores it in an int64 column.
+SEED_MAX = 2**63 - 1
 
 #: Top-level keys with a value of their own (not a table): written after a [table] header by
 #: mistake, TOML reads them into that table.
@@ -147,11 +149,12 @@ class _Checker:
                     f"(valid keys: {', '.join(allowed)})",
                 )
 
-    def integer(self, value: Any, where: str, minimum: int) -> int:
+    def integer(self, value: Any, where: str, minimum: int, maximum: int | None = None) -> int:
+        span = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
         if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(where, f"expected an integer >= {minimum}, got {_describe(value)}")
-        if value < minimum:
-            self.fail(where, f"expected an integer >= {minimum}, got {value}")
+            self.fail(where, f"expected an integer {span}, got {_describe(value)}")
+        if value < minimum or (maximum is not None and value > maximum):
+            self.fail(where, f"expected an integer {span}, got {value}")
         return value
 
     def string(self, value: Any, where: str) -> str:
@@ -422,7 +425,7 @@ def parse_config(
             f"expected letters, digits, '.', '_' or '-' (it names the results "
             f"directory), got {name!r}",
         )
-    seed = ck.integer(raw.get("seed", 0), "seed", 0)
+    seed = ck.integer(raw.get("seed", 0), "seed", 0, SEED_MAX)
     repeats = ck.integer(raw.get("repeats", 1), "repeats", 1)
     reference = ck.choice(raw.get("reference", "exact"), REFERENCES, "reference", "reference")
     description = ck.string(raw.get("description", ""), "description")

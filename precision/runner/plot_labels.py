@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from precision.runner.sweep import number_label
+
 METRIC_LABELS = {
     "err_fro": "relative error (Frobenius)",
     "err_max": "max. relative elementwise error",
@@ -86,7 +88,7 @@ def _dimension(table: pd.DataFrame, dim: str) -> pd.Series:
 
         def phi(params: Any) -> str:
             value = json.loads(params).get("phi") if isinstance(params, str) else None
-            return "" if value is None else f"φ = {value:g}"
+            return "" if value is None else f"φ = {number_label(value)}"
 
         if "dist_params" not in table:
             return pd.Series("", index=table.index)
@@ -104,8 +106,9 @@ MINUS = "\u2212"  # the minus sign (−), not the hyphen of Python's number form
 
 
 def _number(value: float) -> str:
-    """``value`` as figures show it: ``:g`` with a real minus sign (−1, not -1)."""
-    return f"{value:g}".replace("-", MINUS)
+    """``value`` as figures show it (:func:`~precision.runner.sweep.number_label`: ``:g``
+    unless that loses the value) with a real minus sign (−1, not -1)."""
+    return number_label(value).replace("-", MINUS)
 
 
 def _normal_label(mean: str, std: str) -> str:

@@ -130,8 +130,17 @@ class Point:
 
         params = dict(self.dist_params)
         order = get_distribution(self.distribution).defaults  # the generator's own order
-        shown = [f"{key}={params[key]:g}" for key in order if key in explicit]
+        shown = [f"{key}={number_label(params[key])}" for key in order if key in explicit]
         return f"{self.distribution}({', '.join(shown)})" if shown else self.distribution
+
+
+def number_label(value: float) -> str:
+    """``value`` as labels write it: ``:g`` (six significant digits, ``1``, ``0.5``,
+    ``1e+06``) where that reads back as the same float, else its shortest round-trip repr
+    (``1000001.0``, ``1.0000001``), so that two distinct parameter values never share a
+    label (labels name the series of figures and the rows of summary tables)."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(float(value))
 
 
 def _dist_variants(config: ExperimentConfig, name: str) -> list[tuple[tuple[str, float], ...]]:

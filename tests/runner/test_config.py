@@ -6,7 +6,7 @@ import pytest
 from doubles import fake_catalog
 
 from precision.runner.config import ConfigError, parse_config
-from precision.runner.sweep import expand
+from precision.runner.sweep import expand, number_label
 
 MINIMAL = """\
 name = "my-sweep"          # results go to results/my-sweep/
@@ -63,7 +63,17 @@ def test_typo_in_sweep_names_the_key_and_suggests():
     ("old", "new", "expected"),
     [
         ("seed = 0", "seeed = 0", "did you mean 'seed'"),
-        ("seed = 0", 'seed = "zero"', "seed: expected an integer >= 0, got str 'zero'"),
+        (
+            "seed = 0",
+            'seed = "zero"',
+            "seed: expected an integer in [0, 9223372036854775807], got str 'zero'",
+        ),
+        # (2^64 passed, and the run crashed writing its first point: the column is int64)
+        (
+            "seed = 0",
+            "seed = 18446744073709551616",
+            "seed: expected an integer in [0, 9223372036854775807], got 18446744073709551616",
+        ),
         ("repeats = 1", "repeats = 0", "repeats: expected an integer >= 1, got 0"),
         ('reference = "exact"', 'reference = "exakt"', "did you mean 'exact'"),
         ('"satf"]', '"satff"]', "unknown method 'satff'; did you mean 'satf'"),
@@ -155,6 +165,20 @@ def test_list_valued_distribution_parameters_are_swept():
         "exp_rand(phi=0.5)",
         "exp_rand(phi=1.5)",
     }
+
+
+def test_parameters_that_agree_to_six_digits_keep_distinct_labels():
+    """``{:g}`` wrote phi = 1.0 and 1.0000001 both as ``phi=1`` (mean = 1e6 and 1000001 both
+    as ``1e+06``): the figures and summary tables, which name a series by its label, pooled
+    the two points. Values that ``:g`` keeps exactly read as before."""
+    cfg = parse(MINIMAL.replace("phi = 1.0", "phi = [1.0, 1.0000001, 0.5]"))
+    points = [p for p in expand(cfg) if p.distribution == "exp_rand"]
+    assert {p.dist_label(("phi",)) for p in points} == {
+        "exp_rand(phi=1)",
+        "exp_rand(phi=1.0000001)",
+        "exp_rand(phi=0.5)",
+    }
+    assert number_label(1e6) == "1e+06" and number_label(1000001.0) == "1000001.0"
 
 
 def test_point_ids_and_input_seeds_do_not_depend_on_list_order():

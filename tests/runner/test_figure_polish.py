@@ -105,6 +105,8 @@ def test_pdf_embeds_truetype_fonts_not_type3(tmp_path):
         ("normal", {"mean": -2.0, "std": 3.0}, "N(−2, 3²)"),
         ("wide_range", {"exp_min": -12, "exp_max": 12}, "wide_range, e ∈ [−12, 12]"),
         ("cancellation", {"eps": 0.25}, "cancellation, ε = 0.25"),
+        ("exp_rand", {"phi": 1.0000001}, "exp_rand, φ = 1.0000001"),  # (":g" wrote φ = 1)
+        ("normal", {"mean": 1000001.0, "std": 1.0}, "N(1000001.0, 1)"),  # (and 1e+06)
         ("exp_rand", {}, None),  # incomplete: the raw label is shown
         ("uniform", {"low": -1.0}, None),
         ("uniform", "not json", None),
