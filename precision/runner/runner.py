@@ -125,13 +125,23 @@ def _dist_labels(config: ExperimentConfig, points: list[Point]) -> dict[str, str
     return {p.id: p.dist_label(tuple(config.dist_params.get(p.distribution, {}))) for p in points}
 
 
+def table_of(config: ExperimentConfig, rd: ResultsDir) -> pd.DataFrame:
+    """The stored points of ``config`` (missing ones skipped) as ``results.parquet`` holds
+    them (the ``name`` column first), without writing anything; possibly empty."""
+    points = expand(config)
+    table = rd.combine(points, _dist_labels(config, points))
+    if table.empty:
+        return table
+    table = table.assign(name=config.name)
+    return table[["name", *[c for c in table.columns if c != "name"]]]
+
+
 def combine_results(config: ExperimentConfig, rd: ResultsDir) -> pd.DataFrame:
     """Combine the stored points of ``config`` (missing ones skipped) into ``results.parquet``.
 
     Works on a directory left by an interrupted run too; returns the (possibly empty) table.
     """
-    points = expand(config)
-    table = rd.combine(points, _dist_labels(config, points))
+    table = table_of(config, rd)
     if not table.empty:
         rd.write_table(table, config.name)
     return table
@@ -753,16 +763,26 @@ def _run_locked(
     from precision.provenance import collect
 
     warnings = list(notes)
+    warnings += rd.keep_unreadable_table()
     warnings += rd.reject_foreign_points()
     warnings += rd.adopt_table_points(points)
-    kept = rd.save_config(config)  # (the earlier config's table is kept with it, first)
-    previous_config = kept[0] if kept else None
-    if kept:
+    # (the earlier config's table is kept with it, first)
+    kept = rd.save_config(config, {p.id for p in points})
+    previous_config = next((name for name in kept if name.startswith("config.")), None)
+    if previous_config:
         warnings.append(
             f"the config differs from the one stored in {rd.path}; the earlier one is kept "
             f"as {_and(kept)}. Points whose parameters did not change are reused; the "
             "table holds the points of this config only"
         )
+    elif kept:
+        warnings.append(
+            f"the table in {rd.path} holds points that this config does not have (its "
+            "config.toml was edited in place, or was missing), so it belongs to another "
+            f"config: kept as {_and(kept)}. Points whose parameters did not change are "
+            "reused; the table holds the points of this config only"
+        )
+    if kept:
         # the table is written now, not only at the end, so that a run stopped before then
         # leaves the reused points' table (the figures are redrawn at the end, or by
         # `precision plot`)
@@ -825,8 +845,8 @@ def _run_locked(
             "points": len(points),
             "points_pending": len(pending),
             "previous_config": previous_config,
-            "previous_table": [name for name in kept[1:] if name.startswith("results.")],
-            "previous_figures": [name for name in kept[1:] if name.startswith("figures.")],
+            "previous_table": [name for name in kept if name.startswith("results.")],
+            "previous_figures": [name for name in kept if name.startswith("figures.")],
             "reused_points_code": reused_code,
             "reused_points_hardware": reused_on,
         }

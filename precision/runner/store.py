@@ -396,6 +396,41 @@ class ResultsDir:
             f"written to {self.points_dir} and kept (not recomputed)"
         ]
 
+    def keep_unreadable_table(self) -> list[str]:
+        """Move an unreadable ``results.parquet`` (garbage, truncated, a git-LFS pointer) and
+        the ``results.csv`` beside it to ``results.<UTC>.unreadable.parquet`` / ``.csv``
+        before anything rewrites them; returns a note ([] where the table reads). The csv
+        may be the only readable copy of rows that no point file holds (a directory
+        published without ``points/``): the run then rebuilds the table from the point
+        files alone, and the kept csv still has those rows. Call only holding the lock."""
+        if not self.table_path.exists():
+            return []
+        try:
+            pd.read_parquet(self.table_path, columns=["name"])
+            return []
+        except Exception as exc:
+            why = type(exc).__name__
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        kept = self._keep(self.table_path, self.path / f"results.{stamp}.unreadable.parquet")
+        names = [kept.name]
+        if self.csv_path.exists():  # (the csv takes the parquet's name, _2 and all)
+            csv = self._keep(self.csv_path, kept.with_suffix(".csv"))
+            names.append(csv.name)
+        return [
+            f"{self.table_path} was unreadable ({why}); kept as {' and '.join(names)}. The "
+            "table is rebuilt from the point files; rows that only the old table held are in "
+            "the kept files"
+        ]
+
+    def table_point_ids(self) -> set[str]:
+        """The point ids of the rows of ``results.parquet`` (empty where it is absent,
+        unreadable or has no ``point_id``)."""
+        try:
+            ids = pd.read_parquet(self.table_path, columns=["point_id"])["point_id"]
+        except Exception:
+            return set()
+        return set(ids.astype(str))
+
     def is_done(self, point: Point) -> bool:
         """True if ``point`` has a stored result with every repeat computed.
 
@@ -416,7 +451,7 @@ class ResultsDir:
         except OSError as exc:
             raise StoreError(_describe_os_error(exc, dest)) from None
 
-    def save_config(self, config: ExperimentConfig) -> list[str]:
+    def save_config(self, config: ExperimentConfig, point_ids: set[str] | None = None) -> list[str]:
         """Copy the config file verbatim, keeping a previous, different one and its table.
 
         When ``config.toml`` holds another config, it is copied to ``config.<UTC>.toml`` and
@@ -427,30 +462,43 @@ class ResultsDir:
         published without ``points/``). A name already taken (two changes in one second)
         gets ``_2`` and so on, the table the same as its config. No kept name is ever an
         empty file (:func:`rename_new`). A non-empty ``figures/`` goes to
-        ``figures.<UTC>/`` likewise. Returns the kept names, the config's first; [] if
-        unchanged.
-        """
+        ``figures.<UTC>/`` likewise.
+
+        ``point_ids``: the ids of ``config``'s points. Where the table holds a point not among
+        them, it belongs to another config even if ``config.toml`` reads the same (the run's
+        config *is* that file, edited in place) or is missing: the table and figures are kept
+        aside in the same way, without a config to keep. Returns the kept names, the
+        config's first where there is one; [] if unchanged."""
         dest = self.config_path
+        previous = dest.read_bytes() if dest.exists() else None
+        changed = previous is not None and (
+            previous.decode("utf-8", errors="replace") != config.text
+        )
+        foreign = point_ids is not None and bool(self.table_point_ids() - point_ids)
         kept: list[str] = []
-        if dest.exists():
-            previous = dest.read_bytes()
-            if previous.decode("utf-8", errors="replace") == config.text:
-                return []
+        if changed or foreign:
             stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-            copy = self.path / f".config.{stamp}.toml.tmp"  # (a later run's clean-up removes it)
-            atomic_write(copy, lambda tmp: tmp.write_bytes(previous))
-            old_config = self._keep(copy, self.path / f"config.{stamp}.toml")
-            kept.append(old_config.name)
-            # the table takes its config's name (config.S_2.toml: results.S_2.parquet)
-            stem = old_config.name.removeprefix("config.").removesuffix(".toml")
+            stem = stamp
+            if changed:
+                assert previous is not None
+                earlier = previous  # (bound for the lambda)
+                copy = self.path / f".config.{stamp}.toml.tmp"  # (a later run's clean-up)
+                atomic_write(copy, lambda tmp: tmp.write_bytes(earlier))
+                old_config = self._keep(copy, self.path / f"config.{stamp}.toml")
+                kept.append(old_config.name)
+                # the table takes its config's name (config.S_2.toml: results.S_2.parquet)
+                stem = old_config.name.removeprefix("config.").removesuffix(".toml")
             for table in (self.table_path, self.csv_path):
                 if table.exists():
-                    kept.append(self._keep(table, self.path / f"results.{stem}{table.suffix}").name)
+                    moved = self._keep(table, self.path / f"results.{stem}{table.suffix}")
+                    kept.append(moved.name)
+                    stem = moved.name.removeprefix("results.").removesuffix(table.suffix)
             # its figures too: a run without figures (--no-plots) or one stopped before it
             # draws them would otherwise leave the earlier config's figures in figures/
             if self.figures_dir.is_dir() and any(self.figures_dir.iterdir()):
                 kept.append(self._keep_folder(self.figures_dir, self.path / f"figures.{stem}"))
-        atomic_write(dest, lambda tmp: tmp.write_text(config.text, encoding="utf-8"))
+        if changed or previous is None:
+            atomic_write(dest, lambda tmp: tmp.write_text(config.text, encoding="utf-8"))
         return kept
 
     @staticmethod
@@ -548,30 +596,64 @@ class ResultsDir:
         try:
             return pd.read_parquet(self.table_path)
         except Exception as exc:
+            if self.points_dir.is_dir() and self.config_path.exists():
+                how = "`precision plot` rebuilds it from the point files"
+            else:  # (a directory published without points/: nothing to rebuild it from)
+                csv = " or read results.csv" if self.csv_path.exists() else ""
+                how = (
+                    "there are no point files to rebuild it from: restore it (`git lfs pull` "
+                    f"where it is a git-LFS pointer){csv}"
+                )
             raise StoreError(
-                f"{self.table_path} is unreadable ({type(exc).__name__}); "
-                "`precision plot` rebuilds it from the point files"
+                f"{self.table_path} is unreadable ({type(exc).__name__}); {how}"
             ) from None
 
 
-def recombine(path: Path | str, *, wait: float = 0.0) -> pd.DataFrame:
+def recombine(
+    path: Path | str, *, wait: float = 0.0, notes: list[str] | None = None
+) -> pd.DataFrame:
     """The results table of the results directory ``path``, rebuilt from its point files when
     ``results.parquet`` is missing, unreadable or older than one of them.
 
     Reads ``path/config.toml`` to know which points belong to the table, takes the
     directory's lock while it rewrites the table, and raises :class:`StoreError` with a
-    message for the user when there is neither a readable table nor config and points.
-    """
+    message for the user when there is neither a readable table nor config and points. It
+    never drops rows: a readable table that holds points the config does not have (the
+    config edited after the run) is left as it is, with a StoreError saying so. Where
+    ``path`` cannot be written (a read-only copy whose file times make the table look
+    older than its points), the table is rebuilt in memory only, and a line saying so is
+    appended to ``notes``."""
+    from precision.console import directory_destination_problem
+
     path = Path(path)
     rd = ResultsDir(path.parent, path.name)
     if rd.table_is_stale() and rd.config_path.exists() and rd.points_dir.is_dir():
         from precision.runner.config import ConfigError, load_config
-        from precision.runner.runner import combine_results
+        from precision.runner.runner import combine_results, table_of
+        from precision.runner.sweep import expand
 
         try:
             config = load_config(rd.config_path, check_plot=False)
         except ConfigError as exc:
             raise StoreError(f"cannot recombine {path}: {exc}") from None
+        others = rd.table_point_ids() - {p.id for p in expand(config)}
+        if others:
+            raise StoreError(
+                f"{rd.table_path} holds {len(others)} point(s) that {rd.config_path} does "
+                "not have (the config was changed after the run?), and is older than a point "
+                "file: it is not rebuilt, which would drop those rows; `precision run "
+                f"{rd.config_path}` keeps it aside and writes this config's table"
+            )
+        if directory_destination_problem(path, "results directory") is not None:
+            table = table_of(config, rd)
+            if table.empty:
+                raise StoreError(f"{path} has no stored points yet (run the config first)")
+            if notes is not None:
+                notes.append(
+                    f"{path} is not writable and its results.parquet is older than a point "
+                    "file: the table was rebuilt from the point files in memory (not saved)"
+                )
+            return table
         with rd.lock(wait=wait):
             table = combine_results(config, rd)
         if table.empty:

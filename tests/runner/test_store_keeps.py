@@ -4,7 +4,10 @@ a config change stopped at any write; a config narrowed over a table without poi
 two config changes in one second; figures of two queued runs; a figure being written while a
 run starts; a table stopped between its csv and parquet; a process-pool worker that dies;
 ``bench --append`` onto another header; ``capture`` and ``ozaki_bench --combine`` outputs;
-points timed on another machine, reused without a word.
+points timed on another machine, reused without a word. Then three more (a runner audit of
+2026-11-28): an unreadable table written over its intact csv; a config edited where it is
+stored (or missing) dropping the table's other rows; `precision plot` rebuilding a table that
+holds other points, or failing on a read-only copy whose times make the table look stale.
 """
 
 from __future__ import annotations
@@ -379,3 +382,115 @@ def test_kept_figures_numbered_at_the_end_of_their_name(tmp_path):
     assert name == "figures.S_2"
     assert (path / name / "a.png").read_bytes() == b"png"
     assert not (path / "figures").exists() and not any((path / "figures.S").iterdir())
+
+
+# ------------------------------------- a runner audit of 2026-11-28: three more ways, closed
+
+
+def test_an_unreadable_table_without_point_files_is_kept_with_its_csv(tmp_path, capsys):
+    """A published directory (no points/) whose results.parquet is unreadable, here a git-LFS
+    pointer of a clone without LFS: the rerun wrote a table of "unavailable" rows over the
+    intact results.csv, the only readable copy of the results, without a word. Both files
+    are now kept aside, said, and the plot of such a directory says how to restore it."""
+    from precision.runner.cli import main
+
+    rd, before = _published(tmp_path)
+    published_csv = rd.csv_path.read_text()
+    rd.table_path.write_text("version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n")
+    assert main(["plot", str(rd.path), "--out", str(tmp_path / "f")]) == 2
+    assert "no point files to rebuild it from: restore it (`git lfs pull` where it is a " in (
+        capsys.readouterr().err
+    )
+    summary = run(tmp_path)
+    (note,) = [w for w in summary.warnings if "was unreadable" in w]
+    (kept,) = rd.path.glob("results.*Z.unreadable.parquet")
+    assert kept.read_text().startswith("version https://git-lfs")
+    assert kept.with_suffix(".csv").read_text() == published_csv
+    assert f"kept as {kept.name} and {kept.with_suffix('.csv').name}" in note
+    csv = pd.read_csv(kept.with_suffix(".csv"), dtype={"point_id": str})
+    assert before <= set(zip(csv["point_id"], csv["repeat"], strict=True))
+
+
+@pytest.mark.parametrize("how", ["edited in place", "missing"])
+def test_a_config_changed_where_it_is_stored_keeps_the_earlier_table(tmp_path, how):
+    """``precision run results/<name>/config.toml`` after editing that very file (or with it
+    missing) compared the config with itself, so a narrower one rewrote the table with its
+    own points only: rows that only the table held (no points/) were gone, and with points/
+    the figures of the wider config stayed. The table holding points the config lacks now
+    keeps table and figures aside, as a changed config does."""
+    rd, before = _published(tmp_path)
+    (rd.figures_dir / "err_fro.png").parent.mkdir(parents=True, exist_ok=True)
+    (rd.figures_dir / "err_fro.png").write_bytes(b"the wider config's figure")
+    if how == "missing":
+        rd.config_path.unlink()
+    else:
+        rd.config_path.write_text(NARROWED)
+    summary = run(tmp_path, NARROWED)
+    (warning,) = [w for w in summary.warnings if "holds points that this config does not" in w]
+    (kept,) = rd.path.glob("results.*Z.parquet")
+    stamp = kept.name[len("results.") : -len(".parquet")]
+    assert f"kept as {kept.name}, results.{stamp}.csv and figures.{stamp}" in warning
+    earlier = pd.read_parquet(kept)
+    assert before <= set(zip(earlier["point_id"], earlier["repeat"], strict=True))
+    assert (
+        rd.path / f"figures.{stamp}" / "err_fro.png"
+    ).read_bytes() == b"the wider config's figure"
+    tables_match_their_config(rd)
+    latest = rd.read_provenance()[0][-1]
+    assert latest["previous_config"] is None
+    assert latest["previous_table"] == [kept.name, f"results.{stamp}.csv"]
+    assert latest["previous_figures"] == [f"figures.{stamp}"]
+    assert not [w for w in run(tmp_path, NARROWED).warnings if "holds points" in w]  # (once)
+
+
+def test_plot_never_rebuilds_a_table_that_holds_other_points(tmp_path, capsys):
+    """With points/ present and the table older than a point file, `precision plot`
+    rebuilt the table from config.toml's points: after an edit of that config, the other
+    points' rows went. It now leaves the table alone and says why."""
+    from precision.runner.cli import main
+
+    run(tmp_path)
+    rd = ResultsDir(tmp_path, "s")
+    rows = pd.read_parquet(rd.table_path)
+    rd.config_path.write_text(NARROWED)
+    newer = time.time() + 5
+    for point_file in rd.points_dir.glob("*.parquet"):
+        os.utime(point_file, (newer, newer))
+    assert main(["plot", str(rd.path), "--out", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err
+    assert "holds 2 point(s) that" in err and "it is not rebuilt" in err
+    pd.testing.assert_frame_equal(pd.read_parquet(rd.table_path), rows)
+
+
+def test_plot_of_a_read_only_copy_that_looks_stale_draws_from_its_points(
+    tmp_path, monkeypatch, capsys
+):
+    """A read-only copy made by `cp -r` gives the point files newer times than the table:
+    `precision plot --out DIR` insisted on rewriting the table inside the copy and failed.
+    It now rebuilds the table in memory and says so."""
+    import errno
+    import pathlib
+
+    from precision.runner.cli import main
+
+    run(tmp_path)
+    rd = ResultsDir(tmp_path, "s")
+    newer = time.time() + 5
+    for point_file in rd.points_dir.glob("*.parquet"):
+        os.utime(point_file, (newer, newer))
+    table_bytes = rd.table_path.read_bytes()
+    real_mkdir = pathlib.Path.mkdir
+
+    def read_only_mkdir(self, *args, **kwargs):  # as on a read-only mount
+        if self.is_relative_to(rd.path):
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "mkdir", read_only_mkdir)
+    out = tmp_path / "elsewhere"
+    assert main(["plot", str(rd.path), "--out", str(out), "--format", "png"]) == 0
+    err = capsys.readouterr().err
+    assert "note: " in err and "rebuilt from the point files in memory (not saved)" in err
+    assert rd.table_path.read_bytes() == table_bytes
+    summary = pd.read_csv(out / "summary.csv")
+    assert set(summary["m"]) == {8, 16, 24}

@@ -110,8 +110,12 @@ def _load_table(root: Path) -> pd.DataFrame | None:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return None
+    notes: list[str] = []
     try:
-        return recombine(root)
+        table = recombine(root, notes=notes)
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+        return table
     except DirectoryInUse as exc:  # its table is being rewritten: the run draws the figures
         print(
             f"error: {root} is being written by another run ({exc.holder}), which draws the "
