@@ -86,8 +86,15 @@ def test_run_then_plot_then_reproduce_from_results_dir(cfg, capsys):
     assert main(["plot", str(root)]) == 0
     assert (root / "figures" / "err_fro.png").exists()
     assert (root / "figures" / "err_fro.pdf").exists()
-    # the copied config reproduces the table into the same directory
+    capsys.readouterr()
+    # the copied config reproduces the table into the same directory; figures/ is now older
+    # than the table, and the run says so (an audit found nothing marked it)
     assert main(["run", str(root / "config.toml"), "--quiet", "--force", "--no-plots"]) == 0
+    shown = Path("results") / "cli"  # (as the run names it: relative to the working directory)
+    assert (
+        f"note: {shown / 'figures'} was drawn from the table before this run's 16 point(s) "
+        f"(--no-plots); `precision plot {shown}` redraws it"
+    ) in capsys.readouterr().out
     again = pd.read_parquet(root / "results.parquet")
     pd.testing.assert_series_equal(table["err_fro"], again["err_fro"])
     assert (root / "config.toml").read_text() == CONFIG

@@ -130,6 +130,14 @@ def main(args: argparse.Namespace) -> int:
     print(f"results: {summary.results_dir / 'results.parquet'} (+ .csv)")
     for fig in summary.figures:
         print(f"{'table' if fig.stem.endswith('summary') else 'figure'}:  {fig}")
+    figures_dir = summary.results_dir / "figures"
+    if args.no_plots and summary.computed and figures_dir.is_dir() and any(figures_dir.iterdir()):
+        # (a resumed run's table grew: the figures there were drawn from an earlier one)
+        print(
+            f"note: {figures_dir} was drawn from the table before this run's "
+            f"{summary.computed} point(s) (--no-plots); `precision plot {summary.results_dir}` "
+            "redraws it"
+        )
     if not args.no_plots and not summary.figures and summary.status_counts:
         print(
             f"figures: none: no point has a value to draw (status {summary.status_counts}); "
