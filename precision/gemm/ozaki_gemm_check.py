@@ -190,7 +190,9 @@ def speed(cp: Any, n: int, L: int, variants: list[Variant]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m precision.gemm.ozaki_gemm_check", description=__doc__
+    )
     parser.add_argument("--quick", action="store_true", help="exactness and n = 8192 only")
     parser.add_argument("--variants", action="store_true", help="also time raster variants")
     args = parser.parse_args(argv)

@@ -321,6 +321,20 @@ def _unreadable(path: str) -> str | None:
     return None
 
 
+def _record_path_problem(path: str) -> str | None:
+    """Why ``record`` must not write ``path``, or None: an existing file (it was overwritten,
+    ``tests/data/gemm/cuda_cases_sm90.npz`` too) or a name without ``.npz`` (numpy appends
+    it, so the file written was not the one checked)."""
+    if not path.endswith(".npz"):
+        return f"record {path}: the file name must end in .npz (numpy would append it)"
+    if Path(path).exists():
+        return (
+            f"record {path}: the file exists; record into a new file, compare it with "
+            f"`{PROG} compare NEW OLD`, then replace the old one deliberately"
+        )
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -344,6 +358,10 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("old")
     args = p.parse_args(argv)
     if args.cmd == "record":
+        problem = _record_path_problem(args.path)
+        if problem:  # (on any machine: it was written over, the recording CI replays too)
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
         if exit_without_gpu(f"{PROG} record"):
             return 2
         problem = file_destination_problem(args.path, "record")

@@ -77,7 +77,9 @@ def write_all(files: dict[Path, tuple[str, Callable[[], str]]] | None = None) ->
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: ``--check`` exits 1 with one line per stale file; otherwise rewrites them."""
-    p = argparse.ArgumentParser(prog=f"python -m {__name__}", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m precision.kernels.generated", description=__doc__.splitlines()[0]
+    )
     p.add_argument("--check", action="store_true", help="compare only; exit 1 if any differs")
     args = p.parse_args(argv)
     if args.check:

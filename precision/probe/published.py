@@ -33,6 +33,7 @@ parameters (``via="block"``) or through :func:`precision.mma` with the GPU's
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -156,10 +157,34 @@ def convert(src: Path, out: Path, *, commit: str = SOURCE_COMMIT) -> list[Path]:
     files, ``out/inputs/<fmt>_k<K>.npz`` (a, b): the GPUs share their inputs, so storing them
     once keeps the data small. Copies the upstream ``LICENCE`` to ``out/LICENSE`` when ``src``
     is the repository root. Returns the paths written.
+
+    ``out`` must be empty or absent: converting over earlier files (``tests/data/published``
+    itself) replaced shared input files and left the other GPUs' sets naming inputs of
+    another shape. A conversion that fails part way removes what it wrote. Convert into a
+    new folder, compare (``table``), then replace deliberately.
     """
     src, out = Path(src), Path(out)
     mv = _model_validation_dir(src)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        what = "is not a directory" if not out.is_dir() else "already holds files"
+        raise FileExistsError(
+            f"{out} {what}: convert into a new, empty directory, compare it (`python -m "
+            "precision.probe.published table DIR`), then replace the old files deliberately"
+        )
     written: list[Path] = []
+    try:
+        return _convert_into(mv, out, commit, written)
+    except BaseException:
+        for path in written:  # (the folders too, deepest first, where they are left empty)
+            path.unlink(missing_ok=True)
+        for folder in sorted({p.parent for p in written} | {out}, key=lambda p: -len(p.parts)):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+
+
+def _convert_into(mv: Path, out: Path, commit: str, written: list[Path]) -> list[Path]:
+    """The body of :func:`convert`: appends each file to ``written`` as it writes it."""
     inputs: dict[tuple[str, str, str], str] = {}  # (fmt, blob of a, of b) -> file stem
     for gpu, (gdir, cc) in GPUS.items():
         for up_fmt, fmt in FORMATS.items():

@@ -34,26 +34,69 @@ def default_path(kind: str, tag: str | None = None, now: dt.datetime | None = No
     return BENCH_DIR / f"{'_'.join(parts)}_{stamp}.csv"
 
 
-def is_tracked(path: Path) -> bool:
-    """True if git tracks ``path`` (False outside a git work tree or without git)."""
-    path = Path(path).resolve()
+def _work_tree_of(path: Path) -> Path | None:
+    """The git work tree holding ``path`` (the nearest folder above it with a ``.git``), or
+    None outside any."""
+    for folder in path.parents:
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def _git_tracks(path: Path) -> bool | str:
+    """Whether git tracks the file ``path`` (resolved), or why git cannot tell: git missing,
+    a repository it refuses (another user's checkout, "dubious ownership", is read all the
+    same: ``safe.directory``), a timeout."""
+    if not path.parent.is_dir():  # (git tracks no file in a folder that does not exist)
+        return False
     try:
         res = subprocess.run(
-            ["git", "ls-files", "--error-unmatch", path.name],
-            cwd=path.parent if path.parent.is_dir() else None,
+            ["git", "-c", "safe.directory=*", "ls-files", "--error-unmatch", "--", path.name],
+            cwd=path.parent,
             capture_output=True,
+            text=True,
             timeout=10,
         )
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return path.parent.is_dir() and res.returncode == 0
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if res.returncode in (0, 1):  # (1: "did not match any file(s) known to git")
+        return res.returncode == 0
+    first = (res.stderr or res.stdout).strip().splitlines()
+    return f"git exited {res.returncode}: {first[0] if first else 'no message'}"
+
+
+def is_tracked(path: Path) -> bool:
+    """True if git tracks ``path``, or cannot tell inside a git work tree (git missing or
+    failing: the safe answer for a guard); False outside any work tree."""
+    path = Path(path).resolve()
+    return _work_tree_of(path) is not None and _git_tracks(path) is not False
 
 
 def check_out(path: Path) -> str | None:
-    """None if a bench may write ``path``, else the one-line reason it may not."""
-    if is_tracked(path):
+    """None if a bench may write ``path``, else the one-line reason it may not: a directory,
+    a file git tracks (numbers the docs cite), or a path inside a git work tree where git
+    cannot say whether it tracks it (until 2026-11-28 such a failure let the write through,
+    e.g. for a checkout owned by another user)."""
+    path = Path(path)
+    if path.is_dir():
+        return (
+            f"--out {path} is a directory; give a file name (or leave out --out for a new, "
+            "dated file)"
+        )
+    resolved = path.resolve()
+    tree = _work_tree_of(resolved)
+    if tree is None:
+        return None
+    tracked = _git_tracks(resolved)
+    if tracked is True:
         return (
             f"--out {path} is a file tracked by git (numbers the docs cite); write a new "
             "file (leave out --out for a dated one) and commit it deliberately"
+        )
+    if isinstance(tracked, str):
+        return (
+            f"--out {path} is inside the git work tree {tree}, but git cannot tell whether "
+            f"it tracks that file ({tracked}), so it is not written: write outside the work "
+            "tree, or fix git"
         )
     return None

@@ -236,3 +236,18 @@ def test_compare_exits_0_only_when_both_hold_the_same_arrays_bit_for_bit(tmp_pat
     assert main(["compare", str(other), str(full)]) == 2
     assert "no array in common" in _one_error_line(capsys)
     assert main(["compare", str(full), str(full)]) == 0
+
+
+def test_record_refuses_an_existing_file_and_a_name_without_npz(tmp_path, capsys):
+    """`record PATH` wrote over any file, the recording CI replays too, and numpy appends
+    .npz to a name without it, so the destination checked was not the file written. Both
+    are refused first, on any machine (with or without a GPU)."""
+    existing = tmp_path / "cases.npz"
+    existing.write_bytes(b"the recording CI replays")
+    assert main(["record", str(existing)]) == 2
+    err = capsys.readouterr().err
+    assert f"record {existing}: the file exists; record into a new file, compare it" in err
+    assert existing.read_bytes() == b"the recording CI replays"
+    assert main(["record", str(tmp_path / "cases")]) == 2
+    assert "the file name must end in .npz" in capsys.readouterr().err
+    assert not (tmp_path / "cases.npz.npz").exists() and not (tmp_path / "cases").exists()

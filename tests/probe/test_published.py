@@ -221,6 +221,25 @@ def test_convert_refuses_inexact_inputs(tmp_path):
         pb.convert(tmp_path / "src", tmp_path / "out")
 
 
+def test_convert_refuses_a_folder_with_files_and_leaves_nothing_when_it_fails(tmp_path):
+    """Converting into tests/data/published itself (its README gave that command) replaced
+    shared input files, so the other GPUs' sets named inputs of another shape; a conversion
+    that failed part way left what it had written. A folder holding files is now refused,
+    and a failed conversion removes its own files."""
+    _write_tree(tmp_path / "src")
+    out = tmp_path / "out"
+    (out / "inputs").mkdir(parents=True)
+    (out / "inputs" / "fp16_k2.npz").write_bytes(b"another GPU's inputs")
+    with pytest.raises(FileExistsError, match=r"out already holds files: convert into a new"):
+        pb.convert(tmp_path / "src", out)
+    assert (out / "inputs" / "fp16_k2.npz").read_bytes() == b"another GPU's inputs"
+    bad = _write_tree(tmp_path / "src", gpu="B200")  # (converted after H200: GPUS order)
+    (bad / "c_B200_fp32.txt").write_text("1\n")
+    with pytest.raises(ValueError, match="c_B200_fp32.txt"):
+        pb.convert(tmp_path / "src", tmp_path / "fresh")
+    assert not (tmp_path / "fresh").exists()
+
+
 def test_convert_needs_model_validation(tmp_path):
     with pytest.raises(FileNotFoundError, match="model_validation"):
         pb.convert(tmp_path, tmp_path / "out")

@@ -139,3 +139,48 @@ def test_timed_calls_run_without_memory_tracing(tmp_path, monkeypatch):
     assert main([*argv, "--repeats", "3", "--out", str(out)]) == 0
     assert traced == [True, False, False, False]
     assert pd.read_csv(out)["peak_host_bytes"].iloc[0] > 0
+
+
+def test_bench_out_is_refused_where_git_cannot_tell_or_for_a_directory(
+    tmp_path, monkeypatch, capsys
+):
+    """The tracked-file guard took any git failure for "not tracked": with git missing, or a
+    checkout git refuses ("dubious ownership": another user's, common in containers), a bench
+    wrote over the cited file. Inside a work tree that git cannot read it now refuses; a
+    directory given as --out is named as one (it was called "a file tracked by git")."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # a work tree, as far as the guard can see
+    cited = tmp_path / "cited.csv"
+    cited.write_text("numbers the docs cite\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))
+    assert main(["bench", *SMALL, "--out", str(cited)]) == 2
+    err = capsys.readouterr().err
+    assert f"is inside the git work tree {tmp_path}, but git cannot tell whether it tracks" in err
+    assert err.count("\n") == 1 and cited.read_text() == "numbers the docs cite\n"
+    assert main(["bench", *SMALL, "--out", str(tmp_path)]) == 2
+    assert f"--out {tmp_path} is a directory; give a file name" in capsys.readouterr().err
+    outside = tmp_path / "elsewhere"  # (no .git above it: written whatever git does)
+    monkeypatch.chdir(tmp_path.parent)
+    (tmp_path / ".git").rmdir()
+    assert main(["bench", *SMALL, "--out", str(outside / "b.csv")]) == 0
+
+
+def test_bench_append_keeps_rows_apart_and_checks_the_file_first(tmp_path, monkeypatch, capsys):
+    """Appending to a csv without a final line break ran the first new row on from the last
+    line (one line of 55 fields); appending to a file that is not UTF-8 text crashed after
+    the measurements, losing them. The first gets its line break, the second is refused
+    before any measurement, the file untouched."""
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "a.csv"
+    assert main(["bench", *SMALL, "--out", str(out)]) == 0
+    out.write_bytes(out.read_bytes().rstrip(b"\r\n"))
+    assert main(["bench", *SMALL, "--out", str(out), "--append"]) == 0
+    rows = pd.read_csv(out)
+    assert len(rows) == 4 and set(rows["kind"]) == {"emulator", "exact_reference"}
+    binary = tmp_path / "x.npz"
+    binary.write_bytes(b"PK\x03\x04\xff\xfe\x00binary")
+    capsys.readouterr()
+    assert main(["bench", *SMALL, "--out", str(binary), "--append"]) == 2
+    captured = capsys.readouterr()
+    assert "error: cannot append to" in captured.err and "not a CSV text file" in captured.err
+    assert "wrote" not in captured.out and binary.read_bytes() == b"PK\x03\x04\xff\xfe\x00binary"

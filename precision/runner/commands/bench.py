@@ -463,6 +463,8 @@ def main(args: argparse.Namespace) -> int:
     if "gpu" in args.device and exit_without_gpu("precision bench --device gpu"):
         return 2
     problem = file_destination_problem(args.out, "--out")
+    if problem is None and args.append and args.out.exists():
+        problem = _append_problem(args.out)
     if problem:  # before the measurements: their rows would have nowhere to go
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -503,6 +505,8 @@ def main(args: argparse.Namespace) -> int:
         else:
             fields = header  # the file's own column order (columns this bench lacks stay empty)
     with args.out.open(mode, newline="") as fh:
+        if mode == "a" and not _ends_with_newline(args.out):
+            fh.write("\r\n")  # (else the first row would run on from the file's last line)
         writer = csv.DictWriter(fh, fieldnames=fields)
         if mode == "w":
             writer.writeheader()
@@ -515,3 +519,25 @@ def _csv_header(path: Path) -> list[str]:
     """The column names on the first line of the csv file ``path`` ([] if it is empty)."""
     with path.open(newline="") as fh:
         return next(csv.reader(fh), [])
+
+
+def _append_problem(path: Path) -> str | None:
+    """Why the rows cannot be appended to the existing file ``path`` (asked before the
+    measurements: it crashed after them, losing the rows, on a file that is not UTF-8
+    text), or None."""
+    try:
+        _csv_header(path)
+    except (UnicodeDecodeError, csv.Error) as exc:
+        return f"cannot append to {path}: it is not a CSV text file ({type(exc).__name__})"
+    except OSError as exc:
+        return f"cannot append to {path}: {exc.strerror or exc}"
+    return None
+
+
+def _ends_with_newline(path: Path) -> bool:
+    """Whether the file ``path`` is empty or ends with a line break."""
+    with path.open("rb") as fh:
+        if fh.seek(0, 2) == 0:
+            return True
+        fh.seek(-1, 2)
+        return fh.read(1) in (b"\n", b"\r")
