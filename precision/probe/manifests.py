@@ -13,7 +13,10 @@ into a fresh directory and then :func:`append_run` into the committed one keeps 
 - its ``.npz`` files are copied next to the others.
 
 Nothing is overwritten: an instruction or file the destination already has is an error, and
-so is a file of the later run that its manifest does not name (or the reverse).
+so is a file of the later run that its manifest does not name (or the reverse). Only a run of
+the same kind joins: one directory is replayed as one probe family (the manifests'
+``description``) through one GPU's model (their ``compute_capability``, sm_90 where absent),
+so a run of another family or another compute capability is refused.
 
     python -m precision.probe.manifests append LATER_DIR tests/data/sm90_mma
 """
@@ -71,12 +74,52 @@ def recorded_files(manifest: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def _compute_capability(path: Path, manifest: dict[str, Any]) -> int:
+    """The compute capability whose model replays the recordings of ``manifest`` (at
+    ``path``): its ``compute_capability``, 90 where absent (as
+    :func:`~precision.probe.capture.manifest_arch` reads it); ``ValueError`` naming the file
+    for a value that is no integer."""
+    cc = manifest.get("compute_capability", 90)
+    try:
+        return int(str(cc))
+    except ValueError:
+        raise ValueError(f"{path}: compute_capability {cc!r} is no compute capability") from None
+
+
+def check_same_kind(src: Path, new: dict[str, Any], dst: Path, old: dict[str, Any]) -> None:
+    """``ValueError`` naming both manifests when the run of ``new`` (in ``src``) would not be
+    replayed as the recordings of ``old`` (in ``dst``) are: another probe family (the
+    ``description`` that :func:`precision.probe.suite.family_of` reads: its files would not
+    be replayed at all) or another compute capability (the one model
+    :func:`~precision.probe.capture.manifest_arch` picks for the directory would be another
+    GPU's)."""
+    from precision.probe.suite import family_of
+
+    families = family_of(new), family_of(old)
+    if families[0] != families[1]:
+        what = [f"the {f} family" if f else "no known probe family" for f in families]
+        raise ValueError(
+            f"{src / MANIFEST}: a run of {what[0]}, but {dst / MANIFEST} holds {what[1]}: "
+            "a directory is replayed as one family (append to that family's directory)"
+        )
+    ccs = _compute_capability(src / MANIFEST, new), _compute_capability(dst / MANIFEST, old)
+    if ccs[0] != ccs[1]:
+        raise ValueError(
+            f"{src / MANIFEST}: compute_capability {ccs[0]}, but {dst / MANIFEST} has "
+            f"{ccs[1]}: a directory is replayed through one GPU's model (keep another GPU's "
+            "run in a directory of its own)"
+        )
+
+
 def append_run(later: str | Path, into: str | Path) -> dict[str, Any]:
     """Append the run recorded in directory ``later`` to the recordings in ``into`` (see the
     module docstring); returns the merged manifest, also written to ``into``. Raises
-    ValueError, naming the file, before anything is written when the two do not fit."""
+    ValueError, naming the file, before anything is written when the two do not fit: another
+    probe family or compute capability (:func:`check_same_kind`), files and manifest that
+    disagree, an instruction or file ``into`` already has."""
     src, dst = Path(later), Path(into)
     new, old = _read(src), _read(dst)
+    check_same_kind(src, new, dst, old)
     files = recorded_files(new)
     on_disk = {p.name for p in src.glob("*.npz")}
     if on_disk != set(files.values()):

@@ -19,6 +19,7 @@ kind from a seeded generator:
 from __future__ import annotations
 
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -479,20 +480,34 @@ def matches(probe: GenericProbe, rec: Recording, got: np.ndarray) -> np.ndarray:
     return got == rec.d
 
 
-def verify(directory: str | Path, device: str = "cpu") -> dict[str, dict[str, tuple[int, int]]]:
-    """{recording: {kind: (outputs, matches)}} for every probe recording in ``directory``,
-    replayed through the model of the GPU that recorded it (the manifest's compute
-    capability), on ``device``'s engine. An instruction that model lacks counts as unmatched,
-    under the kind ``"no model (smXX)"``. (The GPU engine runs every instruction of every
-    model that a packed probe records.)"""
-    from precision.probe.capture import manifest_arch
-    from precision.probe.generic import PROBES
+def verify(
+    directory: str | Path, device: str = "cpu", only: Collection[str] | None = None
+) -> dict[str, dict[str, tuple[int, int]]]:
+    """{recording: {kind: (outputs, matches)}} for every probe recording in ``directory``
+    (those of the file names in ``only``, if given), replayed through the model of the GPU
+    that recorded it (the manifest's compute capability), on ``device``'s engine. An
+    instruction that model lacks counts as unmatched, under the kind ``"no model (smXX)"``.
+    (The GPU engine runs every instruction of every model that a packed probe records.)
 
+    ``ValueError`` naming the manifest when it describes another probe family, or lists a
+    file (of ``only``, if given) that is no packed probe's recording: it would be skipped
+    while the table read 100 %."""
+    from precision.probe.capture import manifest_arch, read_manifest
+    from precision.probe.generic import PROBES
+    from precision.probe.suite import check_unknown, family_of
+
+    family = family_of(read_manifest(directory) or {})
+    if family not in (None, "mma"):
+        raise ValueError(
+            f"{Path(directory) / 'manifest.json'}: describes {family} recordings, not the "
+            f"fragment-packed probes' (precision verify {directory} replays every family)"
+        )
+    check_unknown(Path(directory), "mma", None if only is None else set(only))
     arch = manifest_arch(directory)
     out: dict[str, dict[str, tuple[int, int]]] = {}
     for p in PROBES:
         path = Path(directory) / f"{p.name}.npz"
-        if not path.exists():
+        if (only is not None and path.name not in only) or not path.exists():
             continue
         rec = load(path)
         if rec.ptx != p.ptx:
@@ -540,11 +555,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         from precision.probe.generic import PROBES
-        from precision.probe.suite import check_listed
+        from precision.probe.suite import check_family_dir
 
         if not Path(args.dir).is_dir():
             raise ValueError(f"{args.dir}: no such recording directory")
-        check_listed(Path(args.dir), "mma")  # every file the manifest lists, and no other
+        check_family_dir(Path(args.dir), ("mma",))  # every file the manifest lists, no other
         table = verify(args.dir)
         if not table:  # it used to print an empty table and exit 0
             raise ValueError(

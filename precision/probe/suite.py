@@ -13,15 +13,15 @@ sub-directory per family, each with its own ``manifest.json``:
 :func:`verify_dir` replays every recording found under a directory (a capture directory, one
 family's directory such as tests/data/sm90, or a single family file set) through the emulator
 and returns one :class:`Row` per instruction and data kind: the table whose every line must
-read 100 %. Every output is compared bit for bit, f64 NaN payloads included
+read 100 %. What it cannot count in full (a directory of ``.npz`` files without a family's
+manifest, a listed recording missing, a listed file no reader of its family replays) is
+refused, never left out. Every output is compared bit for bit, f64 NaN payloads included
 (:mod:`precision.tensorcore.dmma_nan`).
 """
 
 from __future__ import annotations
 
 import functools
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,10 +123,10 @@ def _verify_mma_sync(d: Path, device: str) -> list[Row]:
     return rows
 
 
-def _verify_mma(d: Path, device: str) -> list[Row]:
+def _verify_mma(d: Path, device: str, only: set[str] | None = None) -> list[Row]:
     from precision.probe import packed
 
-    table = packed.verify(d, device)
+    table = packed.verify(d, device, only=only)
     return [
         Row("mma", name, kind, n, m)
         for name, kinds in table.items()
@@ -134,10 +134,10 @@ def _verify_mma(d: Path, device: str) -> list[Row]:
     ]
 
 
-def _verify_wmma(d: Path, device: str) -> list[Row]:
+def _verify_wmma(d: Path, device: str, only: set[str] | None = None) -> list[Row]:
     from precision.probe import wmma
 
-    return wmma_rows(wmma.compare(d, device), device)
+    return wmma_rows(wmma.compare(d, device, only=only), device)
 
 
 def wmma_rows(table: dict[str, Any], device: str = "cpu") -> list[Row]:
@@ -164,10 +164,11 @@ def wmma_rows(table: dict[str, Any], device: str = "cpu") -> list[Row]:
     return rows
 
 
-def _verify_wgmma(d: Path, extra: bool, device: str) -> list[Row]:
+def _verify_wgmma(d: Path, extra: bool, device: str, only: set[str] | None = None) -> list[Row]:
     from precision.probe import wgmma
 
-    table = wgmma.compare_extra(d, device) if extra else wgmma.compare(d, device)
+    compare = wgmma.compare_extra if extra else wgmma.compare
+    table = compare(d, device, only=only)
     return wgmma_rows(table, device)
 
 
@@ -202,12 +203,16 @@ def print_verdict(rows: list[Row]) -> int:
 
 def _family_of(d: Path) -> str | None:
     """Which family a directory of recordings holds, from its manifest (``ValueError`` naming
-    a manifest that is no JSON object)."""
+    a manifest that is no JSON object); None without a manifest or one of no family."""
     from precision.probe.capture import read_manifest
 
     manifest = read_manifest(d)
-    if manifest is None:
-        return None
+    return None if manifest is None else family_of(manifest)
+
+
+def family_of(manifest: dict) -> str | None:
+    """Which of :data:`FAMILIES` a recorder's manifest describes (its ``description``, which
+    every recorder writes), or None (a hand-made manifest)."""
     text = str(manifest.get("description", ""))
     if "fragment-packed" in text:
         return "mma"
@@ -248,14 +253,51 @@ def listed_files(d: Path, family: str) -> set[str] | None:
     }
 
 
+def known_files(family: str) -> frozenset[str]:
+    """The ``.npz`` file names that ``family``'s reader replays (it knows no other file)."""
+    if family == "mma_sync":
+        from precision.probe.catalog import PROBES as MMA_SYNC
+
+        return frozenset(f"{n}.npz" for n in MMA_SYNC)
+    if family == "mma":
+        from precision.probe.generic import PROBES as PACKED
+
+        return frozenset(f"{p.name}.npz" for p in PACKED)
+    if family == "wmma":
+        from precision.probe.wmma import PROBES as WMMA
+
+        return frozenset(f"{p.name}.npz" for p in WMMA)
+    from precision.probe.wgmma import EXTRA, WGMMA
+
+    if family in ("wgmma", "wgmma_extra"):
+        return frozenset(f"wgmma_{n}.npz" for n in (EXTRA if family == "wgmma_extra" else WGMMA))
+    raise ValueError(f"no probe family {family!r} (known: {', '.join(FAMILIES)})")
+
+
+def check_unknown(d: Path, family: str, names: set[str] | None = None) -> None:
+    """``ValueError`` naming the manifest of ``d`` when it lists (of ``names``, if given) a
+    file that ``family``'s reader does not know how to replay: such a file (another family's
+    recording appended to this directory, say) would be skipped, not counted."""
+    listed = listed_files(d, family) or set()
+    unknown = sorted((listed if names is None else listed & names) - known_files(family))
+    if unknown:
+        raise ValueError(
+            f"{d / 'manifest.json'} lists {len(unknown)} file(s) that the {family} family's "
+            f"replay does not know: {', '.join(unknown)} (another family's recordings? each "
+            "family keeps its own directory)"
+        )
+
+
 def check_listed(d: Path, family: str) -> None:
     """``ValueError`` when the ``.npz`` files of ``d`` are not those its manifest lists: a
+    file it lists that ``family``'s reader does not replay (:func:`check_unknown`), a
     recording it lists is missing (its outputs would silently drop out of the table), or a
     file it does not list is there (it would not be replayed, or not be what the manifest
     describes)."""
     listed = listed_files(d, family)
     if listed is None:
         return
+    check_unknown(d, family)
     present = {p.name for p in d.glob("*.npz")}
     missing, unlisted = sorted(listed - present), sorted(present - listed)
     if missing:
@@ -270,15 +312,39 @@ def check_listed(d: Path, family: str) -> None:
         )
 
 
-def _verify_family(d: Path, family: str | None, device: str) -> list[Row]:
+def check_family_dir(d: Path, families: tuple[str, ...]) -> None:
+    """For a family's own tool (``python -m precision.probe.wmma compare DIR`` and the like):
+    ``ValueError`` when the manifest of ``d`` describes another family, or when its ``.npz``
+    files are not those it lists (:func:`check_listed`, as ``precision verify`` checks). A
+    manifest of no family (hand-made) is checked as one of ``families[0]``'s where that is
+    the only one; nothing is checked without a manifest."""
+    family = _family_of(d)
+    if family is None:
+        if len(families) == 1:
+            check_listed(d, families[0])
+        return
+    if family not in families:
+        raise ValueError(
+            f"{d / 'manifest.json'}: describes {family} recordings, not "
+            f"{' or '.join(families)} ones (precision verify {d} replays every family)"
+        )
+    check_listed(d, family)
+
+
+def _verify_family(
+    d: Path, family: str | None, device: str, only: set[str] | None = None
+) -> list[Row]:
+    """Rows of the recordings of ``family`` in directory ``d`` (of the files named in
+    ``only``, if given)."""
     if family == "mma_sync":
-        return _verify_mma_sync(d, device)
+        paths = [d] if only is None else [d / name for name in sorted(only)]
+        return [row for p in paths for row in _verify_mma_sync(p, device)]
     if family == "mma":
-        return _verify_mma(d, device)
+        return _verify_mma(d, device, only)
     if family == "wmma":
-        return _verify_wmma(d, device)
+        return _verify_wmma(d, device, only)
     if family in ("wgmma", "wgmma_extra"):
-        return _verify_wgmma(d, family == "wgmma_extra", device)
+        return _verify_wgmma(d, family == "wgmma_extra", device, only)
     return []
 
 
@@ -299,14 +365,9 @@ def _verify_file(f: Path, device: str) -> list[Row]:
                 f"(expected one of {', '.join(f'{n}.npz' for n in PROBES)})"
             )
         return _verify_mma_sync(f, device)
-    # the family's reader takes a directory: one holding the manifest and just this file
-    with tempfile.TemporaryDirectory(prefix="precision-verify-") as tmp:
-        for src in (f.parent / "manifest.json", f):
-            try:
-                (Path(tmp) / src.name).symlink_to(src.resolve())
-            except OSError:  # no symbolic links here: a copy
-                shutil.copy(src, tmp)
-        rows = _verify_family(Path(tmp), family, device)
+    # the family's reader, in the file's own directory (its manifest: the GPU's model), told
+    # to read this file alone: its errors name the file as given
+    rows = _verify_family(f.parent, family, device, only={f.name})
     if not rows:
         raise ValueError(
             f"{f}: not a recording of the {family} family of {f.parent} "
@@ -315,11 +376,36 @@ def _verify_file(f: Path, device: str) -> list[Row]:
     return rows
 
 
+def _refuse_uncountable(d: Path) -> None:
+    """``ValueError`` naming ``d`` when it holds ``.npz`` files but no manifest of a probe
+    family: their family (hence how to replay them) is unknown, and a table without them
+    would read as complete."""
+    npz = sorted(p.name for p in d.glob("*.npz"))
+    if not npz:
+        return
+    shown = ", ".join(npz[:3]) + (", ..." if len(npz) > 3 else "")
+    why = (
+        "a manifest.json of no probe family (no recorder's description)"
+        if (d / "manifest.json").is_file()
+        else "no manifest.json"
+    )
+    raise ValueError(
+        f"{d}: holds {len(npz)} .npz file(s) ({shown}) but {why}: which probe family they "
+        "record is unknown, so they cannot be counted (verify reads the directories a probe "
+        "recorder writes, each with its manifest.json)"
+    )
+
+
 def verify_dir(path: str | Path, device: str = "cpu") -> list[Row]:
     """Match rows for every recording under ``path`` (see the module docstring).
 
     ``path`` is a capture directory, one family's directory, or one ``.npz`` recording inside
     a family's directory (its family read from that directory's manifest).
+    ``ValueError`` naming the directory or file for anything that cannot be counted in full:
+    a directory (``path`` or a sub-directory) holding ``.npz`` files but no manifest of a
+    probe family, a manifest listing a file that is missing or that its family's reader
+    does not replay, an ``.npz`` file it does not list (:func:`check_listed`), an unreadable
+    recording.
     ``device="gpu"`` replays through ``precision.mma``'s GPU engine instead of the CPU
     engine. Recordings that only a CPU model replays (WMMA's integer, single-bit and f64
     probes, checked against exact integer models and the f64 FMA chain) are still verified,
@@ -335,8 +421,10 @@ def verify_dir(path: str | Path, device: str = "cpu") -> list[Row]:
     rows: list[Row] = []
     for d in [root] + sorted(p for p in root.iterdir() if p.is_dir()):
         family = _family_of(d)
-        if family is not None:
-            check_listed(d, family)
+        if family is None:
+            _refuse_uncountable(d)  # .npz files of no known family would not be counted
+            continue
+        check_listed(d, family)
         rows += _verify_family(d, family, device)
     if not rows:
         raise ValueError(

@@ -22,6 +22,10 @@ with f32 accumulate (.f32.e4m3.e5m2, .f32.e5m2.e4m3) and 8-bit
 integers (.s32.s8.s8, .s32.u8.u8), >= 100,000 outputs each, compared by ``compare`` against
 ``precision.mma(op="wgmma")``, ``op="mma"`` and (f16 -> f16, s8) the hardware mma.sync run on
 the same inputs; integers against exact arithmetic.
+
+``compare DIR`` refuses (exit 2, one line) a directory whose manifest describes another family
+or lists a recording that is missing (or whose ``.npz`` files it does not list), as
+``precision verify`` does.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -313,12 +318,14 @@ def fp8_block_model(
     return np.asarray(out).view(np.uint32)
 
 
-def compare(path: str | Path, device: str = "cpu") -> dict:
-    """Match rates for every recording under ``path`` (models on ``device``'s engine)."""
+def compare(path: str | Path, device: str = "cpu", only: Collection[str] | None = None) -> dict:
+    """Match rates for every recording under ``path`` (of the file names in ``only``, if
+    given; models on ``device``'s engine). Whether the files are those the manifest lists is
+    for the caller to check (:func:`precision.probe.suite.check_listed`)."""
     res = {}
     for name in WGMMA:
         f = Path(path) / f"wgmma_{name}.npz"
-        if not f.exists():
+        if (only is not None and f.name not in only) or not f.exists():
             continue
         r = load_arrays(f)
         instr = get_probe(name)
@@ -552,13 +559,15 @@ def extra_models(name: str, a, b, c, device: str = "cpu") -> dict[str, np.ndarra
     }
 
 
-def compare_extra(path: str | Path, device: str = "cpu") -> dict:
-    """{name: {model: match}} for every extra recording under ``path`` (hardware mma.sync too;
-    models on ``device``'s engine)."""
+def compare_extra(
+    path: str | Path, device: str = "cpu", only: Collection[str] | None = None
+) -> dict:
+    """{name: {model: match}} for every extra recording under ``path`` (of the file names in
+    ``only``, if given; hardware mma.sync too; models on ``device``'s engine)."""
     res = {}
     for name in EXTRA:
         f = Path(path) / f"wgmma_{name}.npz"
-        if not f.exists():
+        if (only is not None and f.name not in only) or not f.exists():
             continue
         r = load_arrays(f)
         ex = EXTRA[name]
@@ -604,6 +613,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         record_extra(args.out_dir, args.only) if args.extra else record(args.out_dir)
         return 0
+    from precision.probe.suite import check_family_dir
+
+    try:  # as precision verify: every recording the manifest lists, and no other file
+        if Path(args.dir).is_dir():
+            check_family_dir(Path(args.dir), ("wgmma", "wgmma_extra"))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     rows = compare_dir_or_error(
         Path(args.dir),
         lambda where: {**compare(where), **compare_extra(where)},

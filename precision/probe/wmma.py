@@ -27,6 +27,10 @@ against every model that applies:
 
     python -m precision.probe.wmma record OUT_DIR      # on an sm_90 GPU (about 30 s)
     python -m precision.probe.wmma compare DIR         # CPU
+
+``compare DIR`` refuses (exit 2, one line) a directory whose manifest describes another family
+or lists a recording that is missing (or whose ``.npz`` files it does not list), as
+``precision verify`` does.
 """
 
 from __future__ import annotations
@@ -36,8 +40,9 @@ import hashlib
 import json
 import math
 import subprocess
+import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -429,20 +434,26 @@ def load(p: WmmaProbe, path: str | Path) -> dict:
 
 
 def compare(
-    path: str | Path, device: str = "cpu", arch: str | None = None
+    path: str | Path,
+    device: str = "cpu",
+    arch: str | None = None,
+    only: Collection[str] | None = None,
 ) -> dict[str, dict[str, dict[str, tuple[int, int]]]]:
-    """{recording: {model: match}} for every ``<probe>.npz`` under ``path`` (the
-    ``precision.mma`` models on ``device``'s engine, with ``arch``'s instructions; by default
-    those of the GPU that made the recording: the manifest's compute capability, else sm90).
+    """{recording: {model: match}} for every ``<probe>.npz`` under ``path`` (of the file names
+    in ``only``, if given; the ``precision.mma`` models on ``device``'s engine, with
+    ``arch``'s instructions; by default those of the GPU that made the recording: the
+    manifest's compute capability, else sm90).
     A float probe whose WMMA instruction ``arch`` does not model gets ``"mma(op='wmma')"``
     all the same, every output unmatched under the one kind ``"no model (<arch>)"``: never
-    compared with another GPU's model, never skipped."""
+    compared with another GPU's model, never skipped. Whether the files are those the
+    manifest lists is for the caller to check (:func:`precision.probe.suite.check_listed`:
+    ``precision verify`` and ``compare`` on the command line do)."""
     if arch is None:
         arch = manifest_arch(path)
     res = {}
     for p in PROBES:
         f = Path(path) / f"{p.name}.npz"
-        if not f.exists():
+        if (only is not None and f.name not in only) or not f.exists():
             continue
         r = load(p, f)
         outs = models(p, r["a"], r["b"], r["c"], device, arch=arch)
@@ -477,6 +488,14 @@ def main(argv: list[str] | None = None) -> int:
             MIN_OUTPUTS = args.min_outputs
         record(args.out_dir)
         return 0
+    from precision.probe.suite import check_family_dir
+
+    try:  # as precision verify: every recording the manifest lists, and no other file
+        if Path(args.dir).is_dir():
+            check_family_dir(Path(args.dir), ("wmma",))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     table = compare_dir_or_error(
         Path(args.dir),
         compare,

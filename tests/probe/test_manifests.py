@@ -117,3 +117,118 @@ def test_an_empty_selection_is_refused_alike_by_both_recorders(tmp_path):
     ):
         with pytest.raises(ValueError, match="no name given"):
             call()
+
+
+# -- a later run of another GPU or another probe family is refused ------------------------------
+
+DATA = Path(__file__).parents[1] / "data"
+
+
+def _real_run(directory: Path, family: str, name: str, **top) -> Path:
+    """A recorder's output made of one real recording of tests/data/``family``: that file and
+    the family's manifest listing it alone (top-level fields replaced by ``top``)."""
+    import shutil
+
+    directory.mkdir(parents=True)
+    man = json.loads((DATA / family / "manifest.json").read_text())
+    stem = "wgmma_{}" if "wgmma" in family else "{}"
+    man["instructions"] = {
+        k: e
+        for k, e in man["instructions"].items()
+        if e.get("file", f"{stem.format(k)}.npz") == name
+    }
+    man.pop("later_runs", None)
+    man.update(top)
+    (directory / "manifest.json").write_text(json.dumps(man))
+    shutil.copy(DATA / family / name, directory / name)
+    return directory
+
+
+MMA_FILE = "m16n8k16_s32_u8_u8_s32.npz"  # the smallest recordings of two packed probes
+MMA_LATER = "m16n8k16_s32_u8_s8_s32.npz"
+
+
+@pytest.mark.parametrize(
+    ("later_cc", "into_cc"),
+    [(80, 90), (89, None), (None, 80), ("86", 80)],
+    ids=["80-into-90", "89-into-absent", "absent-into-80", "86-into-80"],
+)
+def test_append_refuses_a_run_of_another_compute_capability(tmp_path, capsys, later_cc, into_cc):
+    """A run of another GPU used to join: verify then replayed its files through the model of
+    the directory's GPU (the top-level compute_capability; sm_90 where absent) and said 100 %.
+    86 and 80 share sm80's model, but are still two GPUs: refused too."""
+    into = _real_run(tmp_path / "into", "sm90_mma", MMA_FILE)
+    later = _real_run(tmp_path / "later", "sm90_mma", MMA_LATER)
+    for d, cc in ((into, into_cc), (later, later_cc)):
+        man = json.loads((d / "manifest.json").read_text())
+        man.pop("compute_capability", None)
+        man.update({} if cc is None else {"compute_capability": cc})
+        (d / "manifest.json").write_text(json.dumps(man))
+    before = (into / "manifest.json").read_text()
+    assert manifests.main(["append", str(later), str(into)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    assert str(later / "manifest.json") in err[0] and str(into / "manifest.json") in err[0]
+    assert f"compute_capability {int(later_cc or 90)}, but" in err[0]
+    assert f"has {int(into_cc or 90)}" in err[0]
+    assert (into / "manifest.json").read_text() == before  # nothing written
+    assert sorted(p.name for p in into.glob("*.npz")) == [MMA_FILE]
+
+
+def test_append_takes_a_run_of_the_same_compute_capability_however_written(tmp_path):
+    """The mma_sync recorder's "90" (a string) and 90 are one compute capability."""
+    into = _real_run(tmp_path / "into", "sm90_mma", MMA_FILE, compute_capability=90)
+    later = _real_run(tmp_path / "later", "sm90_mma", MMA_LATER, compute_capability="90")
+    merged = manifests.append_run(later, into)
+    assert merged["instructions"][MMA_LATER[:-4]]["run"] == "later_runs[0]"
+
+
+EXTRA_RUN = ("sm90_wgmma_extra", "wgmma_e5m2_f16.npz")
+
+
+@pytest.mark.parametrize(
+    ("later", "into", "says"),
+    [
+        (EXTRA_RUN, ("sm90_mma", MMA_FILE), "wgmma_extra"),
+        (EXTRA_RUN, ("sm90_wgmma", "wgmma_tf32_f32.npz"), "wgmma_extra"),
+        (("sm90_mma", MMA_FILE), ("sm90_wmma", "u8_s32_m16n16k16.npz"), "mma"),
+    ],
+    ids=["extra-into-mma", "extra-into-wgmma", "mma-into-wmma"],
+)
+def test_append_refuses_a_run_of_another_probe_family(tmp_path, capsys, later, into, says):
+    """sm90_wgmma_extra appended to an sm90_mma directory used to join; verify then skipped
+    its files (the packed probes' reader knows none of them) and still said 100 %."""
+    src = _real_run(tmp_path / "later", *later)
+    dst = _real_run(tmp_path / "into", *into)
+    before = (dst / "manifest.json").read_text()
+    assert manifests.main(["append", str(src), str(dst)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    assert f"a run of the {says} family, but {dst / 'manifest.json'} holds the" in err[0]
+    assert (dst / "manifest.json").read_text() == before
+    assert sorted(p.name for p in dst.glob("*.npz")) == [into[1]]
+
+
+def test_packed_verify_refuses_a_listed_file_it_cannot_replay(tmp_path, capsys):
+    """The directory an old append left (an extra's file listed in a packed probes'
+    manifest): packed.verify skipped the file it does not know, and precision verify said
+    100 % of the rest; both refuse it now, naming the manifest and the file."""
+    from precision.probe.suite import verify_dir
+    from precision.runner.cli import main as cli
+
+    d = _real_run(tmp_path / "mma", "sm90_mma", MMA_FILE)
+    extra = _real_run(tmp_path / "extra", "sm90_wgmma_extra", "wgmma_e5m2_f16.npz")
+    man = json.loads((d / "manifest.json").read_text())
+    entry = json.loads((extra / "manifest.json").read_text())["instructions"]["e5m2_f16"]
+    man["instructions"]["e5m2_f16"] = {**entry, "run": "later_runs[0]"}
+    (d / "manifest.json").write_text(json.dumps(man))
+    (d / "wgmma_e5m2_f16.npz").write_bytes((extra / "wgmma_e5m2_f16.npz").read_bytes())
+    for call in (lambda: packed.verify(d), lambda: verify_dir(d)):
+        with pytest.raises(ValueError, match=r"lists 1 file\(s\) that the mma family's replay"):
+            call()
+    assert cli(["verify", str(d)]) == 2
+    assert packed.main(["verify", str(d)]) == 2
+    for err in capsys.readouterr().err.strip().splitlines():
+        assert str(d / "manifest.json") in err and "wgmma_e5m2_f16.npz" in err, err
+    # one file of the directory that the reader knows is still verified alone
+    assert verify_dir(d / MMA_FILE)
