@@ -129,14 +129,10 @@ def _real_run(directory: Path, family: str, name: str, **top) -> Path:
     the family's manifest listing it alone (top-level fields replaced by ``top``)."""
     import shutil
 
+    from test_verify_refusals import listing_alone
+
     directory.mkdir(parents=True)
-    man = json.loads((DATA / family / "manifest.json").read_text())
-    stem = "wgmma_{}" if "wgmma" in family else "{}"
-    man["instructions"] = {
-        k: e
-        for k, e in man["instructions"].items()
-        if e.get("file", f"{stem.format(k)}.npz") == name
-    }
+    man = listing_alone(family, name)
     man.pop("later_runs", None)
     man.update(top)
     (directory / "manifest.json").write_text(json.dumps(man))

@@ -34,13 +34,8 @@ def _one_error_line(capsys) -> str:  # noqa: ANN001
     return lines[0]
 
 
-def _family_dir(
-    tmp_path: Path, family: str = "sm90_wgmma", name: str = ONE, sub: str | None = None
-) -> Path:
-    """tmp_path/``sub`` (default: ``family``) holding tests/data/``family``'s manifest, cut to
-    list ``name`` alone, and that recording."""
-    d = tmp_path / (sub or family)
-    d.mkdir(parents=True)
+def listing_alone(family: str, name: str) -> dict:
+    """tests/data/``family``'s manifest, its instructions cut to those recorded in ``name``."""
     man = json.loads((DATA / family / "manifest.json").read_text())
     stem = "wgmma_{}" if "wgmma" in family else "{}"
     man["instructions"] = {
@@ -48,7 +43,17 @@ def _family_dir(
         for k, e in man["instructions"].items()
         if e.get("file", f"{stem.format(k)}.npz") == name
     }
-    (d / "manifest.json").write_text(json.dumps(man))
+    return man
+
+
+def _family_dir(
+    tmp_path: Path, family: str = "sm90_wgmma", name: str = ONE, sub: str | None = None
+) -> Path:
+    """tmp_path/``sub`` (default: ``family``) holding tests/data/``family``'s manifest, cut to
+    list ``name`` alone, and that recording."""
+    d = tmp_path / (sub or family)
+    d.mkdir(parents=True)
+    (d / "manifest.json").write_text(json.dumps(listing_alone(family, name)))
     shutil.copy(DATA / family / name, d)
     return d
 
