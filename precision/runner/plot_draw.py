@@ -33,12 +33,15 @@ from precision.runner.plot_labels import (
     METRIC_LABELS,
     SERIES_SEP,
     _ordered,
+    drawable,
     repeats_statistic,
 )
 from precision.runner.plot_notes import _note_blocks
 
-#: Dash of the horizontal lines of baselines without an x value (on a ``terms`` axis).
-XLESS_DASH: Any = (0, (6, 2))
+#: Dashes of the horizontal lines of baselines without an x value (on a ``terms`` axis),
+#: one per baseline in legend order (:func:`_level_dash`): their colour is the hue's, so the
+#: dash alone tells SGEMM's line from DGEMM's (both were drawn alike until 2026-11-28).
+XLESS_DASHES: tuple[Any, ...] = ((0, (6, 2)), (0, (2, 2)), (0, (8, 2, 1, 2)), (0, (4, 1, 1, 1)))
 ROUNDOFF_DASHES = {"fp32": (0, (1, 2)), "fp64": (0, (3, 2, 1, 2))}
 MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "h", "p", "d")
 DASHES: tuple[Any, ...] = (
@@ -155,11 +158,24 @@ def _x_ticks(xs: list[float]) -> tuple[list[float], list[str], list[float]]:
         major = major[::2]
     ints = [int(v) for v in major]
     pow2 = all(v > 0 and v & (v - 1) == 0 for v in (int(x) for x in xs))
-    if pow2 and len(major) < len(xs):
+    if pow2 and (len(major) < len(xs) or max(ints) >= 100000):
         labels = [f"$2^{{{int(math.log2(v))}}}$" for v in ints]
     else:
-        labels = [f"{v:d}" if v < 100000 else f"{v:.0e}" for v in ints]
+        labels = [_tick_label(v) for v in ints]
     return major, labels, [v for v in xs if v not in major]
+
+
+def _tick_label(value: int) -> str:
+    """An x tick's label: the integer itself, or from 100000 on the shortest exponent form
+    that is exactly it (``2e+05``, ``1.5e+05``), else the integer (``131072``: one digit,
+    as before 2026-11-28, made it ``1e+05``, and 150000 and 250000 both ``2e+05``)."""
+    if value < 100000:
+        return f"{value:d}"
+    for digits in range(3):
+        short = f"{value:.{digits}e}"
+        if float(short) == value:
+            return short
+    return f"{value:d}"
 
 
 def _term_ticks(xs: list[float], width: float | None = None) -> tuple[list[float], list[str]]:
@@ -328,7 +344,7 @@ class _Plan:
         # leave no empty panel, no x range without data and no legend entry without a line.
         # The panels are laid out from all rows first, so that a baseline level keeps the
         # panel it belongs to (_Panels.drawn_only).
-        panels = _Panels.of(frame.data).drawn_only()  # which rows each panel draws
+        panels = _Panels.of(frame.data, frame.split).drawn_only()  # which rows each panel draws
         d = panels.lines
         valid_lines = d[d["_valid"].astype(bool)]
         drawn = _drawn_rows(frame.data)
@@ -823,7 +839,7 @@ def _legend_sections(plan: _Plan) -> list[_Section]:
     level_only = set(xless["_series"]) - set(d["_series"])  # drawn as horizontal lines only
     for b in look.base_names:
         if b in level_only:
-            handle = Line2D([], [], color="0.3", ls=XLESS_DASH, lw=1.0)
+            handle = Line2D([], [], color="0.3", ls=_level_dash(look, b), lw=1.0)
             reference.append((handle, f"{b} (colour: {spec.hue})"))
             continue
         b_color, b_dash, b_marker = look.base_style[b]
@@ -1015,7 +1031,17 @@ def _series_points(plan: _Plan, panel: pd.DataFrame) -> list[_Points]:
         sel = panel[(panel["_series"] == key) & panel["_valid"]]
         if sel.empty:
             continue
-        med = sel.groupby("_x")["_value"].agg(repeats_statistic(plan.metric)).sort_index()
+        # The line's point is the statistic over every repeat of the point, as summary.md
+        # gives it: none where a repeat has no value (failed, NaN), and a 0 (exact) repeat
+        # counts. Until 2026-11-28 it was taken over the drawable repeats alone, so the
+        # figure and the table of one point disagreed. (The panel holds the drawable rows.)
+        every = plan.frame.data
+        rows = every[every["_point"].isin(set(sel["_point"])) & (every["_series"] == key)]
+        rows = rows[rows["_x"].isin(set(sel["_x"]))]
+        value = rows["_value"].where(rows["_ok"].astype(bool))
+        by_x = value.groupby(rows["_x"])
+        med = by_x.agg(repeats_statistic(plan.metric))
+        med = med[(by_x.count() == by_x.size()) & drawable(med, plan.metric)].sort_index()
         points.append(
             _Points(kind, key, dodged(sel["_x"], key), sel["_value"], dodged(med.index, key),
                     med.values)
@@ -1048,9 +1074,16 @@ def _draw_levels(plan: _Plan, ax: Any, row: str, col: str) -> None:
         ax.axhline(
             float(g["_value"].agg(repeats_statistic(plan.metric))),
             color=look.palette.get(str(b_hue), b_color),
-            ls=XLESS_DASH,
+            ls=_level_dash(look, str(b_key)),
             lw=1.0, alpha=0.85, zorder=1,
         )  # fmt: skip
+
+
+def _level_dash(look: Any, series: str) -> Any:
+    """The dash of baseline ``series`` drawn as a level (:data:`XLESS_DASHES`, by its place
+    among the figure's baselines)."""
+    names = list(look.base_names)
+    return XLESS_DASHES[(names.index(series) if series in names else 0) % len(XLESS_DASHES)]
 
 
 def _name_panel(ax: Any, present: list[list[bool]], r: int, c: int, row: str, col: str) -> None:

@@ -13,6 +13,7 @@ the panel rows of the methods they fit (:func:`_fits`). Drawing is
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -475,6 +476,23 @@ def _fits(baseline: tuple[str, tuple], row: tuple[str, tuple]) -> bool:
     return base_b == base_r and all(b in ("", r) for b, r in zip(split_b, split_r, strict=True))
 
 
+def _level_fits(baseline: tuple[str, tuple], row: tuple[str, tuple], split: Sequence[str]) -> bool:
+    """Whether a baseline drawn as a level (no x value) with panel-row key ``baseline``
+    belongs in panel row ``row`` where :func:`_fits` finds no row: each part of its label
+    (``k = 128``) is one of the row's (which may have parts for dimensions the baseline has
+    no value of, such as an Ozaki target), and each split value is the row's, none, or its
+    method (which its series names). Without this, such a baseline was drawn in every panel
+    at the median over all its rows, pooling sizes that the panel rows tell apart."""
+    (base_b, split_b), (base_r, split_r) = baseline, row
+    parts_b = {p for p in base_b.split(", ") if p}
+    if not parts_b <= set(base_r.split(", ")):
+        return False
+    dims = list(split) if len(split) == len(split_b) else [""] * len(split_b)
+    return all(
+        b in ("", r) or dim == "method" for dim, b, r in zip(dims, split_b, split_r, strict=True)
+    )
+
+
 @dataclass
 class _Panels:
     """Which rows of a :func:`prepare` frame each panel of the figure draws.
@@ -497,7 +515,7 @@ class _Panels:
     targets: dict[str, set[str]]  # row label of a moved baseline -> the panel rows it joins
 
     @classmethod
-    def of(cls, data: pd.DataFrame) -> _Panels:
+    def of(cls, data: pd.DataFrame, split: Sequence[str] = ()) -> _Panels:
         xless_mask = data["_x"].isna()
         if xless_mask.all():  # no x at all: every row is a line
             xless_mask = pd.Series(False, index=data.index)
@@ -513,6 +531,8 @@ class _Panels:
         rows = _ordered(r for r in d["_row"] if r not in targets)
         for label in set(xless["_row"]) - set(rows):
             targets[label] = {r for r in rows if _fits(keys[label], keys[r])}
+            if not targets[label]:  # (its label lacks a dimension it has no value of)
+                targets[label] = {r for r in rows if _level_fits(keys[label], keys[r], split)}
         placed = [label in rows or bool(targets.get(label)) for label in xless["_row"]]
         xless["_row"] = xless["_row"].where(pd.Series(placed, index=xless.index, dtype=bool), "*")
         xless["_col"] = xless["_col"].where(xless["_col"].isin(set(d["_col"])), "*")

@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from precision.runner.plot_labels import ERROR_METRICS, _of, _who, drawable_words
+from precision.runner.plot_labels import (
+    ERROR_METRICS,
+    _of,
+    _who,
+    drawable,
+    drawable_words,
+    repeats_statistic,
+)
 from precision.runner.store import ResultsDir
 
 if TYPE_CHECKING:
@@ -92,6 +99,10 @@ def _missing_notes(frame: _Frame, metric: str) -> list[str]:
         why = "/".join(dict.fromkeys(reasons))
         if valid:
             why = f"{len(bad)} of {len(g)} repeats {why}"
+            value = g["_value"].where(g["_ok"].astype(bool))
+            statistic = value.agg(repeats_statistic(metric)) if value.notna().all() else np.nan
+            if not drawable(pd.Series([statistic]), metric).iloc[0]:
+                why += " (no median drawn: summary.md has none either)"
         x = float(str(x))
         if math.isnan(x) and len(placed):  # drawn in every panel of a value not placed
             row = row if row in panel_rows else (base if base in panel_bases else "")

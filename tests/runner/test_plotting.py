@@ -198,8 +198,36 @@ def test_missing_points_are_stated_on_the_figure():
     text = " ".join(" ".join(t.get_text().split()) for sub in fig.subfigs for t in sub.texts)
     assert "Not shown" in text  # (lines are wrapped to the figure width)
     assert "plain fp16 [uniform]: error at size = 64" in text
-    assert "corrected-ootomo fp16 [uniform]: 1 of 3 repeats NaN at size = 128" in text
+    assert (
+        "corrected-ootomo fp16 [uniform]: 1 of 3 repeats NaN (no median drawn: summary.md has "
+        "none either) at size = 128"
+    ) in text
     assert "corrected-ootomo fp16 [uniform]: 0 (exact) at size = 32" in text
+
+
+def test_a_point_is_drawn_at_the_median_the_summary_gives_it():
+    """A point with one repeat failed (or NaN) was drawn at the median of the others, which
+    summary.md gives as n/a; one with an exact repeat (error 0, which a log axis cannot
+    show) at the median of the two others, while the table's median counts the 0. The line
+    now takes every repeat, as the table does: no point for the first, the median of all
+    three for the second."""
+    from precision.runner.summary import pivot
+
+    table = rows()
+    plain = table["variant"] == "plain"
+    failed = plain & (table["k"] == 64) & (table["repeat"] == 0)
+    table.loc[failed, ["status", "err_fro"]] = ["error", np.nan]
+    exact = plain & (table["k"] == 128) & (table["repeat"] == 0)
+    table.loc[exact, "err_fro"] = 0.0
+    spec = PlotSpec()
+    fig = draw_figure(prepare(table, spec, "err_fro"), "err_fro", spec, "")
+    medians = pivot(table, spec, "err_fro")
+    want = medians.xs("plain", level="method").iloc[0]
+    assert np.isnan(want["64"]) and want["128"] == np.median(
+        table.loc[plain & (table["k"] == 128), "err_fro"]
+    )
+    lines = [list(ln.get_ydata()) for ln in fig.axes[0].get_lines() if len(ln.get_xdata()) > 1]
+    assert [want["32"], want["128"]] in lines  # (no point at 64; 128: the median of all 3)
 
 
 def test_k_sweep_gets_its_own_axis_and_readable_ticks():

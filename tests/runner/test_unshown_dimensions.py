@@ -651,3 +651,76 @@ def test_a_baseline_level_stays_in_its_own_panel_when_the_methods_there_are_exac
     roundoff = 2.0**-53  # (the fp64 unit roundoff line, in every panel)
     by_panel = {title: [y for y in ys if y != roundoff] for title, ys in levels.items()}
     assert sorted(by_panel.values()) == [[1e-16], [2e-16]]
+
+
+def test_a_level_whose_label_lacks_a_row_dimension_keeps_its_own_size() -> None:
+    """x = terms, panel rows by target (with k, which varies, appended): the DGEMM baseline
+    has no target, so its row label ("k = 32") fitted no panel row ("fp64, k = 32") and it
+    was drawn in every panel at its median over all sizes (an audit: 2.1e-13 in both rows,
+    against 9.4e-14 at k = 32 and 7.4e-13 at k = 128). Each panel row now draws the level of
+    its own k."""
+    level = {32: 1e-14, 128: 1e-12}  # DGEMM's err_fro per size (err_max is 10x)
+    rows_ = [
+        ozaki(size, rep, t, str(t), 10.0**-t, target=target)
+        for size in level
+        for rep in range(2)
+        for target in ("fp64", "fp32")
+        for t in (6, 8)
+    ]
+    rows_ += [
+        row(size, rep, level[size], format="fp64", backend="numpy")
+        for size in level
+        for rep in range(2)
+    ]
+    rows_ = [{**r, "m": 32, "n": 32} for r in rows_]  # (k alone varies: the size is k)
+    spec = PlotSpec(metrics=("err_max",), x="terms", hue="method", style="none", row="target")
+    fig = draw_figure(prepare(table(rows_), spec, "err_max"), "err_max", spec, "")
+    levels: dict[str, set[float]] = {}
+    for ax in (a for a in fig.axes if a.get_visible()):
+        label = " ".join(" ".join(t.get_text().split()) for t in ax.texts)
+        flat = [ln.get_ydata()[0] for ln in ax.get_lines() if list(ln.get_xdata()) == [0, 1]]
+        levels[label] = set(flat) - {2.0**-53, 2.0**-24}  # (less the unit roundoffs)
+    assert levels == {
+        "fp64, k = 32": {1e-13},
+        "fp64, k = 128": {1e-11},
+        "fp32, k = 32": {1e-13},
+        "fp32, k = 128": {1e-11},
+    }, levels
+
+
+def test_levels_of_two_baselines_have_their_own_dash_in_panels_and_legend() -> None:
+    """On a terms axis a baseline's level takes the hue's colour; SGEMM's and DGEMM's were
+    both drawn with one dash, and their legend entries looked the same."""
+    rows_ = [ozaki(64, 0, t, str(t), 10.0**-t) for t in (6, 8)]
+    rows_ += [dgemm(64), row(64, 0, 3e-7, format="fp32", backend="numpy")]
+    spec = PlotSpec(metrics=("err_max",), x="terms", hue="method", style="none")
+    fig = draw_figure(prepare(table(rows_), spec, "err_max"), "err_max", spec, "")
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    dash = {  # (get_linestyle() says "--" for every dash pattern: the pattern itself)
+        ln.get_ydata()[0]: ln._unscaled_dash_pattern
+        for ln in ax.get_lines()
+        if list(ln.get_xdata()) == [0, 1] and ln.get_ydata()[0] in (3e-15, 3e-6)
+    }
+    assert len(dash) == 2 and dash[3e-15] != dash[3e-6]
+    legend = {
+        t.get_text(): h._unscaled_dash_pattern
+        for leg in (*fig.legends, *(lg for sub in fig.subfigs for lg in sub.legends))
+        for h, t in zip(leg.legend_handles, leg.get_texts(), strict=True)
+        if "(colour:" in t.get_text()
+    }
+    assert len(legend) == 2 and len(set(legend.values())) == 2, legend
+
+
+def test_size_ticks_from_100000_on_name_their_value() -> None:
+    """Labels of 100000 and more were written with one digit: k = 131072 read "1e+05", and
+    150000 and 250000 both "2e+05"."""
+    from precision.runner.plot_draw import _x_ticks
+
+    assert _x_ticks([32768.0, 131072.0, 262144.0])[1] == [
+        "$2^{15}$",
+        "$2^{17}$",
+        "$2^{18}$",
+    ]
+    assert _x_ticks([50000.0, 150000.0, 250000.0])[1] == ["50000", "1.5e+05", "2.5e+05"]
+    assert _x_ticks([1000.0, 131073.0])[1] == ["1000", "131073"]
+    assert _x_ticks([16.0, 64.0, 256.0])[1] == ["16", "64", "256"]  # (as before)
