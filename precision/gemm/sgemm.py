@@ -109,21 +109,21 @@ def fma_chain_sgemm(A: Any, B: Any, *, tile_elements: int = TILE_ELEMENTS) -> np
     M, K = A.shape
     N = B.shape[1]
     out = np.empty((M, N), np.float32)
-    A64 = A.astype(np.float64)
-    B64 = B.astype(np.float64)
     cols = min(N, tile_elements)
     rows = max(1, min(M, tile_elements // cols))
     with np.errstate(over="ignore", invalid="ignore"):
         for i0 in range(0, M, rows):
-            a = A64[i0 : i0 + rows]
+            a = A[i0 : i0 + rows]
             for j0 in range(0, N, cols):
-                b = B64[:, j0 : j0 + cols]
+                b = B[:, j0 : j0 + cols]
                 shape = (a.shape[0], b.shape[1])
                 d = np.zeros(shape, np.float32)
                 p, s = np.empty(shape), np.empty(shape)
                 scratch = np.empty(shape, np.int64)
                 for k in range(K):
-                    np.multiply(a[:, k, None], b[None, k, :], out=p)  # exact
+                    # exact: the fp32 factors are widened to float64 before they multiply
+                    # (no float64 copy of A or B: it made the working set grow with K)
+                    np.multiply(a[:, k, None], b[None, k, :], out=p, dtype=np.float64)
                     _fma_step(p, d, s, scratch)
                 out[i0 : i0 + rows, j0 : j0 + cols] = d
     return canonicalize_nan(out)

@@ -38,7 +38,9 @@ _FP8 = ("e4m3", "e5m2")
 _TARGET_BLOCK_ELEMENTS = 1 << 19
 _MIN_THREADED_MACS = 1 << 22
 # Decoded b costs 10 bytes per element; wider problems are split into column panels of b so
-# memory stays bounded (about 0.6 GiB for this many elements) whatever the size.
+# memory stays bounded (about 0.6 GiB for this many elements) whatever the size of one
+# matrix. A batch is decoded whole: a stack of many narrow tiles is not split (400000 e4m3
+# tiles of 16 x 32 x 8 held about 1 GiB: results/bench/memory_audit_2026-11-28; open).
 _MAX_DECODED_B_ELEMENTS = 1 << 26
 # b is decoded in chunks of this many elements into its 10-byte-per-element arrays: decoding
 # it whole held about 32 bytes per element at once (float64 values, frexp's float64 mantissas

@@ -280,3 +280,15 @@ def test_numpy_scalars_are_numbers_for_distribution_parameters():
                                     exp_max=3))  # fmt: skip
     with pytest.raises(ValueError, match="must be a number, got bool"):
         sample("normal", (2, 2), np.random.default_rng(0), std=np.bool_(True))
+
+
+def test_exp_rand_holds_only_its_two_draws_at_full_size(traced_peak):
+    """exp_rand held four full-size float64 arrays at once (u, g, phi·g and exp of it: 1.8 GiB
+    beyond a float32 result at n = 8192). Its draws u and g are now the only full-size
+    arrays; the exponential is taken in chunks, in place."""
+    from precision.distributions import DISTRIBUTIONS
+
+    f = DISTRIBUTIONS["exp_rand"].func
+    n = 1024
+    peak = traced_peak(lambda: f(np.random.default_rng(3), (n, n), phi=1.0))
+    assert peak < 3.5 * 8 * n * n, peak / 2**20  # (u, g and chunks; it was 4 arrays and more)

@@ -144,6 +144,18 @@ def test_fma_chain_keeps_signed_zeros_like_fmaf():
     assert bits(out).tolist() == bits(ref).tolist() == [[0x80000000]]
 
 
+def test_fma_chain_memory_does_not_grow_with_k(traced_peak):
+    """The chain made float64 copies of A and B first: 8 bytes per input element (2 GiB
+    for 1 x 65536 x 4096), against its documented working set of a few tiles. Now the
+    temporaries are those of one tile (here 256 outputs: a few KiB), whatever K is."""
+    rng = np.random.default_rng(7)
+    for k in (1024, 8192):
+        A = rng.standard_normal((1, k)).astype(np.float32)
+        B = rng.standard_normal((k, 256)).astype(np.float32)
+        peak = traced_peak(lambda A=A, B=B: fma_chain_sgemm(A, B))
+        assert peak < 64 * 1024, (k, peak)  # (B alone is 1 to 8 MiB; a float64 copy twice that)
+
+
 def test_emulator_backend_fp32_is_the_fma_chain_and_refuses_other_methods():
     rng = np.random.default_rng(0)
     A = rng.uniform(-1, 1, (9, 33)).astype(np.float32)
