@@ -183,12 +183,12 @@ def int_mma_chain(
     may_clamp = satfinite and cmax + k * bound > INT32_MAX
     out = np.empty(c3.shape, dtype=dtype)
     b_abs: tuple[np.ndarray, np.ndarray] | None = None  # (bc, |bc|) of the last block
-    for ents, rows, ac, bc in _blocks(a3, b3, batch, (m, k, n)):
-        cc = c3[ents, rows].astype(np.int64)  # [E, rows, N]
+    for ents, rows, cols, ac, bc in _blocks(a3, b3, batch, (m, k, n)):
+        cc = c3[ents, rows, cols].astype(np.int64)  # [E, rows, columns]
         if not may_clamp:
             # without .satfinite (or where no clamp can act) one exact sum, wrapped modulo 2^32
             _add_exact_matmul(cc, ac, bc, bound)
-            out[ents, rows] = cc
+            out[ents, rows, cols] = cc
             continue
         if b_abs is None or b_abs[0] is not bc:
             b_abs = (bc, np.abs(bc))
@@ -198,7 +198,7 @@ def int_mma_chain(
             _add_exact_matmul(res, ac, bc, bound)  # the wrap is the identity on safe rows
         if risky.any():
             _clamped_chain(ac, bc, cc, risky, res, k_step)
-        out[ents, rows] = res
+        out[ents, rows, cols] = res
     return out.reshape(batch + (m, n))
 
 
@@ -213,39 +213,45 @@ def _risky_rows(ac: np.ndarray, b_abs: np.ndarray, cc: np.ndarray) -> np.ndarray
 
 def _blocks(
     a3: np.ndarray, b3: np.ndarray, batch: tuple[int, ...], mkn: tuple[int, int, int]
-) -> Iterator[tuple[slice, slice, np.ndarray, np.ndarray]]:
+) -> Iterator[tuple[slice, slice, slice, np.ndarray, np.ndarray]]:
     """Cover the output ``[R, M, N]`` (R output batch entries) in blocks of about
-    :data:`_BLOCK_ELEMENTS` float64 elements of temporaries. Yields ``(ents, rows, ac, bc)``: the
-    block's slices of output batch entries and rows, and its operands as float64
-    ``[E or 1, rows, K]`` and ``[E or 1, K, N]`` (a single entry where the block reads one
-    entry of that operand; np.matmul broadcasts it)."""
+    :data:`_BLOCK_ELEMENTS` float64 elements of temporaries. Yields ``(ents, rows, cols, ac,
+    bc)``: the block's slices of output batch entries, rows and columns, and its operands as
+    float64 ``[E or 1, rows, K]`` and ``[E or 1, K, cols]`` (a single entry where the block
+    reads one entry of that operand; np.matmul broadcasts it). Where K·N exceeds the budget,
+    b is taken in column panels: its float64 copy was made whole before 2026-11-28 (2 GiB
+    for one 65536 x 4096 int8 b). Integer sums are exact, so the blocks change no bit."""
     m, k, n = mkn
     nb = math.prod(batch)
     ia, ib = _entry_index(a3, batch), _entry_index(b3, batch)
     af = a3.reshape((math.prod(a3.shape[:-2]), m, k))
     bf_all = b3.reshape((math.prod(b3.shape[:-2]), k, n))
     single_b = bf_all.shape[0] == 1
-    bf1 = bf_all.astype(np.float64) if single_b else None  # converted once: it is reused
-    per_entry = m * (k + n) + (0 if single_b else k * n)
+    step_c = n if k * n <= _BLOCK_ELEMENTS else max(1, _BLOCK_ELEMENTS // max(k, 1))
+    per_entry = m * (k + step_c) + (0 if single_b else k * step_c)
     if per_entry <= _BLOCK_ELEMENTS:
         step_e, step_r = max(1, _BLOCK_ELEMENTS // max(per_entry, 1)), max(m, 1)
     else:
-        step_e, step_r = 1, max(1, _BLOCK_ELEMENTS // max(k + n, 1))
-    for e0 in range(0, nb, step_e):
-        e1 = min(nb, e0 + step_e)
-        ents = slice(e0, e1)
-        ja, jb = ia[ents], ib[ents]
-        if bf1 is not None:
-            bc = bf1
-        elif (jb == jb[0]).all():
-            bc = bf_all[jb[0]][None].astype(np.float64)
-        else:
-            bc = bf_all[jb].astype(np.float64)
-        a_one = bool((ja == ja[0]).all())
-        for r0 in range(0, max(m, 1), step_r):
-            rows = slice(r0, min(m, r0 + step_r))
-            ac = af[ja[0], rows][None] if a_one else af[ja, rows]
-            yield ents, rows, ac.astype(np.float64), bc
+        step_e, step_r = 1, max(1, _BLOCK_ELEMENTS // max(k + step_c, 1))
+    for c0 in range(0, max(n, 1), max(step_c, 1)):
+        cols = slice(c0, min(n, c0 + step_c))
+        # (one shared b: its panel converted once, reused by every row block)
+        bf1 = bf_all[:, :, cols].astype(np.float64) if single_b else None
+        for e0 in range(0, nb, step_e):
+            e1 = min(nb, e0 + step_e)
+            ents = slice(e0, e1)
+            ja, jb = ia[ents], ib[ents]
+            if bf1 is not None:
+                bc = bf1
+            elif (jb == jb[0]).all():
+                bc = bf_all[jb[0]][None, :, cols].astype(np.float64)
+            else:
+                bc = bf_all[jb][:, :, cols].astype(np.float64)
+            a_one = bool((ja == ja[0]).all())
+            for r0 in range(0, max(m, 1), step_r):
+                rows = slice(r0, min(m, r0 + step_r))
+                ac = af[ja[0], rows][None] if a_one else af[ja, rows]
+                yield ents, rows, cols, ac.astype(np.float64), bc
 
 
 def _clamped_chain(
@@ -324,8 +330,8 @@ def b1_mma_chain(
             raise ValueError(f"b1_mma_chain: {label} must hold only 0/1 values")
     out = np.empty(c3.shape, dtype=dtype)
     b_sum: tuple[np.ndarray, np.ndarray] | None = None  # (bc, column sums of bc) of the last block
-    for ents, rows, ac, bc in _blocks(a3, b3, batch, (m, k, n)):  # bounded temporaries
-        acc = c3[ents, rows].astype(np.int64)
+    for ents, rows, cols, ac, bc in _blocks(a3, b3, batch, (m, k, n)):  # bounded temporaries
+        acc = c3[ents, rows, cols].astype(np.int64)
         if op == "and.popc":
             _add_exact_matmul(acc, ac, bc, 1)  # a.b <= K < 2^53
         else:  # sum a + sum b - 2 a.b, exact: all terms <= 2K < 2^53
@@ -335,5 +341,5 @@ def b1_mma_chain(
             acc += b_sum[1]
             _wrap32(acc)
             _add_exact_matmul(acc, ac, bc, 2, scale=-2.0)
-        out[ents, rows] = acc
+        out[ents, rows, cols] = acc
     return out.reshape(batch + (m, n))

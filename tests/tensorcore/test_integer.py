@@ -275,3 +275,18 @@ def test_small_blocks_match_oracle_with_broadcast_batches(monkeypatch, satfinite
     for i in range(2):
         for j in range(3):
             np.testing.assert_array_equal(got[i, j], _oracle(a[i, 0], b[0, j], c[j], 32, satfinite))
+
+
+def test_a_long_b_is_widened_in_column_panels(traced_peak):
+    """The exact cores made a float64 copy of all of b first (8 bytes per element: 128 MiB
+    for this 16 MiB int8 b, 2 GiB for a 65536 x 4096 one). b is now widened in column panels
+    of about 2^20 elements; the sum stays exact (checked against integer arithmetic)."""
+    rng = np.random.default_rng(11)
+    a = rng.integers(-128, 128, (1, 16384), dtype=np.int8)
+    b = rng.integers(-128, 128, (16384, 1024), dtype=np.int8)
+    c = rng.integers(-(2**31), 2**31, (1, 1024), dtype=np.int64).astype(np.int32)
+    got: list[np.ndarray] = []
+    peak = traced_peak(lambda: got.append(int_mma_chain(a, b, c, k_step=32, satfinite=False)))
+    assert peak < 48 * 2**20, peak / 2**20
+    exact = c.astype(np.int64) + a.astype(np.int64) @ b.astype(np.int64)
+    np.testing.assert_array_equal(got[0], (exact + 2**31) % 2**32 - 2**31)
