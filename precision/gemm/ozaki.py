@@ -134,11 +134,16 @@ class LineStats:
     bad: np.ndarray
     nfix: np.ndarray
 
+    @property
+    def counted(self) -> np.ndarray:
+        """The lines that ``terms="auto"`` counts: a nonzero entry and no NaN or ±Inf (a line
+        holding one gives non-finite outputs whatever the count)."""
+        return (self.count > 0) & ~self.bad
+
     def spread(self) -> int:
         """max over lines of ``emax - floor(esum / count)``: how many binades a line's typical
-        (mean-exponent) entry sits below its largest; 0 for no nonzero entry. Lines holding a
-        NaN or ±Inf are left out: their outputs are non-finite whatever the count."""
-        ok = (self.count > 0) & ~self.bad
+        (mean-exponent) entry sits below its largest; 0 for no :attr:`counted` line."""
+        ok = self.counted
         if not np.any(ok):
             return 0
         mean = np.floor_divide(self.esum[ok], self.count[ok])
@@ -369,8 +374,7 @@ def _line_spread(stats: LineStats) -> np.ndarray:
     """Per line ``emax - floor(esum / count)`` (0 where no entry is nonzero, and for a line
     holding a NaN or ±Inf: its outputs are non-finite whatever the count)."""
     cnt = np.maximum(stats.count, 1)
-    counted = (stats.count > 0) & ~stats.bad
-    return np.where(counted, stats.emax - np.floor_divide(stats.esum, cnt), 0)
+    return np.where(stats.counted, stats.emax - np.floor_divide(stats.esum, cnt), 0)
 
 
 def auto_terms(
@@ -400,8 +404,7 @@ def auto_terms(
     if isinstance(sa, LineStats):
         assert sb is not None
         pairs = ((sa, spread_a), (sb, spread_b))
-        counted = [(st.count > 0) & ~st.bad for st, _ in pairs]
-        lines = [(st.nfix[ok], sp[ok]) for (st, sp), ok in zip(pairs, counted, strict=True)]
+        lines = [(st.nfix[st.counted], sp[st.counted]) for st, sp in pairs]
     else:  # K entries of magnitude just below 2^emax: nfix = K·2^NORM_FRAC
         lines = [(np.array([k << NORM_FRAC]), np.array([spread]))]
     # A line needs norm_top_bits(nfix, q2) = min(floor((q2 + NORM_FRAC - cl) / 2), QMAX) >= t,

@@ -33,6 +33,7 @@ from precision.runner.plot_labels import (
     METRIC_LABELS,
     SERIES_SEP,
     _ordered,
+    all_repeats_statistic,
     drawable,
     repeats_statistic,
 )
@@ -1039,9 +1040,8 @@ def _series_points(plan: _Plan, panel: pd.DataFrame) -> list[_Points]:
         rows = every[every["_point"].isin(set(sel["_point"])) & (every["_series"] == key)]
         rows = rows[rows["_x"].isin(set(sel["_x"]))]
         value = rows["_value"].where(rows["_ok"].astype(bool))
-        by_x = value.groupby(rows["_x"])
-        med = by_x.agg(repeats_statistic(plan.metric))
-        med = med[(by_x.count() == by_x.size()) & drawable(med, plan.metric)].sort_index()
+        med = value.groupby(rows["_x"]).agg(all_repeats_statistic(plan.metric))
+        med = med[drawable(med, plan.metric)].sort_index()
         points.append(
             _Points(kind, key, dodged(sel["_x"], key), sel["_value"], dodged(med.index, key),
                     med.values)

@@ -9,7 +9,7 @@ table; :mod:`~precision.runner.plot_frame` builds the figure's columns from thes
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -47,6 +47,25 @@ def over_repeats(metric: str) -> str:
 def repeats_statistic(metric: str) -> str:
     """The pandas aggregation of :func:`over_repeats`: ``"min"`` or ``"median"``."""
     return "min" if metric in FRACTION_METRICS else "median"
+
+
+def median_of_all(values: pd.Series) -> float:
+    """Median of every value (NaN if any is NaN or there are none)."""
+    arr = values.to_numpy(dtype=float)
+    return float(np.median(arr)) if arr.size and not np.isnan(arr).any() else float("nan")
+
+
+def least_of_all(values: pd.Series) -> float:
+    """Least of every value (NaN if any is NaN or there are none)."""
+    arr = values.to_numpy(dtype=float)
+    return float(arr.min()) if arr.size and not np.isnan(arr).any() else float("nan")
+
+
+def all_repeats_statistic(metric: str) -> Callable[[pd.Series], float]:
+    """:func:`over_repeats` of every repeat of a point, NaN where one has no value: the
+    statistic summary tables give, and figures draw (:func:`least_of_all` or
+    :func:`median_of_all`)."""
+    return least_of_all if metric in FRACTION_METRICS else median_of_all
 
 
 def drawable_words(metric: str) -> str:

@@ -24,9 +24,9 @@ from precision.runner.plot_labels import (
     ERROR_METRICS,
     _of,
     _who,
+    all_repeats_statistic,
     drawable,
     drawable_words,
-    repeats_statistic,
 )
 from precision.runner.store import ResultsDir
 
@@ -100,7 +100,7 @@ def _missing_notes(frame: _Frame, metric: str) -> list[str]:
         if valid:
             why = f"{len(bad)} of {len(g)} repeats {why}"
             value = g["_value"].where(g["_ok"].astype(bool))
-            statistic = value.agg(repeats_statistic(metric)) if value.notna().all() else np.nan
+            statistic = all_repeats_statistic(metric)(value)
             if not drawable(pd.Series([statistic]), metric).iloc[0]:
                 why += " (no median drawn: summary.md has none either)"
         x = float(str(x))

@@ -71,7 +71,7 @@ from precision.runner.plot_notes import (
     timing_machines,
 )
 from precision.runner.plotting import plot_results
-from precision.runner.store import ResultsDir, StoreError, finished
+from precision.runner.store import ResultsDir, StoreError, finished, named_table
 from precision.runner.summary import point_statuses
 from precision.runner.sweep import Point, expand, group_by_inputs
 from precision.threads import busy_worker, share_cores, thread_count
@@ -130,10 +130,7 @@ def table_of(config: ExperimentConfig, rd: ResultsDir) -> pd.DataFrame:
     them (the ``name`` column first), without writing anything; possibly empty."""
     points = expand(config)
     table = rd.combine(points, _dist_labels(config, points))
-    if table.empty:
-        return table
-    table = table.assign(name=config.name)
-    return table[["name", *[c for c in table.columns if c != "name"]]]
+    return table if table.empty else named_table(table, config.name)
 
 
 def combine_results(config: ExperimentConfig, rd: ResultsDir) -> pd.DataFrame:

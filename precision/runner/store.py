@@ -403,13 +403,9 @@ class ResultsDir:
         may be the only readable copy of rows that no point file holds (a directory
         published without ``points/``): the run then rebuilds the table from the point
         files alone, and the kept csv still has those rows. Call only holding the lock."""
-        if not self.table_path.exists():
+        why = self._unreadable_table()
+        if why is None:
             return []
-        try:
-            pd.read_parquet(self.table_path, columns=["name"])
-            return []
-        except Exception as exc:
-            why = type(exc).__name__
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
         kept = self._keep(self.table_path, self.path / f"results.{stamp}.unreadable.parquet")
         names = [kept.name]
@@ -569,19 +565,25 @@ class ResultsDir:
         The csv is written first: a run stopped between the two leaves a csv newer than the
         parquet, which :meth:`table_is_stale` reports, so the pair is rewritten together.
         """
-        table = table.assign(name=name)
-        table = table[["name", *[c for c in table.columns if c != "name"]]]
+        table = named_table(table, name)
         atomic_write(self.csv_path, lambda tmp: table.to_csv(tmp, index=False))
         atomic_write(self.table_path, lambda tmp: table.to_parquet(tmp, index=False))
+
+    def _unreadable_table(self) -> str | None:
+        """Why an existing ``results.parquet`` cannot be read (the exception's name), or None
+        where it reads or is absent."""
+        if not self.table_path.exists():
+            return None
+        try:
+            pd.read_parquet(self.table_path, columns=["name"])
+        except Exception as exc:
+            return type(exc).__name__
+        return None
 
     def table_is_stale(self) -> bool:
         """True if ``results.parquet`` is absent, unreadable, or older than a point file, or
         ``results.csv`` is newer than it (a run stopped between writing the two)."""
-        if not self.table_path.exists():
-            return True
-        try:
-            pd.read_parquet(self.table_path, columns=["name"])
-        except Exception:
+        if not self.table_path.exists() or self._unreadable_table() is not None:
             return True
         mtime = self.table_path.stat().st_mtime
         if self.csv_path.exists() and self.csv_path.stat().st_mtime > mtime:
@@ -607,6 +609,12 @@ class ResultsDir:
             raise StoreError(
                 f"{self.table_path} is unreadable ({type(exc).__name__}); {how}"
             ) from None
+
+
+def named_table(table: pd.DataFrame, name: str) -> pd.DataFrame:
+    """``table`` as ``results.parquet`` holds it: a ``name`` column (the config's), first."""
+    table = table.assign(name=name)
+    return table[["name", *[c for c in table.columns if c != "name"]]]
 
 
 def recombine(

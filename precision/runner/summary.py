@@ -48,7 +48,12 @@ import numpy as np
 import pandas as pd
 
 from precision.runner.figures import METRICS, PlotSpec
-from precision.runner.plot_labels import FRACTION_METRICS, over_repeats
+from precision.runner.plot_labels import (
+    FRACTION_METRICS,
+    all_repeats_statistic,
+    median_of_all,
+    over_repeats,
+)
 from precision.runner.store import atomic_write
 
 if TYPE_CHECKING:
@@ -83,18 +88,6 @@ PARTIAL_NOTE = (
 )
 
 
-def _median_all(values: pd.Series) -> float:
-    """Median of every value (NaN if any is NaN or there are none)."""
-    arr = values.to_numpy(dtype=float)
-    return float(np.median(arr)) if arr.size and not np.isnan(arr).any() else float("nan")
-
-
-def _least_all(values: pd.Series) -> float:
-    """Least of every value (NaN if any is NaN or there are none)."""
-    arr = values.to_numpy(dtype=float)
-    return float(arr.min()) if arr.size and not np.isnan(arr).any() else float("nan")
-
-
 def point_statuses(table: pd.DataFrame) -> dict[str, int]:
     """How many points of ``table`` have each status (its first row's, per ``point_id``;
     every row a point where the table has no ``point_id``), most frequent first."""
@@ -122,7 +115,7 @@ def summarize(table: pd.DataFrame, timing: bool = True) -> pd.DataFrame:
     for column in ERROR_COLUMNS + (TIMING_COLUMNS if timing else ()):
         if column in table:
             values = pd.to_numeric(table[column], errors="coerce").where(ok)
-            out[column] = values.groupby(keys, sort=True, dropna=False).agg(_median_all)
+            out[column] = values.groupby(keys, sort=True, dropna=False).agg(median_of_all)
     out = out.reset_index()
     for column in as_text:
         if column in out:
@@ -173,7 +166,7 @@ def pivot_cells(
         taken = {key.name for key in keys}
         keys.append(values.rename(name if name not in taken else f"{name} ({role})"))
     cell = [*keys, d["_x"].rename("_x")]
-    statistic = _least_all if metric in FRACTION_METRICS else _median_all
+    statistic = all_repeats_statistic(metric)
     medians = value.groupby(cell, sort=True).agg(statistic)
     # A cell holds part of a point's repeats when the others chose another term count (x or
     # a panel or series shows it) or have no x value (terms = "auto" not computed).
