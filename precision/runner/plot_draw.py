@@ -781,19 +781,37 @@ def _quiet_draw(fig: Any) -> None:
 def _layout_draw(fig: Any) -> None:
     """Draw ``fig`` without rendering it, to lay it out and measure it, leaving out what
     takes no room in its layout and is not measured as drawn: the lines and dots of the
-    panels (clipped to their frames) and the legends (outside the layout, and placed anew
-    wherever they are measured). The layout and every measure are those of a full draw,
-    in less time; saving the figure draws it all."""
+    panels (clipped to their frames), the legends (outside the layout, and placed anew
+    wherever they are measured) and the minor ticks. The layout and every measure are those
+    of a full draw, in less time; saving the figure draws it all.
+
+    Minor ticks are unlabelled here (``NullFormatter``): an empty label adds to an axis's
+    layout box only the point where its text would start, which lies within the box of the
+    major tick labels and the frame, so leaving them out moves nothing. They took about two
+    thirds of a log axis's layout time over many decades (the ticks are made anew each
+    draw)."""
+    from matplotlib.ticker import NullLocator
+
     hidden = [a for ax in fig.get_axes() for a in (*ax.lines, *ax.collections)]
     hidden += [legend for sub in figure_tree(fig) for legend in sub.legends]
     hidden = [a for a in hidden if a.get_visible()]
+    minor = [
+        (axis, axis.get_minor_locator())
+        for ax in fig.get_axes()
+        for axis in (ax.xaxis, ax.yaxis)
+        if not isinstance(axis.get_minor_locator(), NullLocator)
+    ]
     for artist in hidden:
         artist.set_visible(False)
+    for axis, _ in minor:
+        axis.set_minor_locator(NullLocator())
     try:
         fig.draw_without_rendering()
     finally:
         for artist in hidden:
             artist.set_visible(True)
+        for axis, locator in minor:
+            axis.set_minor_locator(locator)
 
 
 def _legend_sections(plan: _Plan) -> list[_Section]:
