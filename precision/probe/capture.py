@@ -154,13 +154,28 @@ def manifest_arch(directory: str | Path) -> str:
     one no model covers."""
     from precision.tensorcore.arch import arch_of_compute_capability
 
-    manifest = read_manifest(directory) or {}
+    where = Path(directory) / MANIFEST
+    cc = manifest_compute_capability(where, read_manifest(directory) or {})
+    try:
+        return arch_of_compute_capability(cc)
+    except ValueError as exc:
+        raise ValueError(f"{where}: compute_capability {cc!r}: {exc}") from None
+
+
+def manifest_compute_capability(path: str | Path, manifest: dict[str, Any]) -> int:
+    """The compute capability of the GPU that made the recordings of ``manifest`` (read from
+    ``path``): its ``compute_capability``, an integer written as a number or a string (90 or
+    "90" for sm_90), 90 where absent. ``ValueError`` naming the file for anything else: a
+    float such as 9.0 or 90.0 would otherwise be read as another GPU or as this one by
+    chance."""
     cc = manifest.get("compute_capability", 90)
     try:
-        return arch_of_compute_capability(int(cc))
-    except (TypeError, ValueError) as exc:
-        where = Path(directory) / MANIFEST
-        raise ValueError(f"{where}: compute_capability {cc!r}: {exc}") from None
+        return int(str(cc))
+    except ValueError:
+        raise ValueError(
+            f"{path}: compute_capability {cc!r} is no compute capability (expected an integer "
+            "such as 90 for sm_90)"
+        ) from None
 
 
 def check_kinds(path: str | Path, kind: np.ndarray, kinds: tuple[str, ...], tiles: int) -> None:

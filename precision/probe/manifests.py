@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from precision.console import run_main
-from precision.probe.capture import MANIFEST, read_manifest
+from precision.probe.capture import MANIFEST, manifest_compute_capability, read_manifest
 
 
 def check_new_run(out_dir: str | Path, only: list[str] | None, valid: list[str]) -> None:
@@ -74,18 +74,6 @@ def recorded_files(manifest: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _compute_capability(path: Path, manifest: dict[str, Any]) -> int:
-    """The compute capability whose model replays the recordings of ``manifest`` (at
-    ``path``): its ``compute_capability``, 90 where absent (as
-    :func:`~precision.probe.capture.manifest_arch` reads it); ``ValueError`` naming the file
-    for a value that is no integer."""
-    cc = manifest.get("compute_capability", 90)
-    try:
-        return int(str(cc))
-    except ValueError:
-        raise ValueError(f"{path}: compute_capability {cc!r} is no compute capability") from None
-
-
 def check_same_kind(src: Path, new: dict[str, Any], dst: Path, old: dict[str, Any]) -> None:
     """``ValueError`` naming both manifests when the run of ``new`` (in ``src``) would not be
     replayed as the recordings of ``old`` (in ``dst``) are: another probe family (the
@@ -102,7 +90,10 @@ def check_same_kind(src: Path, new: dict[str, Any], dst: Path, old: dict[str, An
             f"{src / MANIFEST}: a run of {what[0]}, but {dst / MANIFEST} holds {what[1]}: "
             "a directory is replayed as one family (append to that family's directory)"
         )
-    ccs = _compute_capability(src / MANIFEST, new), _compute_capability(dst / MANIFEST, old)
+    ccs = (
+        manifest_compute_capability(src / MANIFEST, new),
+        manifest_compute_capability(dst / MANIFEST, old),
+    )
     if ccs[0] != ccs[1]:
         raise ValueError(
             f"{src / MANIFEST}: compute_capability {ccs[0]}, but {dst / MANIFEST} has "

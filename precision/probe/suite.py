@@ -98,6 +98,7 @@ def _verify_mma_sync(d: Path, device: str) -> list[Row]:
     from precision.probe.capture import (
         MANIFEST,
         load_recording,
+        manifest_compute_capability,
         read_manifest,
         recording_paths,
         verify_recording,
@@ -106,10 +107,9 @@ def _verify_mma_sync(d: Path, device: str) -> list[Row]:
 
     # the hand-written probes run on sm_90 only and replay through the sm90 model: a manifest
     # naming another GPU is a recording these models do not describe
-    manifest = read_manifest(d if d.is_dir() else d.parent) or {}
-    cc = str(manifest.get("compute_capability", "90"))
-    if cc != "90":
-        where = (d if d.is_dir() else d.parent) / MANIFEST
+    where = (d if d.is_dir() else d.parent) / MANIFEST
+    cc = manifest_compute_capability(where, read_manifest(where.parent) or {})
+    if cc != 90:
         raise ValueError(
             f"{where}: compute_capability {cc}: the mma_sync probes are sm_90 recordings, "
             "replayed through the sm90 model"

@@ -226,3 +226,26 @@ def test_packed_verify_refuses_a_directory_without_its_recordings(where, tmp_pat
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("error: ") and len(err.splitlines()) == 1, err
     assert str(target) in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("written", [9.0, 90.0, "sm_90"])
+@pytest.mark.parametrize(
+    ("family", "name"), [("sm90", "f16_f32_x4"), ("sm90_wmma", "u8_s32_m16n16k16")]
+)
+def test_a_compute_capability_that_is_no_integer_is_refused_naming_the_manifest(
+    tmp_path, capsys, written, family, name
+):
+    """Three readers of a manifest's compute capability disagreed: the WMMA and packed
+    families took ``int(value)`` (9.0 became 9, and 90.0 became sm_90, a float taken for this
+    GPU by chance), the mma.sync one compared text, and ``append`` refused non-integers. One
+    reader now refuses them all, naming the manifest and the value."""
+    copy = tmp_path / family
+    copy.mkdir()
+    man = json.loads((DATA / family / "manifest.json").read_text())
+    man["compute_capability"] = written
+    man["instructions"] = {name: man["instructions"][name]}
+    (copy / "manifest.json").write_text(json.dumps(man))
+    shutil.copy(DATA / family / f"{name}.npz", copy)
+    line = _verify_error(copy, capsys)
+    assert str(copy / "manifest.json") in line
+    assert f"compute_capability {written!r} is no compute capability" in line
