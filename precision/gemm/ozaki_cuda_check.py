@@ -189,20 +189,23 @@ def cpu_checks() -> dict[str, Any]:
     # product), r = t - q·m, equals the symmetric residue for every |t| <= 2^22, odd m. As
     # r = t - q·m is congruent to t by construction, it is the symmetric residue exactly when
     # it lies in [-(m-1)/2, (m-1)/2]: that range is checked, in chunks that stay in cache.
+    # (rint_even(p / 2^b) = (p + 2^(b-1) - 1 + (floor(p / 2^b) & 1)) >> b: the odd floor
+    # tips an exact half up, and nothing else crosses the next multiple of 2^b)
     bad = 0
-    for m in MODULI:
-        if m == 256:
-            continue
-        a, b = _inv_m32(m)
-        half = np.int64(1) << (b - 1)
-        for start in range(-(1 << 22), 1 << 22, 1 << 19):
-            ts = np.arange(start, start + (1 << 19), dtype=np.int64)
-            prod = ts * a  # exact: < 2^46
-            q = prod >> b  # floor
-            rem = prod - (q << b)
-            q += (rem > half) | ((rem == half) & (q & 1 == 1))
-            r = ts - q * m
-            bad += int(np.count_nonzero(np.abs(r) > (m - 1) // 2))
+    odd = [(m, *_inv_m32(m)) for m in MODULI if m != 256]
+    for start in range(-(1 << 22), 1 << 22, 1 << 19):
+        ts = np.arange(start, start + (1 << 19), dtype=np.int64)
+        for m, a, b in odd:
+            q = ts * a  # exact: < 2^46
+            lsb = q >> b
+            lsb &= 1
+            q += (1 << (b - 1)) - 1
+            q += lsb
+            q >>= b
+            q *= m
+            np.subtract(ts, q, out=q)  # r = t - q·m
+            np.abs(q, out=q)
+            bad += int(np.count_nonzero(q > (m - 1) // 2))
     res["residue_step_mismatches"] = bad
     # 2. digits: y = sum d_p 2^(14p), |t| < 2^22 for every modulus (random and extreme y).
     rng = np.random.default_rng(7)
