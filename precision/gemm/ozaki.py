@@ -174,15 +174,16 @@ def norm_terms(mag: np.ndarray, emax: np.ndarray) -> np.ndarray:
     line of K < 2^17 entries sums below 2^57 in int64, in any order. ``emax`` broadcasts
     against ``mag`` (the line's largest exponent). numpy or CuPy arrays."""
     xp = array_module(mag)
-    e = xp.frexp(mag)[1].astype(np.int64)
-    mu = xp.ceil(xp.ldexp(mag, NORM_BITS - e)).astype(np.int64)
+    frac, e = xp.frexp(mag)  # mag = frac·2^e: frac·2^8 is mag·2^(8-e), exactly
+    mu = xp.ceil(frac * (1 << NORM_BITS)).astype(np.int64)
     mu2 = mu * mu
-    d = 2 * (e - emax) + NORM_FRAC - 2 * NORM_BITS
-    up = xp.clip(d, 0, 62)
-    down = xp.clip(-d, 0, 32)
-    term = xp.where(
-        d >= 0, mu2 << up, xp.where(-d >= 2 * NORM_BITS, 1, (mu2 + (1 << down) - 1) >> down)
-    )
+    d = e.astype(np.int64) - emax
+    d *= 2
+    d += NORM_FRAC - 2 * NORM_BITS
+    up = d.clip(0, 62)
+    down = (-d).clip(0, 32)
+    # for mag > 0 (mu in [128, 256]) and -d >= 16, the rounded-up quotient is 1 by itself
+    term = xp.where(d >= 0, mu2 << up, (mu2 + (1 << down) - 1) >> down)
     return xp.where(mag > 0, term, 0)
 
 
@@ -209,17 +210,17 @@ def line_stats(X: np.ndarray, axis: int) -> LineStats:
         blk = X[r0 : r0 + step]
         fin = xp.isfinite(blk)
         mag = xp.where(fin, xp.abs(blk), 0.0)
-        e = xp.frexp(mag)[1].astype(np.int64)
+        e = xp.frexp(mag)[1]  # (0 for a zero: it adds nothing to esum)
         nz = mag > 0
         if axis == 1:
             sl = slice(r0, r0 + blk.shape[0])
             mx[sl] = mag.max(axis=1)
-            esum[sl] = xp.where(nz, e, 0).sum(axis=1)
+            esum[sl] = e.sum(axis=1, dtype=np.int64)
             count[sl] = nz.sum(axis=1)
             bad[sl] = ~fin.all(axis=1)
         else:
             xp.maximum(mx, mag.max(axis=0), out=mx)
-            esum += xp.where(nz, e, 0).sum(axis=0)
+            esum += e.sum(axis=0, dtype=np.int64)
             count += nz.sum(axis=0)
             bad |= ~fin.all(axis=0)
     emax = xp.frexp(mx)[1].astype(np.int64)
