@@ -50,24 +50,48 @@ def _layout(fig) -> list:
     return [boxes, titles]
 
 
-@pytest.mark.parametrize("draws", [1, 2, 3])
-def test_a_layout_draw_lays_the_figure_out_as_a_full_draw_does(draws):
+#: The most draws after which :func:`_layout_draw` is compared with a full layout draw.
+DRAWS = 3
+
+
+@pytest.fixture(scope="module")
+def drawn_in_step():
+    """A figure laid out by full layout draws and one by :func:`_layout_draw`, drawn side by
+    side ``DRAWS`` times: after each draw, both layouts and whether every line, dot and legend
+    of the short one is visible. Shared (read only): the states after 1, 2 and 3 draws are
+    those of figures drawn 1, 2 and 3 times from new, as the layout depends only on the
+    figure and the draws before; drawing them once in sequence saves drawing them anew for
+    each count."""
     full, short = _figure(auto_title=True), _figure(auto_title=True)
-    for _ in range(draws):
+    steps = {}
+    for draws in range(1, DRAWS + 1):
         full.draw_without_rendering()
         _layout_draw(short)
-    assert _layout(short) == _layout(full)
-    assert all(a.get_visible() for ax in short.axes for a in (*ax.lines, *ax.collections))
-    assert all(leg.get_visible() for sub in short.subfigs for leg in sub.legends)
+        visible = all(a.get_visible() for ax in short.axes for a in (*ax.lines, *ax.collections))
+        legends = all(leg.get_visible() for sub in short.subfigs for leg in sub.legends)
+        steps[draws] = (_layout(full), _layout(short), visible, legends)
+    plt.close(full)
+    plt.close(short)
+    return steps
 
 
-def test_a_panel_title_placed_by_hand_is_where_matplotlib_places_it():
-    auto, by_hand = _figure(auto_title=True), _figure(auto_title=False)
+@pytest.mark.parametrize("draws", range(1, DRAWS + 1))
+def test_a_layout_draw_lays_the_figure_out_as_a_full_draw_does(draws, drawn_in_step):
+    full, short, visible, legends = drawn_in_step[draws]
+    assert short == full
+    assert visible and legends
+
+
+def test_a_panel_title_placed_by_hand_is_where_matplotlib_places_it(drawn_in_step):
+    """(The figure with titles placed by matplotlib, drawn twice, is the full one of
+    ``drawn_in_step`` after 2 draws: its layout is taken from there.)"""
+    auto, _, _, _ = drawn_in_step[2]
+    by_hand = _figure(auto_title=False)
     for _ in range(2):
-        auto.draw_without_rendering()
         by_hand.draw_without_rendering()
-    assert _layout(by_hand) == _layout(auto)
-    assert all(ax.title.get_position()[1] == 1.0 for ax in auto.axes)
+    assert _layout(by_hand) == auto
+    _, titles = auto
+    assert all(y == 1.0 for _, y in titles)
 
 
 def test_figures_share_one_mathtext_parser_and_draw_the_same_pixels():
