@@ -20,6 +20,12 @@ backend = ["emulator"]
 """
 
 
+#: `precision plot` options for tests that check the results table and stored points: the
+#: figures are incidental there, so one figure (the error's, png) is drawn, not the TFLOP/s
+#: one and a pdf too.
+ONE_FIGURE = ["--metric", "err_fro", "--format", "png"]
+
+
 def _sorted(table: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values(["point_id", "repeat"]).reset_index(drop=True)
 
@@ -36,7 +42,7 @@ def test_plot_combines_points_of_an_interrupted_run(tmp_path, monkeypatch):
     (out / "results.parquet").unlink()  # as if the run had been killed before combining
     (out / "results.csv").unlink()
     shutil.rmtree(out / "figures", ignore_errors=True)
-    assert main(["plot", str(out), "--format", "png"]) == 0  # (no pdf: only the png is read)
+    assert main(["plot", str(out), *ONE_FIGURE]) == 0  # (only err_fro.png is read)
     rebuilt = pd.read_parquet(out / "results.parquet")
     # the same rows with the same values (and columns) as the table the run combined ...
     pd.testing.assert_frame_equal(_sorted(rebuilt), _sorted(combined), check_exact=True)
@@ -61,13 +67,12 @@ def test_plot_rebuilds_an_unreadable_or_stale_table(tmp_path, monkeypatch):
     out = tmp_path / "results" / "interrupted"
     good = pd.read_parquet(out / "results.parquet")
     (out / "results.parquet").write_bytes(b"not a parquet file")  # truncated / garbage
-    png = ["--format", "png"]  # (what is checked is the table, not the figures)
-    assert main(["plot", str(out), *png]) == 0
+    assert main(["plot", str(out), *ONE_FIGURE]) == 0  # (the table is checked, not figures)
     assert pd.read_parquet(out / "results.parquet").equals(good)
     # a table older than its points (e.g. a point recomputed after it was written)
     old = (out / "results.parquet").stat().st_mtime - 60
     os.utime(out / "results.parquet", (old, old))
-    assert main(["plot", str(out), *png]) == 0
+    assert main(["plot", str(out), *ONE_FIGURE]) == 0
     assert (out / "results.parquet").stat().st_mtime > old
 
 
@@ -76,13 +81,13 @@ def test_plot_says_how_many_points_of_the_config_are_missing(tmp_path, monkeypat
     (tmp_path / "cfg.toml").write_text(CONFIG.replace("[16, 32]", "[16, 32, 64]"))
     assert main(["run", "cfg.toml", "--quiet", "--no-plots"]) == 0
     out = tmp_path / "results" / "interrupted"
-    assert main(["plot", str(out), "--format", "png"]) == 0
+    assert main(["plot", str(out), *ONE_FIGURE]) == 0
     assert "note:" not in capsys.readouterr().err  # complete: nothing to say
     points = sorted((out / "points").glob("*.parquet"))
     assert len(points) == 3
     points[0].unlink()  # as if the run had been killed after two of the three points
     (out / "results.parquet").unlink()
-    assert main(["plot", str(out), "--format", "png"]) == 0
+    assert main(["plot", str(out), *ONE_FIGURE]) == 0
     err = capsys.readouterr().err
     assert f"note: 2 of 3 points of {out / 'config.toml'} are stored; 1 missing " in err
     assert "(run the config to compute them; the stored points are kept)" in err
