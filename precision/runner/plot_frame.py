@@ -108,10 +108,12 @@ def check_table(table: pd.DataFrame, spec: PlotSpec) -> list[tuple[str, str]]:
         else:
             why = _empty_dimension(table, "terms")
         problems.append(("x", f"{why}; choose one of: {', '.join(x_ok)}"))
-    dims_ok = [d for d in DIMENSIONS if not _empty_dimension(table, d)]
+    dims_ok: list[str] | None = None  # (listed only where a key needs them)
     for key in ("hue", "style", "col", "row"):
         why = _empty_dimension(table, getattr(spec, key))
         if why:
+            if dims_ok is None:
+                dims_ok = [d for d in DIMENSIONS if not _empty_dimension(table, d)]
             problems.append((key, f"{why}; choose one of: {', '.join(dims_ok)}"))
     return problems
 
