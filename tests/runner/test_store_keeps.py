@@ -253,7 +253,7 @@ def test_a_point_that_kills_every_worker_is_left_for_a_rerun(tmp_path, monkeypat
     assert "2 point(s) not computed: the worker process computing them died" in note
     assert "--jobs 1" in note
     monkeypatch.delenv("PRECISION_TEST_GEMM_DIE")
-    rerun = run(tmp_path, jobs=2)
+    rerun = run(tmp_path)  # (in this process, as the note's --jobs 1: no worker to start)
     assert (rerun.computed, rerun.skipped) == (summary.not_run, summary.computed)
 
 
