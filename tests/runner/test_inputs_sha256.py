@@ -244,7 +244,7 @@ def test_old_table_without_the_column_resumes_adopts_and_plots(tmp_path, monkeyp
     shutil.rmtree(rd.points_dir)
     old.to_parquet(rd.table_path, index=False)
     monkeypatch.chdir(tmp_path)
-    assert main(["plot", str(rd.path), "--format", "png"]) == 0
+    assert main(["plot", str(rd.path), "--format", "png", "--metric", "err_fro"]) == 0
     assert (rd.figures_dir / "err_fro.png").stat().st_size > 1000
     forced = run(tmp_path, CONFIG, force=True)
     assert forced["inputs_sha256"].notna().all()
