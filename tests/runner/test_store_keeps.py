@@ -60,8 +60,8 @@ def tables_match_their_config(rd: ResultsDir) -> None:
 
 def rows_kept(rd: ResultsDir) -> set[tuple[str, int]]:
     """(point_id, repeat) of every row in the table or a kept earlier table, and in points/."""
-    frames = [pd.read_parquet(p) for p in rd.path.glob("results*.parquet")]
-    frames += [pd.read_parquet(p) for p in rd.points_dir.glob("*.parquet")]
+    files = [*rd.path.glob("results*.parquet"), *rd.points_dir.glob("*.parquet")]
+    frames = [pd.read_parquet(p, columns=["point_id", "repeat"]) for p in files]
     rows = pd.concat(frames)
     return set(zip(rows["point_id"], rows["repeat"], strict=True))
 
