@@ -79,8 +79,19 @@ def sort(table: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values(["point_id", "repeat"]).reset_index(drop=True)
 
 
-def test_results_layout_and_columns(tmp_path):
-    summary, table = run(tmp_path)
+@pytest.fixture(scope="module")
+def plain_run(tmp_path_factory):
+    """``run`` of CONFIG, once for the tests that only read its summary, table and files
+    (none writes there): (summary, table, the directory ``run`` was given)."""
+    root = tmp_path_factory.mktemp("plain_run")
+    with pytest.MonkeyPatch.context() as mp:
+        doubles.install(mp.setattr)
+        summary, table = run(root)
+    return summary, table, root
+
+
+def test_results_layout_and_columns(plain_run):
+    summary, table, tmp_path = plain_run
     points = expand(config())
     assert len(points) == 2 * 2 * 2 * 2
     assert len(table) == len(points) * 2
@@ -101,8 +112,8 @@ def test_results_layout_and_columns(tmp_path):
     assert {"version", "git_commit", "host", "created_utc"} <= set(prov["latest"])
 
 
-def test_errors_and_timing_are_consistent(tmp_path):
-    _, table = run(tmp_path)
+def test_errors_and_timing_are_consistent(plain_run):
+    _, table, _ = plain_run
     plain = table[table["method"] == "plain"]
     corrected = table[table["method"] == "corrected"]
     # fp16 inputs carry 11 bits: plain errors ~ 2^-12, the split recovers ~fp32 accuracy.
@@ -114,8 +125,8 @@ def test_errors_and_timing_are_consistent(tmp_path):
     np.testing.assert_allclose(table["tflops"], flops / table["time_s"] / 1e12, rtol=1e-12)
 
 
-def test_error_columns_match_an_independent_computation(tmp_path):
-    _, table = run(tmp_path)
+def test_error_columns_match_an_independent_computation(plain_run):
+    _, table, _ = plain_run
     row = table[(table["method"] == "plain") & (table["format"] == "fp16")].iloc[0]
     point = next(p for p in expand(config()) if p.id == row["point_id"])
     from precision.distributions import make_inputs
@@ -135,8 +146,8 @@ def test_error_columns_match_an_independent_computation(tmp_path):
     assert row["err_fro"] == pytest.approx(expected, rel=1e-12)
 
 
-def test_same_seed_same_errors_other_seed_different(tmp_path):
-    _, first = run(tmp_path / "a")
+def test_same_seed_same_errors_other_seed_different(tmp_path, plain_run):
+    _, first, _ = plain_run
     _, second = run(tmp_path / "b")
     pd.testing.assert_frame_equal(sort(first)[ERROR_COLUMNS], sort(second)[ERROR_COLUMNS])
     _, other = run(tmp_path / "c", CONFIG.replace("seed = 3", "seed = 4"))
