@@ -491,23 +491,15 @@ def _too_small(plan: _Plan, sections: list[_Section]) -> bool:
 def _draw(plt: Any, plan: _Plan, sections: list[_Section], squeeze: _Squeeze) -> Any:
     """The figure of ``plan`` at its size, ``squeeze``d, with the legend layout that suits
     that size (:func:`_legend_layout`), drawn, its labels fitted to its panels
-    (:func:`_fit_labels`). It is drawn without the minor ticks of its y axes, which are put
-    back for the caller: unlabelled, they take no room in the layout, and they take most of
-    the time that a log axis of many decades takes to draw."""
-    from matplotlib.ticker import NullLocator
-
+    (:func:`_fit_labels`). Its layout draws leave the minor ticks out
+    (:func:`_layout_draw`)."""
     layout, font = _legend_layout(plan, sections)
     fig, legend = _build(plt, plan, layout, font, squeeze)
-    minor = [(ax, ax.yaxis.get_minor_locator()) for ax in fig.axes]
-    for ax, _ in minor:
-        ax.yaxis.set_minor_locator(NullLocator())
     if legend is not None and squeeze == SQUEEZES[0]:
         # (drawn as the legend's width was once measured on it: the constrained layout
         # settles over this draw and the next, and the figures drawn so stay as they were)
         _quiet_draw(fig)
     _fit_labels(fig)
-    for ax, locator in minor:
-        ax.yaxis.set_minor_locator(locator)
     return fig
 
 
