@@ -13,6 +13,8 @@ from __future__ import annotations
 import functools
 import math
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -703,6 +705,12 @@ def _fit_panel_labels(fig: Any) -> bool:
     figure's edge nor runs into its neighbours; label fewer decades on a short panel, and
     fewer x ticks where their labels run into each other (:func:`_thin_x_labels`). Returns
     whether anything changed."""
+    with _minor_ticks_left_out(fig):  # (they are unlabelled; each read makes them anew)
+        return _fit_panel_labels_now(fig)
+
+
+def _fit_panel_labels_now(fig: Any) -> bool:
+    """:func:`_fit_panel_labels`, its minor ticks left out."""
     renderer = fig.canvas.get_renderer()
     changed = False
     from matplotlib.ticker import LogLocator
@@ -782,26 +790,39 @@ def _layout_draw(fig: Any) -> None:
     major tick labels and the frame, so leaving them out moves nothing. They took about two
     thirds of a log axis's layout time over many decades (the ticks are made anew each
     draw)."""
-    from matplotlib.ticker import NullLocator
-
     hidden = [a for ax in fig.get_axes() for a in (*ax.lines, *ax.collections)]
     hidden += [legend for sub in figure_tree(fig) for legend in sub.legends]
     hidden = [a for a in hidden if a.get_visible()]
+    for artist in hidden:
+        artist.set_visible(False)
+    try:
+        with _minor_ticks_left_out(fig):
+            fig.draw_without_rendering()
+    finally:
+        for artist in hidden:
+            artist.set_visible(True)
+
+
+@contextmanager
+def _minor_ticks_left_out(fig: Any) -> Iterator[None]:
+    """Within the block, the axes of ``fig`` have no minor ticks (``NullLocator``); their
+    own locators come back after it. Matplotlib makes an axis's minor ticks anew whenever its
+    ticks are drawn or read (``get_ticklabels``, ``get_xticks``): over many decades of a log
+    axis, most of the time of a layout draw or a label fit. They are unlabelled, so nothing
+    measured there depends on them (:func:`_layout_draw`)."""
+    from matplotlib.ticker import NullLocator
+
     minor = [
         (axis, axis.get_minor_locator())
         for ax in fig.get_axes()
         for axis in (ax.xaxis, ax.yaxis)
         if not isinstance(axis.get_minor_locator(), NullLocator)
     ]
-    for artist in hidden:
-        artist.set_visible(False)
     for axis, _ in minor:
         axis.set_minor_locator(NullLocator())
     try:
-        fig.draw_without_rendering()
+        yield
     finally:
-        for artist in hidden:
-            artist.set_visible(True)
         for axis, locator in minor:
             axis.set_minor_locator(locator)
 
