@@ -362,7 +362,8 @@ def _mma_fp64(a, b, c, ins: Instruction, satf: bool) -> np.ndarray:
     """f64 (DMMA): a chain of IEEE binary64 FMAs in increasing k, each rounded to nearest
     (:func:`precision.tensorcore.dmma.fma_chain`), NaN outputs with the hardware's payloads
     (:func:`precision.tensorcore.dmma_nan.nan_payloads`)."""
-    return nan_payloads(a, b, c, dmma.fma_chain(a, b, c, order="increasing"))
+    d = dmma.fma_chain(a, b, c, order="increasing")
+    return nan_payloads(a, b, c, d, overwrite=True)  # (d is the chain's own new array)
 
 
 # ----------------------------------------------------------------------------- float path

@@ -40,7 +40,10 @@ this path): a 256^3 ``mma`` in about 1.5 s against 224 s for the Python-int loop
 and b_k of a tile has at most 26 significant bits (fp32-converted data) the product is exact and
 the FMA is one binary64 addition; otherwise ``z' = RN(th + RN(tl + ul))`` is used unless
 ``th + RN(tl + ul)`` is exactly a midpoint (tested through its Fast2Sum error, see
-``_fma_inplace``), the only case in which round-to-odd changes the result.
+``_fma_inplace``), the only case in which round-to-odd changes the result. Its memory is a few
+tiles of the output (2^17 elements each) and, per tile, a block of a and b of at most 2^18
+elements copied, split and flagged at a time: about 10 MiB beyond the output for 1 x 16384 x
+4096 (1664 MiB before 2026-11-28, when it kept full-size copies of both operands).
 """
 
 from __future__ import annotations
@@ -72,6 +75,9 @@ _BOUND_UP = 1.0 + 2.0**-50  # covers the roundings of an upper bound's sum and p
 # s with 2^17 and 7.8-8.5 s with 2^18 (one thread: 11-12 s either way), with the same bits.
 _FMA_TILE_ELEMENTS = 1 << 17
 _MIN_THREADED_FMAS = 1 << 20  # [rows, K, N] temporaries of dot_rn / dot_pairwise per chunk
+# fma_chain: elements of a and b a tile copies, splits and flags at a time (a block of
+# consecutive k; five float64-sized arrays of it, about 10 MiB per thread).
+_FMA_BLOCK_ELEMENTS = 1 << 18
 
 
 # ----------------------------------------------------------------------------- error-free parts
@@ -388,7 +394,9 @@ def fma_chain(
     a ``[..., M, K]``, b ``[..., K, N]``, c ``[..., M, N]`` (converted to float64; batch axes
     broadcast). ``order`` is ``"increasing"`` (k = 0, 1, ..., K-1), ``"decreasing"`` or an explicit
     sequence of k indices (each used once per listed occurrence). Returns float64 ``[..., M, N]``.
-    Vectorised over M, N and batch; a loop over K (Veltkamp splits of a and b are done once).
+    Vectorised over tiles of the output (batch entries x rows x columns, at most 2^17
+    elements); a loop over K per tile, which copies, splits (Veltkamp) and flags its part of a
+    and b one block of k at a time, so that memory does not grow with the operands.
     Per tile and k, the preconditions of the fast path are tested on the column/row extremes;
     where every a_k and b_k of the tile has at most 26 significant bits (values converted from
     fp32 and narrower) and RN(ab) lies in [2^-900, 2^1000], the product is exact and the FMA is
@@ -405,95 +413,82 @@ def fma_chain(
         ks = [int(x) for x in order]
         if any(x < 0 or x >= k for x in ks):
             raise ValueError(f"fma_chain: order indices must lie in [0, {k}), got {list(ks)}")
-    # a as [Ra, K, M] (column k contiguous) and b as [Rb, K, N] over their own batch entries
-    # (broadcast batch axes are not materialised: output entry e reads a entry ia[e] and b
-    # entry ib[e]); splits and range flags once.
+    # a as [Ra, M, K] and b as [Rb, K, N] over their own batch entries (broadcast batch axes
+    # are not materialised: output entry e reads a entry ia[e] and b entry ib[e]). Each tile
+    # (entries x rows x columns of the output) copies, splits and flags the part of a and b it
+    # reads, a block of consecutive k at a time: memory is a few tiles, whatever the operands.
     a3, ia = _own_entries(a, batch)
     b3, ib = _own_entries(b, batch)
-    at = np.ascontiguousarray(a3.transpose(0, 2, 1))
-    b3 = np.ascontiguousarray(b3)
-    with np.errstate(all="ignore"):
-        ah, al = _split(at)
-        bh, bl = _split(b3)
-        aok, bok = _operand_ok(at), _operand_ok(b3)
     d = np.broadcast_to(c, batch + (m, n)).reshape(math.prod(batch), m, n).copy()
     if d.size == 0:
         return d.reshape(batch + (m, n))
-    rows = max(1, _FMA_TILE_ELEMENTS // max(1, n))
+    cols = min(n, _FMA_TILE_ELEMENTS)
+    rows = max(1, _FMA_TILE_ELEMENTS // cols)
     # Small outputs: a tile takes several batch entries (all their rows), so that a large batch
     # of small products is not one tile, and one Python loop over K, per entry.
     group = max(1, rows // m) if rows >= m else 1
-    # Per b row k (all N columns): extremes of |b|, operand flags, and whether b_k has at most
-    # 26 significant bits everywhere (its Veltkamp low part is 0).
-    with np.errstate(all="ignore"):
-        babs = np.abs(b3)
-        b_min, b_max = babs.min(axis=2, initial=np.inf), babs.max(axis=2, initial=0.0)
-        del babs
-    b_ok: np.ndarray = np.asarray(bok.all(axis=2))
-    b_short: np.ndarray = np.asarray((bl == 0).all(axis=2))
 
-    def tile_flags(
-        ea: Any, eb: Any, r0: int, r1: int
-    ) -> tuple[list[bool], list[bool], list[float]]:
-        """Per k for the tile's rows of a's entries ``ea`` and b's entries ``eb`` (paired, or
-        one of them a single broadcast entry): (Boldo-Melquiond preconditions on a, b and
-        RN(ab) hold, the product ab is exact in binary64, an upper bound of |RN(ab)|). Per
-        entry, min |RN(a_i b_j)| = RN(min|a| min|b|) and likewise for the max (an outer
-        product; RN is monotone), so the range test on the extremes equals the elementwise
-        one."""
-        with np.errstate(all="ignore"):
-            aabs = np.abs(at[ea, :, r0:r1])  # [entries, K, rows]
-            pmin = (aabs.min(axis=2, initial=np.inf) * b_min[eb]).min(axis=0)
-            pmax = (aabs.max(axis=2, initial=0.0) * b_max[eb]).max(axis=0)
-            fast = aok[ea, :, r0:r1].all(axis=(0, 2)) & b_ok[eb].all(axis=0)
-            fast &= (pmin >= _PROD_LO) & (pmax <= _BIG)
-        # a_k, b_k of <= 26 bits each: ab has <= 52 bits and |ab| >= 2^-900, so RN(ab) = ab.
-        exact = fast & (al[ea, :, r0:r1] == 0).all(axis=(0, 2)) & b_short[eb].all(axis=0)
-        return fast.tolist(), exact.tolist(), pmax.tolist()
-
-    def tile(e0: int, r0: int) -> None:
-        e1, r1 = min(d.shape[0], e0 + group), min(m, r0 + rows)
+    def tile(e0: int, r0: int, c0: int) -> None:
+        e1, r1, c1 = min(d.shape[0], e0 + group), min(m, r0 + rows), min(n, c0 + cols)
         ea, eb = _entries(ia, e0, e1), _entries(ib, e0, e1)
-        dd = d[e0:e1, r0:r1].copy()
+        dd = d[e0:e1, r0:r1, c0:c1].copy()
         ws = _Workspace(dd.shape)
-        fast, exact, pmax = tile_flags(ea, eb, r0, r1)
+        per_k = _count(ea) * (r1 - r0) + _count(eb) * (c1 - c0)
+        step = max(1, _FMA_BLOCK_ELEMENTS // per_k)
         # cmax >= max |c| (NaN when c holds a NaN: every test below then fails).
         with np.errstate(all="ignore"):
             cmax = float(np.abs(dd).max(initial=0.0))
-        for kk in ks:
-            col = (ea, kk, slice(r0, r1), None)  # [entries, rows, 1]
-            row = (eb, slice(kk, kk + 1))  # [entries, 1, N]
-            if fast[kk] and cmax > _BIG:
-                with np.errstate(all="ignore"):
-                    cmax = float(np.abs(dd).max(initial=0.0))  # the bound may be loose
-            if exact[kk] and cmax <= _BIG:
-                # Exact product and finite c: RN(ab + c) is one binary64 addition (IEEE RN,
-                # subnormal sums included); |RN(c + ab)| <= RN(cmax + pmax) by monotonicity.
-                z = ws.f[0]
-                np.multiply(at[col], b3[row], out=z)
-                np.add(dd, z, out=z)
-                ws.swap(dd, z)
-                dd = z
-                cmax += pmax[kk]
-                continue
-            res = None
-            if fast[kk] and cmax <= _BIG:
-                res = _fma_inplace(at[col], b3[row], ah[col], al[col], bh[row], bl[row], dd, ws)
-            if res is None:  # specials or out-of-range elements in this tile: masked repair
-                dd[...] = _fast_fma(
-                    at[col], b3[row], dd, (ah[col], al[col]), (bh[row], bl[row]), aok[col], bok[row]
-                )
-                with np.errstate(all="ignore"):
-                    cmax = float(np.abs(dd).max(initial=0.0))
-            else:
-                z = res
-                # |RN(c + ab)| <= RN(max|c| + max|a| max|b|); pmax is that product rounded.
-                cmax = (cmax + pmax[kk]) * _BOUND_UP
-                ws.swap(dd, z)
-                dd = z
-        d[e0:e1, r0:r1] = dd
+        for p0 in range(0, len(ks), step):
+            kb = ks[p0 : p0 + step]
+            # this block of a as [Ea, k, rows] (column k contiguous) and b as [Eb, k, cols]
+            at = np.ascontiguousarray(_block(a3, ea, slice(r0, r1), kb, 2).transpose(0, 2, 1))
+            bt = np.ascontiguousarray(_block(b3, eb, slice(c0, c1), kb, 1))
+            fast, exact, pmax = _block_flags(at, bt)
+            with np.errstate(all="ignore"):
+                ah, al = _split(at)
+                bh, bl = _split(bt)
+                aok, bok = _operand_ok(at), _operand_ok(bt)
+            for j in range(len(kb)):
+                col = (slice(None), j, slice(None), None)  # [entries, rows, 1]
+                row = (slice(None), slice(j, j + 1))  # [entries, 1, cols]
+                if fast[j] and cmax > _BIG:
+                    with np.errstate(all="ignore"):
+                        cmax = float(np.abs(dd).max(initial=0.0))  # the bound may be loose
+                if exact[j] and cmax <= _BIG:
+                    # Exact product and finite c: RN(ab + c) is one binary64 addition (IEEE
+                    # RN, subnormal sums included); |RN(c + ab)| <= RN(cmax + pmax) by
+                    # monotonicity.
+                    z = ws.f[0]
+                    np.multiply(at[col], bt[row], out=z)
+                    np.add(dd, z, out=z)
+                    ws.swap(dd, z)
+                    dd = z
+                    cmax += pmax[j]
+                    continue
+                res = None
+                if fast[j] and cmax <= _BIG:
+                    res = _fma_inplace(at[col], bt[row], ah[col], al[col], bh[row], bl[row], dd, ws)
+                if res is None:  # specials or out-of-range elements in this tile: masked repair
+                    dd[...] = _fast_fma(
+                        at[col], bt[row], dd, (ah[col], al[col]), (bh[row], bl[row]), aok[col],
+                        bok[row],
+                    )  # fmt: skip
+                    with np.errstate(all="ignore"):
+                        cmax = float(np.abs(dd).max(initial=0.0))
+                else:
+                    z = res
+                    # |RN(c + ab)| <= RN(max|c| + max|a| max|b|); pmax is that product rounded.
+                    cmax = (cmax + pmax[j]) * _BOUND_UP
+                    ws.swap(dd, z)
+                    dd = z
+        d[e0:e1, r0:r1, c0:c1] = dd
 
-    jobs = [(e0, r0) for e0 in range(0, d.shape[0], group) for r0 in range(0, m, rows)]
+    jobs = [
+        (e0, r0, c0)
+        for e0 in range(0, d.shape[0], group)
+        for r0 in range(0, m, rows)
+        for c0 in range(0, n, cols)
+    ]
     workers = min(len(jobs), thread_count())  # (OMP_NUM_THREADS: a Dask worker's share)
     if workers > 1 and d.size * len(ks) >= _MIN_THREADED_FMAS:
         # NumPy releases the GIL inside its loops: cache-sized tiles run in parallel.
@@ -502,6 +497,50 @@ def fma_chain(
         for j in jobs:
             tile(*j)
     return d.reshape(batch + (m, n))
+
+
+def _block_flags(at: np.ndarray, bt: np.ndarray) -> tuple[list[bool], list[bool], list[float]]:
+    """Per k of a tile's block, a ``[Ea, k, rows]`` and b ``[Eb, k, cols]`` (entries paired,
+    or one of them a single broadcast entry): (Boldo-Melquiond preconditions on a, b and
+    RN(ab) hold, the product ab is exact in binary64, an upper bound of |RN(ab)|). Per entry,
+    min |RN(a_i b_j)| = RN(min|a| min|b|) and likewise for the max (an outer product; RN is
+    monotone), so the range test on the extremes equals the elementwise one."""
+    with np.errstate(all="ignore"):
+        aabs, babs = np.abs(at), np.abs(bt)
+        amin, amax = aabs.min(axis=2, initial=np.inf), aabs.max(axis=2, initial=0.0)
+        bmin, bmax = babs.min(axis=2, initial=np.inf), babs.max(axis=2, initial=0.0)
+        del aabs, babs
+        pmin, pmax = (amin * bmin).min(axis=0), (amax * bmax).max(axis=0)
+        fast = _operand_ok(at).all(axis=(0, 2)) & _operand_ok(bt).all(axis=(0, 2))
+        fast &= (pmin >= _PROD_LO) & (pmax <= _BIG)
+        # a_k, b_k of <= 26 bits each: ab has <= 52 bits and |ab| >= 2^-900, so RN(ab) = ab.
+        short = (_split(at)[1] == 0).all(axis=(0, 2)) & (_split(bt)[1] == 0).all(axis=(0, 2))
+    return fast.tolist(), (fast & short).tolist(), pmax.tolist()
+
+
+def _count(e: Any) -> int:
+    """How many entries :func:`_entries` selected (a slice or an index array)."""
+    return e.stop - e.start if isinstance(e, slice) else len(e)
+
+
+def _block(x3: np.ndarray, e: Any, part: slice, kb: Sequence[int], k_axis: int) -> np.ndarray:
+    """``x3[e]`` restricted to ``part`` on its non-k axis and to the k indices ``kb`` on axis
+    ``k_axis`` (1 or 2), gathering only that block (views where ``e`` and ``kb`` are runs)."""
+    ks = _as_run(kb)
+    if isinstance(e, slice) and ks is not None:
+        return x3[e, part, ks] if k_axis == 2 else x3[e, ks, part]
+    ei = np.arange(e.start, e.stop) if isinstance(e, slice) else np.asarray(e)
+    pi = np.arange(part.start, part.stop)
+    ki = np.asarray(kb, dtype=np.intp)
+    return x3[np.ix_(ei, pi, ki)] if k_axis == 2 else x3[np.ix_(ei, ki, pi)]
+
+
+def _as_run(kb: Sequence[int]) -> slice | None:
+    """``kb`` as a slice where it is a range of step 1 or -1, else None."""
+    if isinstance(kb, range) and kb.step in (1, -1) and len(kb):
+        stop = kb.stop if kb.stop >= 0 else None
+        return slice(kb.start, stop, kb.step)
+    return None
 
 
 def _own_entries(x: np.ndarray, batch: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:

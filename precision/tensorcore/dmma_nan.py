@@ -47,22 +47,35 @@ def _is_nan(u: np.ndarray) -> np.ndarray:
     return (u & _ABS) > _INF
 
 
-def nan_payloads(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndarray:
+def nan_payloads(
+    a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray, *, overwrite: bool = False
+) -> np.ndarray:
     """``d`` with the bits of its NaN outputs replaced by DMMA's (module docstring).
 
     a ``[..., M, K]``, b ``[..., K, N]``, c ``[..., M, N]`` are the float64 operands of the FMA
     chain in increasing k and ``d`` its float64 result ``[..., M, N]`` (batch axes broadcast
     to ``d``'s). Only NaN outputs are rewritten: for those the chain is rerun (vectorised over
     the NaN outputs, a loop over K) with the hardware's NaN choice at each step. Non-NaN
-    outputs are returned unchanged. Returns a new float64 array.
+    outputs are returned unchanged. Returns a new float64 array, or ``d`` itself, rewritten in
+    place, with ``overwrite=True`` (``d`` then has to be a C-contiguous float64 array).
     """
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     c = np.asarray(c, dtype=np.float64)
-    d = np.array(d, dtype=np.float64)  # copy: rewritten in place
+    if overwrite and not (isinstance(d, np.ndarray) and d.dtype == np.float64):
+        raise TypeError("nan_payloads: overwrite=True needs d as a float64 array")
+    if overwrite and not d.flags.c_contiguous:
+        raise ValueError("nan_payloads: overwrite=True needs a C-contiguous d")
+    d = d if overwrite else np.array(d, dtype=np.float64)  # (a copy: rewritten in place)
     out = d.view(np.uint64)
-    pos = np.nonzero(_is_nan(out))
-    if pos[0].size == 0:
+    # NaN positions, scanned in chunks (no output-sized temporaries)
+    flat_out = out.reshape(-1)
+    found = [
+        s + np.flatnonzero(_is_nan(flat_out[s : s + _CHUNK_ELEMENTS]))
+        for s in range(0, flat_out.size, _CHUNK_ELEMENTS)
+    ]
+    flat = np.concatenate(found) if found else np.zeros(0, dtype=np.intp)
+    if flat.size == 0:
         return d
     batch, (m, n), k = d.shape[:-2], d.shape[-2:], a.shape[-1]
     if a.shape[-2] != m or b.shape[-2:] != (k, n) or c.shape[-2:] != (m, n):
@@ -75,7 +88,6 @@ def nan_payloads(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> 
     # entry e reads entry ix[e] of x
     (a3, ia), (b3, ib), (c3, ic) = (_own_entries(x, batch) for x in (a, b, c))
     a3, b3, c3 = a3.view(np.uint64), b3.view(np.uint64), c3.view(np.uint64)
-    flat = np.ravel_multi_index(pos, d.shape)
     bi, rest = np.divmod(flat, m * n)
     ri, ci = np.divmod(rest, n)
     res = out.reshape(nb, m, n)

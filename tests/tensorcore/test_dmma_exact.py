@@ -16,7 +16,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
+from precision.tensorcore import dmma
 from precision.tensorcore.dmma import fma, fma_chain
 
 TINY = 5e-324
@@ -222,3 +224,47 @@ def test_chain_on_tiny_and_huge_data():
                  for i in range(m)]
             )  # fmt: skip
         _same(fma_chain(a, b, c), want)
+
+
+# ----------------------------------------------------------------------------- tiles, memory
+
+
+@pytest.mark.parametrize("order", ["increasing", "decreasing", [3, 0, 5, 5, 1, 2, 4]])
+def test_chain_in_column_tiles_and_k_blocks(monkeypatch, order):
+    """Tiles of 2 x 4 outputs (a 7 x 10 output in 4 x 3 tiles, the last ones partial) and
+    blocks of a few k: the same bits as the oracle."""
+    monkeypatch.setattr(dmma, "_FMA_TILE_ELEMENTS", 8)
+    monkeypatch.setattr(dmma, "_FMA_BLOCK_ELEMENTS", 20)
+    rng = np.random.default_rng(35)
+    m, k, n = 7, 6, 10
+    a = rng.standard_normal((m, k)) * np.ldexp(1.0, rng.integers(-600, 600, (m, k)))
+    b = rng.standard_normal((k, n)) * np.ldexp(1.0, rng.integers(-600, 600, (k, n)))
+    c = rng.standard_normal((m, n))
+    a[1, 2], b[3, 4], c[5, 9] = np.inf, TINY, np.nan
+    ks = (
+        range(k)
+        if order == "increasing"
+        else range(k - 1, -1, -1)
+        if order == "decreasing"
+        else order
+    )
+    want = c.copy()
+    for kk in ks:
+        want = np.array(
+            [[_ref_fma(float(a[i, kk]), float(b[kk, j]), float(want[i, j])) for j in range(n)]
+             for i in range(m)]
+        )  # fmt: skip
+    _same(fma_chain(a, b, c, order=order), want)
+
+
+def test_chain_memory_does_not_grow_with_the_operands(traced_peak):
+    """fma_chain kept full-size copies, splits and flags of both operands (about 3.25 times
+    their float64 size: 104 MiB beyond the output for this 32 MiB b); each tile now copies
+    and splits one block of k at a time, so the peak is a few MiB whatever K."""
+    rng = np.random.default_rng(36)
+    for k in (256, 2048):
+        a = rng.standard_normal((1, k))
+        b = rng.standard_normal((k, 2048))
+        c = np.zeros((1, 2048))
+        peak = traced_peak(lambda a=a, b=b, c=c: fma_chain(a, b, c))
+        assert peak < 24 * 2**20, (k, peak / 2**20)

@@ -80,3 +80,19 @@ def test_every_recorded_wmma_nan_output(chunk, monkeypatch):
     nan = np.isnan(want)
     assert nan.sum() > 800
     assert (got.view(np.uint64) == want.view(np.uint64)).all()
+
+
+def test_overwrite_rewrites_d_in_place():
+    """overwrite=True (as precision.mma calls it) rewrites the chain's own result instead of
+    copying it (one output-sized array less), with the same bits as the recording."""
+    with np.load(DATA / "sm90_wmma" / "f64_f64_m8n8k4.npz") as z:
+        a, b, c, want = (z[k].view(np.float64) for k in "abcd")
+    with np.errstate(all="ignore"):
+        d = dmma.fma_chain(a, b, c)
+        got = nan_payloads(a, b, c, d, overwrite=True)
+    assert got is d
+    assert (got.view(np.uint64) == want.view(np.uint64)).all()
+    with pytest.raises(TypeError, match="float64 array"):
+        nan_payloads(a, b, c, d.tolist(), overwrite=True)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        nan_payloads(a, b, c, d[..., ::-1], overwrite=True)
