@@ -44,6 +44,9 @@ the FMA is one binary64 addition; otherwise ``z' = RN(th + RN(tl + ul))`` is use
 tiles of the output (2^17 elements each) and, per tile, a block of a and b of at most 2^18
 elements copied, split and flagged at a time: about 10 MiB beyond the output for 1 x 16384 x
 4096 (1664 MiB before 2026-11-28, when it kept full-size copies of both operands).
+
+:func:`dot_rn` forms each exact sum in 32-bit integer limbs (int64), vectorised over output
+elements, and rounds it once (``_exact_dot``).
 """
 
 from __future__ import annotations
@@ -65,7 +68,6 @@ _MAX_SPLIT = 2.0**995  # C·x must not overflow
 _MIN_NORMAL = 2.0**-1022
 _PROD_LO = 2.0**-900  # |RN(ab)| >= this: Dekker partial products and the low part are exact
 _BIG = 2.0**1000  # |c|, |RN(ab)| <= this: no intermediate overflows
-_OVERFLOW = 2**1024 - 2**970  # exact |x| >= this rounds to Inf under RN
 _CHUNK_ELEMENTS = 1 << 22
 _MANT_MASK = np.int64((1 << 52) - 1)  # binary64 significand field
 _BOUND_UP = 1.0 + 2.0**-50  # covers the roundings of an upper bound's sum and product
@@ -98,13 +100,6 @@ def _add_round_odd(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- exact slow path
-
-
-def _round_fraction(num: int, den: int) -> float:
-    """RN-even of num/den (den > 0) in binary64, with overflow to ±inf."""
-    if abs(num) >= _OVERFLOW * den:
-        return math.inf if num > 0 else -math.inf
-    return num / den  # CPython: correctly rounded, subnormals included
 
 
 def _fma_scaled(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -565,108 +560,201 @@ def _entries(idx: np.ndarray, e0: int, e1: int) -> Any:
     return sel
 
 
-def _exact_signed_zero(a3: np.ndarray, b3: np.ndarray, c2: np.ndarray) -> np.ndarray:
-    """True where every product a_k b_k is -0 and c is -0 (an exact zero sum is then -0)."""
-    pz = (a3 == 0) | (b3 == 0)
-    pneg = np.signbit(a3) ^ np.signbit(b3)
-    return (pz & pneg).all(axis=-2) & (c2 == 0) & np.signbit(c2)
-
-
-def _dot_rn_exact_scalar(avals: list[float], bvals: list[float], c: float) -> tuple[float, bool]:
-    """(RN(c + sum a_k b_k), whether the exact sum is 0) by exact rationals, for finite inputs."""
-    terms = [x.as_integer_ratio() for x in avals]
-    tb = [y.as_integer_ratio() for y in bvals]
-    # Common denominator: all denominators are powers of two.
-    nc, dc = c.as_integer_ratio()
-    den = dc
-    for (_, da), (_, db) in zip(terms, tb, strict=True):
-        den = max(den, da * db)
-    num = nc * (den // dc)
-    for (na, da), (nb, db) in zip(terms, tb, strict=True):
-        num += na * nb * (den // (da * db))
-    if num == 0:
-        return 0.0, True
-    return _round_fraction(num, den), False
-
-
 def dot_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Exact ``c + sum_k a_k b_k`` rounded once to binary64 (RN-even), for every output element.
 
-    a ``[..., M, K]``, b ``[..., K, N]``, c ``[..., M, N]``. Each product is split exactly into
-    ``uh + ul`` (Dekker) and the 2K + 1 doubles are summed by ``math.fsum`` (Shewchuk's exact
-    expansion with a correctly rounded result); elements with a product outside the Dekker range,
-    an fsum intermediate overflow, or non-finite inputs take exact rationals / IEEE special rules.
-    An exact zero is -0 only if c and all products are -0. This is a reference-speed path (about a
-    microsecond per output element and K), meant for one instruction's K (4 to 16).
+    a ``[..., M, K]``, b ``[..., K, N]``, c ``[..., M, N]`` (batch axes broadcast). The sum is
+    formed exactly in integer limbs and rounded once, subnormal results and overflow to ±Inf
+    included (:func:`_exact_dot`); vectorised over chunks of output elements (each gathers
+    its row of a and column of b, at most about 2^20 elements of each). Elements with a
+    non-finite input follow IEEE 754 (NaN for a NaN input, Inf·0 or Inf - Inf, else the
+    Inf). An exact zero is -0 only if c and all products are -0.
     """
     a, b, c, batch, (m, k, n) = _chain_operands(a, b, c, "dot_rn")
-    a3 = np.broadcast_to(a, batch + (m, k)).reshape(math.prod(batch), m, k)
-    b3 = np.broadcast_to(b, batch + (k, n)).reshape(math.prod(batch), k, n)
-    c3 = np.broadcast_to(c, batch + (m, n)).reshape(math.prod(batch), m, n)
-    out = np.empty(c3.shape, dtype=np.float64)
-    rows = max(1, _CHUNK_ELEMENTS // max(1, k * n))
-    for bi in range(a3.shape[0]):
-        for r0 in range(0, m, rows):
-            ac = a3[bi, r0 : r0 + rows, :, None]  # [r, K, 1]
-            bc = b3[bi, None, :, :]  # [1, K, N]
-            cc = c3[bi, r0 : r0 + rows]
-            out[bi, r0 : r0 + rows] = _dot_rn_block(ac, bc, cc)
+    (a3, ia), (b3, ib), (c3, ic) = (_own_entries(x, batch) for x in (a, b, c))
+    out = np.empty(math.prod(batch) * m * n, dtype=np.float64)
+    per = max(1, _DOT_GATHER_ELEMENTS // max(1, k))
+    for s0 in range(0, out.size, per):
+        e, rest = np.divmod(np.arange(s0, min(out.size, s0 + per)), m * n)
+        i, j = np.divmod(rest, n)
+        # this chunk's rows of a and columns of b, [elements, K]
+        out[s0 : s0 + per] = _dot_rn_elements(a3[ia[e], i, :], b3[ib[e], :, j], c3[ic[e], i, j])
     return out.reshape(batch + (m, n))
 
 
-def _dot_rn_block(ac: np.ndarray, bc: np.ndarray, cc: np.ndarray) -> np.ndarray:
-    """dot_rn for a [r, K, 1] x [1, K, N] + [r, N] block."""
+def _dot_rn_elements(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """dot_rn of elements: a, b ``[n, K]``, c ``[n]``."""
     with np.errstate(all="ignore"):
-        ah, al = _split(ac)
-        bh, bl = _split(bc)
-        uh, ul = _two_prod(ac, bc, ah, al, bh, bl)  # [r, K, N]
-        au = np.abs(uh)
-        zero = (ac == 0) | (bc == 0)
-        prod_ok = (zero | ((au >= _PROD_LO) & (au <= _BIG))) & (
-            zero | (_operand_ok(ac) & _operand_ok(bc))
+        fin_ab = np.isfinite(a) & np.isfinite(b)
+        finite = fin_ab.all(axis=1) & np.isfinite(c)
+        # IEEE specials: a NaN, Inf·0 or Inf - Inf gives NaN, otherwise the Inf
+        out = np.where(finite, 0.0, np.where(fin_ab, 0.0, a * b).sum(axis=1))
+        out += np.where(np.isfinite(c), 0.0, c)
+    rows = np.flatnonzero(finite)
+    if rows.size:
+        val, zero = _exact_dot(a[rows], b[rows], c[rows])
+        pz = (a[rows] == 0) | (b[rows] == 0)
+        negz = (pz & (np.signbit(a[rows]) ^ np.signbit(b[rows]))).all(axis=1)
+        negz &= (c[rows] == 0) & np.signbit(c[rows])
+        out[rows] = np.where(zero, np.where(negz, -0.0, 0.0), val)
+    return out
+
+
+_M32 = np.int64(0xFFFFFFFF)
+# _exact_dot: k per bincount (its float64 bin sums, of at most 3k + 1 pieces below 2^33, stay
+# exact integers) and the elements x (9 K + limbs) of one chunk (about 16 MiB of pieces).
+_DOT_TERMS = 1 << 12
+_DOT_ELEMENTS = 1 << 20
+_DOT_GATHER_ELEMENTS = 1 << 20  # dot_rn: elements of a and of b gathered per chunk (8 MiB)
+
+
+def _int_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Finite binary64 ``x`` as |x| = m 2^q: int64 significand m < 2^53 and exponent q."""
+    bits = np.ascontiguousarray(x).view(np.int64) & np.int64(0x7FFFFFFFFFFFFFFF)
+    e = bits >> 52
+    m = bits & _MANT_MASK
+    return np.where(e > 0, m | np.int64(1 << 52), m), np.maximum(e, 1) - 1075
+
+
+def _pieces(
+    v: np.ndarray, pos: np.ndarray, col: np.ndarray, n: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """v 2^pos (0 <= v < 2^54, pos >= 0) as (flat index limb * n + col, value < 2^33) of the
+    three 32-bit limbs it touches."""
+    li, sh = pos >> 5, pos & 31
+    x = (v & _M32) << sh  # < 2^63
+    y = (v >> 32) << sh  # < 2^54
+    return [
+        (li * n + col, x & _M32),
+        ((li + 1) * n + col, (x >> 32) + (y & _M32)),
+        ((li + 2) * n + col, y >> 32),
+    ]
+
+
+def _exact_dot(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(RN(c + sum_k a_k b_k), whether that exact sum is 0) for finite a, b ``[n, K]``, c ``[n]``.
+
+    Exact integer arithmetic, vectorised over the elements (a loop over chunks of them and over
+    blocks of 4096 k): each element's sum is a signed integer times 2^base (base 64 bits below
+    its lowest non-zero term) in 32-bit limbs held in int64. A product m_a m_b 2^(q_a + q_b)
+    (|x| = m 2^q, m < 2^53) enters as three exact partial products below 2^54 (significands
+    split 27 + 26 bits), each added to three limbs. After carry propagation (and negation of
+    negative sums), the integer is rounded once, RN-even, at bit g = max(msb - 52, -1074) from
+    its 53 bits above g, the guard bit g - 1 and the OR of every lower bit: subnormal results
+    round once to the 2^-1074 grid, and a result that rounds to 2^1024 or more is ±Inf.
+    Exact for K < 2^28 (the int64 limbs take 2^16 blocks of sums below 2^47).
+    """
+    n, k = a.shape
+    val = np.zeros(n)
+    zero = np.ones(n, dtype=bool)
+    per = max(1, _DOT_ELEMENTS // (9 * min(k, _DOT_TERMS) + 160))
+    for s0 in range(0, n, per):
+        sl = slice(s0, s0 + per)
+        val[sl], zero[sl] = _exact_dot_chunk(a[sl], b[sl], c[sl])
+    return val, zero
+
+
+def _exact_dot_chunk(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n, k = a.shape
+    ma, qa = _int_parts(a)
+    mb, qb = _int_parts(b)
+    mc, qc = _int_parts(c)
+    qp = qa + qb
+    live = (ma != 0) & (mb != 0)
+    far = np.int64(1 << 20)
+    lo = np.minimum(np.where(live, qp, far).min(axis=1, initial=far), np.where(mc != 0, qc, far))
+    hi = np.maximum(
+        np.where(live, qp + 106, -far).max(axis=1, initial=-far), np.where(mc != 0, qc + 53, -far)
+    )
+    base = np.where(lo < far, lo - 64, 0)
+    span = int(np.where(lo < far, hi - base, 0).max(initial=0))
+    # limbs: the span of the terms and the carries of 3K + 1 partials, then one sign limb and
+    # three zero limbs (read past the top by the rounding).
+    limbs = -(-(span + (3 * k + 1).bit_length()) // 32) + 4
+    acc = np.zeros((limbs, n), dtype=np.int64)
+    col = np.arange(n)
+    half = np.int64((1 << 26) - 1)
+    ah, al, bh, bl = ma >> 26, ma & half, mb >> 26, mb & half
+    sign_c = np.where(np.signbit(c), -1.0, 1.0) * (mc != 0)
+    _accumulate(acc, [(mc, np.where(mc != 0, qc - base, 0), sign_c)], col)
+    for k0 in range(0, k, _DOT_TERMS):
+        ks = slice(k0, k0 + _DOT_TERMS)
+        sign = np.where(np.signbit(a[:, ks]) ^ np.signbit(b[:, ks]), -1.0, 1.0) * live[:, ks]
+        pos = np.where(live[:, ks], qp[:, ks] - base[:, None], 0)
+        parts = [
+            (ah[:, ks] * bh[:, ks], pos + 52, sign),
+            (ah[:, ks] * bl[:, ks] + al[:, ks] * bh[:, ks], pos + 26, sign),
+            (al[:, ks] * bl[:, ks], pos, sign),
+        ]
+        _accumulate(acc, parts, col[:, None])
+    _carry(acc)
+    neg = acc[-1] < 0
+    if neg.any():
+        acc[:, neg] = -acc[:, neg]
+        _carry(acc)
+    return _round_limbs(acc, base, neg)
+
+
+def _accumulate(
+    acc: np.ndarray, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], col: np.ndarray
+) -> None:
+    """acc[limbs, n] += sum of sign v 2^pos over ``parts`` (v < 2^54, pos >= 0). One bincount:
+    a bin (limb, column) sums at most one piece below 2^33 per part and k, so its float64 sum
+    of at most 3 x 4096 pieces is an exact integer below 2^47."""
+    idx, w = [], []
+    for v, pos, sign in parts:
+        for fi, piece in _pieces(v, pos, col, acc.shape[1]):
+            idx.append(fi.ravel())
+            w.append((piece * sign).ravel())
+    sums = np.bincount(np.concatenate(idx), np.concatenate(w), acc.size)
+    acc += sums.reshape(acc.shape).astype(np.int64)
+
+
+def _carry(acc: np.ndarray) -> None:
+    """Propagate carries in place: limbs 0..L-2 in [0, 2^32), the top limb signed."""
+    carry = np.zeros(acc.shape[1], dtype=np.int64)
+    for i in range(acc.shape[0] - 1):
+        v = acc[i] + carry
+        np.bitwise_and(v, _M32, out=acc[i])
+        carry = v >> 32
+    acc[-1] += carry
+
+
+def _round_limbs(
+    acc: np.ndarray, base: np.ndarray, neg: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """RN-even binary64 of (-1)^neg sum_i acc[i] 2^(32 i + base) (non-negative 32-bit limbs,
+    at least three zero limbs on top; every non-zero value has its msb >= base + 64), and
+    whether it is 0. The bits g to msb, g = max(msb - 52, -1074) (53, fewer for a subnormal),
+    the guard bit g - 1 and the OR of all lower bits (sticky) decide the rounding."""
+    with np.errstate(all="ignore"):
+        limbs, n = acc.shape
+        col = np.arange(n)
+        nz = acc != 0
+        zero = ~nz.any(axis=0)
+        top = limbs - 1 - np.argmax(nz[::-1], axis=0)
+        _, bits = np.frexp(acc[top, col].astype(np.float64))  # bit length of the top limb
+        msb = 32 * top + bits - 1 + base
+        g = np.maximum(msb - 52, -1074)
+        gr = np.where(zero, 64, g - base)  # >= 12
+        u = acc.view(np.uint64)
+        j0, sh = np.minimum(gr >> 5, limbs - 3), (gr & 31).astype(np.uint64)
+        up32 = np.uint64(32) - sh
+        sig = (
+            (u[j0, col] >> sh)
+            | (u[j0 + 1, col] << up32)
+            | ((u[j0 + 2, col] << up32) << np.uint64(32))
         )
-        fin_a = np.isfinite(ac).all(axis=-2)
-        fin_b = np.isfinite(bc).all(axis=-2)
-        finite = fin_a & fin_b & np.isfinite(cc)
-        fast = prod_ok.all(axis=-2) & finite & (np.abs(cc) <= _BIG)
-        uh = np.where(zero, 0.0, uh)
-        ul = np.where(zero, 0.0, ul)
-    r, k, n = uh.shape
-    out = np.empty((r, n), dtype=np.float64)
-    terms = np.concatenate([uh, ul, cc[:, None, :]], axis=1)  # [r, 2K+1, N]
-    terms = np.moveaxis(terms, 1, 2)  # [r, N, 2K+1]
-    fi = np.flatnonzero(fast.ravel())
-    flat_terms = terms.reshape(r * n, 2 * k + 1)
-    vals = np.empty(fi.size, dtype=np.float64)
-    exact_zero = np.zeros(r * n, dtype=bool)
-    for j, (row, t) in enumerate(zip(fi.tolist(), flat_terms[fi].tolist(), strict=True)):
-        try:
-            # The terms are doubles, so a non-zero exact sum is >= 2^-1074: 0 means exact zero.
-            vals[j] = math.fsum(t)
-            exact_zero[row] = vals[j] == 0
-        except OverflowError:
-            i, jj = divmod(row, n)
-            vals[j], exact_zero[row] = _dot_rn_exact_scalar(
-                ac[i, :, 0].tolist(), bc[0, :, jj].tolist(), float(cc[i, jj])
-            )
-    flat = out.reshape(-1)
-    flat[fi] = vals
-    # Slow elements: specials by IEEE rules, the rest by exact rationals.
-    slow = np.flatnonzero(~fast.ravel())
-    if slow.size:
-        with np.errstate(all="ignore"):
-            spec_prod = np.where(np.isfinite(ac) & np.isfinite(bc), 0.0, ac * bc)  # [r, K, N]
-            spec = spec_prod.sum(axis=-2) + np.where(np.isfinite(cc), 0.0, cc)
-        for row in slow.tolist():
-            i, jj = divmod(row, n)
-            if not finite[i, jj]:
-                flat[row] = spec[i, jj]
-            else:
-                flat[row], exact_zero[row] = _dot_rn_exact_scalar(
-                    ac[i, :, 0].tolist(), bc[0, :, jj].tolist(), float(cc[i, jj])
-                )
-    negz = _exact_signed_zero(ac, bc, cc)
-    return np.where(exact_zero.reshape(r, n), np.where(negz, -0.0, 0.0), out)
+        sig &= np.uint64((1 << 54) - 1)
+        gp = gr - 1
+        gi, gs = np.minimum(gp >> 5, limbs - 1), (gp & 31).astype(np.uint64)
+        guard = (u[gi, col] >> gs) & np.uint64(1)
+        below = (u[gi, col] & ((np.uint64(1) << gs) - np.uint64(1))) != 0
+        prefix = np.logical_or.accumulate(nz, axis=0)
+        below |= (gi > 0) & prefix[np.maximum(gi - 1, 0), col]
+        up = (guard == 1) & (below | ((sig & np.uint64(1)) == 1))
+        mag = np.ldexp((sig + up).astype(np.float64), g)
+        return np.where(neg, -mag, mag), zero
 
 
 def dot_pairwise(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from precision.tensorcore import dmma
-from precision.tensorcore.dmma import fma, fma_chain
+from precision.tensorcore.dmma import dot_rn, fma, fma_chain
 
 TINY = 5e-324
 MAX = np.finfo(np.float64).max
@@ -47,6 +47,29 @@ def _special(a: float, b: float, c: float) -> float:
     if math.isfinite(a) and math.isfinite(b):
         return c  # Inf or NaN c: the exact product is finite
     return a * b + c  # a·b is then the exact IEEE product (Inf, or NaN for Inf·0)
+
+
+def _ref_dot(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """RN(c + sum_k a_k b_k) per element by Python integers, for finite a [n, K], b [n, K]."""
+    out = []
+    for ar, br, cv in zip(a.tolist(), b.tolist(), c.tolist(), strict=True):
+        terms = [x.as_integer_ratio() for x in ar]
+        tb = [y.as_integer_ratio() for y in br]
+        nc, den = cv.as_integer_ratio()
+        den = max([den] + [da * db for (_, da), (_, db) in zip(terms, tb, strict=True)])
+        num = nc * (den // cv.as_integer_ratio()[1])
+        for (na, da), (nb, db) in zip(terms, tb, strict=True):
+            num += na * nb * (den // (da * db))
+        if num == 0:
+            neg = cv == 0 and math.copysign(1, cv) < 0
+            neg &= all(
+                x * y == 0 and math.copysign(1, x) != math.copysign(1, y)
+                for x, y in zip(ar, br, strict=True)
+            )
+            out.append(-0.0 if neg else 0.0)
+        else:
+            out.append(_round(num, den))
+    return np.array(out, dtype=np.float64)
 
 
 def _same(got: np.ndarray, want: np.ndarray) -> None:
@@ -224,6 +247,71 @@ def test_chain_on_tiny_and_huge_data():
                  for i in range(m)]
             )  # fmt: skip
         _same(fma_chain(a, b, c), want)
+
+
+# ----------------------------------------------------------------------------- dot_rn
+
+
+def _check_dot(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+    """dot_rn over outputs [n]: a [n, K], b [n, K] per output (as a diagonal of M = N = 1
+    batches), c [n]."""
+    got = dot_rn(a[:, None, :], b[:, :, None], c[:, None, None])[:, 0, 0]
+    _same(got, _ref_dot(a, b, c))
+
+
+@pytest.mark.parametrize("k", [1, 4, 16])
+def test_dot_rn_exact_over_the_whole_range(k):
+    rng = np.random.default_rng(30 + k)
+    n = 600
+    _check_dot(
+        _wide(rng, n * k, -1074, 1023).reshape(n, k),
+        _wide(rng, n * k, -1074, 1023).reshape(n, k),
+        _wide(rng, n, -1074, 1023),
+    )
+    # tiny products summing across 2^-1022, cancellation with c, zeros
+    a = _wide(rng, n * k, -560, -500).reshape(n, k)
+    b = _wide(rng, n * k, -560, -500).reshape(n, k)
+    c = -(a * b).sum(axis=1) * (1 + rng.integers(-3, 4, n) * 2.0**-50)
+    a[rng.random(a.shape) < 0.1] = 0.0
+    _check_dot(a, b, c)
+    # huge: sums near and past overflow, with cancellation
+    a = _wide(rng, n * k, 1000, 1023).reshape(n, k)
+    b = _wide(rng, n * k, -2, 1).reshape(n, k)
+    _check_dot(a, b, _wide(rng, n, 1000, 1023))
+
+
+def test_dot_rn_subnormal_ties_and_signed_zeros():
+    rng = np.random.default_rng(33)
+    n = 800
+    odd = (rng.integers(1, 2**40, (n, 4)) | 1).astype(np.float64)
+    a = _signs(rng, n * 4).reshape(n, 4) * odd * 2.0**-600
+    b = np.full((n, 4), 2.0**-475)  # each product an odd multiple of 2^-1075
+    b[:, 3] = 0.0
+    c = rng.integers(-(2**30), 2**30, n) * TINY
+    _check_dot(a, b, c)  # halfway cases where the odd counts are odd
+    b[:, 2] *= 1 + 2.0**-52  # a sticky bit
+    _check_dot(a, b, c)
+    # exact zeros: -0 only if c and every product are -0
+    z = np.array([[0.0, -0.0], [-0.0, 0.0], [TINY, -TINY], [0.0, 0.0]])
+    one = np.array([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [-1.0, 1.0]])
+    for cv in (0.0, -0.0):
+        _check_dot(z, one, np.full(4, cv))
+
+
+def test_dot_rn_k1_equals_fma_at_scale():
+    """Two independent exact paths (integer limbs, scaled Boldo-Melquiond): dot_rn with K = 1
+    is fma, bit for bit, on 200,000 elements (400 x 500 outer products) over the whole range."""
+    rng = np.random.default_rng(34)
+    a, b = _wide(rng, 400, -1074, 1023)[:, None], _wide(rng, 500, -1074, 1023)[None, :]
+    with np.errstate(all="ignore"):
+        c = np.where(
+            rng.random((400, 500)) < 0.5,
+            -(a * b),
+            _wide(rng, 200_000, -1074, 1023).reshape(400, 500),
+        )
+        c[::7] = _wide(rng, c[::7].size, -1074, -1000).reshape(c[::7].shape)
+        got = dot_rn(a, b, c)
+    _same(got, fma(a, b, c))
 
 
 # ----------------------------------------------------------------------------- tiles, memory
