@@ -4,7 +4,8 @@
 instructions of the chosen architecture does (the accumulator passes from one instruction to
 the next, in increasing k), for every output element of arbitrarily large and batched operands.
 The work is split into cache-sized chunks of output rows (and of columns, for wide rows)
-processed by a thread pool; memory stays bounded by the chunk size plus the decoded ``b``.
+processed by a thread pool; memory stays bounded by the chunk size plus the decoded ``b`` (in
+column panels; a stack of tiles is decoded by its chunks, whatever the batch size).
 Broadcast batch axes are never materialised: each output batch entry reads its operands' own
 batch entries.
 """
@@ -37,10 +38,15 @@ _FP8 = ("e4m3", "e5m2")
 # 2^20 was no faster. The items split only the output, so the bits do not depend on it.
 _TARGET_BLOCK_ELEMENTS = 1 << 19
 _MIN_THREADED_MACS = 1 << 22
-# Decoded b costs 10 bytes per element; wider problems are split into column panels of b so
+# Decoded b costs 10 bytes per element. Where it is decoded once for all work items (a
+# matrix, a b broadcast over the batch), wider problems are split into column panels of b so
 # memory stays bounded (about 0.6 GiB for this many elements) whatever the size of one
-# matrix. A batch is decoded whole: a stack of many narrow tiles is not split (400000 e4m3
-# tiles of 16 x 32 x 8 held about 1 GiB: results/bench/memory_audit_2026-11-28; open).
+# matrix. A stack of tiles (b not broadcast, whole tiles per item), and a b of too many
+# entries for panels of 8 columns, are decoded by the work items, each its own tiles, so
+# nothing decoded grows with the batch: 100000 / 400000 / 800000 e4m3 tiles of 16 x 32 x 8
+# held 271 / 1083 / 2167 MiB beyond the output when decoded whole, 9 / 12 / 15 MiB since
+# 2026-11-28 (results/bench/memory_audit_2026-11-28; what grows is the thread pool's
+# futures, about 2 KB per work item).
 _MAX_DECODED_B_ELEMENTS = 1 << 26
 # b is decoded in chunks of this many elements into its 10-byte-per-element arrays: decoding
 # it whole held about 32 bytes per element at once (float64 values, frexp's float64 mantissas
@@ -312,14 +318,41 @@ def _check_shapes(a, b, c, ins: Instruction) -> tuple[tuple[int, ...], tuple[int
     return batch, (m, k_dim, n)
 
 
-def _flat_batch(x: np.ndarray, batch: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+class _Entries:
+    """For each of the R output batch entries (C order over ``batch``), the entry of an operand
+    flattened to ``[Rx, rows, cols]`` (its own batch axes ``own``, broadcast to ``batch``) that
+    it reads, given a range of output entries at a time: nothing of size R is held (three
+    int64 indices per entry were 18 MiB for a stack of 800000 tiles)."""
+
+    def __init__(self, own: tuple[int, ...], batch: tuple[int, ...]):
+        self.batch = batch
+        self.own = (1,) * (len(batch) - len(own)) + tuple(own)
+        self.size = int(np.prod(batch, dtype=np.int64))
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, rs: slice) -> np.ndarray:
+        r = np.arange(rs.start, min(rs.stop, self.size))
+        if self.own == self.batch:
+            return r
+        at = np.unravel_index(r, self.batch)
+        idx = np.zeros_like(r)
+        stride = 1
+        for axis in range(len(self.own) - 1, -1, -1):
+            if self.own[axis] > 1:
+                idx += at[axis] * stride
+            stride *= self.own[axis]
+        return idx
+
+
+def _flat_batch(x: np.ndarray, batch: tuple[int, ...]) -> tuple[np.ndarray, _Entries]:
     """``x`` as ``[Rx, rows, cols]`` over its own batch entries, and for each of the R output
-    batch entries (C order over ``batch``) the index of the entry of ``x`` it reads. Nothing of
-    ``x`` is copied for the broadcast."""
+    batch entries (C order over ``batch``) the entry of ``x`` it reads. Nothing of ``x`` is
+    copied for the broadcast."""
     own = x.shape[:-2]
     rx = int(np.prod(own, dtype=np.int64))
-    idx = np.broadcast_to(np.arange(rx).reshape(own), batch).ravel()
-    return x.reshape((rx,) + x.shape[-2:]), idx
+    return x.reshape((rx,) + x.shape[-2:]), _Entries(own, batch)
 
 
 # ----------------------------------------------------------------------------- integer path
@@ -501,51 +534,69 @@ def _mma_float(
     a3: np.ndarray,
     b3: np.ndarray,
     c3: np.ndarray,
-    index: tuple[np.ndarray, np.ndarray, np.ndarray],
+    index: tuple[_Entries, _Entries, _Entries],
     ins: Instruction,
     satf: bool,
 ) -> np.ndarray:
     """Float chain over R output batch entries; entry r reads ``a3[ia[r]]``, ``b3[ib[r]]``,
-    ``c3[ic[r]]`` (``index = (ia, ib, ic)``)."""
+    ``c3[ic[r]]`` (``index = (ia, ib, ic)``, read a range of entries at a time)."""
     ia, ib, ic = index
     r = len(ia)
     m, k_dim = a3.shape[1:]
     n = b3.shape[-1]
     out = np.empty((r, m, n), dtype=get_format(ins.acc_fmt).storage)
-    panel = max(8, _MAX_DECODED_B_ELEMENTS // max(1, b3.shape[0] * k_dim))
-    if n > panel:  # output columns are independent: one panel of b decoded at a time
-        for n0 in range(0, n, panel):
-            cols = slice(n0, min(n, n0 + panel))
-            out[..., cols] = _mma_float(a3, b3[..., cols], c3[..., cols], index, ins, satf)
-        return out
+    items = _work_items(r, m, n, ins.block)
+    # b is decoded by the items, each its own entries along with its a, in the same panels
+    # along K, for a stack of tiles (b not broadcast, whole output entries per item: every
+    # tile of b is read by one item alone) and wherever decoding b for all items would hold
+    # more than _MAX_DECODED_B_ELEMENTS even in panels of 8 columns (many b entries, each
+    # then decoded by every item that reads it). Otherwise it is decoded once for all items,
+    # in column panels.
+    whole = items[0][1] == slice(0, m) and items[0][2] == slice(0, n)  # (then every item is)
+    rb = b3.shape[0]
+    b_by_item = (whole and rb == r) or rb * k_dim * min(n, 8) > _MAX_DECODED_B_ELEMENTS
+    b_val = b_exp = np.empty((0, 0, 0))
+    b_special = False
+    if not b_by_item:
+        panel = max(8, _MAX_DECODED_B_ELEMENTS // max(1, rb * k_dim))
+        if n > panel:  # output columns are independent: one panel of b decoded at a time
+            for n0 in range(0, n, panel):
+                cols = slice(n0, min(n, n0 + panel))
+                out[..., cols] = _mma_float(a3, b3[..., cols], c3[..., cols], index, ins, satf)
+            return out
+        b_val, b_exp = _decode_blocked(b3, ins.b_fmt, ins)
+        b_special = not np.isfinite(b_val).all()
     chain = _FloatChain(ins, satf)
-    b_val, b_exp = _decode_blocked(b3, ins.b_fmt, ins)
-    b_special = not np.isfinite(b_val).all()
 
     def work(item: tuple[slice, slice, slice]) -> None:
         rs, ms, ns = item
         nrep = rs.stop - rs.start
         # a and c are taken per output entry of this item (a bounded chunk); b stays one
-        # decoded entry when it is broadcast (fdpa.block broadcasts it).
+        # entry when it is broadcast (fdpa.block broadcasts it).
         a_item = _select(a3, ia[rs])[:, ms]
         if a_item.shape[0] != nrep:
             a_item = np.broadcast_to(a_item, (nrep,) + a_item.shape[1:])
-        bv, be = _select(b_val, ib[rs])[..., ns], _select(b_exp, ib[rs])[..., ns]
+        if not b_by_item:
+            bv, be = _select(b_val, ib[rs])[..., ns], _select(b_exp, ib[rs])[..., ns]
         c_item = _select(c3, ic[rs])[:, ms, ns]
         acc = np.array(np.broadcast_to(c_item, (nrep,) + c_item.shape[1:]), dtype=c3.dtype)
-        # a is decoded in panels of whole instructions along K (the chain goes on from one
-        # to the next), about _DECODE_CHUNK_ELEMENTS at a time: an item's rows times all of K
-        # (all of a, for a thin b) held 32 bytes per element at once
-        lines = max(1, a_item.shape[0] * a_item.shape[1])
-        kp = max(1, _DECODE_CHUNK_ELEMENTS // lines // ins.k) * ins.k
+        # a (and b where the item decodes it) in panels of whole instructions along K (the
+        # chain goes on from one to the next), about _DECODE_CHUNK_ELEMENTS at a time: an
+        # item's rows times all of K (all of a, for a thin b) held 32 bytes per element at once
+        lines = nrep * (a_item.shape[1] + (ns.stop - ns.start if b_by_item else 0))
+        kp = max(1, _DECODE_CHUNK_ELEMENTS // max(1, lines) // ins.k) * ins.k
         for k0 in range(0, k_dim, kp):
             ks = slice(k0, k0 + kp)
             a_val, a_exp = _decode_inputs(a_item[..., ks], ins.a_fmt, ins)
-            special = b_special or not np.isfinite(a_val).all()
-            acc = chain.run(a_val, a_exp, bv[:, ks], be[:, ks], acc, special)
+            if b_by_item:
+                b_k = _decode_inputs(_select(b3[:, ks, ns], ib[rs]), ins.b_fmt, ins)
+                special = not (np.isfinite(b_k[0]).all() and np.isfinite(a_val).all())
+            else:
+                b_k = bv[:, ks], be[:, ks]
+                special = b_special or not np.isfinite(a_val).all()
+            acc = chain.run(a_val, a_exp, b_k[0], b_k[1], acc, special)
         out[rs, ms, ns] = acc
 
-    items = _work_items(r, m, n, ins.block)
     threads = min(len(items), thread_count())  # (OMP_NUM_THREADS: a Dask worker's share)
     if threads > 1 and r * m * n * k_dim >= _MIN_THREADED_MACS:
         in_threads(work, items, threads)

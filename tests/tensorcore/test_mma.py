@@ -346,6 +346,8 @@ def test_decoded_b_costs_ten_bytes_per_element(monkeypatch, shape, traced_peak):
     # held its products (16 x 65536 float64) besides: 22-24 bytes per element of b in all.
     # The work items' own arrays are a fixed amount per thread (test_work_items_stay_near_
     # the_target_size), here held at 2^17 products so that they stay small next to b.
+    # (1, 256, 4096) is one whole work item, which decodes b itself along with a, in panels
+    # along K (test_a_stack_of_tiles_is_decoded_by_its_work_items): less than the bound.
     import precision.tensorcore.chain as mma_module
 
     monkeypatch.setattr(mma_module, "_DECODE_CHUNK_ELEMENTS", 1 << 12)
@@ -357,6 +359,53 @@ def test_decoded_b_costs_ten_bytes_per_element(monkeypatch, shape, traced_peak):
     c = np.zeros((m, n), F32)
     peak = traced_peak(lambda: mma(a, b, c))
     assert peak < 13 * b.size, peak / b.size  # 10 decoded, 1 isfinite, the output
+
+
+def test_a_stack_of_tiles_is_decoded_by_its_work_items(monkeypatch, traced_peak):
+    # a stack of tiles (b not broadcast) was decoded whole: 10 bytes per element of b, 1 GiB
+    # beyond the output for 400000 e4m3 tiles of 16 x 32 x 8 (results/bench/
+    # memory_audit_2026-11-28). Each work item now decodes its own tiles, so the peak beyond
+    # the output stays that of one item whatever the number of tiles (the old code: 9 MB more
+    # for 3500 more tiles here).
+    import precision.tensorcore.chain as mma_module
+
+    monkeypatch.setattr(mma_module, "_TARGET_BLOCK_ELEMENTS", 1 << 14)
+    rng = np.random.default_rng(5)
+    extra = []
+    for tiles in (500, 4000):
+        a = rng.standard_normal((tiles, 2, 32)).astype(ml_dtypes.float8_e4m3fn)
+        b = rng.standard_normal((tiles, 32, 8)).astype(ml_dtypes.float8_e4m3fn)
+        c = np.zeros((tiles, 2, 8), F32)
+        extra.append(traced_peak(lambda a=a, b=b, c=c: mma(a, b, c)) - c.nbytes)
+    assert extra[1] < extra[0] + (1 << 19), extra
+
+
+def test_b_decoded_by_the_items_or_for_all_gives_the_same_bits(monkeypatch):
+    # b decoded by each work item or once for all items gives the same bits, specials and
+    # satf included: the same exact arithmetic on the same independent tiles. A stack of
+    # tiles (b not broadcast) is decoded by its items, in one item or four; with items of row
+    # blocks, for all items, or (b over _MAX_DECODED_B_ELEMENTS) by every item that reads it.
+    # A broadcast b is decoded for all items, or by its items where b is over the maximum.
+    import precision.tensorcore.chain as mma_module
+
+    rng = np.random.default_rng(13)
+    for dtype, kw in ((np.float16, {}), (ml_dtypes.float8_e4m3fn, {}), (F32, {"fmt": "tf32"})):
+        for a_batch, b_batch in (((4,), (4,)), ((2, 1), (1, 3))):
+            a = (rng.standard_normal(a_batch + (3, 64)) * 4).astype(dtype)
+            b = (rng.standard_normal(b_batch + (64, 16)) * 4).astype(dtype)
+            if dtype != ml_dtypes.float8_e4m3fn:
+                a.reshape(-1)[70], b.reshape(-1)[500], b.reshape(-1)[900] = np.inf, np.nan, -np.inf
+            c = rng.standard_normal((3, 16)).astype(F32)
+            c[1, 3] = 3e38  # satf clamps (overflows) in the middle of the chain
+            for satf in (False, True):
+                got = []
+                for target, most in ((1 << 19, 1 << 26), (200, 1 << 26), (200, 64), (1000, 64)):
+                    with monkeypatch.context() as mp:
+                        mp.setattr(mma_module, "_TARGET_BLOCK_ELEMENTS", target)
+                        mp.setattr(mma_module, "_MAX_DECODED_B_ELEMENTS", most)
+                        got.append(mma(a, b, c, satf=satf, **kw).view(np.uint32))
+                for other in got[1:]:
+                    assert np.array_equal(got[0], other)
 
 
 def test_work_items_stay_near_the_target_size():
