@@ -830,6 +830,7 @@ def _write_specials(D: Any, A: Any, B: Any, rows: np.ndarray, cols: np.ndarray, 
         for c0 in range(0, cols.size, nb):
             cj = xp.asarray(cols[c0 : c0 + nb])
             D[ri[:, None], cj[None, :]] = special_block(a, B[:, cj], target, xp)
+        del a  # (before the next gather, so that two blocks of lines are never held at once)
 
 
 def apply_specials(D: Any, A: Any, B: Any, sa: LineStats, sb: LineStats, target: str,
@@ -1004,6 +1005,8 @@ def ozaki2_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
             normalize_limbs(limbs)
             e = -(s_a[r0 : r0 + mb, None] + s_b[None, c0 : c0 + nb])
             D[r0 : r0 + mb, c0 : c0 + nb] = round_limbs(limbs, e, plan.target)
+            del yb, c, tmp, limbs, e
+        del ya  # (the last block's arrays are gone before the special values' blocks)
     apply_specials(D, A, B, sa, sb, plan.target)
     return D
 
@@ -1082,6 +1085,8 @@ def ozaki1_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
                 normalize_limbs(acc)
             e = 7 * (T - 1) - (s_a[r0 : r0 + mb, None] + s_b[None, c0 : c0 + nb])
             D[r0 : r0 + mb, c0 : c0 + nb] = round_limbs(acc, e, plan.target)
+            del db, acc, G, e
+        del da  # (the last block's arrays are gone before the special values' blocks)
     apply_specials(D, A, B, sa, sb, plan.target, xp=xp)
     return D
 
