@@ -188,11 +188,12 @@ def norm_terms(mag: np.ndarray, emax: np.ndarray) -> np.ndarray:
 
 
 def line_stats(X: np.ndarray, axis: int) -> LineStats:
-    """:class:`LineStats` of the rows (``axis=1``) or columns (``axis=0``) of float64 ``X``,
-    computed in row chunks (at most 2^20 elements, fewer for small X so that the temporaries
-    stay within the workspace budget; 2^24 for a CuPy array, whose statistics are CuPy arrays
-    too): one pass for the largest magnitudes, one for the norm bounds relative to them. The
-    statistics are exact (maxima, integer sums), so the chunking never changes them."""
+    """:class:`LineStats` of the rows (``axis=1``) or columns (``axis=0``) of ``X`` (float64,
+    float32 or float16; each chunk is converted to float64, which is exact), computed in row
+    chunks (at most 2^20 elements, fewer for small X so that the temporaries stay within the
+    workspace budget; 2^24 for a CuPy array, whose statistics are CuPy arrays too): one pass
+    for the largest magnitudes, one for the norm bounds relative to them. The statistics are
+    exact (maxima, integer sums), so the chunking never changes them."""
     xp = array_module(X)
     rows, cols = X.shape
     if xp is np:  # temporaries within a quarter of 1.5x X's float64 size (the workspace budget)
@@ -207,7 +208,7 @@ def line_stats(X: np.ndarray, axis: int) -> LineStats:
     bad = xp.zeros(nlines, dtype=bool)
     rows_with_entries = rows if cols else 0  # K = 0: every line is all-zero
     for r0 in range(0, rows_with_entries, step):
-        blk = X[r0 : r0 + step]
+        blk = X[r0 : r0 + step].astype(np.float64, copy=False)
         fin = xp.isfinite(blk)
         mag = xp.where(fin, xp.abs(blk), 0.0)
         e = xp.frexp(mag)[1]  # (0 for a zero: it adds nothing to esum)
@@ -232,7 +233,7 @@ def line_stats(X: np.ndarray, axis: int) -> LineStats:
     nlow = xp.zeros(nlines, dtype=np.int64)
     low_mask = (1 << _NFIX_SPLIT) - 1
     for r0 in range(0, rows_with_entries, step):
-        blk = X[r0 : r0 + step]
+        blk = X[r0 : r0 + step].astype(np.float64, copy=False)
         mag = xp.where(xp.isfinite(blk), xp.abs(blk), 0.0)
         terms = norm_terms(mag, emax[r0 : r0 + blk.shape[0], None] if axis == 1 else emax)
         del mag
@@ -573,15 +574,20 @@ def shifts(stats: LineStats, q: int) -> np.ndarray:
 
 
 def scaled_integers(X: np.ndarray, s: np.ndarray, axis: int, mode: str) -> np.ndarray:
-    """``rint`` (``mode="rint"``) or ``trunc`` of ``X·2^s`` per line, as integer-valued
-    float64; non-finite entries give 0. ``s`` scales rows (``axis=1``) or columns
-    (``axis=0``). Exact: the scaled value is a float64 (a power-of-two scaling; values that
-    underflow are below 1/2 and round to 0 either way) and the rounding to an integer is the
-    only step."""
+    """``rint`` (``mode="rint"``) or ``trunc`` of ``X·2^s`` per line (``X`` float64, float32 or
+    float16), as integer-valued float64; non-finite entries give 0. ``s`` scales rows
+    (``axis=1``) or columns (``axis=0``). Exact: the conversion to float64 is exact, the scaled
+    value is a float64 (a power-of-two scaling; values that underflow are below 1/2 and round
+    to 0 either way) and the rounding to an integer is the only step."""
     xp = array_module(X)
     sx = s[:, None] if axis == 1 else s[None, :]
-    # in place: one block-size float64 array (three of them at once doubled a thin call's peak)
-    y = xp.where(xp.isfinite(X), X, 0.0)
+    # in place: one block-size float64 array (three of them at once doubled a thin call's peak),
+    # a copy of the block (exact for float32 / float16) with its non-finite entries zeroed
+    y = X.astype(np.float64)
+    bad = xp.isfinite(y)
+    xp.logical_not(bad, out=bad)
+    xp.copyto(y, 0.0, where=bad)
+    del bad
     with np.errstate(invalid="ignore"):
         xp.ldexp(y, sx, out=y)
     return xp.rint(y, out=y) if mode == "rint" else xp.trunc(y, out=y)
@@ -795,7 +801,8 @@ def _overflowing_products(a: Any, b: Any, target: str, xp: Any = np) -> tuple[An
 
 
 def special_block(a: Any, b: Any, target: str, xp: Any = np) -> Any:
-    """IEEE value, in ``target``, of ``sum_k a[i,k]·b[k,j]`` for every ``(i, j)`` whose row
+    """IEEE value, in ``target``, of ``sum_k a[i,k]·b[k,j]`` (``a``, ``b``: float64, whose
+    exponent fields :func:`_biased_exponents` reads) for every ``(i, j)`` whose row
     ``a[i,:]`` or column ``b[:,j]`` holds a NaN or ±Inf (elsewhere the value is meaningless),
     each product rounded to ``target`` first, as native GEMM does: the canonical quiet NaN if
     some product is NaN (a NaN operand, Inf·0) or if a +Inf and a -Inf product meet (a
@@ -821,15 +828,19 @@ def special_block(a: Any, b: Any, target: str, xp: Any = np) -> Any:
 def _write_specials(D: Any, A: Any, B: Any, rows: np.ndarray, cols: np.ndarray, target: str,
                     xp: Any, budget: int) -> None:  # fmt: skip
     """``D[rows x cols] = special_block(A[rows], B[:, cols])`` (index arrays, host), in blocks
-    of rows and columns whose workspace stays within ``budget`` bytes (:func:`_blocks`)."""
+    of rows and columns whose workspace stays within ``budget`` bytes (:func:`_blocks`). The
+    gathered lines are converted to float64 (exact for float32 / float16 operands), after the
+    gather, so that no whole operand is ever copied."""
     k = A.shape[1]
     mb, nb = _blocks(rows.size, cols.size, _special_line_bytes(k), _SPECIAL_OUT_BYTES, budget)
     for r0 in range(0, rows.size, mb):
         ri = xp.asarray(rows[r0 : r0 + mb])
-        a = A[ri]
+        a = A[ri].astype(np.float64, copy=False)
         for c0 in range(0, cols.size, nb):
             cj = xp.asarray(cols[c0 : c0 + nb])
-            D[ri[:, None], cj[None, :]] = special_block(a, B[:, cj], target, xp)
+            b = B[:, cj].astype(np.float64, copy=False)
+            D[ri[:, None], cj[None, :]] = special_block(a, b, target, xp)
+            del b
         del a  # (before the next gather, so that two blocks of lines are never held at once)
 
 
@@ -1115,7 +1126,7 @@ def error_bound(A: np.ndarray, B: np.ndarray, plan: OzakiPlan) -> np.ndarray:
     ``A`` and ``B`` are checked as :func:`ozaki_gemm` checks them, and ``plan`` must have been
     made for their K (ValueError)."""
     p, emin_sub, _ = TARGETS[plan.target]
-    A, B = _host_operands(A, B)
+    A, B = (x.astype(np.float64, copy=False) for x in _host_operands(A, B))  # (full-size work)
     k = A.shape[1]
     if plan.k != k:
         raise ValueError(
@@ -1158,14 +1169,16 @@ def error_bound(A: np.ndarray, B: np.ndarray, plan: OzakiPlan) -> np.ndarray:
 # ------------------------------------------------------------------------------ entry point
 
 
-def _host_f64(X: Any, name: str) -> np.ndarray:
-    """``X`` (numpy or CuPy array, or nested lists) as a C-contiguous float64 host array.
-    float64, float32 and float16 in either byte order convert exactly; other dtypes raise."""
+def _host_float(X: Any, name: str) -> np.ndarray:
+    """``X`` (numpy or CuPy array, or nested lists) as a host array of float64, float32 or
+    float16 in either byte order and any layout, as it is (no copy of a numpy array); other
+    dtypes raise. The emulator converts to float64 (exact) per block or row chunk where it
+    reads the operands, so no dtype, byte order or layout costs a whole copy."""
     if hasattr(X, "get") and not isinstance(X, np.ndarray):  # a CuPy array
         X = X.get()
     X = np.asarray(X)
     _check_float_dtype(X, name)
-    return np.ascontiguousarray(X, dtype=np.float64)
+    return X
 
 
 def _check_float_dtype(X: Any, name: str) -> None:
@@ -1180,8 +1193,9 @@ def _check_float_dtype(X: Any, name: str) -> None:
 
 
 def _host_operands(A: Any, B: Any) -> tuple[np.ndarray, np.ndarray]:
-    """``A`` and ``B`` as float64 host matrices (:func:`_host_f64`) whose shapes agree."""
-    a, b = _host_f64(A, "A"), _host_f64(B, "B")
+    """``A`` and ``B`` as host matrices of their float dtypes (:func:`_host_float`) whose
+    shapes agree."""
+    a, b = _host_float(A, "A"), _host_float(B, "B")
     _check_shapes(a.shape, b.shape)
     return a, b
 
@@ -1203,8 +1217,10 @@ def ozaki_gemm(
 ) -> np.ndarray:
     """``A @ B`` by Ozaki scheme I or II, rounded once to ``target`` (see module docstring).
 
-    ``A`` (M x K) and ``B`` (K x N): float64 or float32 arrays (numpy, or CuPy with
-    ``backend="cuda"``). ``method``: ``"ozaki1"`` (``fmt`` ``"int8"`` or ``"fp16"``) or
+    ``A`` (M x K) and ``B`` (K x N): float64, float32 or float16 arrays (numpy, or CuPy with
+    ``backend="cuda"``); the emulator reads float32 / float16 operands block by block,
+    converted to float64 exactly, so they take no whole float64 copy (docs/ozaki.md
+    "Workspace"). ``method``: ``"ozaki1"`` (``fmt`` ``"int8"`` or ``"fp16"``) or
     ``"ozaki2"`` (``"int8"``); ``fmt`` and ``target`` (``"fp64"`` or ``"fp32"``) take any
     alias (``"s8"``, ``"double"``, ``"single"``, ``np.float32``). ``terms``: slices / moduli, or
     ``"auto"`` (:func:`auto_terms`). ``backend``: ``"emulator"`` (CPU) or ``"cuda"``

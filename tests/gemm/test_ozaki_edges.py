@@ -452,6 +452,62 @@ def test_a_call_with_nan_inf_lines_stays_within_the_workspace_budget(
     assert beyond <= 1.5 * (A.nbytes + B.nbytes), beyond / (A.nbytes + B.nbytes)
 
 
+@pytest.mark.parametrize("method", ["ozaki2", "ozaki1"])
+@pytest.mark.parametrize(("dtype", "shape"), [(np.float32, (128, 128, 128)),
+                                              (np.float16, (1, 384, 384))])  # fmt: skip
+def test_float32_and_float16_inputs_take_no_float64_copies(
+    method: str, dtype: type, shape: tuple[int, int, int], traced_peak
+) -> None:
+    """docs/ozaki.md "Workspace": the bound, 1.5x the float64 size of A and B beyond the
+    output (8 bytes per element whatever the dtype), holds for float32 and float16 inputs, NaN/Inf
+    rows and columns included. They were copied whole to float64 first, on top of it: 1.83x
+    (scheme I) and 2.26x (scheme II) at n = 1024 (results/bench/memory_audit_2026-11-28),
+    2.41-2.68x here. Now they are converted per block and row chunk: 1.15-1.32x here, what
+    the same values as float64 take."""
+    m, k, n = shape
+    rng = np.random.default_rng(9)
+    A, B = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    A[0, 3], B[5, -1], B[7, 0] = np.inf, np.nan, -np.inf
+    A, B = A.astype(dtype), B.astype(dtype)
+    gemm(A[:1], B[:, :4], method=method, target="fp64")
+    peak = traced_peak(lambda: gemm(A, B, method=method, target="fp64"))
+    beyond = peak - m * n * 8  # less the output
+    assert beyond <= 1.5 * 8 * (A.size + B.size), beyond / (8 * (A.size + B.size))
+
+
+@pytest.mark.parametrize(("method", "fmt"), CASES)
+def test_float32_and_float16_inputs_give_the_bits_of_their_float64_values(
+    method: str, fmt: str
+) -> None:
+    """The emulator reads float32 / float16 operands in their own dtype and converts per block
+    (exact), so the output must be that of the same values as float64, bit for bit: NaN/Inf
+    rows and columns, an Inf·0 pair, subnormal and near-overflow entries, odd shapes, K = 0,
+    strided and byte-swapped operands, both targets."""
+    rng = np.random.default_rng(17)
+    cases = []
+    for dtype, (m, k, n) in ((np.float32, (37, 53, 29)), (np.float16, (19, 40, 23)),
+                             (np.float32, (1, 300, 7)), (np.float16, (3, 1, 5)),
+                             (np.float32, (5, 0, 3))):  # fmt: skip
+        A = rng.standard_normal((m, k)) * np.exp2(rng.integers(-6, 6, (m, 1)))
+        B = rng.standard_normal((k, n)) * np.exp2(rng.integers(-6, 6, (1, n)))
+        if min(m, k, n) > 8:
+            A[1, 2], A[2, 0], A[3, 1], A[4, :] = np.nan, np.inf, -np.inf, 0.0
+            B[0, 1], B[2, 2], B[1, 3], B[0, 0] = np.inf, np.nan, -np.inf, 0.0
+            A[5] *= 2.0**-130 if dtype == np.float32 else 2.0**-20  # subnormal in the dtype
+            A[6] *= 2.0**118 if dtype == np.float32 else 2.0**4  # (float32: products overflow)
+        cases.append((A.astype(dtype), B.astype(dtype)))
+    A, B = cases[0]
+    cases += [(A[:, ::2], B[::2].astype(">f4")), (np.asfortranarray(A), B[:, ::-1])]
+    for A, B in cases:
+        for target in ("fp64", "fp32"):
+            want = gemm(A.astype(np.float64), B.astype(np.float64), method=method, fmt=fmt,
+                        target=target)  # fmt: skip
+            D = gemm(A, B, method=method, fmt=fmt, target=target)
+            assert D.dtype == want.dtype
+            np.testing.assert_array_equal(_bits(D), _bits(want))
+    assert np.isnan(D).any() and np.isinf(D).any()  # (the special values were reached)
+
+
 # ------------------------------------------------------------------ thin K (outer products)
 
 
