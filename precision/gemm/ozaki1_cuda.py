@@ -27,7 +27,9 @@ underflow, overflow to ±Inf). NaN/±Inf entries are zero in the digits; the fla
 Workspace beyond inputs and output: the digits of a block of rows and of a block of columns
 (``T·kp`` bytes per line, twice that for fp16), the planes of one group and the 16-byte
 accumulators of the output block, blocked (:func:`~precision.gemm.ozaki._blocks`) to stay
-within ``workspace_factor`` times the float64 size of A and B. CuPy is imported lazily.
+within ``workspace_factor`` times the float64 size of A and B. Two float32 operands are read
+as float32 by the digit and statistics kernels (converted to double in registers, exact; no
+float64 copy), as in :func:`precision.gemm.ozaki_cuda.device_inputs`. CuPy is imported lazily.
 """
 
 from __future__ import annotations
@@ -58,13 +60,17 @@ PAD = 16
 GROUP_PLANES = 16
 
 
+def _module(inp: str = "f64") -> Any:
+    return _module_of(inp)  # (one cache key per kind, however it is passed)
+
+
 @functools.cache
-def _module() -> Any:
-    return oc.raw_module(SOURCE, "the Ozaki-I kernels")
+def _module_of(inp: str) -> Any:
+    return oc.raw_module(SOURCE, "the Ozaki-I kernels", inp)
 
 
-def _kernel(name: str) -> Any:
-    return _module().get_function(name)
+def _kernel(name: str, inp: str = "f64") -> Any:
+    return _module(inp).get_function(name)
 
 
 @dataclass(frozen=True)
@@ -166,16 +172,16 @@ def ozaki1_cuda(
     workspace_factor: float = 1.5,
     timed: bool = False,
 ) -> tuple[Any, Ozaki1Run]:
-    """Scheme I on the GPU for device or host float64/float32 arrays; returns (D as a CuPy
-    array of ``target``'s dtype, :class:`Ozaki1Run`). ``timed`` records CUDA events per phase.
+    """Scheme I on the GPU for device or host float64/float32 arrays (two float32 operands are
+    read as float32, no float64 copy); returns (D as a CuPy array of ``target``'s dtype,
+    :class:`Ozaki1Run`). ``timed`` records CUDA events per phase.
     One host synchronisation for an int ``terms`` (whether any line is NaN/Inf-bad); ``"auto"``
     also copies the line statistics (a few KB) to the host to pick the count."""
     from precision.gpu import require_gpu
 
     cp = require_gpu("ozaki1 backend='cuda'")
     check_args("ozaki1", fmt, target)
-    A = cp.ascontiguousarray(cp.asarray(A, dtype=cp.float64))
-    B = cp.ascontiguousarray(cp.asarray(B, dtype=cp.float64))
+    A, B = oc.device_inputs(cp, A, B)
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
         raise ValueError(f"A (M x K) and B (K x N) must agree: got {A.shape} and {B.shape}")
     M, K = A.shape
@@ -222,8 +228,9 @@ def ozaki1_cuda(
     acc = cp.empty(2 * mb * nbp_max if len(groups) > 1 else 2, dtype=cp.int64)
     D = cp.empty((M, N), dtype=dtype)
     suffix = "i8" if fmt == "int8" else "f16"
-    digits_rows = _kernel(f"oz1_digits_rows_{suffix}")
-    digits_cols = _kernel(f"oz1_digits_cols_{suffix}")
+    inp = oc.input_kind(A)
+    digits_rows = _kernel(f"oz1_digits_rows_{suffix}", inp)
+    digits_cols = _kernel(f"oz1_digits_cols_{suffix}", inp)
     combine = _kernel(f"oz1_combine_{'i32' if fmt == 'int8' else 'f32'}_"
                       f"{'f64' if plan.target == 'fp64' else 'f32'}")  # fmt: skip
     ld = T * kp

@@ -148,15 +148,32 @@ CASES: tuple[tuple[int, int, int, float, str, str, int | str, float, bool], ...]
     (4, 5, 0, 1.0, "fp16", "fp32", 3, 1.5, False),
     (3, 0, 2, 1.0, "int8", "fp64", 2, 1.5, False),
 )
+#: Cases run again with float32 operands (the "f32" kernels: A and B read as float32), against
+#: the emulator on the same float32 arrays.
+F32_CASES: tuple[tuple[int, int, int, float, str, str, int | str, float, bool], ...] = (
+    (37, 53, 29, 2.0, "int8", "fp64", "auto", 1.5, True),
+    (100, 60, 120, 1.0, "fp16", "fp32", 5, 0.1, True),
+    (40, 1500, 30, 1.0, "fp16", "fp64", 6, 1.5, False),
+    (33, 600, 50, 2.0, "int8", "fp32", 4, 1.5, False),
+)
 
 
 def host_pipeline() -> list[dict[str, Any]]:
-    """:func:`~precision.gemm.ozaki1_cuda.ozaki1_cuda` on the CPU for :data:`CASES`, against
-    the emulator bit for bit (``terms="auto"``: also the count)."""
+    """:func:`~precision.gemm.ozaki1_cuda.ozaki1_cuda` on the CPU for :data:`CASES` (float64)
+    and :data:`F32_CASES` (float32, which the digit and statistics kernels must be handed as
+    float32: ``read_as``), against the emulator bit for bit (``terms="auto"``: also the
+    count)."""
+    from precision.gemm.ozaki_host import INPUT_READS
+
     results = []
+    runs = [(c, np.float64) for c in CASES] + [(c, np.float32) for c in F32_CASES]
     with _ozaki1_on_the_cpu() as o1c:
-        for i, (m, k, n, phi, fmt, target, terms, wf, specials) in enumerate(CASES):
+        for i, ((m, k, n, phi, fmt, target, terms, wf, specials), dtype) in enumerate(runs):
             A, B = _operands(m, k, n, phi, seed=100 + i, specials=specials)
+            A, B = A.astype(dtype), B.astype(dtype)
+            if dtype == np.float32 and A.size:
+                A.flat[0] = np.float32(-1e-40)  # a float32 subnormal
+            INPUT_READS.clear()
             D, run = o1c.ozaki1_cuda(A, B, fmt=fmt, target=target, terms=terms,
                                      workspace_factor=wf)  # fmt: skip
             ref = ozaki_gemm(A, B, method="ozaki1", fmt=fmt, target=target, terms=terms)
@@ -168,8 +185,10 @@ def host_pipeline() -> list[dict[str, Any]]:
                  "gemm_calls": run.gemm_calls, "planes": run.planes,
                  "workspace_bytes": run.workspace_bytes,
                  "shape_ok": got.shape == ref.shape and got.dtype == ref.dtype,
-                 "d_diff": diff}  # fmt: skip
-            r["ok"] = diff == 0 and r["shape_ok"]
+                 "d_diff": diff, "dtype": np.dtype(dtype).name,
+                 "read_as": sorted(set(INPUT_READS))}  # fmt: skip
+            reads_ok = set(r["read_as"]) <= {r["dtype"]}  # (no kernel reads an empty side)
+            r["ok"] = diff == 0 and r["shape_ok"] and reads_ok
             results.append(r)
     return results
 

@@ -25,8 +25,14 @@ Workspace beyond inputs and output: the int8 residues of A (``L·Mp·Kp`` bytes)
 of ``nb`` output columns, the residues of B (``L·nbp·Kp``) and the product planes (int32:
 ``4·L·M·nbp``; fused: int8 ``L·Mp·nbp``); ``nb`` is the largest width that keeps the total
 within ``workspace_factor`` times the float64 size of A and B. K and ``nb`` are padded to 16
-(cuBLAS) or 128 (fused, also M) with zero residues (exact). CuPy is imported lazily; nothing
-here runs without a GPU.
+(cuBLAS) or 128 (fused, also M) with zero residues (exact).
+
+Inputs: when A and B are both float32 the kernels read them as float32 (the module built with
+``-DOZ_IN=float``, :data:`IN_FLAGS`) and convert each entry to double in registers, which is
+exact, so no float64 copy of A or B is made and the bits are those of the float64-converted
+inputs; any other dtype (or a float32/float64 mix) is copied to float64 first. Non-contiguous
+inputs get a C-contiguous copy in their own dtype. CuPy is imported lazily; nothing here runs
+without a GPU.
 """
 
 from __future__ import annotations
@@ -67,23 +73,49 @@ ROWS_FUSED_MAX_KP = 24576
 _ROWS_FUSED_THREADS = 384  # ozaki2.cu OZ_ROWS_T
 
 
-def raw_module(source: str, what: str) -> Any:
-    """The CuPy module of a kernel source of this package, built for sm_90 (cached cubin);
-    ``what`` names the kernels in the error when no GPU is there."""
+#: The kernels' input element type (``OZ_IN`` in ozaki2.cu and ozaki1.cu) -> nvcc flags: "f64"
+#: reads A and B as float64 (the default build), "f32" as float32 (``-DOZ_IN=float``), each
+#: entry converted to double in registers (exact): the same values, so the same bits.
+IN_FLAGS: dict[str, tuple[str, ...]] = {"f64": (), "f32": ("-DOZ_IN=float",)}
+
+
+def raw_module(source: str, what: str, inp: str = "f64") -> Any:
+    """The CuPy module of a kernel source of this package, built for sm_90 (cached cubin) to
+    read inputs of kind ``inp`` (:data:`IN_FLAGS`); ``what`` names the kernels in the error
+    when no GPU is there."""
     from precision.gpu import require_gpu
     from precision.kernels.build import build_cubin
 
     cp = require_gpu(what)
-    return cp.RawModule(path=str(build_cubin(source, arch="sm_90")))
+    return cp.RawModule(path=str(build_cubin(source, arch="sm_90", extra_flags=IN_FLAGS[inp])))
+
+
+def _module(inp: str = "f64") -> Any:
+    return _module_of(inp)  # (one cache key per kind, however it is passed)
 
 
 @functools.cache
-def _module() -> Any:
-    return raw_module(SOURCE, "the Ozaki-II kernels")
+def _module_of(inp: str) -> Any:
+    return raw_module(SOURCE, "the Ozaki-II kernels", inp)
 
 
-def _kernel(name: str) -> Any:
-    return _module().get_function(name)
+def _kernel(name: str, inp: str = "f64") -> Any:
+    return _module(inp).get_function(name)
+
+
+def input_kind(X: Any) -> str:
+    """The module (:data:`IN_FLAGS`) whose kernels read ``X``: "f32" for float32, else "f64"."""
+    return "f32" if X.dtype == np.float32 else "f64"
+
+
+def device_inputs(cp: Any, A: Any, B: Any) -> tuple[Any, Any]:
+    """A and B as the C-contiguous device arrays the kernels read: float32 when both are
+    float32 (read as such, no float64 copy), else float64 (as before: any other dtype, or
+    mixed float32 and float64, is converted, exactly for float32/float16)."""
+    both32 = getattr(A, "dtype", None) == np.float32 and getattr(B, "dtype", None) == np.float32
+    dtype = cp.float32 if both32 else cp.float64
+    return (cp.ascontiguousarray(cp.asarray(A, dtype=dtype)),
+            cp.ascontiguousarray(cp.asarray(B, dtype=dtype)))  # fmt: skip
 
 
 def round_up(x: int, m: int) -> int:
@@ -165,24 +197,25 @@ def crt_parts(moduli: tuple[int, ...]) -> tuple[np.ndarray, int]:
     return parts, nparts
 
 
-_CONSTANTS_SET: list[tuple[int, ...]] = []  # the moduli whose constants the module holds
+#: The moduli whose constants each module (by input kind, :data:`IN_FLAGS`) holds.
+_CONSTANTS_SET: dict[str, tuple[int, ...]] = {}
 
 
-def _set_constants(moduli: tuple[int, ...]) -> int:
-    """Copy ResConst, the CRT weights' limbs, M's limbs and fl(1/M) into the module's
-    ``__constant__`` arrays (skipped when they already hold ``moduli``); returns the number
-    of limbs NL. The copies are asynchronous on the current stream, so ordered after the
-    kernels already queued there (which may still read the old values) and before later ones:
-    no device synchronisation."""
+def _set_constants(moduli: tuple[int, ...], inp: str = "f64") -> int:
+    """Copy ResConst, the CRT weights' limbs, M's limbs and fl(1/M) into the ``__constant__``
+    arrays of the module for inputs ``inp`` (skipped when they already hold ``moduli``; each
+    module has its own); returns the number of limbs NL. The copies are asynchronous on the
+    current stream, so ordered after the kernels already queued there (which may still read
+    the old values) and before later ones: no device synchronisation."""
     from precision.gpu import require_gpu
 
     cp = require_gpu("the Ozaki-II kernels")
-    if _CONSTANTS_SET == [moduli]:
+    if _CONSTANTS_SET.get(inp) == moduli:
         return crt_limbs(moduli)
     W, _, Ml = crt_constants(moduli)
     inv_m = np.array([float(Fraction(1, math.prod(moduli)))], dtype=np.float64)
     parts, nparts = crt_parts(moduli)
-    mod = _module()
+    mod = _module(inp)
     stream = cp.cuda.get_current_stream()
     for name, values in (
         ("c_rc", res_constants(moduli)),
@@ -196,7 +229,7 @@ def _set_constants(moduli: tuple[int, ...]) -> int:
         # host-to-device copies (constant memory is read-only for kernels); pageable host
         # memory is staged before the call returns, so `host` may be freed afterwards
         mod.get_global(name).copy_from_host_async(host.ctypes.data, host.nbytes, stream)
-    _CONSTANTS_SET[:] = [moduli]
+    _CONSTANTS_SET[inp] = moduli
     return int(W.shape[1])
 
 
@@ -247,8 +280,8 @@ def device_line_stats(
     cp: Any, X: Any, axis: int, q2: int | None = None, bad: Any = None
 ) -> DeviceStats:
     """:class:`DeviceStats` of the rows (``axis=1``) or columns (``axis=0``) of a device
-    float64 matrix, with the shifts when ``q2`` is given (``bad``: as in
-    :meth:`DeviceStats.empty`). Asynchronous (no host copy)."""
+    float64 or float32 matrix (:func:`input_kind`), with the shifts when ``q2`` is given
+    (``bad``: as in :meth:`DeviceStats.empty`). Asynchronous (no host copy)."""
     rows, cols = X.shape
     n = rows if axis == 1 else cols
     st = DeviceStats.empty(cp, n, bad, zero_shift=axis == 1)  # columns: oz2_stats_cols_init
@@ -256,8 +289,9 @@ def device_line_stats(
     q2v = np.int32(q2 if q2 is not None else 0)
     if n == 0:
         return st
+    inp = input_kind(X)
     if axis == 1:
-        _kernel("oz2_stats_rows")(
+        _kernel("oz2_stats_rows", inp)(
             (rows,),
             (_THREADS,),
             (X, np.int32(rows), np.int32(cols), q2v, has_q2, st.emax, st.esum, st.count,
@@ -271,8 +305,9 @@ def device_line_stats(
     chunk = _col_chunk(rows, cols)
     grid = (_blocks(cols), max(1, -(-rows // chunk)))
     args = (X, np.int32(rows), np.int32(cols), np.int32(chunk))
-    _kernel("oz2_stats_cols_max")(grid, (_THREADS,), (*args, st.emax, st.esum, st.count, st.bad))
-    _kernel("oz2_stats_cols_nfix")(grid, (_THREADS,), (*args, st.emax, st.nfix))
+    _kernel("oz2_stats_cols_max", inp)(grid, (_THREADS,),
+                                       (*args, st.emax, st.esum, st.count, st.bad))  # fmt: skip
+    _kernel("oz2_stats_cols_nfix", inp)(grid, (_THREADS,), (*args, st.emax, st.nfix))
     apply_shifts(st, q2)
     return st
 
@@ -290,9 +325,10 @@ def apply_shifts(st: DeviceStats, q2: int | None) -> None:
     )  # fmt: skip
 
 
-def _rows_fused_kernel() -> Any:
-    """``oz2_rows_fused``, allowed the dynamic shared memory of a row of ROWS_FUSED_MAX_KP."""
-    return _rows_fused_kernel_of(_module())
+def _rows_fused_kernel(inp: str = "f64") -> Any:
+    """``oz2_rows_fused`` for inputs ``inp``, allowed the dynamic shared memory of a row of
+    ROWS_FUSED_MAX_KP."""
+    return _rows_fused_kernel_of(_module(inp))
 
 
 @functools.cache
@@ -328,7 +364,7 @@ def rows_fused(
     st = DeviceStats.empty(cp, M, bad, zero_shift=False)  # the kernel writes every row's
     if mp == 0:
         return st
-    _rows_fused_kernel()(
+    _rows_fused_kernel(input_kind(A))(
         (mp,),
         (_ROWS_FUSED_THREADS,),
         (A, np.int32(M), np.int32(K), np.int32(mp), np.int32(kp), np.int32(q2), st.emax,
@@ -342,7 +378,7 @@ def residues_rows(cp: Any, A: Any, shift: Any, L: int, mp: int, kp: int, out: An
     """``out[l][i][k]`` (int8, ``L x mp x kp``) = symmetric residue of ``rint(A[i,k]·2^s_i)``
     modulo ``m_l`` (zero padding); the moduli are those of the last constants set."""
     M, K = A.shape
-    _kernel("oz2_residues_rows")(
+    _kernel("oz2_residues_rows", input_kind(A))(
         (_blocks(mp * kp // 4),),
         (_THREADS,),
         (A, np.int32(M), np.int32(K), np.int32(mp), np.int32(kp), shift, np.int32(L), out),
@@ -355,7 +391,7 @@ def residues_cols(
     """``out[l][j][k]`` (int8, ``L x nbp x kp``: B's columns ``c0..c0+nb-1`` transposed) =
     symmetric residue of ``rint(B[k, c0+j]·2^t_(c0+j))`` modulo ``m_l`` (zero padding)."""
     K, N = B.shape
-    _kernel("oz2_residues_cols")(
+    _kernel("oz2_residues_cols", input_kind(B))(
         (-(-nbp // 32), -(-kp // 128)),
         (_THREADS,),
         (B, np.int32(K), np.int32(N), np.int32(c0), np.int32(nb), np.int32(kp), np.int32(nbp),
@@ -437,8 +473,9 @@ def ozaki2_cuda(
     timed: bool = False,
     gemm: str = "auto",
 ) -> tuple[Any, CudaRun]:
-    """Scheme II on the GPU for device or host float64/float32 arrays; returns (D as a CuPy
-    array of ``target``'s dtype, :class:`CudaRun`). ``gemm``: ``"cublas"`` (int32 planes),
+    """Scheme II on the GPU for device or host float64/float32 arrays (two float32 operands are
+    read as float32, no float64 copy: :func:`device_inputs`); returns (D as a CuPy array of
+    ``target``'s dtype, :class:`CudaRun`). ``gemm``: ``"cublas"`` (int32 planes),
     ``"fused"`` (int8 residue planes from our fused modular GEMM, sm_90a) or ``"auto"``
     (:func:`resolve_gemm`). ``timed`` records CUDA events per phase (no extra
     synchronisation before the end)."""
@@ -449,12 +486,12 @@ def ozaki2_cuda(
     check_args("ozaki2", "int8", target)
     gemm = resolve_gemm(cp, gemm)
     gemm_mod = fused_gemm if gemm == "fused" else None
-    A = cp.ascontiguousarray(cp.asarray(A, dtype=cp.float64))
-    B = cp.ascontiguousarray(cp.asarray(B, dtype=cp.float64))
+    A, B = device_inputs(cp, A, B)
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
         raise ValueError(f"A (M x K) and B (K x N) must agree: got {A.shape} and {B.shape}")
     M, K = A.shape
     N = B.shape[1]
+    inp = input_kind(A)  # the module of every kernel below that reads A, B or the constants
     if K > INT8_KMAX:
         raise ValueError(
             f"ozaki2 backend='cuda': K = {K} > {INT8_KMAX}, the largest K whose int8 residue "
@@ -469,7 +506,7 @@ def ozaki2_cuda(
     def prepare(n_terms: int) -> tuple[OzakiPlan, int, int]:
         plan = make_plan("ozaki2", "int8", target, n_terms, K)
         q2 = plan.q2
-        nl = _set_constants(plan.moduli)
+        nl = _set_constants(plan.moduli, inp)
         if nl not in (2, 3, 4, 5):
             raise ValueError(f"ozaki2 backend='cuda': {nl} limbs are not compiled (2..5)")
         return plan, q2, nl
@@ -517,7 +554,7 @@ def ozaki2_cuda(
     p, emin_sub, dtype = TARGETS[plan.target]
     D = cp.empty((M, N), dtype=dtype)
     suffix = "f64" if plan.target == "fp64" else "f32"
-    recon = _kernel(f"oz2_recon_{'i32' if gemm == 'cublas' else 'i8'}_nl{nl}_{suffix}")
+    recon = _kernel(f"oz2_recon_{'i32' if gemm == 'cublas' else 'i8'}_nl{nl}_{suffix}", inp)
     for c0 in range(0, N, nb):
         nbc = min(nb, N - c0)
         nbp = round_up(nbc, pad)

@@ -48,16 +48,24 @@ from precision.kernels.build import KERNEL_DIR
 HOST_DIR = KERNEL_DIR / "host"
 
 
-@functools.cache
-def host_library() -> Any:
+def host_library(inp: str = "f64") -> Any:
     """The Ozaki kernels compiled as host code: ``precision/kernels/host/ozaki_host_harness.cpp``
     (which includes ``ozaki2.cu`` and ``ozaki1.cu``) built by g++ into a shared library and
-    loaded with ctypes, once per process. Built without FMA contraction, so that every
-    floating-point operation rounds as the CUDA source writes it."""
+    loaded with ctypes, once per process and input kind ``inp`` (the GPU modules' defines,
+    :data:`precision.gemm.ozaki_cuda.IN_FLAGS`: ``"f32"`` reads A and B as float32). Built
+    without FMA contraction, so that every floating-point operation rounds as the CUDA source
+    writes it."""
+    return _host_library_of(inp)  # (one cache key per kind, however it is passed)
+
+
+@functools.cache
+def _host_library_of(inp: str) -> Any:
     import ctypes
     import shutil
     import subprocess
     import tempfile
+
+    from precision.gemm.ozaki_cuda import IN_FLAGS
 
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
@@ -67,7 +75,7 @@ def host_library() -> Any:
         lib = Path(folder) / "liboz2host.so"
         harness = HOST_DIR / "ozaki_host_harness.cpp"
         cmd = [cxx, "-O2", "-std=c++17", "-ffp-contract=off", "-fPIC", "-shared",
-               f"-I{KERNEL_DIR}", "-o", str(lib), str(harness)]  # fmt: skip
+               *IN_FLAGS[inp], f"-I{KERNEL_DIR}", "-o", str(lib), str(harness)]  # fmt: skip
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"host build of ozaki2.cu failed:\n{' '.join(cmd)}\n{proc.stderr}")
@@ -213,11 +221,21 @@ class _MockCuPy:
 
 #: Block-cooperative kernels -> their harness entry (one fiber per CUDA thread).
 _COOPERATIVE = {"oz2_stats_rows": "stats_rows_threaded", "oz2_rows_fused": "rows_fused_threaded"}
+#: The kernels that read A or B (their first argument, ``const OZ_IN*``).
+INPUT_KERNELS = frozenset({
+    "oz2_stats_rows", "oz2_stats_cols_max", "oz2_stats_cols_nfix", "oz2_residues_rows",
+    "oz2_rows_fused", "oz2_residues_cols", "oz1_digits_rows_i8", "oz1_digits_cols_i8",
+    "oz1_digits_rows_f16", "oz1_digits_cols_f16",
+})  # fmt: skip
+#: The dtype of every A or B the mock kernels were handed, by name (``"float32"``: read as
+#: float32 by the ``"f32"`` library); :func:`kernels_on_the_cpu` empties it.
+INPUT_READS: list[str] = []
 
 
 class _MockKernel:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, inp: str = "f64") -> None:
         self.name = name
+        self.inp = inp
 
     def __call__(
         self,
@@ -230,6 +248,11 @@ class _MockKernel:
 
         assert block[0] == (384 if self.name == "oz2_rows_fused" else 256), block
         assert len(block) == 1, block
+        if self.name in INPUT_KERNELS:  # the pointer type of the library's OZ_IN, checked
+            want = np.float32 if self.inp == "f32" else np.float64
+            assert args[0].dtype == want, (self.name, self.inp, args[0].dtype)
+            INPUT_READS.append(str(args[0].dtype))
+        lib = host_library(self.inp)
         holders: list[Any] = []
         for a in args:
             if isinstance(a, np.ndarray):
@@ -245,36 +268,40 @@ class _MockKernel:
         if self.name in _COOPERATIVE:
             if self.name == "oz2_rows_fused":
                 assert shared_mem >= 8 * int(args[4]), (shared_mem, args[4])  # the staged row
-            run = getattr(host_library(), _COOPERATIVE[self.name])
+            run = getattr(lib, _COOPERATIVE[self.name])
             if run(*holders, ctypes.c_uint(block[0])) != 0:
                 raise RuntimeError(f"{self.name}: threads of a block diverge at a barrier")
             return
-        rc = host_library().launch(self.name.encode(), grid[0], gy, block[0], params)
+        rc = lib.launch(self.name.encode(), grid[0], gy, block[0], params)
         if rc != 0:
             raise RuntimeError(f"host launcher does not know kernel {self.name}")
 
 
 class _MockGlobal:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, inp: str = "f64") -> None:
         self.name = name
+        self.inp = inp
 
     def copy_from_host_async(self, ptr: int, nbytes: int, stream: Any) -> None:
         import ctypes
 
-        if host_library().set_global(self.name.encode(), ctypes.c_void_p(ptr), nbytes) != 0:
+        if host_library(self.inp).set_global(self.name.encode(), ctypes.c_void_p(ptr), nbytes) != 0:
             raise RuntimeError(f"unknown __constant__ {self.name}")
 
 
 class MockModule:
     """Stands in for a compiled CuPy ``RawModule`` of the kernels: its functions launch the
-    host-compiled kernels (:func:`host_library`), its globals are the library's
-    ``__constant__`` arrays."""
+    host-compiled kernels (:func:`host_library` of input kind ``inp``), its globals are the
+    library's ``__constant__`` arrays."""
+
+    def __init__(self, inp: str = "f64") -> None:
+        self.inp = inp
 
     def get_function(self, name: str) -> _MockKernel:
-        return _MockKernel(name)
+        return _MockKernel(name, self.inp)
 
     def get_global(self, name: str) -> _MockGlobal:
-        return _MockGlobal(name)
+        return _MockGlobal(name, self.inp)
 
 
 def _mock_cublas(cp: Any, bres: Any, ares: Any, C: Any, M: int, nbp: int, kp: int, L: int) -> None:
@@ -314,6 +341,7 @@ def kernels_on_the_cpu() -> Iterator[Any]:
         setattr(obj, name, value)
     sys.modules["precision.gemm.ozaki_gemm_launch"] = fake
     oc._CONSTANTS_SET.clear()
+    INPUT_READS.clear()
     try:
         yield oc
     finally:
@@ -326,34 +354,64 @@ def kernels_on_the_cpu() -> Iterator[Any]:
         oc._CONSTANTS_SET.clear()
 
 
+def _f32_operands(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A and B rounded to float32, with a float32 subnormal and the largest float32 in A (so
+    that the float32 reads meet both ends of the format)."""
+    A32, B32 = A.astype(np.float32), B.astype(np.float32)
+    if A32.size >= 2:
+        A32.flat[0] = np.float32(-1e-40)
+        A32.flat[-1] = np.finfo(np.float32).max
+    return A32, B32
+
+
+#: host_pipeline's cases: (m, k, n, phi, target, terms, gemm, workspace factor, specials,
+#: float32 inputs). The float32 ones reach every kernel that reads A or B with the "f32"
+#: library: A's fused row kernel with aligned quad loads (K % 4 == 0) and without, the
+#: statistics and residue kernels (``terms="auto"``), specials, several column blocks.
+PIPELINE_CASES: tuple[tuple[int, int, int, float, str, int | str, str, float, bool, bool], ...] = (
+    (70, 130, 90, 4.0, "fp64", 15, "cublas", 1.5, False, False),
+    (70, 130, 90, 1.0, "fp32", 8, "fused", 1.5, False, False),
+    (257, 257, 257, 1.0, "fp64", 15, "cublas", 0.25, True, False),
+    (257, 257, 257, 1.0, "fp32", 8, "fused", 0.25, True, False),
+    (100, 33, 300, 4.0, "fp64", "auto", "cublas", 0.3, False, False),
+    (60, 200, 50, 2.0, "fp32", "auto", "fused", 1.5, False, False),
+    (40, 500, 20, 0.0, "fp64", 16, "fused", 1.5, False, False),
+    (1, 1, 1, 1.0, "fp64", 15, "cublas", 1.5, False, False),
+    (3, 1, 5, 2.0, "fp32", 8, "fused", 1.5, False, False),
+    (1, 7, 2, 4.0, "fp64", 20, "cublas", 1.5, False, False),
+    (70, 128, 90, 2.0, "fp32", 8, "fused", 1.5, False, True),
+    (37, 53, 29, 4.0, "fp64", 15, "cublas", 1.5, False, True),
+    (65, 65, 65, 1.0, "fp64", "auto", "cublas", 0.3, True, True),
+    (60, 200, 50, 1.0, "fp32", "auto", "fused", 1.5, False, True),
+)
+
+
 def host_pipeline() -> list[dict[str, Any]]:
     """Run :func:`precision.gemm.ozaki_cuda.ozaki2_cuda` itself on the CPU
-    (:func:`kernels_on_the_cpu`: all the kernels); small workspace factors force several
-    column blocks. Rectangular operands catch transposition mistakes. Compared bit for bit
-    with :func:`reference`; ``terms="auto"`` must pick :func:`auto_terms`'s count."""
+    (:func:`kernels_on_the_cpu`: all the kernels) for :data:`PIPELINE_CASES`; small workspace
+    factors force several column blocks. Rectangular operands catch transposition mistakes.
+    Compared bit for bit with :func:`reference` (of the float64 values of float32 inputs,
+    exact); ``terms="auto"`` must pick :func:`auto_terms`'s count. Float32 inputs must also
+    be read as float32 (``read_as``: the dtypes the input kernels were handed) and give the
+    CPU emulator's bits (:func:`precision.gemm.ozaki.ozaki_gemm` on the float32 arrays)."""
+    from precision.gemm.ozaki import ozaki_gemm
+
     results = []
     with kernels_on_the_cpu() as oc:
         rng = np.random.default_rng(11)
-        for m, k, n, phi, target, terms, gemm, wf, specials in (
-            (70, 130, 90, 4.0, "fp64", 15, "cublas", 1.5, False),
-            (70, 130, 90, 1.0, "fp32", 8, "fused", 1.5, False),
-            (257, 257, 257, 1.0, "fp64", 15, "cublas", 0.25, True),
-            (257, 257, 257, 1.0, "fp32", 8, "fused", 0.25, True),
-            (100, 33, 300, 4.0, "fp64", "auto", "cublas", 0.3, False),
-            (60, 200, 50, 2.0, "fp32", "auto", "fused", 1.5, False),
-            (40, 500, 20, 0.0, "fp64", 16, "fused", 1.5, False),
-            (1, 1, 1, 1.0, "fp64", 15, "cublas", 1.5, False),
-            (3, 1, 5, 2.0, "fp32", 8, "fused", 1.5, False),
-            (1, 7, 2, 4.0, "fp64", 20, "cublas", 1.5, False),
-        ):  # fmt: skip
+        for m, k, n, phi, target, terms, gemm, wf, specials, f32 in PIPELINE_CASES:
             if specials:
                 A, B = make_operands(m, phi, seed=m, specials=True)
             else:
                 A = exp_rand(rng, (m, k), phi=phi)
                 B = exp_rand(rng, (k, n), phi=phi)
+            if f32:
+                A, B = _f32_operands(A, B)
+            INPUT_READS.clear()
             D, run = oc.ozaki2_cuda(A, B, target=target, terms=terms, gemm=gemm,
                                     workspace_factor=wf)  # fmt: skip
-            ref = reference(A, B, run.plan.terms, target, crt_samples=4)
+            A64, B64 = A.astype(np.float64), B.astype(np.float64)
+            ref = reference(A64, B64, run.plan.terms, target, crt_samples=4)
             diff = int(np.count_nonzero(float_bits(np.asarray(D)) != float_bits(ref["D"])))
             want_terms = terms
             if terms == "auto":  # the host rule on the reference's statistics
@@ -362,9 +420,17 @@ def host_pipeline() -> list[dict[str, Any]]:
             r = {"m": m, "k": k, "n": n, "phi": phi, "target": target, "terms": str(terms),
                  "L": run.plan.terms, "gemm": gemm, "nb": run.nb, "blocks": -(-n // run.nb),
                  "workspace_bytes": run.workspace_bytes, "q2_match": run.q2 == ref["q2"],
-                 "d_diff": diff}  # fmt: skip
+                 "d_diff": diff, "dtype": str(A.dtype),
+                 "read_as": sorted(set(INPUT_READS))}  # fmt: skip
             r["terms_match"] = run.plan.terms == want_terms
             r["ok"] = diff == 0 and r["q2_match"] and r["terms_match"]
+            r["ok"] &= r["read_as"] == [r["dtype"]]
+            if f32:
+                emu = ozaki_gemm(A, B, method="ozaki2", fmt="int8", target=target,
+                                 terms=run.plan.terms)  # fmt: skip
+                r["emulator_diff"] = int(np.count_nonzero(float_bits(np.asarray(D)) !=
+                                                          float_bits(emu)))  # fmt: skip
+                r["ok"] &= r["emulator_diff"] == 0
             results.append(r)
     return results
 

@@ -20,6 +20,13 @@
 
 #include <cstdint>
 
+// The element type of A and B as the digit kernels read them: double, or float when built
+// with -DOZ_IN=float (ozaki1_cuda.py picks the module by the inputs' dtype); each entry is
+// converted to double in registers (exact), so both give the same digits for the same values.
+#ifndef OZ_IN
+#define OZ_IN double
+#endif
+
 namespace {
 
 #include "ozaki_round.cuh"
@@ -94,17 +101,17 @@ __device__ __forceinline__ void store_digits(const double (&x)[4], int s, int T,
 // Rows r0 .. r0+mb-1 of A (M x K): out[i][u][k] for i < mb, k < kp (multiple of 4). One thread
 // per four consecutive k of a row.
 template <typename D>
-__device__ void digits_rows(const double* __restrict__ A, int K, int r0, int mb, int kp,
+__device__ void digits_rows(const OZ_IN* __restrict__ A, int K, int r0, int mb, int kp,
                             const int* __restrict__ emax, int T, D* __restrict__ out) {
   long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   int quads = kp >> 2;
   int i = (int)(idx / quads);
   int k = 4 * (int)(idx - (long long)i * quads);
   if (i >= mb) return;
-  const double* row = A + (size_t)(r0 + i) * K;
+  const OZ_IN* row = A + (size_t)(r0 + i) * K;
   double x[4];
 #pragma unroll
-  for (int v = 0; v < 4; ++v) x[v] = (k + v < K) ? row[k + v] : 0.0;
+  for (int v = 0; v < 4; ++v) x[v] = (k + v < K) ? (double)row[k + v] : 0.0;
   store_digits<D>(x, 7 * T - emax[r0 + i], T, false, out + (size_t)i * T * kp + k, kp);
 }
 
@@ -113,14 +120,14 @@ __device__ void digits_rows(const double* __restrict__ A, int K, int r0, int mb,
 // rows (coalesced) into shared memory, then each thread writes the digit quads of four
 // (column, k-quad) items, consecutive threads along k (coalesced).
 template <typename D>
-__device__ void digits_cols(const double* __restrict__ B, int K, int N, int c0, int nb, int nbp,
+__device__ void digits_cols(const OZ_IN* __restrict__ B, int K, int N, int c0, int nb, int nbp,
                             int kp, const int* __restrict__ emax, int T, D* __restrict__ out) {
   __shared__ double tile[128][33];
   int j0 = 32 * blockIdx.x, k0 = 128 * blockIdx.y;
   for (int e = threadIdx.x; e < 128 * 32; e += blockDim.x) {
     int kk = e >> 5, jj = e & 31;
     int k = k0 + kk, j = j0 + jj;
-    tile[kk][jj] = (k < K && j < nb) ? B[(size_t)k * N + c0 + j] : 0.0;
+    tile[kk][jj] = (k < K && j < nb) ? (double)B[(size_t)k * N + c0 + j] : 0.0;
   }
   __syncthreads();
   for (int e = threadIdx.x; e < 32 * 32; e += blockDim.x) {
@@ -165,16 +172,16 @@ __device__ void combine(const Plane* __restrict__ G, int P, const int* __restric
 
 }  // namespace
 
-#define OZ1_DIGITS(SUFFIX, D)                                                                    \
-  extern "C" __global__ void oz1_digits_rows_##SUFFIX(                                           \
-      const double* __restrict__ A, int K, int r0, int mb, int kp, const int* __restrict__ emax, \
-      int T, D* __restrict__ out) {                                                              \
-    digits_rows<D>(A, K, r0, mb, kp, emax, T, out);                                              \
-  }                                                                                              \
-  extern "C" __global__ void oz1_digits_cols_##SUFFIX(                                           \
-      const double* __restrict__ B, int K, int N, int c0, int nb, int nbp, int kp,               \
-      const int* __restrict__ emax, int T, D* __restrict__ out) {                                \
-    digits_cols<D>(B, K, N, c0, nb, nbp, kp, emax, T, out);                                      \
+#define OZ1_DIGITS(SUFFIX, D)                                                                   \
+  extern "C" __global__ void oz1_digits_rows_##SUFFIX(                                          \
+      const OZ_IN* __restrict__ A, int K, int r0, int mb, int kp, const int* __restrict__ emax, \
+      int T, D* __restrict__ out) {                                                             \
+    digits_rows<D>(A, K, r0, mb, kp, emax, T, out);                                             \
+  }                                                                                             \
+  extern "C" __global__ void oz1_digits_cols_##SUFFIX(                                          \
+      const OZ_IN* __restrict__ B, int K, int N, int c0, int nb, int nbp, int kp,               \
+      const int* __restrict__ emax, int T, D* __restrict__ out) {                               \
+    digits_cols<D>(B, K, N, c0, nb, nbp, kp, emax, T, out);                                     \
   }
 OZ1_DIGITS(i8, int8_t)
 OZ1_DIGITS(f16, uint16_t)

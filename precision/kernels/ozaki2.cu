@@ -17,6 +17,15 @@
 
 #include <cstdint>
 
+// The element type of A and B as the kernels read them: double, or float when built with
+// -DOZ_IN=float (ozaki_cuda.py builds both modules and picks one by the inputs' dtype). Every
+// entry is converted to double in registers as it is read (exact), so both modules compute the
+// same values from a float32 matrix and from its float64 copy; buffers other than A and B
+// (statistics, residues, planes, output) do not depend on it.
+#ifndef OZ_IN
+#define OZ_IN double
+#endif
+
 // Per-modulus constants of the residue steps, set by the host (ozaki_cuda.py) before a call:
 // m, fl32(1/m), -m (int32), c[p-1] = the symmetric residue of 2^(14p) mod m (p = 1..4, as
 // float), c16m = (symmetric residue of 2^16 mod m) - 65536 (int32 reader). Moduli are odd in
@@ -295,6 +304,24 @@ __device__ __forceinline__ void emit_residues(const double (&y)[4], int L, int8_
   }
 }
 
+// Four consecutive entries of a row (16-byte aligned), as doubles: two double2 loads, or one
+// float4 load converted (exactly) in registers.
+__device__ __forceinline__ void load_quad(const double* p, double (&x)[4]) {
+  double2 lo = __ldg(reinterpret_cast<const double2*>(p));
+  double2 hi = __ldg(reinterpret_cast<const double2*>(p + 2));
+  x[0] = lo.x;
+  x[1] = lo.y;
+  x[2] = hi.x;
+  x[3] = hi.y;
+}
+__device__ __forceinline__ void load_quad(const float* p, double (&x)[4]) {
+  float4 f = __ldg(reinterpret_cast<const float4*>(p));
+  x[0] = (double)f.x;
+  x[1] = (double)f.y;
+  x[2] = (double)f.z;
+  x[3] = (double)f.w;
+}
+
 // Block-wide reduction of a line's first-pass statistics (every thread of the block calls it;
 // blockDim.x a multiple of 32): emax = max, esum and count = sums, bad = or; every thread gets
 // the totals, emax = 0 for a line without a nonzero finite entry.
@@ -342,10 +369,10 @@ __device__ __forceinline__ unsigned long long block_sum_u64(unsigned long long v
 }  // namespace
 
 // ---------------------------------------------------------------------------- line stats
-// Rows of a row-major (rows x cols) float64 matrix, one block (blockDim.x = 256) per row.
+// Rows of a row-major (rows x cols) OZ_IN matrix, one block (blockDim.x = 256) per row.
 // Pass 1: emax, esum, count, bad; block reduction; pass 2 (the row again, from L1/L2): nfix.
 // Writes emax (0 for an all-zero row), esum, count, nfix, bad and, when has_q2, the shift.
-extern "C" __global__ void oz2_stats_rows(const double* __restrict__ X, int rows, int cols, int q2,
+extern "C" __global__ void oz2_stats_rows(const OZ_IN* __restrict__ X, int rows, int cols, int q2,
                                           int has_q2, int* __restrict__ emax_out,
                                           long long* __restrict__ esum_out,
                                           int* __restrict__ count_out,
@@ -354,17 +381,17 @@ extern "C" __global__ void oz2_stats_rows(const double* __restrict__ X, int rows
                                           long long* __restrict__ shift_out) {
   int i = blockIdx.x;
   if (i >= rows) return;
-  const double* row = X + (size_t)i * cols;
+  const OZ_IN* row = X + (size_t)i * cols;
   int em = kSentinelE, cnt = 0, bad = 0;
   long long es = 0;
   for (int k = threadIdx.x; k < cols; k += blockDim.x) {
-    pass1_entry(row[k], em, es, cnt, bad);
+    pass1_entry((double)row[k], em, es, cnt, bad);
   }
   block_reduce_pass1(em, es, cnt, bad);
   unsigned long long nf = 0;
   if (cnt > 0) {
     NfixTerm term(em);
-    for (int k = threadIdx.x; k < cols; k += blockDim.x) nf += term(row[k]);
+    for (int k = threadIdx.x; k < cols; k += blockDim.x) nf += term((double)row[k]);
   }
   nf = block_sum_u64(nf);
   if (threadIdx.x == 0) {
@@ -392,10 +419,10 @@ extern "C" __global__ void oz2_stats_cols_init(
   shift[j] = 0;
 }
 
-// Columns of a row-major (rows x cols) float64 matrix, pass 1: grid (cols/256, row chunks),
+// Columns of a row-major (rows x cols) OZ_IN matrix, pass 1: grid (cols/256, row chunks),
 // one thread per column and chunk; partial results combined with atomics into emax, esum,
 // count and bad (started by oz2_stats_cols_init).
-extern "C" __global__ void oz2_stats_cols_max(const double* __restrict__ X, int rows, int cols,
+extern "C" __global__ void oz2_stats_cols_max(const OZ_IN* __restrict__ X, int rows, int cols,
                                               int rows_per_chunk, int* __restrict__ emax,
                                               unsigned long long* __restrict__ esum,
                                               int* __restrict__ count, int* __restrict__ bad) {
@@ -406,7 +433,7 @@ extern "C" __global__ void oz2_stats_cols_max(const double* __restrict__ X, int 
   int em = kSentinelE, cnt = 0, b = 0;
   long long es = 0;
   for (int r = r0; r < r1; ++r) {
-    pass1_entry(X[(size_t)r * cols + j], em, es, cnt, b);
+    pass1_entry((double)X[(size_t)r * cols + j], em, es, cnt, b);
   }
   if (cnt > 0) {
     atomicMax(emax + j, em);
@@ -417,7 +444,7 @@ extern "C" __global__ void oz2_stats_cols_max(const double* __restrict__ X, int 
 }
 
 // Columns, pass 2 (after pass 1 completed): nfix partial sums, atomically added (zeroed).
-extern "C" __global__ void oz2_stats_cols_nfix(const double* __restrict__ X, int rows, int cols,
+extern "C" __global__ void oz2_stats_cols_nfix(const OZ_IN* __restrict__ X, int rows, int cols,
                                                int rows_per_chunk, const int* __restrict__ emax,
                                                unsigned long long* __restrict__ nfix) {
   int j = blockIdx.x * blockDim.x + threadIdx.x;
@@ -426,7 +453,7 @@ extern "C" __global__ void oz2_stats_cols_nfix(const double* __restrict__ X, int
   int r1 = min(rows, r0 + rows_per_chunk);
   NfixTerm term(emax[j]);
   unsigned long long nf = 0;
-  for (int r = r0; r < r1; ++r) nf += term(X[(size_t)r * cols + j]);
+  for (int r = r0; r < r1; ++r) nf += term((double)X[(size_t)r * cols + j]);
   if (nf != 0) atomicAdd(nfix + j, nf);
 }
 
@@ -467,10 +494,10 @@ extern "C" __global__ void oz2_auto_need(int n, const int* __restrict__ emax,
 }
 
 // ------------------------------------------------------------------------------ residues
-// A (M x K row-major float64) -> res[l][i][k] (int8, Mp >= M rows of Kp >= K bytes, Kp % 4 ==
+// A (M x K row-major OZ_IN) -> res[l][i][k] (int8, Mp >= M rows of Kp >= K bytes, Kp % 4 ==
 // 0, zero padding): y = rint(A[i,k] * 2^shift[i]) (0 for NaN/Inf), residue symmetric.
 // 1-D grid over Mp * Kp/4 quads, each thread four consecutive k, one 32-bit store per modulus.
-extern "C" __global__ void oz2_residues_rows(const double* __restrict__ A, int M, int K, int Mp,
+extern "C" __global__ void oz2_residues_rows(const OZ_IN* __restrict__ A, int M, int K, int Mp,
                                              int Kp, const long long* __restrict__ shift, int L,
                                              int8_t* __restrict__ res) {
   long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -481,10 +508,10 @@ extern "C" __global__ void oz2_residues_rows(const double* __restrict__ A, int M
   double y[4] = {0.0, 0.0, 0.0, 0.0};
   if (i < M) {
     LineScale scale(shift[i]);
-    const double* row = A + (size_t)i * K;
+    const OZ_IN* row = A + (size_t)i * K;
 #pragma unroll
     for (int v = 0; v < 4; ++v)
-      if (k + v < K) y[v] = scale(row[k + v]);
+      if (k + v < K) y[v] = scale((double)row[k + v]);
   }
   emit_residues(y, L, res + (size_t)i * Kp + k, (size_t)Mp * Kp);
 }
@@ -500,7 +527,7 @@ extern "C" __global__ void oz2_residues_rows(const double* __restrict__ A, int M
 #define OZ_ROWS_T 384
 #define OZ_ROWS_MAX_KP 24576  // 192 KiB of shared memory (ozaki_cuda.ROWS_FUSED_MAX_KP)
 extern "C" __global__ void __launch_bounds__(OZ_ROWS_T, 3)
-    oz2_rows_fused(const double* __restrict__ A, int M, int K, int Mp, int Kp, int q2,
+    oz2_rows_fused(const OZ_IN* __restrict__ A, int M, int K, int Mp, int Kp, int q2,
                    int* __restrict__ emax_out, long long* __restrict__ esum_out,
                    int* __restrict__ count_out, unsigned long long* __restrict__ nfix_out,
                    int* __restrict__ bad_out, long long* __restrict__ shift_out, int L,
@@ -514,8 +541,8 @@ extern "C" __global__ void __launch_bounds__(OZ_ROWS_T, 3)
   int i = blockIdx.x;
   int T = blockDim.x;
   int quads = Kp >> 2;
-  bool vec = (K & 3) == 0;  // rows are 32-byte aligned: two 16-byte loads per quad
-  const double* row = A + (size_t)i * K;
+  bool vec = (K & 3) == 0;  // rows start at a multiple of 4 entries: aligned quad loads
+  const OZ_IN* row = A + (size_t)i * K;
   int em = kSentinelE, cnt = 0, bad = 0;
   long long es = 0;
   for (int q0 = threadIdx.x; q0 < quads; q0 += 4 * T) {
@@ -527,16 +554,11 @@ extern "C" __global__ void __launch_bounds__(OZ_ROWS_T, 3)
       for (int v = 0; v < 4; ++v) x[j][v] = 0.0;
       if (i >= M || k >= K) continue;
       if (vec) {
-        double2 lo = __ldg(reinterpret_cast<const double2*>(row + k));
-        double2 hi = __ldg(reinterpret_cast<const double2*>(row + k + 2));
-        x[j][0] = lo.x;
-        x[j][1] = lo.y;
-        x[j][2] = hi.x;
-        x[j][3] = hi.y;
+        load_quad(row + k, x[j]);
       } else {
 #pragma unroll
         for (int v = 0; v < 4; ++v)
-          if (k + v < K) x[j][v] = row[k + v];
+          if (k + v < K) x[j][v] = (double)row[k + v];
       }
     }
 #pragma unroll
@@ -583,14 +605,14 @@ extern "C" __global__ void __launch_bounds__(OZ_ROWS_T, 3)
   }
 }
 
-// Columns c0 .. c0+nb-1 of B (K x N row-major float64) -> res[l][j][k] (int8, B^T: nbp >= nb
+// Columns c0 .. c0+nb-1 of B (K x N row-major OZ_IN) -> res[l][j][k] (int8, B^T: nbp >= nb
 // rows of Kp bytes, zero padding), through a shared tile of 128 (k) x 32 (j) scaled values,
 // stored as tile[j][k % 4][k / 4] with a row stride of 129 words (conflict-free both ways).
 // Block 256 threads; grid (ceil(nbp/32), ceil(Kp/128)).
 #define OZ_TK 128
 #define OZ_TJ 32
 #define OZ_TROW (OZ_TK + 1)
-extern "C" __global__ void oz2_residues_cols(const double* __restrict__ B, int K, int N, int c0,
+extern "C" __global__ void oz2_residues_cols(const OZ_IN* __restrict__ B, int K, int N, int c0,
                                              int nb, int Kp, int nbp,
                                              const long long* __restrict__ shift, int L,
                                              int8_t* __restrict__ res) {
@@ -604,7 +626,7 @@ extern "C" __global__ void oz2_residues_cols(const double* __restrict__ B, int K
     for (int kk = wid; kk < OZ_TK; kk += 8) {
       int k = k0 + kk;
       double y = 0.0;
-      if (colok && k < K) y = scale(B[(size_t)k * N + c0 + jl]);
+      if (colok && k < K) y = scale((double)B[(size_t)k * N + c0 + jl]);
       tile[lane * OZ_TROW + (kk & 3) * 32 + (kk >> 2)] = y;
     }
   }

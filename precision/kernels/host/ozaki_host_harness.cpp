@@ -1,5 +1,6 @@
 // Host harness: precision/kernels/ozaki2.cu and ozaki1.cu compiled by g++ (with the shims of
 // ozaki_host_shim.h) into a shared library that precision.gemm.ozaki_host loads with ctypes.
+// Built once per input type (A and B as OZ_IN: double, or float with -DOZ_IN=float).
 // Serial drivers: one call per (block, thread); oz2_residues_cols runs every block twice (the
 // first pass fills the shared tile, the second computes from it).
 // clang-format off
@@ -119,7 +120,7 @@ extern "C" int barrier_selftest(int divergent) {
   return divergent ? rc : rc + 2 * wrong;
 }
 // oz2_stats_rows, one block per row (the GPU uses 256 threads).
-extern "C" int stats_rows_threaded(const double* X, int rows, int cols, int q2, int has_q2,
+extern "C" int stats_rows_threaded(const OZ_IN* X, int rows, int cols, int q2, int has_q2,
                                    int* emax, long long* esum, int* count, unsigned long long* nfix,
                                    int* bad, long long* shift, unsigned nt) {
   return blocks_threaded((unsigned)rows, nt, [=] {
@@ -127,7 +128,7 @@ extern "C" int stats_rows_threaded(const double* X, int rows, int cols, int q2, 
   });
 }
 // oz2_rows_fused, one block per padded row.
-extern "C" int rows_fused_threaded(const double* A, int M, int K, int Mp, int Kp, int q2, int* emax,
+extern "C" int rows_fused_threaded(const OZ_IN* A, int M, int K, int Mp, int Kp, int q2, int* emax,
                                    long long* esum, int* count, unsigned long long* nfix, int* bad,
                                    long long* shift, int L, int8_t* res, unsigned nt) {
   return blocks_threaded((unsigned)Mp, nt, [=] {
@@ -144,12 +145,12 @@ static void grid1(long long threads, void (*f)()) {
       f();
     }
 }
-static const double* gA;
+static const OZ_IN* gA;
 static int gM, gK, gMp, gKp, gL;
 static const long long* gS;
 static int8_t* gR;
 static void res_rows_k() { oz2_residues_rows(gA, gM, gK, gMp, gKp, gS, gL, gR); }
-extern "C" void residues_rows(const double* A, int M, int K, int Mp, int Kp, const long long* s,
+extern "C" void residues_rows(const OZ_IN* A, int M, int K, int Mp, int Kp, const long long* s,
                               int L, int8_t* r) {
   gA = A;
   gM = M;
@@ -204,7 +205,7 @@ extern "C" void recon(const void* C, int i8, int M, int Mp, int nb, int nbp, int
   void (*f)() = nl == 2 ? rk<2> : nl == 3 ? rk<3> : nl == 4 ? rk<4> : rk<5>;
   grid1((long long)M * (nbp / 4), f);
 }
-extern "C" void stats_cols(const double* X, int rows, int cols, int q2, int* emax,
+extern "C" void stats_cols(const OZ_IN* X, int rows, int cols, int q2, int* emax,
                            unsigned long long* esum, int* count, unsigned long long* nfix, int* bad,
                            long long* shift) {
   int chunk = 128;
@@ -227,7 +228,7 @@ extern "C" void stats_cols(const double* X, int rows, int cols, int q2, int* ema
       oz2_shifts(cols, emax, count, nfix, q2, 1, shift);
     }
 }
-extern "C" void residues_cols(const double* B, int K, int N, int c0, int nb, int Kp, int nbp,
+extern "C" void residues_cols(const OZ_IN* B, int K, int N, int c0, int nb, int Kp, int nbp,
                               const long long* s, int L, int8_t* r) {
   blockDim = {256, 1, 1};
   for (unsigned by = 0; by < (unsigned)((Kp + 127) / 128); ++by)
@@ -294,18 +295,18 @@ extern "C" void round_test(const long long* a, const long long* e, int n, int nl
     return 0;                                                                                    \
   }
 // Scheme I (ozaki1.cu): oz1_digits_cols fills a shared tile first (two passes per block).
-#define OZ1_DIGITS_CASES(SUF, D)                                                              \
-  if (!strcmp(name, "oz1_digits_rows_" #SUF)) {                                               \
-    OZ_GRID(1, digits_rows<D>(OZ_ARG(0, const double*), OZ_ARG(1, int), OZ_ARG(2, int),       \
-                              OZ_ARG(3, int), OZ_ARG(4, int), OZ_ARG(5, const int*),          \
-                              OZ_ARG(6, int), OZ_ARG(7, D*)));                                \
-    return 0;                                                                                 \
-  }                                                                                           \
-  if (!strcmp(name, "oz1_digits_cols_" #SUF)) {                                               \
-    OZ_GRID(2, digits_cols<D>(OZ_ARG(0, const double*), OZ_ARG(1, int), OZ_ARG(2, int),       \
-                              OZ_ARG(3, int), OZ_ARG(4, int), OZ_ARG(5, int), OZ_ARG(6, int), \
-                              OZ_ARG(7, const int*), OZ_ARG(8, int), OZ_ARG(9, D*)));         \
-    return 0;                                                                                 \
+#define OZ1_DIGITS_CASES(SUF, D)                                                                   \
+  if (!strcmp(name, "oz1_digits_rows_" #SUF)) {                                                    \
+    OZ_GRID(                                                                                       \
+        1, digits_rows<D>(OZ_ARG(0, const OZ_IN*), OZ_ARG(1, int), OZ_ARG(2, int), OZ_ARG(3, int), \
+                          OZ_ARG(4, int), OZ_ARG(5, const int*), OZ_ARG(6, int), OZ_ARG(7, D*)));  \
+    return 0;                                                                                      \
+  }                                                                                                \
+  if (!strcmp(name, "oz1_digits_cols_" #SUF)) {                                                    \
+    OZ_GRID(2, digits_cols<D>(OZ_ARG(0, const OZ_IN*), OZ_ARG(1, int), OZ_ARG(2, int),             \
+                              OZ_ARG(3, int), OZ_ARG(4, int), OZ_ARG(5, int), OZ_ARG(6, int),      \
+                              OZ_ARG(7, const int*), OZ_ARG(8, int), OZ_ARG(9, D*)));              \
+    return 0;                                                                                      \
   }
 #define OZ1_COMBINE_CASE(NM, PL, OT)                                                               \
   if (!strcmp(name, #NM)) {                                                                        \
@@ -321,13 +322,13 @@ extern "C" int launch(const char* name, unsigned gx, unsigned gy, unsigned bx, v
   blockDim = {bx, 1, 1};
   gridDim = {gx, gy, 1};
   if (!strcmp(name, "oz2_stats_cols_max")) {
-    OZ_GRID(1, oz2_stats_cols_max(OZ_ARG(0, const double*), OZ_ARG(1, int), OZ_ARG(2, int),
+    OZ_GRID(1, oz2_stats_cols_max(OZ_ARG(0, const OZ_IN*), OZ_ARG(1, int), OZ_ARG(2, int),
                                   OZ_ARG(3, int), OZ_ARG(4, int*), OZ_ARG(5, unsigned long long*),
                                   OZ_ARG(6, int*), OZ_ARG(7, int*)));
     return 0;
   }
   if (!strcmp(name, "oz2_stats_cols_nfix")) {
-    OZ_GRID(1, oz2_stats_cols_nfix(OZ_ARG(0, const double*), OZ_ARG(1, int), OZ_ARG(2, int),
+    OZ_GRID(1, oz2_stats_cols_nfix(OZ_ARG(0, const OZ_IN*), OZ_ARG(1, int), OZ_ARG(2, int),
                                    OZ_ARG(3, int), OZ_ARG(4, const int*),
                                    OZ_ARG(5, unsigned long long*)));
     return 0;
@@ -351,13 +352,13 @@ extern "C" int launch(const char* name, unsigned gx, unsigned gy, unsigned bx, v
     return 0;
   }
   if (!strcmp(name, "oz2_residues_rows")) {
-    OZ_GRID(1, oz2_residues_rows(OZ_ARG(0, const double*), OZ_ARG(1, int), OZ_ARG(2, int),
+    OZ_GRID(1, oz2_residues_rows(OZ_ARG(0, const OZ_IN*), OZ_ARG(1, int), OZ_ARG(2, int),
                                  OZ_ARG(3, int), OZ_ARG(4, int), OZ_ARG(5, const long long*),
                                  OZ_ARG(6, int), OZ_ARG(7, int8_t*)));
     return 0;
   }
   if (!strcmp(name, "oz2_residues_cols")) {
-    OZ_GRID(2, oz2_residues_cols(OZ_ARG(0, const double*), OZ_ARG(1, int), OZ_ARG(2, int),
+    OZ_GRID(2, oz2_residues_cols(OZ_ARG(0, const OZ_IN*), OZ_ARG(1, int), OZ_ARG(2, int),
                                  OZ_ARG(3, int), OZ_ARG(4, int), OZ_ARG(5, int), OZ_ARG(6, int),
                                  OZ_ARG(7, const long long*), OZ_ARG(8, int), OZ_ARG(9, int8_t*)));
     return 0;

@@ -1,0 +1,128 @@
+"""Float32 inputs of the CUDA Ozaki backends are read as float32 by the kernels (built with
+``-DOZ_IN=float``), each entry converted to double in registers: the outputs are those of the
+same inputs converted to float64 (exact), bit for bit, and no float64 copy of A or B is made
+(the memory pool's peak of a float32 call is that of the float64 call; a float64 copy would
+add 8 bytes per input entry). GPU only; the CPU replay of the same source is in
+test_ozaki_cuda_host.py / test_ozaki1_cuda_host.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from precision.distributions import get_distribution
+from precision.gemm.ozaki import ozaki_gemm
+
+exp_rand = get_distribution("exp_rand").func
+
+#: (scheme, fmt or GEMM path): scheme I's two digit formats, scheme II's two GEMM paths.
+PATHS = [("ozaki1", "int8"), ("ozaki1", "fp16"), ("ozaki2", "cublas"), ("ozaki2", "fused")]
+FIXED_TERMS = {("ozaki1", "fp64"): 8, ("ozaki1", "fp32"): 4,
+               ("ozaki2", "fp64"): 15, ("ozaki2", "fp32"): 8}  # fmt: skip
+
+
+def _run(cp: Any, A: Any, B: Any, method: str, path: str, target: str, terms: int | str,
+         **kw: Any) -> tuple[Any, Any]:  # fmt: skip
+    if method == "ozaki1":
+        from precision.gemm.ozaki1_cuda import ozaki1_cuda
+
+        return ozaki1_cuda(A, B, fmt=path, target=target, terms=terms, **kw)
+    from precision.gemm.ozaki_cuda import ozaki2_cuda
+
+    if path == "fused" and cp.cuda.Device().compute_capability != "90":
+        pytest.skip("the fused INT8 GEMM is built for sm_90a (H100/H200)")
+    return ozaki2_cuda(A, B, target=target, terms=terms, gemm=path, **kw)
+
+
+def _operands(m: int, k: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """float32 exp_rand operands with NaN, ±Inf, Inf·0, a zero row, subnormals, FLT_MAX."""
+    rng = np.random.default_rng(seed)
+    A = exp_rand(rng, (m, k), phi=2.0).astype(np.float32)
+    B = exp_rand(rng, (k, n), phi=2.0).astype(np.float32)
+    A[1, 2] = np.nan
+    A[2, 3] = np.inf
+    A[4, 1] = -np.inf  # meets B[1, 5] = 0: Inf·0
+    B[1, 5] = 0.0
+    A[3, :] = 0.0
+    A[5, :4] = np.float32(-1e-40)  # subnormal float32
+    A[6, 0] = np.finfo(np.float32).max
+    B[0, 4] = -np.inf
+    B[2, 1] = np.float32(3e-42)
+    return A, B
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(37, 53, 29), (257, 100, 130)], ids=["37x53x29", "257x100x130"])
+@pytest.mark.parametrize("terms", ["fixed", "auto"])
+@pytest.mark.parametrize("target", ["fp64", "fp32"])
+@pytest.mark.parametrize(("method", "path"), PATHS)
+def test_float32_inputs_give_the_bits_of_their_float64_copies(
+    method: str, path: str, target: str, terms: str, shape: tuple[int, int, int]
+) -> None:
+    import cupy as cp
+
+    m, k, n = shape
+    A, B = _operands(m, k, n, seed=m + k + n)
+    t: int | str = FIXED_TERMS[(method, target)] if terms == "fixed" else "auto"
+    A32, B32 = cp.asarray(A), cp.asarray(B)
+    if shape[0] > 100:  # a non-contiguous float32 operand: copied C-contiguous, still float32
+        A32 = cp.asfortranarray(A32)
+    D32, run32 = _run(cp, A32, B32, method, path, target, t)
+    D64, run64 = _run(cp, cp.asarray(A, dtype=cp.float64), cp.asarray(B, dtype=cp.float64),
+                      method, path, target, t)  # fmt: skip
+    assert run32.plan == run64.plan
+    assert D32.dtype == D64.dtype and D32.shape == (m, n)
+    u = f"u{D64.dtype.itemsize}"
+    np.testing.assert_array_equal(cp.asnumpy(D32).view(u), cp.asnumpy(D64).view(u))
+    # and the CPU emulator's bits for the float32 arrays themselves
+    fmt = path if method == "ozaki1" else "int8"
+    want = ozaki_gemm(A, B, method=method, fmt=fmt, target=target, terms=run32.plan.terms)
+    np.testing.assert_array_equal(cp.asnumpy(D32).view(u), want.view(u))
+
+
+def _peak(cp: Any, call: Callable[[], Any]) -> tuple[Any, int]:
+    """``call()`` and the largest number of bytes the memory pool had handed out during it,
+    above what it held before (the pool's count only rises at an allocation)."""
+    pool = cp.get_default_memory_pool()
+    cp.cuda.Device().synchronize()
+    base = pool.used_bytes()
+    peak = [base]
+
+    def alloc(size: int) -> Any:
+        mem = pool.malloc(size)
+        peak[0] = max(peak[0], pool.used_bytes())
+        return mem
+
+    with cp.cuda.using_allocator(alloc):
+        out = call()
+    cp.cuda.Device().synchronize()
+    return out, peak[0] - base
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("target", ["fp64", "fp32"])
+@pytest.mark.parametrize(("method", "path"), PATHS)
+def test_float32_inputs_are_not_copied_to_float64(method: str, path: str, target: str) -> None:
+    """The float32 call allocates what the float64 call (inputs already float64, so never
+    copied) allocates: the old code's float64 copies of A and B (8 bytes per entry, alive for
+    the whole call) would exceed the float64 call's peak by 8·(A.size + B.size)."""
+    import cupy as cp
+
+    rng = np.random.default_rng(7)
+    A = exp_rand(rng, (512, 384), phi=1.0).astype(np.float32)
+    B = exp_rand(rng, (384, 448), phi=1.0).astype(np.float32)
+    t = FIXED_TERMS[(method, target)]
+    A32, B32 = cp.asarray(A), cp.asarray(B)
+    A64, B64 = cp.asarray(A, dtype=cp.float64), cp.asarray(B, dtype=cp.float64)
+    for a, b in ((A32, B32), (A64, B64)):  # warm-up: modules, cuBLAS handle, reductions
+        _run(cp, a, b, method, path, target, t)
+    (D64, run64), peak64 = _peak(cp, lambda: _run(cp, A64, B64, method, path, target, t))
+    (D32, run32), peak32 = _peak(cp, lambda: _run(cp, A32, B32, method, path, target, t))
+    assert run32.workspace_bytes == run64.workspace_bytes
+    copies = 8 * (A.size + B.size)
+    assert peak32 - peak64 < copies // 4, (peak32, peak64, copies)
+    u = f"u{D64.dtype.itemsize}"
+    np.testing.assert_array_equal(cp.asnumpy(D32).view(u), cp.asnumpy(D64).view(u))
