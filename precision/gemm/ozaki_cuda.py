@@ -114,8 +114,16 @@ def device_inputs(cp: Any, A: Any, B: Any) -> tuple[Any, Any]:
     mixed float32 and float64, is converted, exactly for float32/float16)."""
     both32 = getattr(A, "dtype", None) == np.float32 and getattr(B, "dtype", None) == np.float32
     dtype = cp.float32 if both32 else cp.float64
-    return (cp.ascontiguousarray(cp.asarray(A, dtype=dtype)),
-            cp.ascontiguousarray(cp.asarray(B, dtype=dtype)))  # fmt: skip
+
+    def aligned(X: Any) -> Any:
+        # the row kernel's quad loads (double2 / float4) need a 16-byte aligned start: a
+        # contiguous view that starts within an allocation (x.ravel()[1:].reshape(...)) is
+        # copied, as a non-contiguous one is
+        X = cp.ascontiguousarray(cp.asarray(X, dtype=dtype))
+        ptr = X.data.ptr if hasattr(X.data, "ptr") else X.ctypes.data  # (numpy: host replay)
+        return X if ptr % 16 == 0 else X.copy()
+
+    return aligned(A), aligned(B)
 
 
 def round_up(x: int, m: int) -> int:

@@ -126,3 +126,29 @@ def test_float32_inputs_are_not_copied_to_float64(method: str, path: str, target
     assert peak32 - peak64 < copies // 4, (peak32, peak64, copies)
     u = f"u{D64.dtype.itemsize}"
     np.testing.assert_array_equal(cp.asnumpy(D32).view(u), cp.asnumpy(D64).view(u))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(("method", "path"), PATHS)
+def test_a_contiguous_view_off_the_16_byte_grid_is_read_as_its_copy(
+    method: str, path: str, dtype: str
+) -> None:
+    """A C-contiguous view that starts one element into its allocation (K a multiple of 4,
+    so the row kernel takes its aligned quad loads): it is copied to an aligned array first,
+    and gives the copy's bits (before, such a view made a misaligned double2/float4 load)."""
+    import cupy as cp
+
+    m, k, n = 40, 64, 24
+    A, B = _operands(m, k, n, seed=3)
+    flat = cp.zeros(m * k + 1, dtype=dtype)
+    flat[1:] = cp.asarray(A, dtype=dtype).ravel()
+    view = flat[1:].reshape(m, k)
+    assert view.flags.c_contiguous and view.data.ptr % 16 != 0
+    Bd = cp.asarray(B, dtype=dtype)
+    target = "fp32" if dtype == "float32" else "fp64"
+    t = FIXED_TERMS[(method, target)]
+    D_view, _ = _run(cp, view, Bd, method, path, target, t)
+    D_copy, _ = _run(cp, view.copy(), Bd, method, path, target, t)
+    u = f"u{D_copy.dtype.itemsize}"
+    np.testing.assert_array_equal(cp.asnumpy(D_view).view(u), cp.asnumpy(D_copy).view(u))
