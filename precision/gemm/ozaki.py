@@ -825,6 +825,35 @@ def special_block(a: Any, b: Any, target: str, xp: Any = np) -> Any:
     return xp.where(nan | (pinf & ninf), dtype(nan_val), out).astype(dtype)
 
 
+def as_float64(x: Any, xp: Any = np) -> Any:
+    """``x`` (float64, float32 or float16) as float64, exactly, subnormals included.
+
+    CuPy compiles its own elementwise kernels (``astype`` among them) with ``-ftz=true``,
+    which flushes float32 subnormals to a signed zero on conversion: an entry of 1e-40 met by
+    an Inf would then make NaN (Inf·0) instead of an Inf. A CuPy float32 array is therefore
+    converted from its bits: sign, 8-bit exponent field ``e`` and 23-bit fraction ``f`` give
+    ``±(f + 2^23·[e > 0])·2^(max(e, 1) - 150)``, formed in float64 (integers below 2^24, one
+    exact scaling by a power of two), and ``e = 255`` gives ±Inf or NaN. float16 converts
+    through normal float32 values, which are not flushed; numpy flushes nothing."""
+    if x.dtype == np.float64:
+        return x
+    if xp is np or x.dtype != np.float32:
+        return x.astype(np.float64)
+    return float32_bits_to_float64(x, xp)
+
+
+def float32_bits_to_float64(x: Any, xp: Any = np) -> Any:
+    """The float32 array ``x`` as float64, exactly, computed from its bits with integer and
+    float64 operations only (no float32 arithmetic, which CuPy may flush): see
+    :func:`as_float64`. NaN payloads are not kept (NumPy's default NaN)."""
+    bits = xp.ascontiguousarray(x).view(np.uint32)
+    e = ((bits >> 23) & np.uint32(0xFF)).astype(np.int32)
+    f = (bits & np.uint32(0x7FFFFF)).astype(np.int32)
+    mag = xp.ldexp((f + (e > 0) * np.int32(1 << 23)).astype(np.float64), xp.maximum(e, 1) - 150)
+    mag = xp.where(e == 255, xp.where(f == 0, np.inf, np.nan), mag)
+    return xp.where((bits >> 31) == 1, -mag, mag)
+
+
 def _write_specials(D: Any, A: Any, B: Any, rows: np.ndarray, cols: np.ndarray, target: str,
                     xp: Any, budget: int) -> None:  # fmt: skip
     """``D[rows x cols] = special_block(A[rows], B[:, cols])`` (index arrays, host), in blocks
@@ -835,10 +864,10 @@ def _write_specials(D: Any, A: Any, B: Any, rows: np.ndarray, cols: np.ndarray, 
     mb, nb = _blocks(rows.size, cols.size, _special_line_bytes(k), _SPECIAL_OUT_BYTES, budget)
     for r0 in range(0, rows.size, mb):
         ri = xp.asarray(rows[r0 : r0 + mb])
-        a = A[ri].astype(np.float64, copy=False)
+        a = as_float64(A[ri], xp)
         for c0 in range(0, cols.size, nb):
             cj = xp.asarray(cols[c0 : c0 + nb])
-            b = B[:, cj].astype(np.float64, copy=False)
+            b = as_float64(B[:, cj], xp)
             D[ri[:, None], cj[None, :]] = special_block(a, b, target, xp)
             del b
         del a  # (before the next gather, so that two blocks of lines are never held at once)

@@ -681,3 +681,25 @@ def test_fp16_slice_runs_are_exact_in_fp32_by_the_bound_itself() -> None:
                 for q in range(pc.batch):
                     live = int(np.count_nonzero((pc.a_off + q * pc.stride + x) % kp < K))
                     assert 127 * 127 * live <= 2**24, (T, K, pc)
+
+
+def test_float32_bits_convert_to_float64_exactly() -> None:
+    """The bit-level float32 -> float64 conversion the CUDA path's special values use (CuPy's
+    own astype flushes float32 subnormals): against numpy's exact conversion on every
+    exponent field, all subnormal boundaries, ±0, ±Inf, and random bit patterns."""
+    rng = np.random.default_rng(5)
+    fields = np.arange(256, dtype=np.uint32) << 23
+    fracs = np.array([0, 1, 2, 0x3FFFFF, 0x400000, 0x7FFFFE, 0x7FFFFF], dtype=np.uint32)
+    grid = (fields[:, None] | fracs[None, :]).ravel()
+    bits = np.concatenate(
+        [grid, grid | np.uint32(1 << 31), rng.integers(0, 2**32, 200_000, dtype=np.uint32)]
+    )
+    x = bits.view(np.float32)
+    got = oz.float32_bits_to_float64(x, np)
+    with np.errstate(invalid="ignore"):  # (signalling NaN patterns among the random bits)
+        want = x.astype(np.float64)
+        same = oz.as_float64(x, np)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got[~nan].view(np.uint64), want[~nan].view(np.uint64))
+    assert same.dtype == np.float64 and oz.as_float64(want, np) is want
