@@ -771,14 +771,20 @@ def dot_pairwise(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     if k == 0:
         return np.broadcast_to(c, batch + (m, n)).copy()
     out = np.empty(c3.shape, dtype=np.float64)
-    rows = max(1, _CHUNK_ELEMENTS // max(1, k * n))
+    # [entries, rows, K, N] products per step, at most about _CHUNK_ELEMENTS of them: several
+    # batch entries at once where their tiles are small (probe tiles), else rows of one entry
+    per_row = max(1, k * n)
+    rows = min(m, max(1, _CHUNK_ELEMENTS // per_row))
+    entries = max(1, _CHUNK_ELEMENTS // (per_row * m)) if rows == m else 1
     with np.errstate(all="ignore"):
-        for bi in range(a3.shape[0]):
+        for e0 in range(0, a3.shape[0], entries):
+            es = slice(e0, e0 + entries)
             for r0 in range(0, m, rows):
-                p = a3[bi, r0 : r0 + rows, :, None] * b3[bi, None, :, :]  # [r, K, N]
-                while p.shape[1] > 1:
-                    h = p.shape[1] // 2
-                    s = p[:, 0 : 2 * h : 2] + p[:, 1 : 2 * h : 2]
-                    p = np.concatenate([s, p[:, 2 * h :]], axis=1) if p.shape[1] % 2 else s
-                out[bi, r0 : r0 + rows] = p[:, 0] + c3[bi, r0 : r0 + rows]
+                rs = slice(r0, r0 + rows)
+                p = a3[es, rs, :, None] * b3[es, None, :, :]  # [e, r, K, N]
+                while p.shape[2] > 1:
+                    h = p.shape[2] // 2
+                    s = p[:, :, 0 : 2 * h : 2] + p[:, :, 1 : 2 * h : 2]
+                    p = np.concatenate([s, p[:, :, 2 * h :]], axis=2) if p.shape[2] % 2 else s
+                out[es, rs] = p[:, :, 0] + c3[es, rs]
     return out.reshape(batch + (m, n))

@@ -258,10 +258,10 @@ def test_dot_rn_specials_zeros_overflow():
     _same(dot_rn(a, b, c), _dot_oracle(a, b, c))
 
 
-def test_dot_pairwise_matches_python_floats():
-    rng = np.random.default_rng(9)
-    m, n, k = 5, 4, 7
-    a, b, c = rng.standard_normal((m, k)), rng.standard_normal((k, n)), rng.standard_normal((m, n))
+def _pairwise_oracle(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """dot_pairwise's tree in Python floats (IEEE binary64, RN), one [M, K] x [K, N] tile."""
+    m, k = a.shape
+    n = b.shape[1]
     want = np.empty((m, n))
     for i in range(m):
         for j in range(n):
@@ -270,7 +270,31 @@ def test_dot_pairwise_matches_python_floats():
                 odd = p[-1:] if len(p) % 2 else []
                 p = [p[t] + p[t + 1] for t in range(0, len(p) - 1, 2)] + odd
             want[i, j] = p[0] + float(c[i, j])
-    _same(dot_pairwise(a, b, c), want)
+    return want
+
+
+def test_dot_pairwise_matches_python_floats():
+    rng = np.random.default_rng(9)
+    m, n, k = 5, 4, 7
+    a, b, c = rng.standard_normal((m, k)), rng.standard_normal((k, n)), rng.standard_normal((m, n))
+    _same(dot_pairwise(a, b, c), _pairwise_oracle(a, b, c))
+
+
+@pytest.mark.parametrize("chunk", [1 << 22, 200, 20])
+def test_dot_pairwise_stacks_match_python_floats(monkeypatch, chunk):
+    """A stack of tiles (with a broadcast c), in steps of several entries, of one entry, or of
+    rows of one entry (``_CHUNK_ELEMENTS`` made small): each tile as the Python-float tree."""
+    from precision.tensorcore import dmma
+
+    monkeypatch.setattr(dmma, "_CHUNK_ELEMENTS", chunk)
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal((6, 3, 5)) * 10.0 ** rng.integers(-200, 200, (6, 3, 5))
+    b = rng.standard_normal((6, 5, 4))
+    c = rng.standard_normal((3, 4))
+    got = dot_pairwise(a, b, c)
+    assert got.shape == (6, 3, 4)
+    for e in range(6):
+        _same(got[e], _pairwise_oracle(a[e], b[e], c))
 
 
 def test_empty_k_returns_c():
