@@ -23,6 +23,8 @@ with zero operands given a very negative anchor so that a zero product never rai
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from precision.formats import get_format
@@ -45,7 +47,32 @@ def decode(values: np.ndarray, emin: int) -> tuple[np.ndarray, np.ndarray]:
     floor(log2|x|) is read from the float64 exponent field (biased by 1023): every value of
     the narrower formats is a normal float64 there, and a float64 subnormal (field 0, -1023)
     is below every ``emin`` as well, so the clamp gives ``emin`` as floor(log2|x|) would.
+
+    One-byte formats (fp8) are looked up in a table of all 256 codes, decoded as above
+    (:func:`_byte_tables`): the same values, at a fraction of the cost of ml_dtypes' cast.
     """
+    values = np.asarray(values)
+    if _is_byte_float(values.dtype):
+        v_table, e_table = _byte_tables(values.dtype, emin)
+        codes = values.view(np.uint8)
+        return v_table[codes], e_table[codes]
+    return _decode_direct(values, emin)
+
+
+def _is_byte_float(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is a one-byte floating-point format (ml_dtypes' fp8 and smaller)."""
+    return dtype.itemsize == 1 and dtype.kind not in "iub"
+
+
+@functools.cache
+def _byte_tables(dtype: np.dtype, emin: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_decode_direct` of every code 0..255 of the one-byte format ``dtype``: the
+    float64 values and int16 exponents that :func:`decode` reads by code."""
+    return _decode_direct(np.arange(256, dtype=np.uint8).view(dtype), emin)
+
+
+def _decode_direct(values: np.ndarray, emin: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`decode`, element by element through a float64 cast."""
     # NaN payloads of narrow formats cast with a warning
     with np.errstate(invalid="ignore"):
         v = np.asarray(values, dtype=np.float64)

@@ -45,3 +45,27 @@ def test_the_two_summation_paths_give_the_same_bits(fmt, emin, acc, rounding, sp
         got[name] = out.view(np.uint32 if acc == np.float32 else np.uint16)
     assert np.array_equal(got["at once"], got["by column"])
     assert np.count_nonzero(got["at once"]) > R * M * N // 2  # mostly nonzero results
+
+
+@pytest.mark.parametrize("emin", [-14, -6, -9, -126])
+@pytest.mark.parametrize(
+    "name", ["float8_e4m3fn", "float8_e5m2", "float8_e4m3", "float8_e3m4", "float6_e2m3fn",
+             "float6_e3m2fn", "float4_e2m1fn"],
+)  # fmt: skip
+def test_one_byte_formats_decode_by_table_as_by_cast(name, emin):
+    """decode() reads one-byte formats from a table of their 256 codes: every code, in every
+    position of a strided array, gives the values (bit for bit, NaN included) and exponents
+    of the float64 cast it replaces. The table is filled by that cast, so this checks the
+    lookup (codes, dtypes, views), exhaustively."""
+    import ml_dtypes
+
+    dtype = np.dtype(getattr(ml_dtypes, name))
+    codes = np.arange(256, dtype=np.uint8)
+    if dtype.itemsize != 1:
+        pytest.skip(f"{name} is not stored in one byte here")
+    x = np.stack([codes, codes[::-1]]).view(dtype)[:, ::-1]  # a strided 2-D view
+    got_v, got_e = fdpa.decode(x, emin)
+    want_v, want_e = fdpa._decode_direct(x, emin)
+    assert got_v.dtype == np.float64 and got_e.dtype == np.int16 and got_v.shape == x.shape
+    np.testing.assert_array_equal(got_v.view(np.uint64), want_v.view(np.uint64))
+    np.testing.assert_array_equal(got_e, want_e)
