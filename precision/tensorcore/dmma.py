@@ -205,11 +205,13 @@ def _fast_fma(
     """Boldo-Melquiond FMA on broadcast operands, then exact repair of flagged elements (all
     of them by the exact path, without the fast one, where no operand pair is in its range)."""
     with np.errstate(all="ignore"):
-        uh = a * b
-        au = np.abs(uh)
+        # the preconditions on the operands (NaN fails every comparison): where no element
+        # meets them, the fast attempt is skipped; elsewhere they are half of `good` below
+        au = np.abs(a * b)
         pre = (au >= _PROD_LO) & (au <= _BIG) & (np.abs(c) <= _BIG)
         pre &= aok
         pre &= bok
+        del au
     if not pre.any():
         shape = pre.shape
         if all(np.isfinite(x).all() and x.all() for x in (a, b)) and np.isfinite(c).all():
@@ -219,21 +221,10 @@ def _fast_fma(
         uh, ul = _two_prod(a, b, asplit[0], asplit[1], bsplit[0], bsplit[1])
         th, tl = _two_sum(c, uh)
         z = th + _add_round_odd(tl, ul)
-        au = np.abs(uh)
         az = np.abs(z)
-        if (
-            z.size
-            and aok.all()
-            and bok.all()
-            and au.min() >= _PROD_LO
-            and au.max() <= _BIG
-            and max(-c.min(), c.max()) <= _BIG
-            and az.min() >= _PROD_LO
-        ):
-            return z  # whole array inside the proved range (NaN fails every comparison)
-        good = (au >= _PROD_LO) & (au <= _BIG) & (np.abs(c) <= _BIG) & (az >= _PROD_LO)
-        good &= aok
-        good &= bok
+        if z.size and pre.all() and az.min() >= _PROD_LO:
+            return z  # whole array inside the proved range
+        good = pre & (az >= _PROD_LO)
     bad = ~good  # NaN comparisons are False, so every special lands here
     if bad.any():
         shape = bad.shape
