@@ -429,11 +429,11 @@ def fma_chain(
             # this block of a as [Ea, k, rows] (column k contiguous) and b as [Eb, k, cols]
             at = np.ascontiguousarray(_block(a3, ea, slice(r0, r1), kb, 2).transpose(0, 2, 1))
             bt = np.ascontiguousarray(_block(b3, eb, slice(c0, c1), kb, 1))
-            fast, exact, pmax = _block_flags(at, bt)
             with np.errstate(all="ignore"):
                 ah, al = _split(at)
                 bh, bl = _split(bt)
                 aok, bok = _operand_ok(at), _operand_ok(bt)
+            fast, exact, pmax = _block_flags(at, bt, al, bl, aok, bok)
             for j in range(len(kb)):
                 col = (slice(None), j, slice(None), None)  # [entries, rows, 1]
                 row = (slice(None), slice(j, j + 1))  # [entries, 1, cols]
@@ -485,22 +485,30 @@ def fma_chain(
     return d.reshape(batch + (m, n))
 
 
-def _block_flags(at: np.ndarray, bt: np.ndarray) -> tuple[list[bool], list[bool], list[float]]:
+def _block_flags(
+    at: np.ndarray,
+    bt: np.ndarray,
+    al: np.ndarray,
+    bl: np.ndarray,
+    aok: np.ndarray,
+    bok: np.ndarray,
+) -> tuple[list[bool], list[bool], list[float]]:
     """Per k of a tile's block, a ``[Ea, k, rows]`` and b ``[Eb, k, cols]`` (entries paired,
-    or one of them a single broadcast entry): (Boldo-Melquiond preconditions on a, b and
-    RN(ab) hold, the product ab is exact in binary64, an upper bound of |RN(ab)|). Per entry,
-    min |RN(a_i b_j)| = RN(min|a| min|b|) and likewise for the max (an outer product; RN is
-    monotone), so the range test on the extremes equals the elementwise one."""
+    or one of them a single broadcast entry), given their Veltkamp low parts ``al``, ``bl``
+    and operand flags ``aok``, ``bok`` (:func:`_operand_ok`): (Boldo-Melquiond preconditions
+    on a, b and RN(ab) hold, the product ab is exact in binary64, an upper bound of |RN(ab)|).
+    Per entry, min |RN(a_i b_j)| = RN(min|a| min|b|) and likewise for the max (an outer
+    product; RN is monotone), so the range test on the extremes equals the elementwise one."""
     with np.errstate(all="ignore"):
         aabs, babs = np.abs(at), np.abs(bt)
         amin, amax = aabs.min(axis=2, initial=np.inf), aabs.max(axis=2, initial=0.0)
         bmin, bmax = babs.min(axis=2, initial=np.inf), babs.max(axis=2, initial=0.0)
         del aabs, babs
         pmin, pmax = (amin * bmin).min(axis=0), (amax * bmax).max(axis=0)
-        fast = _operand_ok(at).all(axis=(0, 2)) & _operand_ok(bt).all(axis=(0, 2))
+        fast = aok.all(axis=(0, 2)) & bok.all(axis=(0, 2))
         fast &= (pmin >= _PROD_LO) & (pmax <= _BIG)
         # a_k, b_k of <= 26 bits each: ab has <= 52 bits and |ab| >= 2^-900, so RN(ab) = ab.
-        short = (_split(at)[1] == 0).all(axis=(0, 2)) & (_split(bt)[1] == 0).all(axis=(0, 2))
+        short = (al == 0).all(axis=(0, 2)) & (bl == 0).all(axis=(0, 2))
     return fast.tolist(), (fast & short).tolist(), pmax.tolist()
 
 
