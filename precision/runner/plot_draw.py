@@ -687,15 +687,18 @@ def _fit_labels(fig: Any) -> Any:
     """Fit the labels of ``fig`` to its panels (:func:`_fit_panel_labels`), once more where
     that leaves labels that overlap or are cut (the layout moves as labels change), at most
     :data:`LABEL_PASSES` times in all. Returns ``fig``."""
-    # drawn again even where the caller has just drawn it: the constrained layout settles
-    # over a second draw (skipping it moved the panels of the Ozaki docs figures)
-    _quiet_draw(fig)
-    for i in range(LABEL_PASSES):
-        if i and not layout_problems(fig):
-            break
-        if not _fit_panel_labels(fig):
-            break
+    # without minor ticks throughout (unlabelled, they take no room, and every draw or read
+    # of an axis's ticks makes them anew: :func:`_minor_ticks_left_out`)
+    with _minor_ticks_left_out(fig):
+        # drawn again even where the caller has just drawn it: the constrained layout settles
+        # over a second draw (skipping it moved the panels of the Ozaki docs figures)
         _quiet_draw(fig)
+        for i in range(LABEL_PASSES):
+            if i and not layout_problems(fig):
+                break
+            if not _fit_panel_labels(fig):
+                break
+            _quiet_draw(fig)
     return fig
 
 
@@ -705,12 +708,6 @@ def _fit_panel_labels(fig: Any) -> bool:
     figure's edge nor runs into its neighbours; label fewer decades on a short panel, and
     fewer x ticks where their labels run into each other (:func:`_thin_x_labels`). Returns
     whether anything changed."""
-    with _minor_ticks_left_out(fig):  # (they are unlabelled; each read makes them anew)
-        return _fit_panel_labels_now(fig)
-
-
-def _fit_panel_labels_now(fig: Any) -> bool:
-    """:func:`_fit_panel_labels`, its minor ticks left out."""
     renderer = fig.canvas.get_renderer()
     changed = False
     from matplotlib.ticker import LogLocator
