@@ -60,12 +60,10 @@ PAD = 16
 GROUP_PLANES = 16
 
 
-def _module(inp: str = "f64") -> Any:
-    return _module_of(inp)  # (one cache key per kind, however it is passed)
-
-
 @functools.cache
-def _module_of(inp: str) -> Any:
+def _module(inp: str) -> Any:
+    """The kernels' module for inputs of kind ``inp`` (:data:`~precision.gemm.ozaki_cuda.IN_FLAGS`;
+    no default, so that every call caches under the same key)."""
     return oc.raw_module(SOURCE, "the Ozaki-I kernels", inp)
 
 

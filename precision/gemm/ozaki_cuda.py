@@ -90,12 +90,10 @@ def raw_module(source: str, what: str, inp: str = "f64") -> Any:
     return cp.RawModule(path=str(build_cubin(source, arch="sm_90", extra_flags=IN_FLAGS[inp])))
 
 
-def _module(inp: str = "f64") -> Any:
-    return _module_of(inp)  # (one cache key per kind, however it is passed)
-
-
 @functools.cache
-def _module_of(inp: str) -> Any:
+def _module(inp: str) -> Any:
+    """The kernels' module for inputs of kind ``inp`` (:data:`IN_FLAGS`;
+    no default, so that every call caches under the same key)."""
     return raw_module(SOURCE, "the Ozaki-II kernels", inp)
 
 

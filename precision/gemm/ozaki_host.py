@@ -48,18 +48,14 @@ from precision.kernels.build import KERNEL_DIR
 HOST_DIR = KERNEL_DIR / "host"
 
 
-def host_library(inp: str = "f64") -> Any:
+@functools.cache
+def host_library(inp: str) -> Any:
     """The Ozaki kernels compiled as host code: ``precision/kernels/host/ozaki_host_harness.cpp``
     (which includes ``ozaki2.cu`` and ``ozaki1.cu``) built by g++ into a shared library and
     loaded with ctypes, once per process and input kind ``inp`` (the GPU modules' defines,
     :data:`precision.gemm.ozaki_cuda.IN_FLAGS`: ``"f32"`` reads A and B as float32). Built
     without FMA contraction, so that every floating-point operation rounds as the CUDA source
-    writes it."""
-    return _host_library_of(inp)  # (one cache key per kind, however it is passed)
-
-
-@functools.cache
-def _host_library_of(inp: str) -> Any:
+    writes it. No default for ``inp``, so that every call caches under the same key."""
     import ctypes
     import shutil
     import subprocess
@@ -111,7 +107,7 @@ def host_residues(
     for every odd modulus of :data:`MODULI` on ``count`` random int32 values and the edges
     (:func:`_residue_inputs`), and ``sym_mod``, the general path, for every modulus in
     [2, 256] on ``general_count`` random values and the edges."""
-    lib = host_library()
+    lib = host_library("f64")
     rng = np.random.default_rng(seed)
 
     def check(function: Any, out_dtype: Any, moduli: Any, n: int) -> tuple[int, int]:
@@ -140,7 +136,7 @@ def host_rounding(seed: int = 3, count: int = 4000) -> dict[str, Any]:
     :func:`precision.gemm.ozaki.round_limbs` on crafted integers: exact ties and near-ties at
     the target's precision, powers of two, all bit lengths, exponents across the subnormal,
     normal and overflow ranges, both signs, 2..5 limbs."""
-    lib = host_library()
+    lib = host_library("f64")
     rng = np.random.default_rng(seed)
     diff = 0
     for target in ("fp64", "fp32"):
@@ -439,7 +435,7 @@ def host_barriers() -> dict[str, Any]:
     """The host replay's fiber scheduler: shared-memory exchange across ``__syncthreads``
     sees every thread's write (``uniform`` 0), and a thread that skips a barrier is reported
     (``divergent`` 1) instead of passing silently (on a GPU it would hang)."""
-    lib = host_library()
+    lib = host_library("f64")
     res = {"uniform": int(lib.barrier_selftest(0)), "divergent": int(lib.barrier_selftest(1))}
     res["ok"] = res == {"uniform": 0, "divergent": 1}
     return res
@@ -501,7 +497,7 @@ def host_case(n: int, phi: float, target: str, L: int, specials: bool) -> dict[s
     them with :func:`reference`; the int32 products come from numpy."""
     import ctypes
 
-    lib = host_library()
+    lib = host_library("f64")
     A, B = make_operands(n, phi, seed=1000 * n + int(10 * phi) + 1, specials=specials)
     r = reference(A, B, L, target, crt_samples=8)
     moduli = MODULI[:L]
