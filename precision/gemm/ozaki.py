@@ -196,8 +196,9 @@ def line_stats(X: np.ndarray, axis: int) -> LineStats:
     exact (maxima, integer sums), so the chunking never changes them."""
     xp = array_module(X)
     rows, cols = X.shape
-    if xp is np:  # temporaries within a quarter of 1.5x X's float64 size (the workspace budget)
-        chunk = min(_CHUNK, 3 * X.size // (8 * _STATS_TEMPS))
+    if xp is np:  # temporaries within a quarter of 1.5x X's size (the workspace budget)
+        itemsize = max(X.dtype.itemsize, MIN_INPUT_ITEMSIZE)  # (input_bytes)
+        chunk = min(_CHUNK, 3 * X.size * itemsize // (64 * _STATS_TEMPS))
     else:
         chunk = _CHUNK << 4
     step = max(1, chunk // max(cols, 1))
@@ -909,17 +910,30 @@ def _blocks(m: int, n: int, line_bytes: int, out_bytes: int, budget: int) -> tup
     return max(mb, 1), max(nb, 1)  # >= 1: a range step also for empty operands
 
 
-#: Workspace allowed beyond inputs and output, as a multiple of the float64 size of A and B.
+#: Workspace allowed beyond inputs and output, as a multiple of the size of A and B
+#: (:func:`input_bytes`).
 WORKSPACE_FACTOR = 1.5
 #: ... or as a share of the output's float64 size (M·N·8 bytes), where that is larger: thin K
 #: (outer products), whose inputs are tiny next to the output. With the input share alone, a
 #: 2000 x 1 x 2000 product ran in 15625 blocks of 16 x 16 outputs (12 s; numpy: 0.01 s).
 OUTPUT_SHARE = 0.5
+#: Bytes per element that :func:`input_bytes` counts at least: float16 inputs count as
+#: float32. Every element of a block is held as a float64 scaled integer (four times a
+#: float16), so a budget of 1.5x their own size cut float16 blocks so fine that n = 1024
+#: took 3-4x longer (5.4-7.3 s against 1.7-1.8 s); float32 blocks cost 10-50 %.
+MIN_INPUT_ITEMSIZE = 4
+
+
+def input_bytes(A: Any, B: Any) -> int:
+    """The size of A and B in bytes that the workspace limit is a multiple of: their own
+    dtype's size (8 for float64, 4 for float32), float16 counted as float32
+    (:data:`MIN_INPUT_ITEMSIZE`)."""
+    return sum(X.size * max(X.dtype.itemsize, MIN_INPUT_ITEMSIZE) for X in (A, B))
 
 
 def _input_budget(A: Any, B: Any) -> int:
-    """:data:`WORKSPACE_FACTOR` times the float64 size of A and B, less a quarter."""
-    return int(0.75 * WORKSPACE_FACTOR * 8 * (A.size + B.size))
+    """:data:`WORKSPACE_FACTOR` times :func:`input_bytes` of A and B, less a quarter."""
+    return int(0.75 * WORKSPACE_FACTOR * input_bytes(A, B))
 
 
 def _output_budget(A: Any, B: Any) -> int:
@@ -929,10 +943,10 @@ def _output_budget(A: Any, B: Any) -> int:
 
 def workspace_budget(A: Any, B: Any) -> int:
     """Bytes of block workspace aimed at: the larger of :data:`WORKSPACE_FACTOR` times the
-    float64 size of A and B and :data:`OUTPUT_SHARE` times the float64 size of the M x N
-    output, less a quarter of it for numpy temporaries and the line statistics. Square
-    problems take the input term (1.5·8·2n² against 0.5·8·n²); thin K (outer products) the
-    output term."""
+    size of A and B (:func:`input_bytes`) and :data:`OUTPUT_SHARE` times the float64 size of
+    the M x N output, less a quarter of it for numpy temporaries and the line statistics.
+    Square problems take the input term (1.5·8·2n² against 0.5·8·n² for float64 inputs,
+    1.5·4·2n² for float32); thin K (outer products) the output term."""
     return max(_input_budget(A, B), _output_budget(A, B))
 
 
@@ -940,31 +954,32 @@ def emulator_blocks(
     plan: OzakiPlan, m: int, n: int, budget_in: int, budget_out: int = 0
 ) -> tuple[int, int]:
     """Row and column block sizes (:func:`_blocks`) of :func:`ozaki2_emulate` /
-    :func:`ozaki1_emulate` for an M x N output of ``plan``: the larger of two sizings.
+    :func:`ozaki1_emulate` for an M x N output of ``plan``: the larger of two sizings, both
+    with the measured peak per output, which :func:`round_limbs` reaches with its
+    temporaries: ``16·nl + 188`` bytes for scheme II and ``16·nl + 180`` for scheme I with
+    ``nl`` limbs (tracemalloc, either target), sized at ``16·nl + 192``.
 
-    - Within ``budget_in`` (the input share of :func:`workspace_budget`), from the bytes of the
-      arrays a block holds per line and per output; the quarter of the workspace left aside
-      covers the temporaries where the lines dominate (measured: 0.8-1.25x the float64 size
-      of A and B on square problems, 1.16-1.32x with thin M or N; scheme II's residues are
-      taken in row chunks, :func:`_residues`).
-    - Within ``budget_out`` (the output share), from the measured peak per output, which is
-      reached in :func:`round_limbs`: ``16·nl + 188`` bytes for scheme II and ``16·nl + 180``
-      for scheme I with ``nl`` limbs (tracemalloc, either target), 2.6x and 1.4x what a block
-      holds, more than a quarter covers, so both are sized at ``16·nl + 192``; per line 32
-      (II) and ``15 + 2T`` (I) bytes per k.
+    - Within ``budget_in`` (the input share of :func:`workspace_budget`), with the bytes of
+      the arrays a block holds per line; the quarter of the workspace left aside covers the
+      temporaries where the lines dominate (scheme II's residues are taken in row chunks,
+      :func:`_residues`). Measured beyond the output, as a multiple of :func:`input_bytes`
+      (float64, float32 and float16 inputs, fp64 target, 2026-11-28): 0.60-0.91x on square
+      problems from n = 128 to 1024, 0.50-1.09x with thin M, N or K. Until then the held
+      arrays' own size per output (2.6x and 1.4x less than the peak) sized these blocks, and
+      float32 inputs at 128³ kept 1.54x their size.
+    - Within ``budget_out`` (the output share), with the peak per line too: 32 (II) and
+      ``15 + 2T`` (I) bytes per k.
 
     The blocking never changes a bit: every output is an exact integer rounded once."""
     k, nl, T = plan.k, plan.limbs, plan.terms
     if plan.method == "ozaki2":
-        # held per line: float64 scaled integers and one residue copy; per output nl + 8
-        # float64s
-        held = _blocks(m, n, 16 * k, 8 * (nl + 8), budget_in)
+        # held per line: float64 scaled integers and one residue copy
+        held = _blocks(m, n, 16 * k, 8 * (2 * nl + 24), budget_in)
         peak_line = 32 * k
     else:
         # held per line: the int64 scaled integers, their T int8 digits and the T - 1 padded
-        # digit copies of a slice product; per output: nl limbs, the int64 sum G, T - 1 int32
-        # products and about ten int64 temporaries of round_limbs
-        held = _blocks(m, n, (8 + 2 * T) * k, 8 * (nl + 11) + 4 * (T - 1), budget_in)
+        # digit copies of a slice product
+        held = _blocks(m, n, (8 + 2 * T) * k, 8 * (2 * nl + 24), budget_in)
         peak_line = (15 + 2 * T) * k
     if budget_out <= 0:
         return held
@@ -973,21 +988,34 @@ def emulator_blocks(
 
 
 #: Row chunks of :func:`_residues`: at most this share of the block (and :data:`_CHUNK`
-#: elements). A chunk's residues take one int64 temporary (:func:`sym_mod`), so the chunks
-#: hold at most a quarter of the block's size at once.
-_RESIDUE_CHUNKS = 4
+#: elements). A chunk's residues take two float64 temporaries, so the chunks hold at most a
+#: quarter of the block's size at once.
+_RESIDUE_CHUNKS = 8
 
 
 def _residues(y: np.ndarray, m: int, dtype: Any) -> np.ndarray:
-    """:func:`sym_mod` of a block's scaled integers ``y`` as ``dtype``, computed in row chunks
-    of at most 1/:data:`_RESIDUE_CHUNKS` of ``y`` (and :data:`_CHUNK` elements): the
-    temporaries of the whole block peaked at about 3x the float64 size of A and B where one
-    operand's lines dominate (thin M or N). Elementwise: the same values."""
+    """:func:`sym_mod` of a block's scaled integers ``y`` (float64, integer-valued, ``|y| <=
+    2^62``) as ``dtype``, in float64 arithmetic that is exact at every step:
+    ``y = hi·2^31 + lo`` with ``hi = floor(y·2^-31)`` and ``lo`` in ``[0, 2^31)`` (the
+    difference of two floats whose exact value is representable), then ``hi·(2^31 mod m) +
+    lo`` (an integer below 2^40) reduced by :func:`_sym_mod_small`. Int64 division, as
+    :func:`sym_mod` takes, was 80 % of a call's time. Computed in row chunks of at most
+    1/:data:`_RESIDUE_CHUNKS` of ``y`` (and :data:`_CHUNK` elements): the temporaries of the
+    whole block peaked at about 3x the float64 size of A and B where one operand's lines
+    dominate (thin M or N). Elementwise: the same values as :func:`sym_mod`."""
     rows, cols = y.shape
     step = max(1, min(-(-rows // _RESIDUE_CHUNKS), _CHUNK // max(1, cols)))
+    c31 = float(pow(2, 31, m))
     out = np.empty(y.shape, dtype=dtype)
     for r0 in range(0, rows, step):
-        out[r0 : r0 + step] = sym_mod(y[r0 : r0 + step], m)
+        blk = y[r0 : r0 + step]
+        hi = np.floor(blk * 2.0**-31)
+        lo = hi * -(2.0**31)
+        lo += blk
+        hi *= c31
+        hi += lo
+        del lo
+        out[r0 : r0 + step] = _sym_mod_small(hi, m)
     return out
 
 
@@ -1073,18 +1101,31 @@ def slices(Xi: np.ndarray, t: int) -> list[np.ndarray]:
 SliceProducts = Callable[[list[Any], list[Any], int], Any]
 
 
-def float64_slice_products(da: list[Any], db: list[Any], g: int) -> Any:
-    """:data:`SliceProducts` by float64 BLAS: every ``|sum| <= 127·127·K < 2^53``, so each
-    product is exact in any summation order."""
+#: Largest K for which a float32 BLAS product of int8 digits is exact: every partial sum is
+#: an integer of magnitude <= 127²·K < 2^24.
+DIGIT_F32_KMAX = 2**24 // 127**2  # 1040
+
+
+def blas_slice_products(da: list[Any], db: list[Any], g: int) -> Any:
+    """:data:`SliceProducts` by BLAS. On the CPU: float32 products over K chunks of at most
+    :data:`DIGIT_F32_KMAX` (exact in any summation order, see there), the chunks summed in
+    int64; float32 BLAS ran 5x faster than float64 here (64 x 1024 x 128: 0.2 against 1.1
+    ms). On CuPy: float64, where every ``|sum| <= 127·127·K < 2^53``. Either way the same
+    integers."""
     xp = array_module(da[0])
+    k = da[0].shape[1]
+    dtype, step = (np.float32, DIGIT_F32_KMAX) if xp is np else (np.float64, max(k, 1))
     G = xp.zeros((da[0].shape[0], db[0].shape[1]), dtype=np.int64)
     for s in range(1, g):
-        G += (da[s - 1].astype(np.float64) @ db[g - s - 1].astype(np.float64)).astype(np.int64)
+        a, b = da[s - 1], db[g - s - 1]
+        for k0 in range(0, k, step):
+            part = a[:, k0 : k0 + step].astype(dtype) @ b[k0 : k0 + step].astype(dtype)
+            G += part.astype(np.int64)
     return G
 
 
 def ozaki1_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
-                   sb: LineStats, slice_products: SliceProducts = float64_slice_products,
+                   sb: LineStats, slice_products: SliceProducts = blas_slice_products,
                    budget: int | None = None) -> np.ndarray:  # fmt: skip
     """Scheme I, blocked over rows and columns (see the module docstring), on the CPU (the
     steps also run on CuPy arrays; the GPU backend is :mod:`precision.gemm.ozaki1_cuda`'s

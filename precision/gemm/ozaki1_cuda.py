@@ -27,9 +27,11 @@ underflow, overflow to ±Inf). NaN/±Inf entries are zero in the digits; the fla
 Workspace beyond inputs and output: the digits of a block of rows and of a block of columns
 (``T·kp`` bytes per line, twice that for fp16), the planes of one group and the 16-byte
 accumulators of the output block, blocked (:func:`~precision.gemm.ozaki._blocks`) to stay
-within ``workspace_factor`` times the float64 size of A and B. Two float32 operands are read
-as float32 by the digit and statistics kernels (converted to double in registers, exact; no
-float64 copy), as in :func:`precision.gemm.ozaki_cuda.device_inputs`. CuPy is imported lazily.
+within ``workspace_factor`` times the size of A and B as the kernels read them
+(:func:`~precision.gemm.ozaki.input_bytes`), or half the float64 size of the output where that
+is larger (thin K). Two float32 (or float16) operands are read as float32 by the digit and
+statistics kernels (converted to double in registers, exact; no float64 copy), as in
+:func:`precision.gemm.ozaki_cuda.device_inputs`. CuPy is imported lazily.
 """
 
 from __future__ import annotations
@@ -43,11 +45,13 @@ import numpy as np
 from precision.gemm import ozaki_cuda as oc
 from precision.gemm.ozaki import (
     FP16_KBLOCK,
+    OUTPUT_SHARE,
     OZAKI1_INT8_KMAX,
     TARGETS,
     OzakiPlan,
     _blocks,
     check_args,
+    input_bytes,
     make_plan,
     plan_for,
 )
@@ -214,7 +218,7 @@ def ozaki1_cuda(
     groups = _groups(pieces)
     shifts = cp.asarray(np.array([pc.shift for pc in pieces for _ in range(pc.batch)], np.int32))
     gplanes = max(sum(pc.batch for pc in grp) for grp in groups)
-    budget = int(workspace_factor * 8 * (A.size + B.size))
+    budget = max(int(workspace_factor * input_bytes(A, B)), int(OUTPUT_SHARE * 8 * M * N))
     out_bytes = 4 * gplanes + (16 if len(groups) > 1 else 0)
     mb, nb = _blocks(M, N, item * T * kp, out_bytes, budget)
     nb = max(PAD, nb // PAD * PAD) if nb < N else nb  # whole GEMM-friendly column blocks

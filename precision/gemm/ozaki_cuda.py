@@ -21,16 +21,20 @@ by the statistics kernels; one sync at the end reads whether any line is bad (th
 for :func:`~precision.gemm.ozaki.apply_specials`). ``terms="auto"`` reduces the statistics
 to one int on the device and reads that back to pick the moduli (:func:`device_auto_terms`).
 
-Workspace beyond inputs and output: the int8 residues of A (``L·Mp·Kp`` bytes) plus, per block
-of ``nb`` output columns, the residues of B (``L·nbp·Kp``) and the product planes (int32:
-``4·L·M·nbp``; fused: int8 ``L·Mp·nbp``); ``nb`` is the largest width that keeps the total
-within ``workspace_factor`` times the float64 size of A and B. K and ``nb`` are padded to 16
-(cuBLAS) or 128 (fused, also M) with zero residues (exact).
+Workspace beyond inputs and output, per block of ``mb`` rows of A and ``nb`` columns of B
+(:func:`cuda_blocks`): the int8 residues of A's rows (``L·mbp·Kp`` bytes) and of B's columns
+(``L·nbp·Kp``) and the product planes (int32: ``4·L·mbp·nbp``; fused: int8); the blocks keep
+it within ``workspace_factor`` times the size of A and B as the kernels read them
+(:func:`precision.gemm.ozaki.input_bytes`), or half the float64 size of the output where that
+is larger (thin K, as the emulator). A is one block of rows unless its residues alone would
+outgrow that. K and ``nb`` are padded to 16 (cuBLAS) or 128 (fused, also the rows) with zero
+residues (exact).
 
-Inputs: when A and B are both float32 the kernels read them as float32 (the module built with
-``-DOZ_IN=float``, :data:`IN_FLAGS`) and convert each entry to double in registers, which is
-exact, so no float64 copy of A or B is made and the bits are those of the float64-converted
-inputs; any other dtype (or a float32/float64 mix) is copied to float64 first. Non-contiguous
+Inputs: when A and B are both float32 (or float16, or one of each) the kernels read them as
+float32 (the module built with ``-DOZ_IN=float``, :data:`IN_FLAGS`; float16 is copied to
+float32 first) and convert each entry to double in registers, which is exact, so no float64
+copy of A or B is made and the bits are those of the float64-converted inputs; any other mix
+(float64 with float32) is copied to float64 first. Non-contiguous
 inputs get a C-contiguous copy in their own dtype. CuPy is imported lazily; nothing here runs
 without a GPU.
 """
@@ -39,7 +43,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import Any
 
@@ -47,6 +51,7 @@ import numpy as np
 
 from precision.gemm.ozaki import (
     INT8_KMAX,
+    OUTPUT_SHARE,
     TARGETS,
     LineStats,
     OzakiPlan,
@@ -56,6 +61,7 @@ from precision.gemm.ozaki import (
     crt_limbs,
     crt_weights,
     fewest_moduli,
+    input_bytes,
     make_plan,
 )
 
@@ -108,9 +114,10 @@ def input_kind(X: Any) -> str:
 
 def device_inputs(cp: Any, A: Any, B: Any) -> tuple[Any, Any]:
     """A and B as the C-contiguous device arrays the kernels read: float32 when both are
-    float32 (read as such, no float64 copy), else float64 (as before: any other dtype, or
-    mixed float32 and float64, is converted, exactly for float32/float16)."""
-    both32 = getattr(A, "dtype", None) == np.float32 and getattr(B, "dtype", None) == np.float32
+    float32 or float16 (float32 read as such, no copy; float16 converted, exactly), else
+    float64 (a float32 and float64 mix, or other dtypes, converted; exactly for floats)."""
+    narrow = (np.float16, np.float32)
+    both32 = all(getattr(X, "dtype", None) in narrow for X in (A, B))
     dtype = cp.float32 if both32 else cp.float64
 
     def aligned(X: Any) -> Any:
@@ -127,6 +134,47 @@ def device_inputs(cp: Any, A: Any, B: Any) -> tuple[Any, Any]:
 def round_up(x: int, m: int) -> int:
     """The smallest multiple of ``m`` that is >= ``x``."""
     return -(-x // m) * m
+
+
+#: Narrowest column block (while N is wider) worth keeping before A's rows are blocked too:
+#: two of the fused GEMM's 256-column tiles. Below it the row blocks' cost, B's residues made
+#: once per row block, is the smaller one.
+ROW_SPLIT_NB = 512
+
+
+def _rows_padded(rows: int, gemm: str) -> int:
+    """Rows of A's residue block as the GEMM reads it: as they are for cuBLAS, a multiple of
+    128 for the fused GEMM (zero residues beyond the last row)."""
+    return rows if gemm == "cublas" else round_up(rows, PAD["fused"])
+
+
+def cuda_blocks(M: int, N: int, kp: int, L: int, gemm: str, budget: int) -> tuple[int, int]:
+    """``(mb, nb)``: rows of A and columns of B per block of :func:`ozaki2_cuda`, so that the
+    workspace ``L·mbp·kp`` (A's int8 residues) ``+ L·nb·kp`` (B's) ``+ c·L·mbp·nb`` (the
+    product planes, ``c`` = 4 bytes for cuBLAS's int32, 1 for the fused GEMM's int8; ``mbp``
+    = :func:`_rows_padded`) stays within ``budget`` bytes.
+
+    All of A's rows form one block (their residues made once) where that leaves a column
+    block of at least ``min(N, ROW_SPLIT_NB)`` columns (rounded up to the padding); otherwise
+    the fewest blocks of rows (multiples of 128) that do, and B's residues are made once per
+    row block. ``nb`` is the widest such block: a multiple of 256 where it is at least 256,
+    else of the padding. Where not even 128 rows against one padded column block fit (tiny
+    problems, whose padding alone outgrows 1.5x their inputs), the smallest blocks."""
+    pad = PAD[gemm]
+    cbytes = 4 if gemm == "cublas" else 1
+    n_pad = round_up(max(N, 1), pad)
+    want = min(n_pad, round_up(ROW_SPLIT_NB, pad))
+    parts = 1
+    while True:
+        mb = M if parts == 1 else round_up(-(-M // parts), 128)
+        mbp = _rows_padded(mb, gemm)
+        nb = max(0, budget - L * mbp * kp) // (L * kp + cbytes * L * mbp)
+        nb = min(nb // 256 * 256 if nb >= 256 else nb // pad * pad, n_pad)
+        if nb >= want:
+            return mb, nb
+        if mb <= 128:
+            return mb, max(nb, pad)
+        parts += 1
 
 
 def _blocks(n: int) -> int:
@@ -269,6 +317,10 @@ class DeviceStats:
             shift=cp.zeros(n, dtype=cp.int64) if zero_shift else cp.empty(n, dtype=cp.int64),
         )
 
+    def lines(self, start: int, stop: int) -> DeviceStats:
+        """Views of the statistics of lines ``start .. stop - 1`` (kernels write through them)."""
+        return DeviceStats(*(getattr(self, f.name)[start:stop] for f in fields(self)))
+
     def to_host(self) -> LineStats:
         """The :class:`LineStats` on the host (synchronises; ``nfix`` < 2^57 fits int64)."""
         count = self.count.get().astype(np.int64)
@@ -357,17 +409,27 @@ def _rows_fused_kernel_of(module: Any) -> Any:
 
 
 def rows_fused(
-    cp: Any, A: Any, q2: int, L: int, mp: int, kp: int, out: Any, bad: Any = None
+    cp: Any,
+    A: Any,
+    q2: int,
+    L: int,
+    mp: int,
+    kp: int,
+    out: Any,
+    bad: Any = None,
+    st: DeviceStats | None = None,
 ) -> DeviceStats:
     """A's row statistics and shifts for ``q2`` (as :func:`device_line_stats`) *and* the
     residues of :func:`residues_rows` in one kernel that reads A once (``kp <=``
-    :data:`ROWS_FUSED_MAX_KP`); returns the statistics (``bad``: as in
+    :data:`ROWS_FUSED_MAX_KP`); returns the statistics, written into ``st`` when given (views
+    of a block of rows, :meth:`DeviceStats.lines`), else into new arrays (``bad``: as in
     :meth:`DeviceStats.empty`). Asynchronous."""
     M, K = A.shape
     if kp > ROWS_FUSED_MAX_KP or kp % 4:
         raise ValueError(f"rows_fused: padded K = {kp} must be a multiple of 4 and <= "
                          f"{ROWS_FUSED_MAX_KP}")  # fmt: skip
-    st = DeviceStats.empty(cp, M, bad, zero_shift=False)  # the kernel writes every row's
+    if st is None:  # the kernel writes every row's statistics, shift included
+        st = DeviceStats.empty(cp, M, bad, zero_shift=False)
     if mp == 0:
         return st
     _rows_fused_kernel(input_kind(A))(
@@ -443,14 +505,15 @@ class PhaseTimer:
 
 @dataclass
 class CudaRun:
-    """What one call did: the plan (moduli, target), ``q2``, the GEMM path, the column block,
-    workspace bytes and, when timed, the device milliseconds of each phase (``stats``,
-    ``split`` (residues; with an int ``terms`` also A's row statistics, fused with them),
-    ``gemm``, ``reconstruct``, ``specials``)."""
+    """What one call did: the plan (moduli, target), ``q2``, the GEMM path, the row and
+    column blocks (:func:`cuda_blocks`), workspace bytes and, when timed, the device
+    milliseconds of each phase (``stats``, ``split`` (residues; with an int ``terms`` also A's
+    row statistics, fused with them), ``gemm``, ``reconstruct``, ``specials``)."""
 
     plan: OzakiPlan
     q2: int = 0
     gemm: str = "cublas"
+    mb: int = 0
     nb: int = 0
     workspace_bytes: int = 0
     phase_ms: dict[str, float] = field(default_factory=dict)
@@ -534,60 +597,68 @@ def ozaki2_cuda(
     else:
         plan, q2, nl = prepare(int(terms))  # errors before any launch; no sync
     L = plan.terms
-    mp = M if gemm == "cublas" else round_up(M, pad)
+    budget = max(int(workspace_factor * input_bytes(A, B)), int(OUTPUT_SHARE * 8 * M * N))
+    mb, nb = cuda_blocks(M, N, kp, L, gemm, budget)
     cbytes = 4 if gemm == "cublas" else 1
-    budget = int(workspace_factor * 8 * (A.size + B.size)) - L * mp * kp
-    per_col = L * kp + cbytes * L * mp
-    nb = max(pad, budget // per_col)
-    nb = nb // 256 * 256 if nb >= 256 else nb // pad * pad  # GEMM-friendly widths
-    nb = max(pad, min(nb, round_up(N, pad)))
-    ares = cp.empty((L, mp, kp), dtype=cp.int8)
-    if fuse_rows:
-        # the longest memory-bound kernel first: the host queues the short ones behind it
-        dsa = rows_fused(cp, A, q2, L, mp, kp, ares, bad_a)
-        mark("split")
-        dsb = device_line_stats(cp, B, 0, q2, bad_b)
-        mark("stats")
+    ares = cp.empty((L, _rows_padded(mb, gemm), kp), dtype=cp.int8)
+    bres = cp.empty((L, nb, kp), dtype=cp.int8)
+    C = cp.empty((L, _rows_padded(mb, gemm), nb), dtype=cp.int32 if cbytes == 4 else cp.int8)
+    p, emin_sub, dtype = TARGETS[plan.target]
+    D = cp.empty((M, N), dtype=dtype)
+    suffix = "f64" if plan.target == "fp64" else "f32"
+    recon = _kernel(f"oz2_recon_{'i32' if gemm == 'cublas' else 'i8'}_nl{nl}_{suffix}", inp)
+    if fuse_rows:  # A's statistics come block by block with its residues
+        dsa = DeviceStats.empty(cp, M, bad_a, zero_shift=False)
     else:
         if terms != "auto":
             dsa = device_line_stats(cp, A, 1, q2, bad_a)
             dsb = device_line_stats(cp, B, 0, q2, bad_b)
         mark("stats")
-        residues_rows(cp, A, dsa.shift, L, mp, kp, ares)
-        mark("split")
-    bres = cp.empty((L, nb, kp), dtype=cp.int8)
-    C = cp.empty((L, mp, nb), dtype=cp.int32 if gemm == "cublas" else cp.int8)
-    p, emin_sub, dtype = TARGETS[plan.target]
-    D = cp.empty((M, N), dtype=dtype)
-    suffix = "f64" if plan.target == "fp64" else "f32"
-    recon = _kernel(f"oz2_recon_{'i32' if gemm == 'cublas' else 'i8'}_nl{nl}_{suffix}", inp)
-    for c0 in range(0, N, nb):
-        nbc = min(nb, N - c0)
-        nbp = round_up(nbc, pad)
-        bblk = bres.reshape(-1)[: L * nbp * kp].reshape(L, nbp, kp)  # the buffer's prefix
-        residues_cols(cp, B, dsb.shift, L, c0, nbc, nbp, kp, bblk)
-        mark("split")
-        cblk = C.reshape(-1)[: L * mp * nbp].reshape(L, mp, nbp)
-        if gemm_mod is None:
-            from precision.vendor.cublas import int8_gemm_strided_batched
-
-            int8_gemm_strided_batched(cp, bblk, ares, cblk, M, nbp, kp, L)
+    # Blocks of mb rows of A (one, unless A's residues alone would outgrow the budget), each
+    # against B in blocks of nb columns; every view below starts on a 16-byte boundary (mb is
+    # M or a multiple of 128).
+    for r0 in range(0, M, mb) if M else [0]:
+        mbc = min(mb, M - r0)
+        mbp = _rows_padded(mbc, gemm)
+        ablk = ares.reshape(-1)[: L * mbp * kp].reshape(L, mbp, kp)  # the buffer's prefix
+        if fuse_rows:
+            rows_fused(cp, A[r0 : r0 + mbc], q2, L, mbp, kp, ablk, st=dsa.lines(r0, r0 + mbc))
+            mark("split")
+            if r0 == 0:  # (the long row kernel first: the host queues the short ones behind it)
+                dsb = device_line_stats(cp, B, 0, q2, bad_b)
+                mark("stats")
         else:
-            gemm_mod(cp, ares, bblk, cblk, mp, nbp, kp, L, plan.moduli)
-        mark("gemm")
-        recon(
-            (_blocks(M * (nbp // 4)),),
-            (_THREADS,),
-            (cblk, np.int32(M), np.int32(mp), np.int32(nbc), np.int32(nbp), np.int32(L),
-             dsa.shift, dsb.shift, np.int32(c0), np.int32(N), np.int32(p), np.int32(emin_sub), D),
-        )  # fmt: skip
-        mark("reconstruct")
+            residues_rows(cp, A[r0 : r0 + mbc], dsa.shift[r0 : r0 + mbc], L, mbp, kp, ablk)
+            mark("split")
+        for c0 in range(0, N, nb):
+            nbc = min(nb, N - c0)
+            nbp = round_up(nbc, pad)
+            bblk = bres.reshape(-1)[: L * nbp * kp].reshape(L, nbp, kp)
+            residues_cols(cp, B, dsb.shift, L, c0, nbc, nbp, kp, bblk)
+            mark("split")
+            cblk = C.reshape(-1)[: L * mbp * nbp].reshape(L, mbp, nbp)
+            if gemm_mod is None:
+                from precision.vendor.cublas import int8_gemm_strided_batched
+
+                int8_gemm_strided_batched(cp, bblk, ablk, cblk, mbc, nbp, kp, L)
+            else:
+                gemm_mod(cp, ablk, bblk, cblk, mbp, nbp, kp, L, plan.moduli)
+            mark("gemm")
+            recon(
+                (_blocks(mbc * (nbp // 4)),),
+                (_THREADS,),
+                (cblk, np.int32(mbc), np.int32(mbp), np.int32(nbc), np.int32(nbp), np.int32(L),
+                 dsa.shift[r0 : r0 + mbc], dsb.shift, np.int32(c0), np.int32(N), np.int32(p),
+                 np.int32(emin_sub), D[r0 : r0 + mbc]),
+            )  # fmt: skip
+            mark("reconstruct")
     specials_if_bad(cp, D, A, B, bad_all, dsa, dsb, plan.target)
     mark("specials")
     run = CudaRun(
         plan=plan,
         q2=q2,
         gemm=gemm,
+        mb=mb,
         nb=nb,
         workspace_bytes=int(ares.nbytes + bres.nbytes + C.nbytes),
     )

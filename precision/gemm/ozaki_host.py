@@ -379,17 +379,25 @@ PIPELINE_CASES: tuple[tuple[int, int, int, float, str, int | str, str, float, bo
     (37, 53, 29, 4.0, "fp64", 15, "cublas", 1.5, False, True),
     (65, 65, 65, 1.0, "fp64", "auto", "cublas", 0.3, True, True),
     (60, 200, 50, 1.0, "fp32", "auto", "fused", 1.5, False, True),
+    # several blocks of A's rows (its residues alone would outgrow the budget): the fused
+    # row kernel per block, residues_rows per block, NaN/Inf rows in later blocks, float32
+    (300, 96, 40, 1.0, "fp64", 15, "fused", 1.5, False, False),
+    (300, 96, 40, 4.0, "fp64", "auto", "cublas", 1.5, False, False),
+    (257, 257, 257, 1.0, "fp64", 15, "fused", 0.1, True, False),
+    (300, 96, 40, 2.0, "fp32", 8, "cublas", 1.5, False, True),
+    (260, 64, 30, 0.5, "fp64", 16, "fused", 1.5, False, True),
 )
 
 
 def host_pipeline() -> list[dict[str, Any]]:
     """Run :func:`precision.gemm.ozaki_cuda.ozaki2_cuda` itself on the CPU
     (:func:`kernels_on_the_cpu`: all the kernels) for :data:`PIPELINE_CASES`; small workspace
-    factors force several column blocks. Rectangular operands catch transposition mistakes.
-    Compared bit for bit with :func:`reference` (of the float64 values of float32 inputs,
-    exact); ``terms="auto"`` must pick :func:`auto_terms`'s count. Float32 inputs must also
-    be read as float32 (``read_as``: the dtypes the input kernels were handed) and give the
-    CPU emulator's bits (:func:`precision.gemm.ozaki.ozaki_gemm` on the float32 arrays)."""
+    factors force several column blocks, tall thin cases several row blocks. Rectangular
+    operands catch transposition mistakes. Compared bit for bit with :func:`reference` (of
+    the float64 values of float32 inputs, exact); ``terms="auto"`` must pick
+    :func:`auto_terms`'s count. Float32 inputs must also be read as float32 (``read_as``:
+    the dtypes the input kernels were handed) and give the CPU emulator's bits
+    (:func:`precision.gemm.ozaki.ozaki_gemm` on the float32 arrays)."""
     from precision.gemm.ozaki import ozaki_gemm
 
     results = []
@@ -414,7 +422,8 @@ def host_pipeline() -> list[dict[str, Any]]:
                 want_terms = auto_terms("ozaki2", target, k, line_stats(ref["sa"]),
                                         line_stats(ref["sb"]))  # fmt: skip
             r = {"m": m, "k": k, "n": n, "phi": phi, "target": target, "terms": str(terms),
-                 "L": run.plan.terms, "gemm": gemm, "nb": run.nb, "blocks": -(-n // run.nb),
+                 "L": run.plan.terms, "gemm": gemm, "mb": run.mb, "nb": run.nb,
+                 "row_blocks": -(-m // run.mb), "blocks": -(-n // run.nb),
                  "workspace_bytes": run.workspace_bytes, "q2_match": run.q2 == ref["q2"],
                  "d_diff": diff, "dtype": str(A.dtype),
                  "read_as": sorted(set(INPUT_READS))}  # fmt: skip

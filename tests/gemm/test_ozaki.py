@@ -13,6 +13,7 @@ import pytest
 
 from precision.distributions import get_distribution
 from precision.gemm import gemm, ozaki_cases
+from precision.gemm import ozaki as oz
 from precision.gemm.ozaki import (
     INT8_KMAX,
     MODULI,
@@ -164,12 +165,35 @@ def test_sym_mod_matches_integer_residues() -> None:
     y[:6] = [2.0**53, -(2.0**53), 0.0, -1.0, 2.0**27, -(2.0**27) - 1]
     y[6:1000] *= 2.0 ** rng.integers(0, 10, size=994)  # up to 2^62
     y[1000] = 2.0**62
+    y[1001:1005] = [2.0**62 - 1024, -(2.0**62) + 1024, 2.0**31, -(2.0**31)]
     exact = [int(v) for v in y]
-    for m in MODULI:
+    for m in (*MODULI, 2, 3, 97):
+        want = np.array([(v % m) - m if v % m > (m - 1) // 2 else v % m for v in exact])
         r = sym_mod(y, m)
-        want = [(v % m) - m if v % m > (m - 1) // 2 else v % m for v in exact]
-        assert np.array_equal(r, np.array(want, dtype=np.float64)), m
+        assert np.array_equal(r, want), m
         assert r.min() >= -(m // 2) and r.max() <= (m - 1) // 2
+        # the emulator's float64 split (hi·2^31 + lo), in row chunks, as float32 and float64
+        for dtype in (np.float32, np.float64):
+            got = oz._residues(y.reshape(50, 100), m, dtype).ravel()
+            assert got.dtype == dtype and np.array_equal(got, want), (m, dtype)
+
+
+@pytest.mark.parametrize("k", [1, 1040, 1041, 2200])
+def test_slice_products_are_exact_across_the_float32_chunks(k: int) -> None:
+    """Scheme I's digit products run in float32 BLAS over K chunks of at most 1040, where
+    127·127·K < 2^24 keeps every partial sum exact; extreme digits (all ±127) make the
+    chunk boundary matter. Compared with Python integers."""
+    rng = np.random.default_rng(k)
+    da = [rng.choice(np.array([-127, 127, 1, 0], dtype=np.int8), (3, k)) for _ in range(3)]
+    db = [rng.choice(np.array([-127, 127, -1], dtype=np.int8), (k, 4)) for _ in range(3)]
+    da[0][0] = 127
+    db[2][:, 0] = 127  # a row against a column at the largest sum, 127²·K
+    for g in (2, 3, 4):
+        got = oz.blas_slice_products(da, db, g)
+        want = [[sum(int(x) * int(y) for s in range(1, g)
+                     for x, y in zip(da[s - 1][i], db[g - s - 1][:, j], strict=True))
+                 for j in range(4)] for i in range(3)]  # fmt: skip
+        assert got.dtype == np.int64 and got.tolist() == want, g
 
 
 @pytest.mark.parametrize("seed", range(3))
