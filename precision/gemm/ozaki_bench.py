@@ -312,6 +312,7 @@ def _speed_at(
             r["moduli"] = run.plan.terms
             r["workspace_gb"] = run.workspace_bytes / 1e9
             r["workspace_x_input"] = run.workspace_bytes / (A.nbytes + B.nbytes)
+            r["row_block"] = run.mb
             r["col_block"] = run.nb
             for k, v in run.phase_ms.items():
                 r[f"ms_{k}"] = v

@@ -34,9 +34,8 @@ Inputs: when A and B are both float32 (or float16, or one of each) the kernels r
 float32 (the module built with ``-DOZ_IN=float``, :data:`IN_FLAGS`; float16 is copied to
 float32 first) and convert each entry to double in registers, which is exact, so no float64
 copy of A or B is made and the bits are those of the float64-converted inputs; any other mix
-(float64 with float32) is copied to float64 first. Non-contiguous
-inputs get a C-contiguous copy in their own dtype. CuPy is imported lazily; nothing here runs
-without a GPU.
+(float64 with float32) is copied to float64 first. Non-contiguous inputs get a C-contiguous
+copy in their own dtype. CuPy is imported lazily; nothing here runs without a GPU.
 """
 
 from __future__ import annotations
