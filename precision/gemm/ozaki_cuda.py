@@ -136,9 +136,11 @@ def round_up(x: int, m: int) -> int:
 
 
 #: Narrowest column block (while N is wider) worth keeping before A's rows are blocked too:
-#: two of the fused GEMM's 256-column tiles. Below it the row blocks' cost, B's residues made
-#: once per row block, is the smaller one.
-ROW_SPLIT_NB = 512
+#: one of the fused GEMM's 256-column tiles. On the H200 (float64, 15 moduli, n = 1024, burst)
+#: 256 kept the column blocks of 256 and ran 0.61-0.66 ms, 512 took two row blocks and
+#: 0.79-0.84 ms; at n = 2048 and 4096 the two agree, 1024 ran slower at 2048
+#: (results/bench/ozaki_row_blocks_small_n_h200_2026-11-28/).
+ROW_SPLIT_NB = 256
 
 
 def _rows_padded(rows: int, gemm: str) -> int:

@@ -365,6 +365,13 @@ def main(argv: list[str] | None = None) -> int:
         for r in report["host_pipeline"]:
             ok &= r["ok"]
             print("host pipeline (ozaki2_cuda on the CPU):", json.dumps(r), flush=True)
+        # the cases must reach several blocks of A's rows and of B's columns on both paths
+        for what in ("row_blocks", "blocks"):
+            several = {r["gemm"] for r in report["host_pipeline"] if r[what] > 1}
+            missing = {"cublas", "fused"} - several
+            if missing:
+                ok = False
+                print(f"host pipeline: no case with several {what} on {sorted(missing)}")
     if not args.cpu:
         from precision.gpu import require_gpu
 
