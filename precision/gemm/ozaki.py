@@ -972,18 +972,19 @@ def emulator_blocks(
 
     The blocking never changes a bit: every output is an exact integer rounded once."""
     k, nl, T = plan.k, plan.limbs, plan.terms
+    peak_out = 8 * (2 * nl + 24)
     if plan.method == "ozaki2":
         # held per line: float64 scaled integers and one residue copy
-        held = _blocks(m, n, 16 * k, 8 * (2 * nl + 24), budget_in)
+        held = _blocks(m, n, 16 * k, peak_out, budget_in)
         peak_line = 32 * k
     else:
         # held per line: the int64 scaled integers, their T int8 digits and the T - 1 padded
         # digit copies of a slice product
-        held = _blocks(m, n, (8 + 2 * T) * k, 8 * (2 * nl + 24), budget_in)
+        held = _blocks(m, n, (8 + 2 * T) * k, peak_out, budget_in)
         peak_line = (15 + 2 * T) * k
     if budget_out <= 0:
         return held
-    peak = _blocks(m, n, peak_line, 8 * (2 * nl + 24), budget_out)
+    peak = _blocks(m, n, peak_line, peak_out, budget_out)
     return peak if peak[0] * peak[1] > held[0] * held[1] else held
 
 
