@@ -178,7 +178,25 @@ def test_sym_mod_matches_integer_residues() -> None:
             assert got.dtype == dtype and np.array_equal(got, want), (m, dtype)
 
 
-@pytest.mark.parametrize("k", [1, 1040, 1041, 2200])
+@pytest.mark.parametrize("k", [1, 1024, 1025, 3001])
+def test_residue_products_are_exact_across_the_float32_chunks(k: int) -> None:
+    """Scheme II's residue products run in float32 BLAS over K chunks of at most 1024, where
+    128·128·K <= 2^24 keeps every partial sum exact, summed in float64. Residues at the ends
+    of the range (-128 and 127) and a row against a column at the largest sum, 128²·K;
+    compared with Python integers."""
+    rng = np.random.default_rng(k)
+    ra = rng.choice(np.array([-128, 127, 1, 0], dtype=np.float32), (3, k))
+    rb = rng.choice(np.array([-128, 127, -1], dtype=np.float32), (k, 4))
+    ra[0], rb[:, 0] = -128, -128
+    ra[1], rb[:, 1] = 127, 127  # k = 3001: an odd total past 2^24, which float32 cannot hold
+    got = oz.residue_product(ra, rb)
+    want = [[sum(int(x) * int(y) for x, y in zip(ra[i], rb[:, j], strict=True)) for j in range(4)]
+            for i in range(3)]  # fmt: skip
+    assert got.dtype == np.float64 and got.tolist() == want
+    assert got[0, 0] == 128 * 128 * k and got[1, 1] == 127 * 127 * k
+
+
+@pytest.mark.parametrize("k", [1, 1040, 1041, 2201])
 def test_slice_products_are_exact_across_the_float32_chunks(k: int) -> None:
     """Scheme I's digit products run in float32 BLAS over K chunks of at most 1040, where
     127·127·K < 2^24 keeps every partial sum exact; extreme digits (all ±127) make the
@@ -187,7 +205,7 @@ def test_slice_products_are_exact_across_the_float32_chunks(k: int) -> None:
     da = [rng.choice(np.array([-127, 127, 1, 0], dtype=np.int8), (3, k)) for _ in range(3)]
     db = [rng.choice(np.array([-127, 127, -1], dtype=np.int8), (k, 4)) for _ in range(3)]
     da[0][0] = 127
-    db[2][:, 0] = 127  # a row against a column at the largest sum, 127²·K
+    db[2][:, 0] = 127  # the largest sum, 127²·K: odd past 2^24 at k = 2201 (not a float32)
     for g in (2, 3, 4):
         got = oz.blas_slice_products(da, db, g)
         want = [[sum(int(x) * int(y) for s in range(1, g)
