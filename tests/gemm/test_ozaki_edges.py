@@ -397,8 +397,8 @@ def test_a_whole_call_stays_within_the_workspace_budget(
     method: str, terms: int, traced_peak
 ) -> None:
     """docs/ozaki.md "Workspace": beyond its inputs and output, a call keeps at most 1.5x the
-    float64 size of A and B, small problems included (the line statistics' chunks used to take
-    a fixed 2^20 elements: 5.3x at 600 x 600)."""
+    size of A and B (float64 here), small problems included (the line statistics' chunks
+    used to take a fixed 2^20 elements: 5.3x at 600 x 600)."""
     rng = np.random.default_rng(3)
     A, B = rng.standard_normal((600, 600)), rng.standard_normal((600, 600))
     gemm(A[:4], B, method=method, fmt="int8", target="fp64", terms=terms, backend="emulator")
@@ -591,8 +591,8 @@ def test_thin_k_call_stays_within_half_the_output(
     target: str, method: str, fmt: str, traced_peak
 ) -> None:
     """docs/ozaki.md "Workspace": beyond its inputs and output, a call keeps at most 1.5x the
-    float64 size of A and B, or half the float64 size of the output where that is larger
-    (thin K). The blocks of the output share are sized from the measured peak of
+    size of A and B (float64 here), or half the float64 size of the output where that is
+    larger (thin K). The blocks of the output share are sized from the measured peak of
     round_limbs, 2.6x (scheme II) what a block holds; sized from the held arrays alone, this
     call kept 1.0-1.9x half the output."""
     rng = np.random.default_rng(22)
