@@ -174,3 +174,33 @@ def test_blocks_of_rows_give_the_emulator_bits(path: str, target: str) -> None:
     want = ozaki_gemm(A, B, method="ozaki2", fmt="int8", target=target, terms=t)
     u = f"u{want.dtype.itemsize}"
     np.testing.assert_array_equal(cp.asnumpy(D).view(u), want.view(u))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("target", ["fp64", "fp32"])
+@pytest.mark.parametrize(("method", "path"), PATHS)
+def test_float16_inputs_give_the_bits_of_their_float64_values(
+    method: str, path: str, target: str
+) -> None:
+    """Float16 inputs reach the kernels as float32 copies (exact; they were float64 copies
+    before 2026-11-28): the outputs are those of the same values as float64, bit for bit, with
+    float16 subnormals, ±Inf, NaN and the largest float16 among them."""
+    import cupy as cp
+
+    from precision.gemm.ozaki_cuda import device_inputs
+
+    rng = np.random.default_rng(16)
+    A = exp_rand(rng, (45, 70), phi=1.0).astype(np.float16)
+    B = exp_rand(rng, (70, 38), phi=1.0).astype(np.float16)
+    A[0, :3] = np.float16(6e-8)  # subnormal float16 (the smallest is 2^-24)
+    A[1, 1], A[2, 2], B[3, 3] = np.inf, np.nan, -np.inf
+    A[4, 0] = np.finfo(np.float16).max
+    dA, dB = device_inputs(cp, cp.asarray(A), cp.asarray(B))
+    assert dA.dtype == dB.dtype == cp.float32
+    t = FIXED_TERMS[(method, target)]
+    D16, run16 = _run(cp, cp.asarray(A), cp.asarray(B), method, path, target, t)
+    D64, run64 = _run(cp, cp.asarray(A, dtype=cp.float64), cp.asarray(B, dtype=cp.float64),
+                      method, path, target, t)  # fmt: skip
+    assert run16.plan == run64.plan
+    u = f"u{D64.dtype.itemsize}"
+    np.testing.assert_array_equal(cp.asnumpy(D16).view(u), cp.asnumpy(D64).view(u))
