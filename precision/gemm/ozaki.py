@@ -1025,17 +1025,23 @@ def _residues(y: np.ndarray, m: int, dtype: Any) -> np.ndarray:
 RESIDUE_F32_KMAX = 2**24 // (128 * 128)  # 1024
 
 
-def residue_product(ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
-    """``ra @ rb`` exactly, as float64, for float32 residues (``|r| <= 128``): float32 BLAS
-    over K chunks of at most :data:`RESIDUE_F32_KMAX` (exact, see there), the chunks summed in
-    float64 (every sum below ``128²·K < 2^53``: exact). Until 2026-11-28 K > 1024 took float64
-    BLAS, about 5x slower per product here."""
-    k = ra.shape[1]
-    if k <= RESIDUE_F32_KMAX:
-        return np.matmul(ra, rb).astype(np.float64)
-    c = np.zeros((ra.shape[0], rb.shape[1]))
-    for k0 in range(0, k, RESIDUE_F32_KMAX):
-        c += ra[:, k0 : k0 + RESIDUE_F32_KMAX] @ rb[k0 : k0 + RESIDUE_F32_KMAX]
+def exact_f32_matmul(a: np.ndarray, b: np.ndarray, kmax: int) -> np.ndarray:
+    """``a @ b`` exactly, as float64, for integer-valued ``a`` and ``b`` (any real dtype, such
+    as float32 residues or int8 digits) whose partial sums over any ``kmax`` consecutive k stay
+    integers below 2^24: float32 BLAS over K chunks of at most ``kmax`` (exact in any
+    summation order), the chunks summed in float64 (exact while every sum is below 2^53).
+    float32 BLAS ran about 5x faster than float64 here (64 x 1024 x 128: 0.2 against 1.1
+    ms); until 2026-11-28 both schemes' products took float64 beyond K = 1024."""
+    k = a.shape[1]
+    if k <= kmax:  # one chunk
+        return np.matmul(a.astype(np.float32, copy=False), b.astype(np.float32, copy=False)).astype(
+            np.float64
+        )
+    c = np.zeros((a.shape[0], b.shape[1]))
+    for k0 in range(0, k, kmax):
+        c += a[:, k0 : k0 + kmax].astype(np.float32, copy=False) @ b[k0 : k0 + kmax].astype(
+            np.float32, copy=False
+        )
     return c
 
 
@@ -1078,7 +1084,7 @@ def ozaki2_emulate(A: np.ndarray, B: np.ndarray, plan: OzakiPlan, sa: LineStats,
                 # |C| <= 128·128·K < 2^53 (2^24 with float32): exact in any summation order.
                 ra = _residues(ya, mod, np.float32)
                 rb = _residues(yb, mod, np.float32)
-                c = _sym_mod_small(residue_product(ra, rb), mod)
+                c = _sym_mod_small(exact_f32_matmul(ra, rb, RESIDUE_F32_KMAX), mod)
                 del ra, rb
                 for t in range(nl):
                     np.multiply(c, Wf[li, t], out=tmp)
@@ -1125,20 +1131,17 @@ DIGIT_F32_KMAX = 2**24 // 127**2  # 1040
 
 
 def blas_slice_products(da: list[Any], db: list[Any], g: int) -> Any:
-    """:data:`SliceProducts` by BLAS. On the CPU: float32 products over K chunks of at most
-    :data:`DIGIT_F32_KMAX` (exact in any summation order, see there), the chunks summed in
-    int64; float32 BLAS ran 5x faster than float64 here (64 x 1024 x 128: 0.2 against 1.1
-    ms). On CuPy: float64, where every ``|sum| <= 127·127·K < 2^53``. Either way the same
-    integers."""
+    """:data:`SliceProducts` by BLAS: on the CPU :func:`exact_f32_matmul` over K chunks of at
+    most :data:`DIGIT_F32_KMAX`; on CuPy float64, where every ``|sum| <= 127·127·K < 2^53``.
+    Either way the same integers."""
     xp = array_module(da[0])
-    k = da[0].shape[1]
-    dtype, step = (np.float32, DIGIT_F32_KMAX) if xp is np else (np.float64, max(k, 1))
     G = xp.zeros((da[0].shape[0], db[0].shape[1]), dtype=np.int64)
     for s in range(1, g):
         a, b = da[s - 1], db[g - s - 1]
-        for k0 in range(0, k, step):
-            part = a[:, k0 : k0 + step].astype(dtype) @ b[k0 : k0 + step].astype(dtype)
-            G += part.astype(np.int64)
+        if xp is np:
+            G += exact_f32_matmul(a, b, DIGIT_F32_KMAX).astype(np.int64)
+        else:
+            G += (a.astype(np.float64) @ b.astype(np.float64)).astype(np.int64)
     return G
 
 

@@ -189,7 +189,7 @@ def test_residue_products_are_exact_across_the_float32_chunks(k: int) -> None:
     rb = rng.choice(np.array([-128, 127, -1], dtype=np.float32), (k, 4))
     ra[0], rb[:, 0] = -128, -128
     ra[1], rb[:, 1] = 127, 127  # k = 3001: an odd total past 2^24, which float32 cannot hold
-    got = oz.residue_product(ra, rb)
+    got = oz.exact_f32_matmul(ra, rb, oz.RESIDUE_F32_KMAX)
     want = [[sum(int(x) * int(y) for x, y in zip(ra[i], rb[:, j], strict=True)) for j in range(4)]
             for i in range(3)]  # fmt: skip
     assert got.dtype == np.float64 and got.tolist() == want
