@@ -54,6 +54,15 @@ def _operands(m: int, k: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray
     return A, B
 
 
+def _assert_same_bits(got: Any, want: Any) -> None:
+    """``got`` and ``want`` (CuPy or numpy) hold the same dtype and the same bits everywhere
+    (NaN payloads and signed zeros included)."""
+    got, want = (x.get() if hasattr(x, "get") else np.asarray(x) for x in (got, want))
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    u = f"u{want.dtype.itemsize}"
+    np.testing.assert_array_equal(got.view(u), want.view(u))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(37, 53, 29), (257, 100, 130)], ids=["37x53x29", "257x100x130"])
 @pytest.mark.parametrize("terms", ["fixed", "auto"])
@@ -75,12 +84,11 @@ def test_float32_inputs_give_the_bits_of_their_float64_copies(
                       method, path, target, t)  # fmt: skip
     assert run32.plan == run64.plan
     assert D32.dtype == D64.dtype and D32.shape == (m, n)
-    u = f"u{D64.dtype.itemsize}"
-    np.testing.assert_array_equal(cp.asnumpy(D32).view(u), cp.asnumpy(D64).view(u))
+    _assert_same_bits(D32, D64)
     # and the CPU emulator's bits for the float32 arrays themselves
     fmt = path if method == "ozaki1" else "int8"
     want = ozaki_gemm(A, B, method=method, fmt=fmt, target=target, terms=run32.plan.terms)
-    np.testing.assert_array_equal(cp.asnumpy(D32).view(u), want.view(u))
+    _assert_same_bits(D32, want)
 
 
 def _peak(cp: Any, call: Callable[[], Any]) -> tuple[Any, int]:
@@ -127,8 +135,7 @@ def test_float32_inputs_are_not_copied_to_float64(method: str, path: str, target
                                                                      peak64)):  # fmt: skip
         assert run.workspace_bytes <= 1.5 * (a.nbytes + b.nbytes), (a.dtype, run)
         assert peak - D.nbytes - run.workspace_bytes < copies // 4, (a.dtype, peak, run)
-    u = f"u{D64.dtype.itemsize}"
-    np.testing.assert_array_equal(cp.asnumpy(D32).view(u), cp.asnumpy(D64).view(u))
+    _assert_same_bits(D32, D64)
 
 
 @pytest.mark.gpu
@@ -153,8 +160,7 @@ def test_a_contiguous_view_off_the_16_byte_grid_is_read_as_its_copy(
     t = FIXED_TERMS[(method, target)]
     D_view, _ = _run(cp, view, Bd, method, path, target, t)
     D_copy, _ = _run(cp, view.copy(), Bd, method, path, target, t)
-    u = f"u{D_copy.dtype.itemsize}"
-    np.testing.assert_array_equal(cp.asnumpy(D_view).view(u), cp.asnumpy(D_copy).view(u))
+    _assert_same_bits(D_view, D_copy)
 
 
 @pytest.mark.gpu
@@ -172,8 +178,7 @@ def test_blocks_of_rows_give_the_emulator_bits(path: str, target: str) -> None:
     D, run = _run(cp, cp.asarray(A), cp.asarray(B), "ozaki2", path, target, t)
     assert run.mb < A.shape[0] and run.workspace_bytes <= 1.5 * (A.nbytes + B.nbytes), run
     want = ozaki_gemm(A, B, method="ozaki2", fmt="int8", target=target, terms=t)
-    u = f"u{want.dtype.itemsize}"
-    np.testing.assert_array_equal(cp.asnumpy(D).view(u), want.view(u))
+    _assert_same_bits(D, want)
 
 
 @pytest.mark.gpu
@@ -202,5 +207,4 @@ def test_float16_inputs_give_the_bits_of_their_float64_values(
     D64, run64 = _run(cp, cp.asarray(A, dtype=cp.float64), cp.asarray(B, dtype=cp.float64),
                       method, path, target, t)  # fmt: skip
     assert run16.plan == run64.plan
-    u = f"u{D64.dtype.itemsize}"
-    np.testing.assert_array_equal(cp.asnumpy(D16).view(u), cp.asnumpy(D64).view(u))
+    _assert_same_bits(D16, D64)
