@@ -67,6 +67,8 @@ from precision.gemm.ozaki import (
 SOURCE = "ozaki2.cu"
 #: Padding of K and of the column block: cuBLAS INT8 GEMMs (16), the fused GEMM (128, also M).
 PAD: dict[str, int] = {"cublas": 16, "fused": 128}
+#: Bytes per entry of the product planes: cuBLAS's int32 products, the fused GEMM's residues.
+PLANE_BYTES: dict[str, int] = {"cublas": 4, "fused": 1}
 GEMMS: tuple[str, ...] = tuple(PAD)
 #: Largest row chunk of the column-statistics kernels (one thread per column and chunk).
 _COL_CHUNK = 128
@@ -161,8 +163,7 @@ def cuda_blocks(M: int, N: int, kp: int, L: int, gemm: str, budget: int) -> tupl
     row block. ``nb`` is the widest such block: a multiple of 256 where it is at least 256,
     else of the padding. Where not even 128 rows against one padded column block fit (tiny
     problems, whose padding alone outgrows 1.5x their inputs), the smallest blocks."""
-    pad = PAD[gemm]
-    cbytes = 4 if gemm == "cublas" else 1
+    pad, cbytes = PAD[gemm], PLANE_BYTES[gemm]
     n_pad = round_up(max(N, 1), pad)
     want = min(n_pad, round_up(ROW_SPLIT_NB, pad))
     parts = 1
@@ -600,10 +601,10 @@ def ozaki2_cuda(
     L = plan.terms
     budget = max(int(workspace_factor * input_bytes(A, B)), int(OUTPUT_SHARE * 8 * M * N))
     mb, nb = cuda_blocks(M, N, kp, L, gemm, budget)
-    cbytes = 4 if gemm == "cublas" else 1
-    ares = cp.empty((L, _rows_padded(mb, gemm), kp), dtype=cp.int8)
+    mbp_max = _rows_padded(mb, gemm)
+    ares = cp.empty((L, mbp_max, kp), dtype=cp.int8)
     bres = cp.empty((L, nb, kp), dtype=cp.int8)
-    C = cp.empty((L, _rows_padded(mb, gemm), nb), dtype=cp.int32 if cbytes == 4 else cp.int8)
+    C = cp.empty((L, mbp_max, nb), dtype=cp.int32 if gemm == "cublas" else cp.int8)
     p, emin_sub, dtype = TARGETS[plan.target]
     D = cp.empty((M, N), dtype=dtype)
     suffix = "f64" if plan.target == "fp64" else "f32"
