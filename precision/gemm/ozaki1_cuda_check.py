@@ -163,16 +163,15 @@ def host_pipeline() -> list[dict[str, Any]]:
     and :data:`F32_CASES` (float32, which the digit and statistics kernels must be handed as
     float32: ``read_as``), against the emulator bit for bit (``terms="auto"``: also the
     count)."""
-    from precision.gemm.ozaki_host import INPUT_READS
+    from precision.gemm.ozaki_host import INPUT_READS, f32_operands
 
     results = []
     runs = [(c, np.float64) for c in CASES] + [(c, np.float32) for c in F32_CASES]
     with _ozaki1_on_the_cpu() as o1c:
         for i, ((m, k, n, phi, fmt, target, terms, wf, specials), dtype) in enumerate(runs):
             A, B = _operands(m, k, n, phi, seed=100 + i, specials=specials)
-            A, B = A.astype(dtype), B.astype(dtype)
-            if dtype == np.float32 and A.size:
-                A.flat[0] = np.float32(-1e-40)  # a float32 subnormal
+            if dtype == np.float32:  # (with a float32 subnormal and the largest float32)
+                A, B = f32_operands(A, B)
             INPUT_READS.clear()
             D, run = o1c.ozaki1_cuda(A, B, fmt=fmt, target=target, terms=terms,
                                      workspace_factor=wf)  # fmt: skip

@@ -350,7 +350,7 @@ def kernels_on_the_cpu() -> Iterator[Any]:
         oc._CONSTANTS_SET.clear()
 
 
-def _f32_operands(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def f32_operands(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A and B rounded to float32, with a float32 subnormal and the largest float32 in A (so
     that the float32 reads meet both ends of the format)."""
     A32, B32 = A.astype(np.float32), B.astype(np.float32)
@@ -410,7 +410,7 @@ def host_pipeline() -> list[dict[str, Any]]:
                 A = exp_rand(rng, (m, k), phi=phi)
                 B = exp_rand(rng, (k, n), phi=phi)
             if f32:
-                A, B = _f32_operands(A, B)
+                A, B = f32_operands(A, B)
             INPUT_READS.clear()
             D, run = oc.ozaki2_cuda(A, B, target=target, terms=terms, gemm=gemm,
                                     workspace_factor=wf)  # fmt: skip
