@@ -61,6 +61,15 @@ from typing import Any
 import numpy as np
 
 from precision.formats import get_format
+from precision.limbs import LIMB_BITS as _LIMB
+from precision.limbs import LIMB_MASK as _MASK
+from precision.limbs import (
+    array_module,
+    bitlen_u32,
+    format_params,
+    normalize_limbs,
+    round_limbs,
+)
 
 #: Pairwise coprime moduli, greedily from 256 down (256 = 2^8, 255 = 3·5·17, 253 = 11·23, ...).
 MODULI: tuple[int, ...] = (
@@ -80,10 +89,7 @@ OZAKI1_MAX_SLICES = 8
 #: :func:`sym_mod` reduces them.
 QMAX = 62
 #: Output formats: (precision p, exponent of the smallest subnormal, numpy dtype).
-TARGETS: dict[str, tuple[int, int, Any]] = {
-    n: (f.precision, f.emin - f.precision + 1, f.storage.type)
-    for n, f in ((n, get_format(n)) for n in ("fp64", "fp32"))
-}
+TARGETS: dict[str, tuple[int, int, Any]] = {n: format_params(n) for n in ("fp64", "fp32")}
 METHODS: tuple[str, ...] = ("ozaki1", "ozaki2")
 FORMATS: dict[str, tuple[str, ...]] = {"ozaki1": ("int8", "fp16"), "ozaki2": ("int8",)}
 #: Valid explicit ``terms`` per method (inclusive): slices (scheme I), moduli (scheme II).
@@ -93,8 +99,6 @@ TERMS_RANGE: dict[str, tuple[int, int]] = {
 }
 #: Margin of the CRT range: |T| <= M·(1/2 - 2^-MARGIN_LOG2) keeps the quotient estimate exact.
 MARGIN_LOG2 = 20
-_LIMB = 32
-_MASK = (1 << _LIMB) - 1
 _CANON_NAN: dict[str, Any] = {  # the IEEE quiet NaN of each target
     n: get_format(n).bits_dtype.type(get_format(n).ieee_quiet_nan_bits) for n in TARGETS
 }
@@ -102,15 +106,6 @@ _CHUNK = 1 << 20  # elements per chunk of the line statistics (at most)
 #: Full-size 8-byte temporaries per element that a chunk of line_stats / norm_terms holds at
 #: once (measured with tracemalloc: about 10), which sizes the chunk on small inputs.
 _STATS_TEMPS = 12
-
-
-def array_module(x: Any) -> Any:
-    """numpy, or cupy for a CuPy array (the integer steps below run unchanged on either)."""
-    if type(x).__module__.split(".")[0] == "cupy":
-        import cupy
-
-        return cupy
-    return np
 
 
 # ------------------------------------------------------------------------------ line stats
@@ -370,7 +365,7 @@ def _bit_length_i64(x: np.ndarray) -> np.ndarray:
     """Bit length of non-negative int64 values (exact: split into 32-bit halves)."""
     x = np.asarray(x, dtype=np.int64)
     hi, lo = x >> 32, x & _MASK
-    return np.where(hi > 0, 32 + _bitlen_u32(hi), np.where(lo > 0, _bitlen_u32(lo), 0))
+    return np.where(hi > 0, 32 + bitlen_u32(hi), np.where(lo > 0, bitlen_u32(lo), 0))
 
 
 def _line_spread(stats: LineStats) -> np.ndarray:
@@ -629,65 +624,6 @@ def crt_constants(moduli: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.n
             W[i, t] = (w >> (_LIMB * t)) & _MASK
     Ml = np.array([(M >> (_LIMB * t)) & _MASK for t in range(nl)], dtype=np.int64)
     return W, u, Ml
-
-
-def normalize_limbs(acc: list[np.ndarray]) -> None:
-    """Carry-propagate limbs in place: limbs 0..n-2 into [0, 2^32), the top limb signed."""
-    for t in range(len(acc) - 1):
-        carry = acc[t] >> _LIMB  # arithmetic shift: floor division
-        acc[t] &= _MASK
-        acc[t + 1] += carry
-
-
-def _bitlen_u32(x: np.ndarray) -> np.ndarray:
-    """Bit length of integers in [0, 2^32) (exact: they convert to float64 exactly)."""
-    return array_module(x).frexp(x.astype(np.float64))[1].astype(np.int64)
-
-
-def round_limbs(acc: list[np.ndarray], e: np.ndarray, target: str) -> np.ndarray:
-    """``RN(X·2^e)`` in ``target`` for the signed integer ``X = sum_t acc[t]·2^(32t)``
-    (normalized limbs) and int64 exponents ``e``; round to nearest even, gradual underflow,
-    overflow to ±Inf. Integer steps only: the top 64 bits of |X| with every lower bit ORed into
-    the last (round to odd, exact enough for any later rounding to <= 62 bits), then the
-    rounding at precision ``min(p, bits above the subnormal grid)`` and an exact ``ldexp``."""
-    p, emin_sub, dtype = TARGETS[target]
-    xp = array_module(acc[0])
-    nl = len(acc)
-    neg = acc[-1] < 0
-    mag = [xp.where(neg, -a, a) for a in acc]
-    normalize_limbs(mag)
-    bl = xp.zeros(mag[0].shape, dtype=np.int64)
-    for t in range(nl):
-        bl = xp.where(mag[t] != 0, _LIMB * t + _bitlen_u32(mag[t]), bl)
-    r0 = xp.maximum(bl - 64, 0)
-    window = xp.zeros(bl.shape, dtype=np.uint64)
-    sticky = xp.zeros(bl.shape, dtype=bool)
-    for t in range(nl):
-        limb = mag[t].astype(np.uint64)
-        sh = _LIMB * t - r0
-        left = xp.clip(sh, 0, 63).astype(np.uint64)
-        right = xp.clip(-sh, 0, 63).astype(np.uint64)
-        window |= xp.where(sh >= 0, xp.left_shift(limb, left), 0).astype(np.uint64)
-        part = xp.where((sh < 0) & (sh > -_LIMB), xp.right_shift(limb, right), 0)
-        window |= part.astype(np.uint64)
-        lost = xp.where(sh <= -_LIMB, limb, limb & ((np.uint64(1) << right) - np.uint64(1)))
-        sticky |= (sh < 0) & (lost != 0)
-    window |= sticky.astype(np.uint64)
-    base = r0 + e  # |X|·2^e ~ window·2^base
-    blw = bl - r0
-    r = xp.maximum(blw - p, emin_sub - base)
-    rr = xp.clip(r, 1, 64).astype(np.uint64)
-    rr1 = xp.clip(r - 1, 0, 63).astype(np.uint64)
-    mant = xp.where(r >= 64, np.uint64(0), xp.right_shift(window, xp.minimum(rr, 63)))
-    rem = xp.where(r >= 64, window, window & ((np.uint64(1) << xp.minimum(rr, 63)) - np.uint64(1)))
-    half = xp.left_shift(np.uint64(1), rr1)
-    up = (rem > half) | ((rem == half) & ((mant & np.uint64(1)) == 1))
-    mant = xp.where(r > 0, mant + up.astype(np.uint64), window)
-    mant = xp.where(r > 64, np.uint64(0), mant)
-    with np.errstate(over="ignore"):
-        out = xp.ldexp(mant.astype(np.float64), xp.where(r > 0, r + base, base))
-        out = xp.where(neg, -out, out).astype(dtype)
-    return out
 
 
 # --------------------------------------------------------------------------- special values

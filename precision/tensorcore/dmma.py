@@ -46,7 +46,7 @@ elements copied, split and flagged at a time: about 10 MiB beyond the output for
 4096 (1664 MiB before 2026-11-28, when it kept full-size copies of both operands).
 
 :func:`dot_rn` forms each exact sum in 32-bit integer limbs (int64), vectorised over output
-elements, and rounds it once (``_exact_dot``).
+elements, and rounds it once (``_exact_dot``, :mod:`precision.limbs`).
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ import numpy as np
 from precision.eft import split as _split
 from precision.eft import two_prod_split as _two_prod
 from precision.eft import two_sum as _two_sum
+from precision.limbs import normalize_limbs, round_limbs
 from precision.threads import in_threads, thread_count
 
 __all__ = ["dot_pairwise", "dot_rn", "fma", "fma_chain"]
@@ -637,10 +638,10 @@ def _exact_dot(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray,
     blocks of 4096 k): each element's sum is a signed integer times 2^base (base 64 bits below
     its lowest non-zero term) in 32-bit limbs held in int64. A product m_a m_b 2^(q_a + q_b)
     (|x| = m 2^q, m < 2^53) enters as three exact partial products below 2^54 (significands
-    split 27 + 26 bits), each added to three limbs. After carry propagation (and negation of
-    negative sums), the integer is rounded once, RN-even, at bit g = max(msb - 52, -1074) from
-    its 53 bits above g, the guard bit g - 1 and the OR of every lower bit: subnormal results
-    round once to the 2^-1074 grid, and a result that rounds to 2^1024 or more is ±Inf.
+    split 27 + 26 bits), each added to three limbs. After carry propagation the integer is
+    rounded once by :func:`precision.limbs.round_limbs` (the Ozaki emulators' rounding), RN-even:
+    subnormal results round once to the 2^-1074 grid, and a result that rounds to 2^1024 or
+    more is ±Inf.
     Exact for K < 2^28 (the int64 limbs take 2^16 blocks of sums below 2^47).
     """
     n, k = a.shape
@@ -667,9 +668,8 @@ def _exact_dot_chunk(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.nd
     )
     base = np.where(lo < far, lo - 64, 0)
     span = int(np.where(lo < far, hi - base, 0).max(initial=0))
-    # limbs: the span of the terms and the carries of 3K + 1 partials, then one sign limb and
-    # three zero limbs (read past the top by the rounding).
-    limbs = -(-(span + (3 * k + 1).bit_length()) // 32) + 4
+    # limbs: the span of the terms and the carries of 3K + 1 partials, then one sign limb
+    limbs = -(-(span + (3 * k + 1).bit_length()) // 32) + 1
     acc = np.zeros((limbs, n), dtype=np.int64)
     col = np.arange(n)
     half = np.int64((1 << 26) - 1)
@@ -686,12 +686,9 @@ def _exact_dot_chunk(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.nd
             (al[:, ks] * bl[:, ks], pos, sign),
         ]
         _accumulate(acc, parts, col[:, None])
-    _carry(acc)
-    neg = acc[-1] < 0
-    if neg.any():
-        acc[:, neg] = -acc[:, neg]
-        _carry(acc)
-    return _round_limbs(acc, base, neg)
+    rows = list(acc)  # (views: the carries land in acc)
+    normalize_limbs(rows)
+    return round_limbs(rows, base, "fp64"), ~(acc != 0).any(axis=0)
 
 
 def _accumulate(
@@ -707,53 +704,6 @@ def _accumulate(
             w.append((piece * sign).ravel())
     sums = np.bincount(np.concatenate(idx), np.concatenate(w), acc.size)
     acc += sums.reshape(acc.shape).astype(np.int64)
-
-
-def _carry(acc: np.ndarray) -> None:
-    """Propagate carries in place: limbs 0..L-2 in [0, 2^32), the top limb signed."""
-    carry = np.zeros(acc.shape[1], dtype=np.int64)
-    for i in range(acc.shape[0] - 1):
-        v = acc[i] + carry
-        np.bitwise_and(v, _M32, out=acc[i])
-        carry = v >> 32
-    acc[-1] += carry
-
-
-def _round_limbs(
-    acc: np.ndarray, base: np.ndarray, neg: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """RN-even binary64 of (-1)^neg sum_i acc[i] 2^(32 i + base) (non-negative 32-bit limbs,
-    at least three zero limbs on top; every non-zero value has its msb >= base + 64), and
-    whether it is 0. The bits g to msb, g = max(msb - 52, -1074) (53, fewer for a subnormal),
-    the guard bit g - 1 and the OR of all lower bits (sticky) decide the rounding."""
-    with np.errstate(all="ignore"):
-        limbs, n = acc.shape
-        col = np.arange(n)
-        nz = acc != 0
-        zero = ~nz.any(axis=0)
-        top = limbs - 1 - np.argmax(nz[::-1], axis=0)
-        _, bits = np.frexp(acc[top, col].astype(np.float64))  # bit length of the top limb
-        msb = 32 * top + bits - 1 + base
-        g = np.maximum(msb - 52, -1074)
-        gr = np.where(zero, 64, g - base)  # >= 12
-        u = acc.view(np.uint64)
-        j0, sh = np.minimum(gr >> 5, limbs - 3), (gr & 31).astype(np.uint64)
-        up32 = np.uint64(32) - sh
-        sig = (
-            (u[j0, col] >> sh)
-            | (u[j0 + 1, col] << up32)
-            | ((u[j0 + 2, col] << up32) << np.uint64(32))
-        )
-        sig &= np.uint64((1 << 54) - 1)
-        gp = gr - 1
-        gi, gs = np.minimum(gp >> 5, limbs - 1), (gp & 31).astype(np.uint64)
-        guard = (u[gi, col] >> gs) & np.uint64(1)
-        below = (u[gi, col] & ((np.uint64(1) << gs) - np.uint64(1))) != 0
-        prefix = np.logical_or.accumulate(nz, axis=0)
-        below |= (gi > 0) & prefix[np.maximum(gi - 1, 0), col]
-        up = (guard == 1) & (below | ((sig & np.uint64(1)) == 1))
-        mag = np.ldexp((sig + up).astype(np.float64), g)
-        return np.where(neg, -mag, mag), zero
 
 
 def dot_pairwise(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
