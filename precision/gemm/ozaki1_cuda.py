@@ -22,7 +22,8 @@ Each piece writes int32 (fp32) planes; ``oz1_combine_*`` adds a group of planes,
 ``2^(7(T+1-g))``, into an exact 128-bit integer per output and, after the last group, rounds
 ``X·2^(emax_a + emax_b - 7T - 7)`` once to the target (round to nearest even, gradual
 underflow, overflow to ±Inf). NaN/±Inf entries are zero in the digits; the flagged outputs get
-:func:`~precision.gemm.ozaki.apply_specials`.
+the values of :func:`~precision.gemm.ozaki.apply_specials`, written on the device
+(:func:`~precision.gemm.ozaki_cuda.write_specials`).
 
 Workspace beyond inputs and output: the digits of a block of rows and of a block of columns
 (``T·kp`` bytes per line, twice that for fp16), the planes of one group and the 16-byte
@@ -177,8 +178,9 @@ def ozaki1_cuda(
     """Scheme I on the GPU for device or host float64/float32 arrays (two float32 operands are
     read as float32, no float64 copy); returns (D as a CuPy array of ``target``'s dtype,
     :class:`Ozaki1Run`). ``timed`` records CUDA events per phase.
-    One host synchronisation for an int ``terms`` (whether any line is NaN/Inf-bad); ``"auto"``
-    also copies the line statistics (a few KB) to the host to pick the count."""
+    No host synchronisation for an int ``terms`` (NaN/Inf outputs are written on the device,
+    :func:`~precision.gemm.ozaki_cuda.write_specials`); ``"auto"`` copies the line statistics
+    (a few KB) to the host to pick the count."""
     from precision.gpu import require_gpu
 
     cp = require_gpu("ozaki1 backend='cuda'")
@@ -270,7 +272,7 @@ def ozaki1_cuda(
                 )  # fmt: skip
                 first_plane += plane
                 mark("combine")
-    oc.specials_if_bad(cp, D, A, B, bad_all, dsa, dsb, plan.target)
+    oc.write_specials(cp, D, A, B, bad_all, dsa.emax, dsb.emax, plan.target)
     mark("specials")
     run = Ozaki1Run(plan=plan, mb=mb, nb=nb, gemm_calls=calls, planes=int(shifts.size))
     run.workspace_bytes = int(adig.nbytes + bdig.nbytes + C.nbytes + acc.nbytes)

@@ -17,9 +17,11 @@ The spec (every step exact, so any order of evaluation gives the same bits):
   CRT (``T = S - q·M``), ``D = RN(T·2^-(s_i + t_j))`` in the target.
 
 No host round trip and no device synchronisation for an int ``terms``: the shifts are written
-by the statistics kernels; one sync at the end reads whether any line is bad (then the flags,
-for :func:`~precision.gemm.ozaki.apply_specials`). ``terms="auto"`` reduces the statistics
-to one int on the device and reads that back to pick the moduli (:func:`device_auto_terms`).
+by the statistics kernels, and the outputs that NaN/±Inf inputs reach are written by a last
+kernel that finds them from the lines' ``bad`` flags (:func:`write_specials`; the values of
+:func:`~precision.gemm.ozaki.special_block`). A call returns once its kernels are queued, as
+CuPy's own ``matmul`` does. ``terms="auto"`` reduces the statistics to one int on the device
+and reads that back to pick the moduli (:func:`device_auto_terms`).
 
 Workspace beyond inputs and output, per block of ``mb`` rows of A and ``nb`` columns of B
 (:func:`cuda_blocks`): the int8 residues of A's rows (``L·mbp·Kp`` bytes) and of B's columns
@@ -54,7 +56,6 @@ from precision.gemm.ozaki import (
     TARGETS,
     LineStats,
     OzakiPlan,
-    apply_specials,
     check_args,
     crt_constants,
     crt_limbs,
@@ -78,6 +79,8 @@ _THREADS = 256
 #: residues in one read of A; the row is staged in shared memory, 8 bytes per k: 192 KiB).
 ROWS_FUSED_MAX_KP = 24576
 _ROWS_FUSED_THREADS = 384  # ozaki2.cu OZ_ROWS_T
+#: Rows per block of ``oz2_specials_*`` (ozaki2.cu kSpecialRows), of 256 columns each.
+SPECIAL_ROWS = 256
 
 
 #: The kernels' input element type (``OZ_IN`` in ozaki2.cu and ozaki1.cu) -> nvcc flags: "f64"
@@ -104,8 +107,17 @@ def _module(inp: str) -> Any:
     return raw_module(SOURCE, "the Ozaki-II kernels", inp)
 
 
+#: Kernels already looked up, by (the module getter in place, input kind, name): a lookup
+#: per launch cost host time on every call. The getter is part of the key because the host
+#: replay (:func:`precision.gemm.ozaki_host.kernels_on_the_cpu`) swaps ``_module`` for a while.
+_FUNCTIONS: dict[tuple[Any, str, str], Any] = {}
+
+
 def _kernel(name: str, inp: str = "f64") -> Any:
-    return _module(inp).get_function(name)
+    key = (_module, inp, name)
+    if key not in _FUNCTIONS:
+        _FUNCTIONS[key] = _module(inp).get_function(name)
+    return _FUNCTIONS[key]
 
 
 def input_kind(X: Any) -> str:
@@ -469,13 +481,27 @@ def residues_cols(
     )  # fmt: skip
 
 
-def specials_if_bad(cp: Any, D: Any, A: Any, B: Any, bad_all: Any, dsa: DeviceStats,
-                    dsb: DeviceStats, target: str) -> None:  # fmt: skip
-    """The one synchronisation of a call: is any line of A or B NaN/Inf-bad (``bad_all``: the
-    flags of A's rows, then B's columns)? Only then are the flags copied to the host and
-    :func:`~precision.gemm.ozaki.apply_specials` writes the affected outputs of ``D``."""
-    if bad_all.size and D.size and int(bad_all.max().get()):
-        apply_specials(D, A, B, dsa.to_host(), dsb.to_host(), target, xp=cp)
+def write_specials(cp: Any, D: Any, A: Any, B: Any, bad_all: Any, emax_a: Any, emax_b: Any,
+                   target: str) -> None:  # fmt: skip
+    """Overwrite, on the device, the outputs of ``D`` (M x N, C-contiguous) in rows of A or
+    columns of B that hold NaN or ±Inf (``bad_all``: the int32 flags of A's rows, then B's
+    columns) with the IEEE value native GEMM gives there, the value of
+    :func:`~precision.gemm.ozaki.special_block` (``oz2_specials_f64`` / ``_f32`` in
+    precision/kernels/ozaki2.cu). ``emax_a`` / ``emax_b`` (int32): the frexp exponents of
+    each line's largest finite magnitude, or less (as :class:`DeviceStats` holds them): where
+    they show that no finite product can overflow, only the NaN/Inf entries' products are
+    visited. No host synchronisation: with no bad line the kernel only reads the flags. A and
+    B are the arrays the other kernels read (:func:`device_inputs`)."""
+    M, K = A.shape
+    N = B.shape[1]
+    if D.size == 0:
+        return
+    suffix = "f64" if target == "fp64" else "f32"
+    _kernel(f"oz2_specials_{suffix}", input_kind(A))(
+        (_blocks(N) * -(-M // SPECIAL_ROWS),),
+        (_THREADS,),
+        (A, B, np.int32(M), np.int32(N), np.int32(K), bad_all, emax_a, emax_b, D),
+    )
 
 
 class PhaseTimer:
@@ -654,7 +680,7 @@ def ozaki2_cuda(
                  np.int32(emin_sub), D[r0 : r0 + mbc]),
             )  # fmt: skip
             mark("reconstruct")
-    specials_if_bad(cp, D, A, B, bad_all, dsa, dsb, plan.target)
+    write_specials(cp, D, A, B, bad_all, dsa.emax, dsb.emax, plan.target)
     mark("specials")
     run = CudaRun(
         plan=plan,

@@ -58,6 +58,20 @@ def _maps(a_ptr: int, b_ptr: int, L: int, M: int, nbp: int, kp: int) -> Any:
     return cp.asarray(np.frombuffer(maps, dtype=np.uint8))
 
 
+@functools.lru_cache(maxsize=32)
+def _device_moduli(device: int, moduli: tuple[int, ...]) -> Any:
+    """The moduli as an int32 array on GPU ``device``, copied once per list instead of once
+    per launch (host time on every call). The copy is waited for, so that a kernel on any
+    stream may read it."""
+    from precision.gpu import require_gpu
+
+    cp = require_gpu("the Ozaki-II INT8 GEMM kernel")
+    with cp.cuda.Device(device) as dev:
+        out = cp.asarray(np.array(moduli, dtype=np.int32))
+        dev.synchronize()
+    return out
+
+
 def _check(name: str, X: Any, shape: tuple[int, int, int]) -> None:
     if X.dtype != np.int8 or tuple(X.shape) != shape or not X.flags.c_contiguous:
         raise ValueError(
@@ -108,7 +122,7 @@ def gemm_mod(
         mods = np.asarray(moduli, dtype=np.int64)
         if mods.shape != (L,) or mods.min() < 2 or mods.max() > 256:
             raise ValueError(f"gemm_mod: moduli must be L={L} ints in [2, 256]; got {mods}")
-        moduli = cp.asarray(mods.astype(np.int32))
+        moduli = _device_moduli(cp.cuda.Device().id, tuple(int(m) for m in mods))
     elif moduli.dtype != np.int32 or moduli.size < L:
         raise ValueError(f"gemm_mod: device moduli must be >= {L} int32; got {moduli.dtype}")
     tiles = -(-M // TILE_M) * -(-nbp // TILE_N)

@@ -216,12 +216,14 @@ class _MockCuPy:
 
 
 #: Block-cooperative kernels -> their harness entry (one fiber per CUDA thread).
-_COOPERATIVE = {"oz2_stats_rows": "stats_rows_threaded", "oz2_rows_fused": "rows_fused_threaded"}
+_COOPERATIVE = {"oz2_stats_rows": "stats_rows_threaded", "oz2_rows_fused": "rows_fused_threaded",
+                "oz2_specials_f64": "specials_f64_threaded",
+                "oz2_specials_f32": "specials_f32_threaded"}  # fmt: skip
 #: The kernels that read A or B (their first argument, ``const OZ_IN*``).
 INPUT_KERNELS = frozenset({
     "oz2_stats_rows", "oz2_stats_cols_max", "oz2_stats_cols_nfix", "oz2_residues_rows",
     "oz2_rows_fused", "oz2_residues_cols", "oz1_digits_rows_i8", "oz1_digits_cols_i8",
-    "oz1_digits_rows_f16", "oz1_digits_cols_f16",
+    "oz1_digits_rows_f16", "oz1_digits_cols_f16", "oz2_specials_f64", "oz2_specials_f32",
 })  # fmt: skip
 #: The dtype of every A or B the mock kernels were handed, by name (``"float32"``: read as
 #: float32 by the ``"f32"`` library); :func:`kernels_on_the_cpu` empties it.

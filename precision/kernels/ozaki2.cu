@@ -881,3 +881,184 @@ OZ_RECON(2, oz2_recon_i8_nl2_f32, int8_t, float)
 OZ_RECON(3, oz2_recon_i8_nl3_f32, int8_t, float)
 OZ_RECON(4, oz2_recon_i8_nl4_f32, int8_t, float)
 OZ_RECON(5, oz2_recon_i8_nl5_f32, int8_t, float)
+
+// ---------------------------------------------------------------------------- special values
+// For every output (i, j) of D (M x N, row-major) whose row i of A or column j of B holds a
+// NaN or +-Inf (bad[i] or bad[M + j] nonzero, as the statistics kernels set them), the value
+// that native GEMM gives, as precision.gemm.ozaki.special_block defines it: each product a*b
+// rounded to the target first, so a NaN operand or Inf*0 gives NaN, and an Inf factor, or a
+// finite product beyond the target's range, an Inf of the product's sign; the output is the
+// target's quiet NaN (canonical bits) if some product is NaN or a +Inf meets a -Inf, else that
+// Inf. Every other output is left as it is, so the call needs no host synchronisation to find
+// out whether there is anything to do: with no bad line a block reads the flags and ends.
+//
+// The product's rounding to fp64 is the float64 multiply (it overflows exactly where the
+// exact product reaches 2^1024 - 2^970). For fp32, the float64 product p of two float64 (or
+// float32) factors is the exact one unless rounded; fp32 rounding overflows where the exact
+// product reaches kF32Overflow = 2^128 - 2^103 (half an ulp above FLT_MAX); |p| > that, or
+// |p| == that with the rounding error e = fma(a, b, -p) (exact at this magnitude) zero or of
+// p's sign, says so exactly.
+//
+// Which products to look at: where neither factor can overflow with the other (emax_a[i] +
+// emax_b[j] below kSpecialLeast, frexp exponents of the lines' largest finite magnitudes, as
+// the statistics kernels leave them), only the products with a NaN/Inf factor decide, so only
+// the k where the bad lines hold one (a bad row's listed in shared memory, at most
+// kSpecialList of them; a bad column's, where a bad row meets it, by its thread, at most
+// kColList) are visited; elsewhere, or when a list is full, every k.
+//
+// Blocks (a 1-D grid): blockDim.x (<= 256) columns x kSpecialRows rows of D each. The bad rows'
+// outputs: one column per thread (B's rows read coalesced). The bad columns' outputs in the
+// other rows: one row per thread.
+constexpr int kSpecialRows = 256;
+constexpr int kSpecialList = 1024;
+constexpr int kColList = 4;
+constexpr double kF32Overflow = 0x1.ffffffp+127;  // 2^128 - 2^103
+
+// Which kinds of product an output's sum has met.
+struct SpecialFlags {
+  bool nan = false, pinf = false, ninf = false;
+  // the output is NaN whatever comes next
+  __device__ __forceinline__ bool settled() const { return nan || (pinf && ninf); }
+  __device__ __forceinline__ void add(double a, double b, bool fp32) {
+    const double p = __dmul_rn(a, b);
+    if (p != p) {
+      nan = true;
+      return;
+    }
+    const long long pb = __double_as_longlong(p);
+    bool inf = (pb & 0x7FFFFFFFFFFFFFFFll) == 0x7FF0000000000000ll;
+    if (fp32 && !inf) {
+      const double mag = __longlong_as_double(pb & 0x7FFFFFFFFFFFFFFFll);
+      const double e = __fma_rn(a, b, -p);
+      inf = mag > kF32Overflow || (mag == kF32Overflow && (e == 0.0 || (e > 0.0) == (p > 0.0)));
+    }
+    if (inf) {
+      if (p > 0.0)
+        pinf = true;
+      else
+        ninf = true;
+    }
+  }
+};
+
+// The special value's bits in the output format: the canonical quiet NaN (0x7FF8... /
+// 0x7FC00000, what precision.formats calls ieee_quiet_nan_bits), else +Inf if a +Inf product
+// was met, else -Inf (an affected output always meets a NaN or an Inf product; "neither"
+// writes -Inf, as special_block does). Written as bits: a conversion would give the GPU's own
+// NaN, 0x7FFFFFFF for float.
+__device__ __forceinline__ void store_special(double* d, bool nan, bool pinf, bool ninf) {
+  *d = __longlong_as_double(nan || (pinf && ninf) ? 0x7FF8000000000000ll
+                            : pinf                ? 0x7FF0000000000000ll
+                                                  : (long long)0xFFF0000000000000ull);
+}
+__device__ __forceinline__ void store_special(float* d, bool nan, bool pinf, bool ninf) {
+  *d = __int_as_float(nan || (pinf && ninf) ? 0x7FC00000
+                      : pinf                ? 0x7F800000
+                                            : (int)0xFF800000u);
+}
+
+// The k of line x (n entries, stride ld) whose entry is NaN or +-Inf, into list[0 .. *count)
+// (order unspecified); *count may exceed kSpecialList (then the list is incomplete). The whole
+// block takes part.
+__device__ __forceinline__ void list_nonfinite(const OZ_IN* __restrict__ x, int n, size_t ld,
+                                               int* list, int* count) {
+  if (threadIdx.x == 0) *count = 0;
+  __syncthreads();
+  for (int k = threadIdx.x; k < n; k += blockDim.x) {
+    const double v = (double)x[(size_t)k * ld];
+    if (v - v != 0.0) {  // NaN or Inf (v - v is NaN), not a finite v
+      const int at = atomicAdd(count, 1);
+      if (at < kSpecialList) list[at] = k;
+    }
+  }
+  __syncthreads();
+}
+
+// f over the products a[k] * b[k * ldb] of a row a of A and a column b of B: for the n k of
+// list, or for every k < n when list is null; stops once the output is settled.
+__device__ __forceinline__ void add_products(SpecialFlags& f, const OZ_IN* __restrict__ a,
+                                             const OZ_IN* __restrict__ b, int ldb,
+                                             const int* list, int n, bool fp32) {
+  for (int q = 0; q < n && !f.settled(); ++q) {
+    const int k = list != nullptr ? list[q] : q;
+    f.add((double)a[k], (double)b[(size_t)k * ldb], fp32);
+  }
+}
+
+template <class OUT>
+__device__ __forceinline__ void special_values(const OZ_IN* __restrict__ A,
+                                               const OZ_IN* __restrict__ B, int M, int N, int K,
+                                               const int* __restrict__ bad,
+                                               const int* __restrict__ emax_a,
+                                               const int* __restrict__ emax_b, bool fp32,
+                                               OUT* __restrict__ D) {
+  __shared__ int s_cols[256], s_ncols, s_list[kSpecialList], s_nlist;
+  const int t = threadIdx.x, nt = blockDim.x;
+  const int least = fp32 ? 128 : 1024;  // |a| < 2^ea, |b| < 2^eb: |ab| < 2^(ea + eb)
+  const int nbx = (N + nt - 1) / nt;
+  const int j0 = (int)(blockIdx.x % nbx) * nt, j = j0 + t;
+  const int i0 = (int)(blockIdx.x / nbx) * kSpecialRows, i1 = min(M, i0 + kSpecialRows);
+  // the bad rows: every output of the row, one column per thread; a thread whose column is
+  // bad too lists that column's NaN/Inf entries once (at most kColList of them)
+  const bool col_bad = j < N && bad[M + j] != 0;
+  int col_list[kColList], col_n = -1;  // (-1: not listed yet)
+  for (int i = i0; i < i1; ++i) {
+    if (bad[i] == 0) continue;  // (the same for every thread)
+    list_nonfinite(A + (size_t)i * K, K, 1, s_list, &s_nlist);
+    if (col_bad && col_n < 0) {
+      col_n = 0;
+      for (int k = 0; k < K; ++k) {
+        const double v = (double)B[(size_t)k * N + j];
+        if (v - v != 0.0) {
+          if (col_n < kColList) col_list[col_n] = k;
+          ++col_n;
+        }
+      }
+    }
+    if (j < N) {
+      const OZ_IN* a = A + (size_t)i * K;
+      SpecialFlags f;
+      if (s_nlist <= kSpecialList && (!col_bad || col_n <= kColList) &&
+          emax_a[i] + emax_b[j] < least) {
+        add_products(f, a, B + j, N, s_list, s_nlist, fp32);
+        if (col_bad) add_products(f, a, B + j, N, col_list, col_n, fp32);
+      } else {
+        add_products(f, a, B + j, N, nullptr, K, fp32);
+      }
+      store_special(&D[(size_t)i * N + j], f.nan, f.pinf, f.ninf);
+    }
+    __syncthreads();  // (before the next row's list)
+  }
+  // the bad columns of this block, against the other rows: one row per thread
+  if (t == 0) s_ncols = 0;
+  __syncthreads();
+  if (j < N && bad[M + j] != 0) s_cols[atomicAdd(&s_ncols, 1)] = j;
+  __syncthreads();
+  const int ncols = s_ncols;
+  for (int c = 0; c < ncols; ++c) {
+    const int jc = s_cols[c];
+    list_nonfinite(B + jc, K, (size_t)N, s_list, &s_nlist);
+    for (int i = i0 + t; i < i1; i += nt) {
+      if (bad[i] != 0) continue;  // written above
+      const OZ_IN* a = A + (size_t)i * K;
+      SpecialFlags f;
+      if (s_nlist <= kSpecialList && emax_a[i] + emax_b[jc] < least)
+        add_products(f, a, B + jc, N, s_list, s_nlist, fp32);
+      else
+        add_products(f, a, B + jc, N, nullptr, K, fp32);
+      store_special(&D[(size_t)i * N + jc], f.nan, f.pinf, f.ninf);
+    }
+    __syncthreads();  // (before the next column's list)
+  }
+}
+
+#define OZ_SPECIALS(NAME, OUT, FP32)                                                            \
+  extern "C" __global__ void __launch_bounds__(256)                                             \
+      NAME(const OZ_IN* __restrict__ A, const OZ_IN* __restrict__ B, int M, int N, int K,       \
+           const int* __restrict__ bad, const int* __restrict__ emax_a,                         \
+           const int* __restrict__ emax_b, OUT* __restrict__ D) {                               \
+    special_values<OUT>(A, B, M, N, K, bad, emax_a, emax_b, FP32, D);                           \
+  }
+
+OZ_SPECIALS(oz2_specials_f64, double, false)
+OZ_SPECIALS(oz2_specials_f32, float, true)

@@ -135,6 +135,19 @@ extern "C" int rows_fused_threaded(const OZ_IN* A, int M, int K, int Mp, int Kp,
     oz2_rows_fused(A, M, K, Mp, Kp, q2, emax, esum, count, nfix, bad, shift, L, res);
   });
 }
+// oz2_specials_f64 / _f32: blocks of nt columns x kSpecialRows rows (a 1-D grid).
+extern "C" int specials_f64_threaded(const OZ_IN* A, const OZ_IN* B, int M, int N, int K,
+                                     const int* bad, const int* ea, const int* eb, double* D,
+                                     unsigned nt) {
+  unsigned blocks = (unsigned)(((N + nt - 1) / nt) * ((M + kSpecialRows - 1) / kSpecialRows));
+  return blocks_threaded(blocks, nt, [=] { oz2_specials_f64(A, B, M, N, K, bad, ea, eb, D); });
+}
+extern "C" int specials_f32_threaded(const OZ_IN* A, const OZ_IN* B, int M, int N, int K,
+                                     const int* bad, const int* ea, const int* eb, float* D,
+                                     unsigned nt) {
+  unsigned blocks = (unsigned)(((N + nt - 1) / nt) * ((M + kSpecialRows - 1) / kSpecialRows));
+  return blocks_threaded(blocks, nt, [=] { oz2_specials_f32(A, B, M, N, K, bad, ea, eb, D); });
+}
 static void grid1(long long threads, void (*f)()) {
   blockDim = {256, 1, 1};
   long long nb = (threads + 255) / 256;
