@@ -952,9 +952,7 @@ __device__ __forceinline__ void store_special(double* d, bool nan, bool pinf, bo
                                                   : (long long)0xFFF0000000000000ull);
 }
 __device__ __forceinline__ void store_special(float* d, bool nan, bool pinf, bool ninf) {
-  *d = __int_as_float(nan || (pinf && ninf) ? 0x7FC00000
-                      : pinf                ? 0x7F800000
-                                            : (int)0xFF800000u);
+  *d = __int_as_float(nan || (pinf && ninf) ? 0x7FC00000 : pinf ? 0x7F800000 : (int)0xFF800000u);
 }
 
 // The k of line x (n entries, stride ld) whose entry is NaN or +-Inf, into list[0 .. *count)
@@ -977,8 +975,8 @@ __device__ __forceinline__ void list_nonfinite(const OZ_IN* __restrict__ x, int 
 // f over the products a[k] * b[k * ldb] of a row a of A and a column b of B: for the n k of
 // list, or for every k < n when list is null; stops once the output is settled.
 __device__ __forceinline__ void add_products(SpecialFlags& f, const OZ_IN* __restrict__ a,
-                                             const OZ_IN* __restrict__ b, int ldb,
-                                             const int* list, int n, bool fp32) {
+                                             const OZ_IN* __restrict__ b, int ldb, const int* list,
+                                             int n, bool fp32) {
   for (int q = 0; q < n && !f.settled(); ++q) {
     const int k = list != nullptr ? list[q] : q;
     f.add((double)a[k], (double)b[(size_t)k * ldb], fp32);
@@ -1052,12 +1050,12 @@ __device__ __forceinline__ void special_values(const OZ_IN* __restrict__ A,
   }
 }
 
-#define OZ_SPECIALS(NAME, OUT, FP32)                                                            \
-  extern "C" __global__ void __launch_bounds__(256)                                             \
-      NAME(const OZ_IN* __restrict__ A, const OZ_IN* __restrict__ B, int M, int N, int K,       \
-           const int* __restrict__ bad, const int* __restrict__ emax_a,                         \
-           const int* __restrict__ emax_b, OUT* __restrict__ D) {                               \
-    special_values<OUT>(A, B, M, N, K, bad, emax_a, emax_b, FP32, D);                           \
+#define OZ_SPECIALS(NAME, OUT, FP32)                                                      \
+  extern "C" __global__ void __launch_bounds__(256)                                       \
+      NAME(const OZ_IN* __restrict__ A, const OZ_IN* __restrict__ B, int M, int N, int K, \
+           const int* __restrict__ bad, const int* __restrict__ emax_a,                   \
+           const int* __restrict__ emax_b, OUT* __restrict__ D) {                         \
+    special_values<OUT>(A, B, M, N, K, bad, emax_a, emax_b, FP32, D);                     \
   }
 
 OZ_SPECIALS(oz2_specials_f64, double, false)
