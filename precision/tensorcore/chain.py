@@ -19,6 +19,7 @@ import numpy as np
 from precision.formats import Format, cast, get_format
 from precision.tensorcore import dmma, fdpa, integer
 from precision.tensorcore.arch import ArchModel, Instruction, get_arch
+from precision.tensorcore.batch import BatchEntries, flat_batch
 from precision.tensorcore.dmma_nan import nan_payloads
 from precision.threads import in_threads, thread_count
 
@@ -178,9 +179,9 @@ def mma(
         return _mma_integer(a, b, c, ins, satf)
     if ins.schedule == "fma_chain":
         return _mma_fp64(a, b, c, ins, satf)
-    a3, ia = _flat_batch(a, batch)
-    b3, ib = _flat_batch(b, batch)
-    c3, ic = _flat_batch(c, batch)
+    a3, ia = flat_batch(a, batch)
+    b3, ib = flat_batch(b, batch)
+    c3, ic = flat_batch(c, batch)
     out = _mma_float(a3, b3, c3, (ia, ib, ic), ins, satf)
     return out.reshape(batch + (m, n))
 
@@ -316,43 +317,6 @@ def _check_shapes(a, b, c, ins: Instruction) -> tuple[tuple[int, ...], tuple[int
             f"({ins.ptx}); pad a and b with zeros along K"
         )
     return batch, (m, k_dim, n)
-
-
-class _Entries:
-    """For each of the R output batch entries (C order over ``batch``), the entry of an operand
-    flattened to ``[Rx, rows, cols]`` (its own batch axes ``own``, broadcast to ``batch``) that
-    it reads, given a range of output entries at a time: nothing of size R is held (three
-    int64 indices per entry were 18 MiB for a stack of 800000 tiles)."""
-
-    def __init__(self, own: tuple[int, ...], batch: tuple[int, ...]):
-        self.batch = batch
-        self.own = (1,) * (len(batch) - len(own)) + tuple(own)
-        self.size = int(np.prod(batch, dtype=np.int64))
-
-    def __len__(self) -> int:
-        return self.size
-
-    def __getitem__(self, rs: slice) -> np.ndarray:
-        r = np.arange(rs.start, min(rs.stop, self.size))
-        if self.own == self.batch:
-            return r
-        at = np.unravel_index(r, self.batch)
-        idx = np.zeros_like(r)
-        stride = 1
-        for axis in range(len(self.own) - 1, -1, -1):
-            if self.own[axis] > 1:
-                idx += at[axis] * stride
-            stride *= self.own[axis]
-        return idx
-
-
-def _flat_batch(x: np.ndarray, batch: tuple[int, ...]) -> tuple[np.ndarray, _Entries]:
-    """``x`` as ``[Rx, rows, cols]`` over its own batch entries, and for each of the R output
-    batch entries (C order over ``batch``) the entry of ``x`` it reads. Nothing of ``x`` is
-    copied for the broadcast."""
-    own = x.shape[:-2]
-    rx = int(np.prod(own, dtype=np.int64))
-    return x.reshape((rx,) + x.shape[-2:]), _Entries(own, batch)
 
 
 # ----------------------------------------------------------------------------- integer path
@@ -534,7 +498,7 @@ def _mma_float(
     a3: np.ndarray,
     b3: np.ndarray,
     c3: np.ndarray,
-    index: tuple[_Entries, _Entries, _Entries],
+    index: tuple[BatchEntries, BatchEntries, BatchEntries],
     ins: Instruction,
     satf: bool,
 ) -> np.ndarray:

@@ -61,6 +61,7 @@ from precision.eft import split as _split
 from precision.eft import two_prod_split as _two_prod
 from precision.eft import two_sum as _two_sum
 from precision.limbs import normalize_limbs, round_limbs
+from precision.tensorcore.batch import BatchEntries, flat_batch
 from precision.threads import in_threads, thread_count
 
 __all__ = ["dot_pairwise", "dot_rn", "fma", "fma_chain"]
@@ -404,8 +405,8 @@ def fma_chain(
     # are not materialised: output entry e reads a entry ia[e] and b entry ib[e]). Each tile
     # (entries x rows x columns of the output) copies, splits and flags the part of a and b it
     # reads, a block of consecutive k at a time: memory is a few tiles, whatever the operands.
-    a3, ia = _own_entries(a, batch)
-    b3, ib = _own_entries(b, batch)
+    a3, ia = flat_batch(a, batch)
+    b3, ib = flat_batch(b, batch)
     d = np.broadcast_to(c, batch + (m, n)).reshape(math.prod(batch), m, n).copy()
     if d.size == 0:
         return d.reshape(batch + (m, n))
@@ -538,16 +539,7 @@ def _as_run(kb: Sequence[int]) -> slice | None:
     return None
 
 
-def _own_entries(x: np.ndarray, batch: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """``x`` as ``[Rx, rows, cols]`` over its own batch entries, and for each output batch
-    entry (C order over ``batch``) the index of the entry of ``x`` it reads (no copy)."""
-    own = x.shape[:-2]
-    rx = math.prod(own)
-    idx = np.broadcast_to(np.arange(rx).reshape(own), batch).ravel()
-    return x.reshape((rx,) + x.shape[-2:]), idx
-
-
-def _entries(idx: np.ndarray, e0: int, e1: int) -> Any:
+def _entries(idx: BatchEntries, e0: int, e1: int) -> Any:
     """The entries ``idx[e0:e1]`` of an operand as an index along its axis 0: a slice of one
     entry when they are all one (a broadcast operand: broadcasting does the rest) or a slice
     of a run, else the index array."""
@@ -571,7 +563,7 @@ def dot_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     Inf). An exact zero is -0 only if c and all products are -0.
     """
     a, b, c, batch, (m, k, n) = _chain_operands(a, b, c, "dot_rn")
-    (a3, ia), (b3, ib), (c3, ic) = (_own_entries(x, batch) for x in (a, b, c))
+    (a3, ia), (b3, ib), (c3, ic) = (flat_batch(x, batch) for x in (a, b, c))
     out = np.empty(math.prod(batch) * m * n, dtype=np.float64)
     per = max(1, _DOT_GATHER_ELEMENTS // max(1, k))
     for s0 in range(0, out.size, per):

@@ -30,7 +30,8 @@ import math
 
 import numpy as np
 
-from precision.tensorcore.dmma import _own_entries, fma
+from precision.tensorcore.batch import flat_batch
+from precision.tensorcore.dmma import fma
 
 __all__ = ["DEFAULT_NAN", "QUIET_BIT", "nan_payloads"]
 
@@ -86,7 +87,7 @@ def nan_payloads(
     nb = math.prod(batch)
     # each operand over its own batch entries (a broadcast is not materialised): output batch
     # entry e reads entry ix[e] of x
-    (a3, ia), (b3, ib), (c3, ic) = (_own_entries(x, batch) for x in (a, b, c))
+    (a3, ia), (b3, ib), (c3, ic) = (flat_batch(x, batch) for x in (a, b, c))
     a3, b3, c3 = a3.view(np.uint64), b3.view(np.uint64), c3.view(np.uint64)
     bi, rest = np.divmod(flat, m * n)
     ri, ci = np.divmod(rest, n)
