@@ -125,20 +125,26 @@ def _dist_labels(config: ExperimentConfig, points: list[Point]) -> dict[str, str
     return {p.id: p.dist_label(tuple(config.dist_params.get(p.distribution, {}))) for p in points}
 
 
-def table_of(config: ExperimentConfig, rd: ResultsDir) -> pd.DataFrame:
+def table_of(
+    config: ExperimentConfig, rd: ResultsDir, points: list[Point] | None = None
+) -> pd.DataFrame:
     """The stored points of ``config`` (missing ones skipped) as ``results.parquet`` holds
-    them (the ``name`` column first), without writing anything; possibly empty."""
-    points = expand(config)
+    them (the ``name`` column first), without writing anything; possibly empty. ``points``:
+    ``expand(config)`` where the caller already has it."""
+    points = expand(config) if points is None else points
     table = rd.combine(points, _dist_labels(config, points))
     return table if table.empty else named_table(table, config.name)
 
 
-def combine_results(config: ExperimentConfig, rd: ResultsDir) -> pd.DataFrame:
+def combine_results(
+    config: ExperimentConfig, rd: ResultsDir, points: list[Point] | None = None
+) -> pd.DataFrame:
     """Combine the stored points of ``config`` (missing ones skipped) into ``results.parquet``.
 
     Works on a directory left by an interrupted run too; returns the (possibly empty) table.
+    ``points``: as in :func:`table_of`.
     """
-    table = table_of(config, rd)
+    table = table_of(config, rd, points)
     if not table.empty:
         rd.write_table(table, config.name)
     return table

@@ -644,7 +644,8 @@ def recombine(
             config = load_config(rd.config_path, check_plot=False)
         except ConfigError as exc:
             raise StoreError(f"cannot recombine {path}: {exc}") from None
-        others = rd.table_point_ids() - {p.id for p in expand(config)}
+        points = expand(config)
+        others = rd.table_point_ids() - {p.id for p in points}
         if others:
             raise StoreError(
                 f"{rd.table_path} holds {len(others)} point(s) that {rd.config_path} does "
@@ -653,7 +654,7 @@ def recombine(
                 f"{rd.config_path}` keeps it aside and writes this config's table"
             )
         if directory_destination_problem(path, "results directory") is not None:
-            table = table_of(config, rd)
+            table = table_of(config, rd, points)
             if table.empty:
                 raise StoreError(f"{path} has no stored points yet (run the config first)")
             if notes is not None:
@@ -663,7 +664,7 @@ def recombine(
                 )
             return table
         with rd.lock(wait=wait):
-            table = combine_results(config, rd)
+            table = combine_results(config, rd, points)
         if table.empty:
             raise StoreError(f"{path} has no stored points yet (run the config first)")
         return rd.read_table()
