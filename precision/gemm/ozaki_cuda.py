@@ -645,10 +645,21 @@ def ozaki2_cuda(
     # Blocks of mb rows of A (one, unless A's residues alone would outgrow the budget), each
     # against B in blocks of nb columns; every view below starts on a 16-byte boundary (mb is
     # M or a multiple of 128).
+    views: dict[tuple[int, tuple[int, ...]], Any] = {}
+
+    def prefix(buf: Any, shape: tuple[int, ...]) -> Any:
+        """The leading elements of ``buf`` as an array of ``shape`` (a view, made once per
+        shape: CuPy views cost host time, and only the last blocks differ)."""
+        key = (id(buf), shape)
+        if key not in views:
+            views[key] = buf.reshape(-1)[: math.prod(shape)].reshape(shape)
+        return views[key]
+
     for r0 in range(0, M, mb) if M else [0]:
         mbc = min(mb, M - r0)
         mbp = _rows_padded(mbc, gemm)
-        ablk = ares.reshape(-1)[: L * mbp * kp].reshape(L, mbp, kp)  # the buffer's prefix
+        ablk = prefix(ares, (L, mbp, kp))
+        shift_a, d_rows = dsa.shift[r0 : r0 + mbc], D[r0 : r0 + mbc]
         if fuse_rows:
             rows_fused(cp, A[r0 : r0 + mbc], q2, L, mbp, kp, ablk, st=dsa.lines(r0, r0 + mbc))
             mark("split")
@@ -656,15 +667,15 @@ def ozaki2_cuda(
                 dsb = device_line_stats(cp, B, 0, q2, bad_b)
                 mark("stats")
         else:
-            residues_rows(cp, A[r0 : r0 + mbc], dsa.shift[r0 : r0 + mbc], L, mbp, kp, ablk)
+            residues_rows(cp, A[r0 : r0 + mbc], shift_a, L, mbp, kp, ablk)
             mark("split")
         for c0 in range(0, N, nb):
             nbc = min(nb, N - c0)
             nbp = round_up(nbc, pad)
-            bblk = bres.reshape(-1)[: L * nbp * kp].reshape(L, nbp, kp)
+            bblk = prefix(bres, (L, nbp, kp))
             residues_cols(cp, B, dsb.shift, L, c0, nbc, nbp, kp, bblk)
             mark("split")
-            cblk = C.reshape(-1)[: L * mbp * nbp].reshape(L, mbp, nbp)
+            cblk = prefix(C, (L, mbp, nbp))
             if gemm_mod is None:
                 from precision.vendor.cublas import int8_gemm_strided_batched
 
@@ -676,8 +687,8 @@ def ozaki2_cuda(
                 (_blocks(mbc * (nbp // 4)),),
                 (_THREADS,),
                 (cblk, np.int32(mbc), np.int32(mbp), np.int32(nbc), np.int32(nbp), np.int32(L),
-                 dsa.shift[r0 : r0 + mbc], dsb.shift, np.int32(c0), np.int32(N), np.int32(p),
-                 np.int32(emin_sub), D[r0 : r0 + mbc]),
+                 shift_a, dsb.shift, np.int32(c0), np.int32(N), np.int32(p),
+                 np.int32(emin_sub), d_rows),
             )  # fmt: skip
             mark("reconstruct")
     write_specials(cp, D, A, B, bad_all, dsa.emax, dsb.emax, plan.target)
