@@ -899,12 +899,12 @@ OZ_RECON(5, oz2_recon_i8_nl5_f32, int8_t, float)
 // |p| == that with the rounding error e = fma(a, b, -p) (exact at this magnitude) zero or of
 // p's sign, says so exactly.
 //
-// Which products to look at: where neither factor can overflow with the other (emax_a[i] +
-// emax_b[j] below kSpecialLeast, frexp exponents of the lines' largest finite magnitudes, as
-// the statistics kernels leave them), only the products with a NaN/Inf factor decide, so only
-// the k where the bad lines hold one (a bad row's listed in shared memory, at most
-// kSpecialList of them; a bad column's, where a bad row meets it, by its thread, at most
-// kColList) are visited; elsewhere, or when a list is full, every k.
+// Which products to look at: where no finite product can overflow (emax_a[i] + emax_b[j],
+// the frexp exponents of the lines' largest finite magnitudes as the statistics kernels leave
+// them, below 1024 for fp64 or 128 for fp32), only the products with a NaN/Inf factor decide,
+// so only the k where the bad lines hold one are visited (a bad row's listed in shared memory,
+// at most kSpecialList of them; a bad column's, where a bad row meets it, by its thread, at
+// most kColList); elsewhere, or when a list is full, every k.
 //
 // Blocks (a 1-D grid): blockDim.x (<= 256) columns x kSpecialRows rows of D each. The bad rows'
 // outputs: one column per thread (B's rows read coalesced). The bad columns' outputs in the
