@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 
 @functools.cache
@@ -57,6 +58,18 @@ def require_gpu(what: str) -> ModuleType:
     import cupy
 
     return cupy
+
+
+def allow_dynamic_smem(kernel: Any, nbytes: int, what: str) -> None:
+    """Let ``kernel`` (a CuPy ``RawKernel``, or a bare ``Function`` of a ``RawModule``) launch
+    with up to ``nbytes`` of dynamic shared memory, beyond the default 48 KiB: the
+    ``RawKernel`` attribute, else the driver's function attribute. ``what`` names the kernel
+    in the error when no GPU is there."""
+    try:  # a RawKernel (CuPy >= 8) exposes the attribute; a bare Function needs the driver
+        kernel.max_dynamic_shared_size_bytes = nbytes
+    except AttributeError:
+        cp = require_gpu(what)
+        cp.cuda.driver.funcSetAttribute(kernel.ptr, 8, nbytes)  # MAX_DYNAMIC_SHARED_SIZE
 
 
 def exit_without_gpu(what: str, hint: str = "") -> bool:

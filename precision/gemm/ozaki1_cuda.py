@@ -73,7 +73,8 @@ def _module(inp: str) -> Any:
 
 
 def _kernel(name: str, inp: str = "f64") -> Any:
-    return _module(inp).get_function(name)
+    """:func:`~precision.gemm.ozaki_cuda.function_of` this module's kernels (``ozaki1.cu``)."""
+    return oc.function_of(_module, name, inp)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import Any
@@ -107,17 +108,34 @@ def _module(inp: str) -> Any:
     return raw_module(SOURCE, "the Ozaki-II kernels", inp)
 
 
-#: Kernels already looked up, by (the module getter in place, input kind, name): a lookup
-#: per launch cost host time on every call. The getter is part of the key because the host
-#: replay (:func:`precision.gemm.ozaki_host.kernels_on_the_cpu`) swaps ``_module`` for a while.
-_FUNCTIONS: dict[tuple[Any, str, str], Any] = {}
+#: Kernels already looked up (:func:`function_of`), by (module getter, input kind, name).
+_FUNCTIONS: dict[tuple[Callable[[str], Any], str, str], Any] = {}
+#: Dynamic shared memory a kernel is allowed at its first lookup: ``oz2_rows_fused`` stages a
+#: row of up to :data:`ROWS_FUSED_MAX_KP` doubles.
+_DYNAMIC_SMEM: dict[str, int] = {"oz2_rows_fused": 8 * ROWS_FUSED_MAX_KP}
+
+
+def function_of(module: Callable[[str], Any], name: str, inp: str) -> Any:
+    """The kernel ``name`` of the module ``module(inp)`` (input kind ``inp``,
+    :data:`IN_FLAGS`), looked up once and allowed its :data:`_DYNAMIC_SMEM` then: a lookup
+    per launch cost host time on every call. Keyed by the getter in place, because the host
+    replay (:func:`precision.gemm.ozaki_host.kernels_on_the_cpu`) swaps the modules' getters
+    for a while, and a kernel looked up from either must not outlive the swap (a GPU test run
+    after a host replay in one process launched the host kernel on CuPy arrays)."""
+    key = (module, inp, name)
+    if key not in _FUNCTIONS:
+        kern = module(inp).get_function(name)
+        if name in _DYNAMIC_SMEM:
+            from precision.gpu import allow_dynamic_smem
+
+            allow_dynamic_smem(kern, _DYNAMIC_SMEM[name], "the Ozaki kernels")
+        _FUNCTIONS[key] = kern
+    return _FUNCTIONS[key]
 
 
 def _kernel(name: str, inp: str = "f64") -> Any:
-    key = (_module, inp, name)
-    if key not in _FUNCTIONS:
-        _FUNCTIONS[key] = _module(inp).get_function(name)
-    return _FUNCTIONS[key]
+    """:func:`function_of` this module's kernels (``ozaki2.cu``)."""
+    return function_of(_module, name, inp)
 
 
 def input_kind(X: Any) -> str:
@@ -397,31 +415,6 @@ def apply_shifts(st: DeviceStats, q2: int | None) -> None:
     )  # fmt: skip
 
 
-def _rows_fused_kernel(inp: str = "f64") -> Any:
-    """``oz2_rows_fused`` for inputs ``inp``, allowed the dynamic shared memory of a row of
-    ROWS_FUSED_MAX_KP."""
-    return _rows_fused_kernel_of(_module(inp))
-
-
-@functools.cache
-def _rows_fused_kernel_of(module: Any) -> Any:
-    """:func:`_rows_fused_kernel` of ``module``, set up once per module. Cached by the module
-    it came from, not once per process: :func:`precision.gemm.ozaki_host.kernels_on_the_cpu`
-    puts host-compiled kernels in ``_module``'s place for a while, and a kernel cached from
-    either must not outlive that swap (a GPU test run after a host replay in one process
-    launched the host kernel on CuPy arrays)."""
-    kern = module.get_function("oz2_rows_fused")
-    nbytes = 8 * ROWS_FUSED_MAX_KP
-    try:  # a RawKernel exposes the attribute; a bare Function needs the driver call
-        kern.max_dynamic_shared_size_bytes = nbytes
-    except AttributeError:
-        from precision.gpu import require_gpu
-
-        cp = require_gpu("the Ozaki-II kernels")
-        cp.cuda.driver.funcSetAttribute(kern.ptr, 8, nbytes)  # MAX_DYNAMIC_SHARED_SIZE
-    return kern
-
-
 def rows_fused(
     cp: Any,
     A: Any,
@@ -446,7 +439,7 @@ def rows_fused(
         st = DeviceStats.empty(cp, M, bad, zero_shift=False)
     if mp == 0:
         return st
-    _rows_fused_kernel(input_kind(A))(
+    _kernel("oz2_rows_fused", input_kind(A))(
         (mp,),
         (_ROWS_FUSED_THREADS,),
         (A, np.int32(M), np.int32(K), np.int32(mp), np.int32(kp), np.int32(q2), st.emax,

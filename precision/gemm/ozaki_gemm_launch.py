@@ -31,16 +31,14 @@ MAX_KP = 131071
 def _kernel(flags: tuple[str, ...] = ()) -> Any:
     """The kernel from the cubin built for sm_90a with nvcc ``flags`` (tuning -D only; the
     shared-memory size assumes the default OZ_STAGES)."""
-    from precision.gpu import require_gpu
+    from precision.gpu import allow_dynamic_smem, require_gpu
     from precision.kernels.build import build_cubin
 
-    cp = require_gpu("the Ozaki-II INT8 GEMM kernel")
+    what = "the Ozaki-II INT8 GEMM kernel"
+    cp = require_gpu(what)
     cubin = build_cubin(SOURCE, arch="sm_90a", extra_flags=flags)
     kern = cp.RawModule(path=str(cubin)).get_function(KERNEL)
-    try:  # a RawKernel (CuPy >= 8) exposes the attribute; a bare Function needs the driver
-        kern.max_dynamic_shared_size_bytes = SMEM_BYTES
-    except AttributeError:
-        cp.cuda.driver.funcSetAttribute(kern.ptr, 8, SMEM_BYTES)  # MAX_DYNAMIC_SHARED_SIZE
+    allow_dynamic_smem(kern, SMEM_BYTES, what)
     return kern
 
 

@@ -64,13 +64,9 @@ def get_kernel(name: str, arch: str = "sm_90", clamp_top: bool = False) -> Any:
     smem = spec.smem_bytes
     if smem == 0:
         return kern
-    try:  # a RawKernel (CuPy >= 8) exposes the attribute; a bare Function needs the driver
-        kern.max_dynamic_shared_size_bytes = smem
-    except AttributeError:
-        from precision.gpu import require_gpu
+    from precision.gpu import allow_dynamic_smem
 
-        cp = require_gpu("the CUDA GEMM kernels")
-        cp.cuda.driver.funcSetAttribute(kern.ptr, 8, smem)  # MAX_DYNAMIC_SHARED_SIZE
+    allow_dynamic_smem(kern, smem, "the CUDA GEMM kernels")
     return kern
 
 

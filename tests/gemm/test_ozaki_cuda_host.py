@@ -62,9 +62,9 @@ def test_the_row_kernel_is_the_one_of_the_module_in_place(monkeypatch: pytest.Mo
 
     first, second = Module(), Module()
     monkeypatch.setattr(ozaki_cuda, "_module", lambda inp="f64": first)
-    assert ozaki_cuda._rows_fused_kernel() is first.kernel
+    assert ozaki_cuda._kernel("oz2_rows_fused") is first.kernel
     monkeypatch.setattr(ozaki_cuda, "_module", lambda inp="f64": second)
-    assert ozaki_cuda._rows_fused_kernel() is second.kernel
+    assert ozaki_cuda._kernel("oz2_rows_fused") is second.kernel
     want = 8 * ozaki_cuda.ROWS_FUSED_MAX_KP
     assert first.kernel.max_dynamic_shared_size_bytes == want  # type: ignore[attr-defined]
     assert second.kernel.max_dynamic_shared_size_bytes == want  # type: ignore[attr-defined]
