@@ -964,7 +964,7 @@ __device__ __forceinline__ void list_nonfinite(const OZ_IN* __restrict__ x, int 
   __syncthreads();
   for (int k = threadIdx.x; k < n; k += blockDim.x) {
     const double v = (double)x[(size_t)k * ld];
-    if (v - v != 0.0) {  // NaN or Inf (v - v is NaN), not a finite v
+    if (!isfinite(v)) {
       const int at = atomicAdd(count, 1);
       if (at < kSpecialList) list[at] = k;
     }
@@ -1007,7 +1007,7 @@ __device__ __forceinline__ void special_values(const OZ_IN* __restrict__ A,
       col_n = 0;
       for (int k = 0; k < K; ++k) {
         const double v = (double)B[(size_t)k * N + j];
-        if (v - v != 0.0) {
+        if (!isfinite(v)) {
           if (col_n < kColList) col_list[col_n] = k;
           ++col_n;
         }

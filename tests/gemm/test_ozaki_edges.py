@@ -700,8 +700,8 @@ def test_fp16_slice_runs_are_exact_in_fp32_by_the_bound_itself() -> None:
 
 
 def test_float32_bits_convert_to_float64_exactly() -> None:
-    """The bit-level float32 -> float64 conversion the CUDA path's special values use (CuPy's
-    own astype flushes float32 subnormals): against numpy's exact conversion on every
+    """The bit-level float32 -> float64 conversion that apply_specials uses on CuPy float32
+    arrays (CuPy's own astype flushes float32 subnormals): against numpy's exact conversion on every
     exponent field, all subnormal boundaries, ±0, ±Inf, and random bit patterns."""
     rng = np.random.default_rng(5)
     fields = np.arange(256, dtype=np.uint32) << 23
