@@ -50,6 +50,7 @@ import pandas as pd
 from precision.runner.figures import METRICS, PlotSpec
 from precision.runner.plot_labels import (
     FRACTION_METRICS,
+    _ordered,
     all_repeats_statistic,
     median_of_all,
     over_repeats,
@@ -164,15 +165,22 @@ def pivot_cells(
     keys: list[pd.Series] = []
     for values, name, role in named:
         taken = {key.name for key in keys}
+        if role in ("col", "panel row"):  # in the figure's order: "k = 64" before "k = 256"
+            values = pd.Series(
+                pd.Categorical(values, categories=_ordered(values), ordered=True),
+                index=values.index,
+            )
         keys.append(values.rename(name if name not in taken else f"{name} ({role})"))
     cell = [*keys, d["_x"].rename("_x")]
     statistic = all_repeats_statistic(metric)
-    medians = value.groupby(cell, sort=True).agg(statistic)
+    medians = value.groupby(cell, sort=True, observed=True).agg(statistic)
     # A cell holds part of a point's repeats when the others chose another term count (x or
     # a panel or series shows it) or have no x value (terms = "auto" not computed).
     point = d["_point"]
-    in_cell = point.groupby([*cell, point], sort=False).transform("size")
-    short = (in_cell < point.map(point.value_counts())).groupby(cell, sort=True).any()
+    in_cell = point.groupby([*cell, point], sort=False, observed=True).transform("size")
+    short = (
+        (in_cell < point.map(point.value_counts())).groupby(cell, sort=True, observed=True).any()
+    )
     both = pd.DataFrame({"median": medians, "short": short}).unstack("_x").droplevel("_rank")
     columns = pd.Index([f"{x:g}" for x in both["median"].columns])
     out = pd.DataFrame(both["median"].to_numpy(float), index=both.index, columns=columns)

@@ -420,3 +420,24 @@ format = "png"
     assert (figures / "err_fro.png").exists() and not (figures / "err_fro.pdf").exists()
     md = (figures / "summary.md").read_text()
     assert "fp32 FMA chain (emulated SGEMM)" in md and "fp32 numpy matmul (BLAS SGEMM)" in md
+
+
+def test_summary_tables_order_numeric_panels_as_the_figure_does():
+    """Panel columns and rows named by a number ("n = 8", "k = 64") come in numeric order,
+    as the figure's panels do, not as text ("k = 1024" before "k = 256")."""
+    ks, ns = (64, 256, 1024), (8, 16, 128)
+    table = pd.concat(
+        [rows(sizes=(32,), repeats=1, shape=lambda s, k=k, n=n: (s, n, k)) for k in ks for n in ns],
+        ignore_index=True,
+    )
+    table["point_id"] = table["point_id"] + "-" + table.index.astype(str)
+    piv = pivot(table, PlotSpec(x="m", row="k", col="n"), "err_fro")
+    cols, panel_rows = (list(dict.fromkeys(piv.index.get_level_values(i))) for i in (0, 1))
+    assert cols == [f"n = {n}" for n in ns]
+    assert panel_rows[:3] == [f"k = {k}, n = 8" for k in ks]
+    md = to_markdown(piv)
+    assert (
+        md.index("| k = 64, n = 8 |")
+        < md.index("| k = 256, n = 8 |")
+        < md.index("| k = 1024, n = 8 |")
+    )
