@@ -45,7 +45,7 @@ from precision.runner.plot_notes import _note_blocks
 #: one per baseline in legend order (:func:`_level_dash`): their colour is the hue's, so the
 #: dash alone tells SGEMM's line from DGEMM's (both were drawn alike until 2026-11-28).
 XLESS_DASHES: tuple[Any, ...] = ((0, (6, 2)), (0, (2, 2)), (0, (8, 2, 1, 2)), (0, (4, 1, 1, 1)))
-ROUNDOFF_DASHES = {"fp32": (0, (1, 2)), "fp64": (0, (3, 2, 1, 2))}
+ROUNDOFF_DASHES = {"fp32": (0, (8, 3)), "fp64": (0, (3, 2, 1, 2))}  # unlike DASHES
 MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "h", "p", "d")
 DASHES: tuple[Any, ...] = (
     "-",

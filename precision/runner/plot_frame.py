@@ -146,6 +146,25 @@ def choose_x(table: pd.DataFrame, x: str) -> tuple[str, list[str], str]:
     return x, rest, label
 
 
+def constant_shape_note(table: pd.DataFrame, x: str, x_label: str, shown: tuple[str, ...]) -> str:
+    """The shape dimensions (m, n, k) that have one value in every row and that neither the
+    x axis (its label: "m = n = k") nor a panel, colour or style shows, as one note:
+    "m = n = 64 in every point" (dimensions of equal value joined); "" when there are none."""
+    if x == "size" or table.empty:
+        return ""
+    on_axis = set(x_label.split(" = ")) if " = " in x_label else {x}
+    constant = {
+        d: int(table[d].iloc[0])
+        for d in ("m", "n", "k")
+        if d in table and d not in on_axis and d not in shown and table[d].nunique() == 1
+    }
+    by_value: dict[int, list[str]] = {}
+    for d, value in constant.items():
+        by_value.setdefault(value, []).append(d)
+    parts = [" = ".join(dims) + f" = {value}" for value, dims in by_value.items()]
+    return f"{', '.join(parts)} in every point" if parts else ""
+
+
 @dataclass
 class _Frame:
     """A results table with the plot's columns: _x, _hue, _style, _col, _row, _series...
@@ -318,7 +337,7 @@ def prepare(table: pd.DataFrame, spec: PlotSpec, metric: str) -> _Frame:
         if ((d["_hue"] == h) & (d["_style"] == s) & ~d["_baseline"]).any()
     ]
     baselines = [("baseline", b) for b in _ordered(d.loc[d["_baseline"], "_series"])]
-    caveats = []
+    caveats = [note] if (note := constant_shape_note(table, x, x_label, shown)) else []
     if metric == "err_max" and (d.loc[d["_valid"], "_value"] >= 1).any():
         caveats.append(ERR_MAX_NOTE)
     return _Frame(

@@ -247,13 +247,15 @@ def plot_results(
     prefix: str = "",
     notes: list[str] | None = None,
     runs: list[dict] | None = None,
+    caveats: list[str] | None = None,
 ) -> list[Path]:
     """Write the figures of ``spec`` (default: error and, when timed, TFLOP/s) and the summary
     tables into ``out_dir`` as ``<prefix><metric>.<format>`` and ``<prefix>summary.*`` (which
     keep the tables of the metrics summarised there before:
     :func:`~precision.runner.summary.write_summary`). ``runs`` are the records of the runs
     that computed ``table`` (:func:`read_runs`): the TFLOP/s figure and table say when their
-    timings shared the machine (:func:`timing_notes`).
+    timings shared the machine (:func:`timing_notes`). ``caveats``: note lines put first under
+    every figure and summary table (``precision plot`` says there that points are missing).
 
     A figure that ``spec.size`` cannot hold is drawn at the least size that does, and a
     warning line on stderr says so (:func:`size_warning`).
@@ -291,6 +293,7 @@ def plot_results(
                 notes.append(f"no {metric} figure: no row has a {drawable_words(metric)} {metric}")
             continue
         frame = prepare(table, spec, metric)
+        frame.caveats[:0] = caveats or []
         if metric == "tflops":
             frame.caveats += timing_notes(table, runs)
         files = [out_dir / f"{prefix}{metric}.{ext}" for ext in formats]
@@ -317,5 +320,5 @@ def plot_results(
             atomic_write(path, functools.partial(_write_bytes, data=data))
         paths += files
     if table["status"].eq("ok").any() if "status" in table else True:
-        paths += write_summary(table, out_dir, spec, prefix=prefix, runs=runs)
+        paths += write_summary(table, out_dir, spec, prefix=prefix, runs=runs, caveats=caveats)
     return paths

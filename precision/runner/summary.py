@@ -354,6 +354,7 @@ def write_summary(
     *,
     prefix: str = "",
     runs: list[dict] | None = None,
+    caveats: list[str] | None = None,
 ) -> list[Path]:
     """Write ``<prefix>summary.csv``, ``.md`` and ``.tex`` into ``out_dir`` (atomically:
     :class:`~precision.runner.store.StoreError` naming a file that cannot be written); return
@@ -363,7 +364,7 @@ def write_summary(
     the other metrics of ``spec`` (see the module docstring), all computed from ``table``.
     Under each table are the figure's notes: its caveats (the ``tflops`` table's from
     ``runs``, :func:`~precision.runner.plotting.timing_notes`) and the dimensions split into
-    rows."""
+    rows, after ``caveats`` (lines for every table: points missing from the results)."""
     from precision.runner.plot_frame import choose_x
     from precision.runner.plot_labels import METRIC_LABELS
     from precision.runner.plot_notes import cap_notes, timing_notes
@@ -399,7 +400,8 @@ def write_summary(
             md += [PARTIAL_NOTE, ""]
         # The figure's caveats, and the identity dimensions split into rows (they vary within
         # a series), as the figure says.
-        said = drawn.caveats + (timing_notes(table, runs) if metric == "tflops" else [])
+        said = [*(caveats or []), *drawn.caveats]
+        said += timing_notes(table, runs) if metric == "tflops" else []
         said += cap_notes(drawn.split_notes + drawn.terms_notes)
         md += [f"Note: {note}." for note in said]
         md += [""] if said else []

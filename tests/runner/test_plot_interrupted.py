@@ -92,6 +92,9 @@ def test_plot_says_how_many_points_of_the_config_are_missing(tmp_path, monkeypat
     assert f"note: 2 of 3 points of {out / 'config.toml'} are stored; 1 missing " in err
     assert "(run the config to compute them; the stored points are kept)" in err
     assert len(pd.read_parquet(out / "results.parquet")) == 2
+    # The figures and tables of a partial run say so, not only the terminal.
+    summary = (out / "figures" / "summary.md").read_text()
+    assert "Note: incomplete: 2 of the config's 3 points are stored." in summary
 
 
 def test_plot_of_a_directory_a_run_is_writing_names_that_run_only(tmp_path, monkeypatch, capsys):

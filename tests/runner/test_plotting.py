@@ -441,3 +441,16 @@ def test_summary_tables_order_numeric_panels_as_the_figure_does():
         < md.index("| k = 256, n = 8 |")
         < md.index("| k = 1024, n = 8 |")
     )
+
+
+def test_shape_dimensions_with_one_value_are_named_under_the_figure():
+    """A shape dimension that no axis, panel, colour or style shows is named in a note
+    (the figure's and summary.md's), so that the shape of every point can be read back."""
+    odd = rows(sizes=(5, 100), repeats=1, shape=lambda s: (33, 17, s))
+    frame = prepare(odd, PlotSpec(x="k"), "err_fro")
+    assert frame.caveats[0] == "m = 33, n = 17 in every point"
+    square = rows(sizes=(16, 64), repeats=1, shape=lambda s: (64, 64, s))
+    assert prepare(square, PlotSpec(x="k"), "err_fro").caveats[0] == "m = n = 64 in every point"
+    by_m = prepare(square, PlotSpec(x="k", col="m"), "err_fro")
+    assert by_m.caveats[0] == "n = 64 in every point"  # a panel shows m
+    assert prepare(rows(), PlotSpec(), "err_fro").caveats == []  # m = n = k on the axis

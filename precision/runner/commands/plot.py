@@ -200,9 +200,17 @@ def main(args: argparse.Namespace) -> int:
         where = f"--{key} {value}" if key in given else f"[plot] {key} = {value!r} in {config_path}"
         print(f"error: {where}: {message}", file=sys.stderr)
         return 2
-    missing = _missing_points(config_path, results)
-    if missing:
-        print(f"note: {missing}", file=sys.stderr)
+    counts = _missing_points(config_path, results)
+    incomplete = None
+    if counts:
+        stored, total = counts
+        print(
+            f"note: {stored} of {total} points of {config_path} are stored; {total - stored} "
+            "missing (run the config to compute them; the stored points are kept); the figures "
+            "and tables say that they are incomplete",
+            file=sys.stderr,
+        )
+        incomplete = [f"incomplete: {stored} of the config's {total} points are stored"]
     title = str(results["name"].iloc[0]) if "name" in results and len(results) else root.name
     out = Path(args.out) if args.out else root / "figures"
     notes: list[str] = []
@@ -215,6 +223,7 @@ def main(args: argparse.Namespace) -> int:
             prefix=args.prefix,
             notes=notes,
             runs=read_runs(root),  # TFLOP/s figures say when timings shared the machine
+            caveats=incomplete,
         )
     except ValueError as exc:  # e.g. --x size on non-square shapes
         print(f"error: {exc}", file=sys.stderr)
@@ -246,27 +255,23 @@ def _statuses(results: pd.DataFrame) -> str:
     return f" ({sum(counts.values())} points: {listed}; the 'error' column says why)"
 
 
-def _missing_points(config_path: Path, results: pd.DataFrame) -> str:
-    """A line saying how many of the points of ``config_path`` are missing from ``results``
-    (a run that was interrupted or is still going), or "" when none is (or there is no
-    readable config to tell)."""
+def _missing_points(config_path: Path, results: pd.DataFrame) -> tuple[int, int] | None:
+    """(stored, total): how many of the points of ``config_path`` ``results`` holds, when
+    some are missing (a run that was interrupted or is still going); None when none is (or
+    there is no readable config to tell)."""
     from precision.runner.config import ConfigError, load_config
     from precision.runner.sweep import expand
 
     if not config_path.exists():
-        return ""
+        return None
     try:
         ids = {point.id for point in expand(load_config(config_path, check_plot=False))}
     except (ConfigError, ValueError):
-        return ""
+        return None
     stored = ids & set(results["point_id"].astype(str)) if "point_id" in results else set()
     if not ids or len(stored) == len(ids):
-        return ""
-    missing = len(ids) - len(stored)
-    return (
-        f"{len(stored)} of {len(ids)} points of {config_path} are stored; {missing} missing "
-        "(run the config to compute them; the stored points are kept)"
-    )
+        return None
+    return len(stored), len(ids)
 
 
 def _fail_config(path: Path):
