@@ -181,11 +181,49 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
+@functools.cache
+def blas_library() -> str | None:
+    """The BLAS numpy calls at run time, as "openblas 0.3.31 SkylakeX pthreads": library,
+    version, the CPU kernel set it chose for this machine and its threading layer (from
+    threadpoolctl). numpy's float32/float64 matmul baselines and ``reference = "fp64"``
+    depend on it; the exact reference and the emulators do not. Falls back to the library
+    numpy was built against (``numpy.show_config``) when none is loaded; None if unknown."""
+    import threadpoolctl
+
+    for lib in threadpoolctl.threadpool_info():
+        if lib.get("user_api") == "blas":
+            parts = (
+                lib.get(key)
+                for key in ("internal_api", "version", "architecture", "threading_layer")
+            )
+            return " ".join(str(p) for p in parts if p)
+    with contextlib.suppress(Exception):  # the build's record: no kernel set, no threads
+        built = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return f"{built['name']} {built.get('version', '')} (build)".replace("  ", " ")
+    return None
+
+
+def library_versions() -> dict[str, str | None]:
+    """Versions of the libraries that read, write and draw results (pandas, pyarrow,
+    matplotlib, seaborn, mpmath, tqdm): ``precision info`` and each run's record in
+    provenance.json (not every row: they do not change a number)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {}
+    for name in ("pandas", "pyarrow", "matplotlib", "seaborn", "mpmath", "tqdm", "threadpoolctl"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
 def collect(seed: int | None = None) -> dict:
     """A flat dict of provenance fields, ready to become columns of a results table.
 
     Keys: version, git_commit, source_digest (:func:`source_digest`), host, cpu
-    (:func:`cpu_model`), cpu_count (logical CPUs), python, numpy, ml_dtypes, gpu, driver
+    (:func:`cpu_model`), cpu_count (logical CPUs), python, numpy, ml_dtypes, blas
+    (:func:`blas_library`), gpu, driver
     (release from nvidia-smi), driver_api (CUDA driver API version), cuda (runtime version),
     cupy, seed, created_utc (ISO 8601). Host names are not unique (many VMs are "vm"), so
     timings are told apart by cpu, cpu_count and gpu.
@@ -204,6 +242,7 @@ def collect(seed: int | None = None) -> dict:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "ml_dtypes": ml_dtypes.__version__,
+        "blas": blas_library(),
         **_gpu_fields(),
         "seed": seed,
         "created_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

@@ -151,3 +151,24 @@ def test_every_file_the_source_digest_hashes_is_packaged() -> None:
     assert hashed, "no non-Python source file found"
     missing = [f for f in hashed if not any(fnmatch.fnmatch(f, g) for g in globs)]
     assert missing == [], f"not in [tool.setuptools.package-data]: {missing}"
+
+
+def test_the_blas_numpy_runs_is_recorded_with_its_kernel_set(capsys) -> None:
+    """numpy's matmul baselines depend on the BLAS library and on the CPU kernels it chose:
+    both are in every row's provenance (``blas``), and `precision info` adds the versions of
+    the libraries that read, write and draw the results."""
+    import threadpoolctl
+
+    from precision.runner.cli import main
+
+    blas = [lib for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"]
+    recorded = provenance.collect()["blas"]
+    assert blas, "numpy has loaded no BLAS?"
+    assert recorded.split()[:2] == [blas[0]["internal_api"], blas[0]["version"]]
+    if blas[0].get("architecture"):
+        assert blas[0]["architecture"] in recorded
+    assert main(["info"]) == 0
+    printed = dict(line.split(maxsplit=1) for line in capsys.readouterr().out.splitlines())
+    assert printed["blas"] == recorded
+    for name in ("pandas", "pyarrow", "matplotlib", "seaborn", "mpmath"):
+        assert printed[name][0].isdigit(), (name, printed[name])

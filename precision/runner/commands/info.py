@@ -12,7 +12,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "info",
         help="show package/library versions, git commit, GPU and CUDA",
         description="Print the provenance recorded with every result: package version, git "
-        "commit, source digest, host, Python/numpy/ml_dtypes versions, GPU, driver, CUDA and CuPy.",
+        "commit, source digest, host, Python/numpy/ml_dtypes versions, numpy's BLAS, GPU, "
+        "driver, CUDA and CuPy; then the versions of the libraries that read, write and draw "
+        "results (recorded per run in provenance.json).",
     )
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.set_defaults(func=main)
@@ -20,10 +22,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Print provenance; return 0."""
-    from precision.provenance import collect
+    from precision.provenance import collect, library_versions
 
     info = collect()
     info.pop("seed", None)
+    info.update(library_versions())
     if args.json:
         print(json.dumps(info, indent=2, default=str))
         return 0
