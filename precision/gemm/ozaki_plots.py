@@ -32,7 +32,6 @@ from precision.gemm.bench_figures import (
     save_figure,
 )
 
-PHASES = ("stats", "split", "gemm", "reconstruct", "specials")
 #: The table the figures are drawn from, as messages name it.
 TABLE = "an ozaki_bench.csv of precision.gemm.ozaki_bench"
 #: The columns of ``ozaki_bench.csv`` the figures need (its speed stage's rows).

@@ -432,17 +432,6 @@ def format_table(results: list[VerifyResult]) -> str:
     return "\n".join(lines)
 
 
-def results_json(results: list[VerifyResult]) -> dict:
-    """The match table as plain data (for saving next to results)."""
-    return {
-        r.instr.name: {
-            "error": r.error,
-            "kinds": {k: {"outputs": n, "matches": m} for k, (n, m) in r.counts.items()},
-        }
-        for r in results
-    }
-
-
 # ---------------------------------------------------------------------------------------------
 # capture on a GPU
 
@@ -558,7 +547,7 @@ def capture(
 
     prov = collect(seed)
     manifest = {
-        "description": "raw-bit mma.sync probe vectors; see precision/capture.py",
+        "description": "raw-bit mma.sync probe vectors; see precision/probe/capture.py",
         "gpu": prov.get("gpu"),
         "driver": prov.get("driver"),
         "cuda": prov.get("cuda"),

@@ -29,7 +29,6 @@ F32 = get_format("fp32")
 E4M3 = get_format("e4m3")
 E5M2 = get_format("e5m2")
 S8 = get_format("int8")
-S32 = get_format("int32")
 
 
 @dataclass(frozen=True)

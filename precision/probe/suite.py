@@ -46,16 +46,6 @@ class Row:
         return 100.0 * self.matches / self.outputs if self.outputs else float("nan")
 
 
-def arch_of(compute_capability: int) -> str:
-    """The :data:`precision.tensorcore.ARCHS` model of a compute capability (sm_86 and sm_87
-    take sm80's, sm_120 sm100's: :data:`precision.tensorcore.arch.MODELLED_BY`, the table
-    ``gemm``, ``get_arch`` and the runner's config name too); ``ValueError`` where none exists
-    (before sm_70)."""
-    from precision.tensorcore.arch import arch_of_compute_capability
-
-    return arch_of_compute_capability(compute_capability)
-
-
 def capture_all(out_dir: str | Path, *, seed: int = 1, log: Callable[[str], Any] = print) -> dict:
     """Record every probe family the attached GPU runs into ``out_dir``/<family>; a summary."""
     import cupy as cp

@@ -73,11 +73,6 @@ MIN_OUTPUTS = 100_000
 
 #: PTX type -> canonical :mod:`precision.formats` name of the floating-point types.
 _FLOAT_FMT = {t: formats.get_format(t).name for t in ("f16", "bf16", "tf32", "f32", "f64")}
-#: PTX type -> element bits (``Format.element_bits``: tf32 32, s4 4, b1 1).
-_BITS = {
-    t: formats.get_format(t).element_bits
-    for t in ("f16", "bf16", "tf32", "f64", "s8", "u8", "s4", "u4", "b1", "f32", "s32")
-}
 
 
 @dataclass(frozen=True)

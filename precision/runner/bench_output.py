@@ -65,13 +65,6 @@ def _git_tracks(path: Path) -> bool | str:
     return f"git exited {res.returncode}: {first[0] if first else 'no message'}"
 
 
-def is_tracked(path: Path) -> bool:
-    """True if git tracks ``path``, or cannot tell inside a git work tree (git missing or
-    failing: the safe answer for a guard); False outside any work tree."""
-    path = Path(path).resolve()
-    return _work_tree_of(path) is not None and _git_tracks(path) is not False
-
-
 def check_out(path: Path) -> str | None:
     """None if a bench may write ``path``, else the one-line reason it may not: a directory,
     a file git tracks (numbers the docs cite), or a path inside a git work tree where git

@@ -33,9 +33,6 @@ from precision.formats import get_format
 # (or of one and a real exponent) stays below every e_zero floor, and within int16.
 ZERO_ANCHOR = np.int16(-16000)
 
-_FP32_MIN_NORMAL = 2.0**-126
-_F64_EXP_MASK = np.uint64(0x7FF0000000000000)
-
 
 def decode(values: np.ndarray, emin: int) -> tuple[np.ndarray, np.ndarray]:
     """Float64 values and int16 leading-bit exponents of an array of finite-or-not numbers.

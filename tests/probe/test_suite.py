@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from precision.probe.suite import arch_of, format_rows, verify_dir
+from precision.probe.suite import format_rows, verify_dir
 from precision.runner.cli import main
+from precision.tensorcore.arch import arch_of_compute_capability as arch_of
 
 DATA = Path(__file__).parents[1] / "data"
 

@@ -373,8 +373,8 @@ def test_every_entry_point_says_the_same_about_an_unknown_arch(tmp_path, arch, s
 
 
 def test_the_probes_map_compute_capabilities_with_the_same_table():
-    from precision.probe.suite import arch_of
     from precision.tensorcore.arch import MODELLED_BY
+    from precision.tensorcore.arch import arch_of_compute_capability as arch_of
 
     for cc, model in MODELLED_BY.items():
         assert arch_of(cc) == model
