@@ -102,9 +102,19 @@ def test_make_inputs_elementwise_draws_a_then_b():
     np.testing.assert_array_equal(B, expected_b)
 
 
-@pytest.mark.parametrize("name", ELEMENTWISE)
-def test_defaults_are_introspected(name):
-    assert isinstance(get_distribution(name).defaults, dict)
+#: The parameters and defaults docs/runner.md documents, per distribution.
+DOCUMENTED_DEFAULTS = {
+    "uniform": {"low": -1.0, "high": 1.0},
+    "normal": {"mean": 0.0, "std": 1.0},
+    "exp_rand": {"phi": 1.0},
+    "wide_range": {"exp_min": -12, "exp_max": 12},
+    "cancellation": {"eps": 2.0**-8},
+}
+
+
+@pytest.mark.parametrize("name", sorted(DOCUMENTED_DEFAULTS))
+def test_defaults_are_the_documented_ones(name):
+    assert get_distribution(name).defaults == DOCUMENTED_DEFAULTS[name]
 
 
 def test_bad_inputs_name_the_problem():
