@@ -187,10 +187,13 @@ def blas_library() -> str | None:
     version, the CPU kernel set it chose for this machine and its threading layer (from
     threadpoolctl). numpy's float32/float64 matmul baselines and ``reference = "fp64"``
     depend on it; the exact reference and the emulators do not. Falls back to the library
-    numpy was built against (``numpy.show_config``) when none is loaded; None if unknown."""
-    import threadpoolctl
-
-    for lib in threadpoolctl.threadpool_info():
+    numpy was built against (``numpy.show_config``, "... (build)") when threadpoolctl is
+    missing or finds none; None if unknown."""
+    try:
+        import threadpoolctl  # (a dependency; a bare source tree on a GPU node may lack it)
+    except ImportError:
+        threadpoolctl = None
+    for lib in threadpoolctl.threadpool_info() if threadpoolctl else []:
         if lib.get("user_api") == "blas":
             parts = (
                 lib.get(key)

@@ -172,3 +172,19 @@ def test_the_blas_numpy_runs_is_recorded_with_its_kernel_set(capsys) -> None:
     assert printed["blas"] == recorded
     for name in ("pandas", "pyarrow", "matplotlib", "seaborn", "mpmath"):
         assert printed[name][0].isdigit(), (name, printed[name])
+
+
+def test_without_threadpoolctl_the_blas_numpy_was_built_with_is_recorded(monkeypatch) -> None:
+    """A bare source tree on a GPU node may lack threadpoolctl: the record falls back to
+    numpy's build information, marked as such, instead of failing every run."""
+    import sys
+
+    import numpy as np
+
+    built = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    monkeypatch.setitem(sys.modules, "threadpoolctl", None)  # import fails
+    provenance.blas_library.cache_clear()
+    try:
+        assert provenance.blas_library() == f"{built['name']} {built['version']} (build)"
+    finally:
+        provenance.blas_library.cache_clear()
