@@ -14,16 +14,17 @@ import sys
 
 from precision.console import silence_closed_stdout, stdout_reader_gone
 
-# Modules providing subcommands, in the order they appear in ``precision --help``.
+# Modules providing subcommands, in the order they appear in ``precision --help`` (the
+# README's order).
 COMMAND_MODULES: list[str] = [
     "precision.runner.commands.run",
     "precision.runner.commands.plot",
     "precision.runner.commands.listing",
     "precision.runner.commands.info",
+    "precision.runner.commands.bench",
+    "precision.runner.commands.bench_gemm",
     "precision.runner.commands.capture",
     "precision.runner.commands.verify",
-    "precision.runner.commands.bench_gemm",
-    "precision.runner.commands.bench",
 ]
 
 

@@ -71,7 +71,7 @@ from precision.runner.plot_notes import (
     timing_machines,
 )
 from precision.runner.plotting import plot_results
-from precision.runner.store import ResultsDir, StoreError, finished, named_table
+from precision.runner.store import WAIT_REPORT_S, ResultsDir, StoreError, finished, named_table
 from precision.runner.summary import point_statuses
 from precision.runner.sweep import Point, expand, group_by_inputs
 from precision.threads import busy_worker, share_cores, thread_count
@@ -83,7 +83,46 @@ class RunnerError(RuntimeError):
     """A run cannot start (for example, the dask executor without dask installed)."""
 
 
-__all__ = ["RunSummary", "RunnerError", "StoreError", "combine_results", "run_experiment"]
+__all__ = [
+    "RunInterrupted",
+    "RunProgress",
+    "RunSummary",
+    "RunnerError",
+    "StoreError",
+    "combine_results",
+    "run_experiment",
+]
+
+
+@dataclass
+class RunProgress:
+    """How far a run got: what :class:`RunInterrupted` reports.
+
+    ``phase``: "start" (before the lock), "wait" (waiting for another run's lock), "setup"
+    (holding it, pending points not yet known), "compute", "finish" (every pending point
+    attempted; writing the table), then "plots" (drawing the figures). ``stored``: the
+    points whose finished result (status ok or nan) is stored, which a rerun does not
+    recompute, from the phase "compute" on; with ``force``, those that this run recomputed
+    (the others keep their earlier files, which the run did not read). ``writing``: the
+    point whose file is being written (counted once its file is there).
+    """
+
+    results_dir: Path
+    total: int
+    force: bool = False
+    plots: bool = True
+    phase: str = "start"
+    stored: int = 0
+    writing: Point | None = None
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A Ctrl-C (``KeyboardInterrupt``) during :func:`run_experiment`, with the run's
+    :class:`RunProgress`; ``except KeyboardInterrupt`` still catches it."""
+
+    def __init__(self, progress: RunProgress):
+        super().__init__(f"interrupted in phase {progress.phase}")
+        self.progress = progress
 
 
 @dataclass
@@ -629,7 +668,10 @@ def run_experiment(
     """Compute every point of ``config`` not yet stored under ``results_root/<name>/``.
 
     Raises :class:`StoreError` (message for the user) when the directory is locked by
-    another run for longer than ``lock_wait`` seconds, or cannot be written.
+    another run for longer than ``lock_wait`` seconds, or cannot be written. While it waits
+    for that run it says so on stderr, once, and (with ``progress``) every 30 s. A Ctrl-C
+    raises :class:`RunInterrupted`, a ``KeyboardInterrupt`` that says how many points are
+    stored (:class:`RunProgress`).
     ``gemm`` replaces :func:`precision.gemm.gemm` (a GEMM of your own, or a test double). With
     ``jobs > 1`` each worker process imports it by name, so it must be a module-level function.
     ``dask_processes``: the local Dask cluster of ``executor="dask"`` (no ``scheduler``)
@@ -667,6 +709,43 @@ def run_experiment(
 
     points = expand(config)
     rd = ResultsDir(results_root, config.name)
+    tally = RunProgress(rd.path, len(points), force=force, plots=plots)
+
+    def waiting(line: str) -> None:  # (the lock's lines; --quiet keeps the first)
+        tally.phase = "wait"
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        return _run_experiment(
+            config, rd, points, tally, waiting, force, executor, jobs, scheduler,
+            dask_processes, gpu_list, progress, plots, gemm, lock_wait,
+        )  # fmt: skip
+    except KeyboardInterrupt as exc:
+        writing = tally.writing
+        if writing is not None and not force:  # its file may be complete already
+            with contextlib.suppress(Exception):
+                tally.stored += rd.is_done(writing)
+        raise RunInterrupted(tally) from exc
+
+
+def _run_experiment(
+    config: ExperimentConfig,
+    rd: ResultsDir,
+    points: list[Point],
+    tally: RunProgress,
+    waiting: Callable[[str], None],
+    force: bool,
+    executor: str,
+    jobs: int | None,
+    scheduler: str | None,
+    dask_processes: bool,
+    gpu_list: list[str] | None,
+    progress: bool,
+    plots: bool,
+    gemm: GemmFn | None,
+    lock_wait: float,
+) -> RunSummary:
+    """:func:`run_experiment` once its arguments are checked; keeps ``tally`` up to date."""
     with contextlib.ExitStack() as stack:
         # A --scheduler is connected to here, before the lock is taken and anything written:
         # one that accepts the connection and never answers is refused with config.toml and
@@ -674,7 +753,9 @@ def run_experiment(
         client = None
         if executor == "dask" and scheduler:
             client = stack.enter_context(_dask_client(jobs, scheduler, dask_processes, None))
-        notes = stack.enter_context(rd.lock(wait=lock_wait))
+        every = WAIT_REPORT_S if progress else None
+        notes = stack.enter_context(rd.lock(wait=lock_wait, report=waiting, every=every))
+        tally.phase = "setup"
         summary = _run_locked(
             config,
             rd,
@@ -689,7 +770,9 @@ def run_experiment(
             progress,
             gemm,
             client,
+            tally,
         )
+        tally.phase = "finish"
         table = combine_results(config, rd)
         if not table.empty:
             summary.status_counts = point_statuses(table)
@@ -697,6 +780,7 @@ def run_experiment(
             reasons = (bad["status"] + ": " + bad["error"].astype(str)).value_counts()
             summary.problems = {str(k): int(v) for k, v in reasons.items()}
             if plots:  # (still under the lock: a queued run's figures never mix with these)
+                tally.phase = "plots"
                 summary.figures = plot_results(
                     table,
                     rd.figures_dir,
@@ -759,11 +843,14 @@ def _run_locked(
     progress,
     gemm,
     client=None,
+    tally: RunProgress | None = None,
 ) -> RunSummary:
     """The part of :func:`run_experiment` that writes (called with the lock held). ``client``:
     the Dask client of ``--scheduler``, connected before the lock; None otherwise (a local
-    Dask cluster is started here, only when points are pending)."""
-    from precision.provenance import collect
+    Dask cluster is started here, only when points are pending). ``tally``: kept up to date
+    (:class:`RunProgress`)."""
+    tally = RunProgress(rd.path, len(points), force=force) if tally is None else tally
+    from precision.provenance import collect, library_versions
 
     warnings = list(notes)
     warnings += rd.keep_unreadable_table()
@@ -832,6 +919,7 @@ def _run_locked(
     warnings += rd.save_provenance(
         {
             **info,
+            "libraries": library_versions(),  # (they read, write and draw; no number)
             "config_file": str(config.path),
             "argv": sys.argv,
             "executor": executor,
@@ -856,11 +944,19 @@ def _run_locked(
     )
     summary = RunSummary(rd.path, total=len(points), skipped=len(points) - len(pending), computed=0)
     summary.warnings = warnings
+    tally.stored = 0 if force else summary.skipped
+    tally.phase = "compute"
 
     from tqdm.auto import tqdm
 
+    # No bar where stderr is no terminal (disable=None: a log would get every \r frame), nor
+    # with nothing to compute (an empty "0point" bar)
     with tqdm(
-        total=len(pending), desc=config.name, unit="point", disable=not progress, dynamic_ncols=True
+        total=len(pending),
+        desc=config.name,
+        unit="point",
+        disable=None if progress and pending else True,
+        dynamic_ncols=True,
     ) as bar:
         for note in warnings:
             bar.write(f"warning: {note}", file=sys.stderr)
@@ -878,8 +974,12 @@ def _run_locked(
                 bar.set_postfix_str(point.slug, refresh=False)
                 bar.update(1)
                 return
+            done = statuses <= set(DONE_STATUSES)
+            tally.writing = point  # (a Ctrl-C inside the write: run_experiment looks)
             rd.write_point(point, rows)
-            if statuses <= set(DONE_STATUSES):
+            tally.writing = None  # (no call in between: a Ctrl-C lands before or after both)
+            tally.stored += done
+            if done:
                 summary.computed += 1
             elif STATUS_ERROR in statuses:
                 summary.errors += 1

@@ -29,7 +29,9 @@ import contextlib
 import datetime as dt
 import errno
 import json
+import math
 import os
+import re
 import socket
 import tempfile
 import time
@@ -183,6 +185,9 @@ def rename_new(src: Path, dest: Path) -> Path:
     raise AssertionError("unreachable")
 
 
+#: Seconds between the ``still waiting`` lines of :meth:`ResultsDir.lock`.
+WAIT_REPORT_S = 30.0
+
 #: Age in seconds after which a run's clean-up removes a temporary file in ``figures/``.
 STALE_FIGURE_TMP_S = 600.0
 
@@ -228,36 +233,52 @@ class ResultsDir:
     # ------------------------------------------------------------------------------ lock
 
     @contextlib.contextmanager
-    def lock(self, wait: float = 0.0) -> Iterator[list[str]]:
+    def lock(
+        self,
+        wait: float = 0.0,
+        report: Callable[[str], None] | None = None,
+        every: float | None = WAIT_REPORT_S,
+    ) -> Iterator[list[str]]:
         """Hold the directory's exclusive lock; yields the notes of the clean-up it did.
 
-        Waits up to ``wait`` seconds for another run to finish, then raises
-        :class:`StoreError` naming the holder (host and pid). The lock is an ``flock`` on the
-        results directory itself: the kernel releases it when the holder exits, even by
+        Waits up to ``wait`` seconds (``inf``: no limit) for another run to finish, then raises
+        :class:`DirectoryInUse` naming the holder (host and pid). The lock is an ``flock`` on
+        the results directory itself: the kernel releases it when the holder exits, even by
         SIGKILL, so a killed run never leaves a stale lock, and no file can be deleted to
         break it. ``.lock`` only records the holder, for the message. Leftover temporary files
         are removed on entry.
+
+        ``report`` gets one line when a wait begins (:meth:`waiting_line`) and, every
+        ``every`` seconds of it (None: never), ``still waiting, N s so far``.
         """
         import fcntl
 
+        # (mkdir would say "File exists" or "Not a directory", naming no file)
+        blocker = next((p for p in (self.path, *self.path.parents) if p.exists()), None)
+        if blocker is not None and not blocker.is_dir():
+            which = "it" if blocker == self.path else str(blocker)
+            raise StoreError(
+                f"cannot write {self.path}: {which} is a file, not a directory (a run's "
+                "results go into the directory <results-dir>/<name>): move the file, or use "
+                "another name or --results-dir"
+            )
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDONLY)
         except OSError as exc:
             raise StoreError(_describe_os_error(exc, self.path)) from None
         try:
-            deadline = time.monotonic() + wait
+            started = time.monotonic()
+            deadline = started + wait
+            reports = 0  # the lines reported so far
             while True:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     break
                 except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        try:
-                            holder = self.lock_path.read_text(errors="replace").strip()
-                        except OSError:
-                            holder = ""
-                        holder = holder or "unknown"
+                    now = time.monotonic()
+                    if now >= deadline:
+                        holder = self.holder()
                         hint = (
                             f"still, after waiting {wait:g} s" if wait > 0
                             else "--wait SECONDS waits for it"
@@ -269,6 +290,13 @@ class ResultsDir:
                             self.path,
                             holder,
                         ) from None
+                    if report is not None and reports == 0:
+                        report(self.waiting_line(wait))
+                        reports = 1
+                    elif report is not None and every and now - started >= reports * every:
+                        reports = max(reports, int((now - started) // every))  # (none skipped)
+                        report(f"still waiting, {reports * every:g} s so far")
+                        reports += 1
                     time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
             with contextlib.suppress(OSError, StoreError):  # (informational only)
                 holder = f"host {socket.gethostname()} pid {os.getpid()}\n"
@@ -276,6 +304,22 @@ class ResultsDir:
             yield self.remove_temporaries()
         finally:
             os.close(fd)  # releases the flock
+
+    def holder(self) -> str:
+        """Who holds the lock, as ``.lock`` names it (``host H pid P``), or ``unknown``."""
+        try:
+            holder = self.lock_path.read_text(errors="replace").strip()
+        except OSError:
+            holder = ""
+        return holder or "unknown"
+
+    def waiting_line(self, wait: float) -> str:
+        """``waiting up to 100 s for the run holding results/q (host vm, pid 28929) ...``."""
+        found = re.fullmatch(r"host (\S+) pid (\d+)", self.holder())
+        who = f"host {found[1]}, pid {found[2]}" if found else "holder unknown"
+        if math.isinf(wait):
+            return f"waiting for the run holding {self.path} ({who}), with no time limit ..."
+        return f"waiting up to {wait:g} s for the run holding {self.path} ({who}) ..."
 
     def remove_temporaries(self) -> list[str]:
         """Delete ``.*.tmp`` files left by killed runs (call only while holding the lock).

@@ -109,7 +109,9 @@ def test_results_layout_and_columns(plain_run):
     np.testing.assert_array_equal(written, table["err_fro"])  # written exactly
     prov = json.loads((root / "provenance.json").read_text())
     assert prov["latest"]["seed"] == 3 and len(prov["runs"]) == 1
-    assert {"version", "git_commit", "host", "created_utc"} <= set(prov["latest"])
+    assert {"version", "git_commit", "host", "created_utc", "blas"} <= set(prov["latest"])
+    assert table["blas"].notna().all() and prov["latest"]["blas"] == table["blas"].iloc[0]
+    assert set(prov["latest"]["libraries"]) >= {"pandas", "pyarrow", "matplotlib", "seaborn"}
 
 
 def test_errors_and_timing_are_consistent(plain_run):

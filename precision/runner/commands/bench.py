@@ -200,6 +200,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "a file tracked by git is refused",
     )
     p.add_argument("--append", action="store_true", help="append to --out instead of replacing")
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar (shown only where stderr is a terminal anyway); the result "
+        "lines still print",
+    )
     p.set_defaults(func=main)
 
 
@@ -297,7 +303,16 @@ def _emulator_rows(device: str, args, rng) -> list[dict]:
     from tqdm.auto import tqdm
 
     rows = []
-    for fmt in tqdm(args.formats, desc=f"{device} emulator n={n}", unit="format", leave=False):
+    # disable=None: no bar where stderr is no terminal (its \r frames would mix with the
+    # result lines of a redirected log)
+    bar = tqdm(
+        args.formats,
+        desc=f"{device} emulator n={n}",
+        unit="format",
+        leave=False,
+        disable=True if args.quiet else None,
+    )
+    for fmt in bar:
         a, b, c = _inputs(fmt, n, n, n, rng)
         call = functools.partial(mma, a, b, c, fmt=FORMATS[fmt][2], device=device)
         # The peak host memory from the warm-up call, traced; the timed calls run untraced

@@ -143,7 +143,12 @@ def run(args: argparse.Namespace) -> int:
             args.sizes if dist == "uniform" else [n for n in args.sizes if n <= args.max_n_exp]
         )
     ]
-    bar = tqdm(total=len(cases) * len(DEFAULT_CONFIGS), unit="gemm", desc="bench-gemm")
+    bar = tqdm(  # disable=None: no bar where stderr is no terminal (a redirected log)
+        total=len(cases) * len(DEFAULT_CONFIGS),
+        unit="gemm",
+        desc="bench-gemm",
+        disable=True if args.quiet else None,
+    )
     for dist, params, n in cases:
         rng = np.random.default_rng(args.seed + n)
         A, B = make_inputs(dist, n, n, n, rng, **params)
@@ -298,5 +303,11 @@ def register(subparsers) -> None:
         default=None,
         help="CSV to write (default: a new results/bench/gemm_<gpu-model>_<host>_<date-time>"
         ".csv); a file tracked by git is refused",
+    )
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar (shown only where stderr is a terminal anyway); the result "
+        "lines still print",
     )
     p.set_defaults(func=run)

@@ -26,7 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``list`` sub-command."""
     p = subparsers.add_parser(
         "list",
-        help="list sweep axis values (methods, formats, distributions, backends)",
+        help="list sweep axis values (methods, formats, distributions, backends) and the "
+        "table of valid method x format x backend x arch combinations",
         description="List the values each [sweep] axis accepts, which backends can run "
         "on this machine (with the reason when one cannot), and the valid method x backend x "
         "format x arch combinations.",

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from precision.runner.config import ConfigError, load_config
-from precision.runner.runner import EXECUTORS, RunnerError, run_experiment
+from precision.runner.runner import (
+    EXECUTORS,
+    RunInterrupted,
+    RunnerError,
+    RunProgress,
+    run_experiment,
+)
 from precision.runner.store import StoreError
 
 
@@ -44,9 +51,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="parallel workers (local: a process pool when N > 1; dask: "
-        "LocalCluster workers; with --gpus: CPU workers beside the GPU workers, default 0). "
-        "Timings are only meaningful with one job (TFLOP/s figures note a count above one).",
+        help="parallel workers (local: default 1, every point computed in this process; a "
+        "process pool when N > 1. dask: LocalCluster workers, default one per core; with "
+        "--gpus: CPU workers beside the GPU workers, default 0). Timings are only meaningful "
+        "with one job (TFLOP/s figures note a count above one).",
     )
     p.add_argument(
         "--gpus",
@@ -73,11 +81,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=_seconds,
         default=0.0,
         metavar="SECONDS",
-        help="if another run holds the results directory, wait up to SECONDS for it "
-        "(default 0: refuse at once)",
+        help="if another run holds the results directory, wait up to SECONDS for it (inf: "
+        "no limit), saying so on stderr (default 0: refuse at once)",
     )
-    p.add_argument("--no-plots", action="store_true", help="skip writing the figures")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--no-plots",
+        action="store_true",
+        help="skip writing the figures and the summary tables (figures/summary.csv, .md, "
+        ".tex); `precision plot` writes them later",
+    )
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar, and no 'still waiting' lines while --wait waits (the bar is "
+        "shown only where stderr is a terminal anyway)",
+    )
     p.set_defaults(func=main)
 
 
@@ -87,6 +105,10 @@ def main(args: argparse.Namespace) -> int:
         if getattr(args, flag) and args.executor != "dask":
             print(f"error: --{flag} needs --executor dask", file=sys.stderr)
             return 2
+    problem = _not_a_directory(Path(args.results_dir))
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         config = load_config(args.config)
         summary = run_experiment(
@@ -104,6 +126,9 @@ def main(args: argparse.Namespace) -> int:
     except (ConfigError, RunnerError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except RunInterrupted as exc:
+        print(interrupted_message(exc.progress), file=sys.stderr)
+        return 130
     attempted = [f"{summary.computed} computed"]
     if summary.unavailable:
         attempted.append(f"{summary.unavailable} unavailable here (not computed)")
@@ -144,3 +169,51 @@ def main(args: argparse.Namespace) -> int:
             f"a run that computes them draws them, or `precision plot {summary.results_dir}`"
         )
     return 1 if summary.failed or summary.not_run else 0
+
+
+def _not_a_directory(root: Path) -> str | None:
+    """``--results-dir ROOT is a file, not a directory`` where ``ROOT`` (or a folder above
+    it) is a file, else None. (The run would fail at its first write, naming a path below.)"""
+    blocker = next((p for p in (root, *root.parents) if p.exists()), None)
+    if blocker is None or blocker.is_dir():
+        return None
+    if blocker == root:
+        return f"--results-dir {root} is a file, not a directory"
+    return f"--results-dir {root}: {blocker} is a file, not a directory"
+
+
+def interrupted_message(progress: RunProgress) -> str:
+    """What a Ctrl-C of ``precision run`` prints: what is stored and how to resume."""
+    where = progress.results_dir / "points"
+    total = progress.total
+    if progress.phase == "wait":
+        return (
+            f"interrupted while waiting for the run holding {progress.results_dir}; this run "
+            "wrote nothing"
+        )
+    if progress.phase in ("start", "setup"):
+        return (
+            "interrupted before computing any point; run the same command again to start "
+            "(points already stored are not recomputed)"
+        )
+    if progress.force:
+        return (
+            f"interrupted: this run recomputed {progress.stored} of {total} points (stored in "
+            f"{where}); the other {total - progress.stored} keep what was stored for them "
+            "before, if anything. Run the same command again to recompute all of them, or "
+            "drop --force to compute only the points not yet stored"
+        )
+    if progress.stored >= total:
+        if progress.phase == "plots":
+            todo = f"draw the figures (or `precision plot {progress.results_dir}`)"
+        else:
+            todo = "write the table and figures" if progress.plots else "write the table"
+        return (
+            f"interrupted: all {total} points are stored in {where}; run the same command "
+            f"again to {todo} (no point is recomputed)"
+        )
+    return (
+        f"interrupted: {progress.stored} of {total} points are stored in {where}; run the same "
+        f"command again to compute the other {total - progress.stored} (stored points are not "
+        "recomputed)"
+    )
