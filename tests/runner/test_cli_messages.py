@@ -18,6 +18,7 @@ from types import SimpleNamespace
 
 import doubles
 import pytest
+from test_cli import CONFIG  # the CLI tests' 16-point sweep, named "cli"
 
 import precision.runner.execute
 import precision.runner.runner as runner
@@ -27,17 +28,6 @@ from precision.runner.store import ResultsDir
 
 TESTS_DIR = Path(__file__).resolve().parent
 
-CONFIG = """\
-name = "cli"
-seed = 1
-repeats = 2
-reference = "fp64"
-[sweep]
-size = [8, 16]
-distribution = ["uniform", "normal"]
-method = ["plain", "corrected"]
-format = ["fp16", "bf16"]
-"""
 
 SHOWN = Path("results") / "cli"  # the results directory as the run names it
 POINTS = SHOWN / "points"
