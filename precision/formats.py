@@ -517,14 +517,20 @@ def _as_float64(x: Any, argname: str = "x") -> np.ndarray:
     if dt.kind in "iu":
         if dt.itemsize <= 4:
             return arr.astype(np.float64)
-        # Compare as integers: after a conversion to float64, 2**53 + 1 would already have
-        # become 2**53 and passed a float comparison.
-        if arr.size and (int(arr.max()) > 2**53 or int(arr.min()) < -(2**53)):
+        # int64/uint64 above 2**53 convert exactly only when their low bits are zero: the
+        # conversion is compared back in integers (2**63 and 2**64 themselves excluded), as
+        # precision.reference does, so both accept and refuse the same values.
+        out = arr.astype(np.float64)
+        limit = 2.0**63 if dt.kind == "i" else 2.0**64
+        exact = (out < limit) & (out >= -limit)
+        exact &= np.where(exact, out, 0).astype(dt) == arr
+        if not exact.all():
             raise ValueError(
-                f"{argname} has integers of magnitude > 2**53, which float64 cannot hold "
-                "exactly; convert them explicitly first"
+                f"{argname} holds the integer {int(arr[~exact].flat[0])}, which float64 cannot "
+                "represent exactly (integers are exact up to 2**53 in magnitude, and above "
+                "only when their low bits are zero); convert it explicitly first"
             )
-        return arr.astype(np.float64)
+        return out
     raise TypeError(
         f"{argname} must be a float16/float32/float64 (or ml_dtypes float, or integer) array; "
         f"got dtype {dt}"
