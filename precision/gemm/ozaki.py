@@ -306,8 +306,8 @@ def crt_bound(moduli: tuple[int, ...]) -> int:
 def crt_line_budget(moduli: tuple[int, ...], k: int) -> int:
     """The largest 2-norm a scaled line may have before rounding, as an integer ``X`` with
     ``(X + sqrt(K)/2)^2 <=`` :func:`crt_bound`: ``isqrt(bound) - (isqrt(K - 1) + 2) // 2``
-    (the ``sqrt(K)/2`` rounded up through ``(isqrt(K - 1) + 2) / 2 >= sqrt(K)/2``). Exact
-    integer arithmetic; below 1 when no budget is left."""
+    (``sqrt(K)/2`` rounded up: ``isqrt(K - 1) + 1 >= sqrt(K)``). Exact integer arithmetic;
+    below 1 when no budget is left."""
     return math.isqrt(crt_bound(moduli)) - (math.isqrt(max(k, 1) - 1) + 2) // 2
 
 
@@ -316,7 +316,9 @@ def crt_q2(moduli: tuple[int, ...], k: int) -> int:
     :func:`crt_bound`. A scaled line ``A'[i,:] = rint(A[i,:]·2^s)`` whose unrounded 2-norm is
     at most ``2^(q2/2)`` has ``||A'[i,:]|| <= 2^(q2/2) + sqrt(K)/2`` (each rounding adds at
     most 1/2 to a magnitude); by Cauchy-Schwarz every ``|A'[i,:]·B'[:,j]|`` then lies in the
-    CRT range. ``X^2`` of :func:`crt_line_budget` rounded down to a power of two; -1 when no
+    CRT range. ``X^2`` of :func:`crt_line_budget` rounded down to a power of two, which is
+    that largest ``q2`` or, from rounding ``X`` down to an integer first, one below it (for
+    every ``K <= 131071``: only with 2 moduli, at 3606 values of ``K >= 31685``); -1 when no
     budget is left."""
     x = crt_line_budget(moduli, k)
     if x < 1:
@@ -1185,11 +1187,14 @@ def error_bound(A: np.ndarray, B: np.ndarray, plan: OzakiPlan) -> np.ndarray:
     u = 2.0**-p
     e = ea[:, None] + eb[None, :]
     ab = a @ b
+    # Rounded up past the float64 errors of these sums of K nonnegative terms (each within
+    # K·2^-53 relative; a BLAS product too), whatever K is.
+    slack = 1 + 2.0**-40 + (k + 4) * 2.0**-52
     with np.errstate(over="ignore"):  # Inf where the bound exceeds the float64 range
         bound = np.ldexp(u * ab + (1 + u) * E, e)
-        bound = (bound + 2.0 ** (emin_sub - 1)) * (1 + 2.0**-40) + 2.0**-1071
+        bound = (bound + 2.0 ** (emin_sub - 1)) * slack + 2.0**-1071
         # the result may overflow to ±Inf where |A|·|B| passes the target's largest value
-        overflow = np.ldexp(ab * (1 + 2.0**-40), e) > get_format(plan.target).max_normal
+        overflow = np.ldexp(ab * slack, e) > get_format(plan.target).max_normal
     return np.where(overflow, np.inf, bound)
 
 

@@ -7,12 +7,14 @@ phi in {0, 1, 4}, fp64 with 15 moduli and fp32 with 8 moduli (plus NaN/Inf/zero/
 cases and one ``terms="auto"`` case):
 
 * line statistics (emax, esum, count, nfix, bad) and shifts against
-  :func:`~precision.gemm.ozaki_spec_reference.ref_stats` /
-  :func:`precision.gemm.ozaki.shifts_from_bounds` (exact integer numpy);
+  :func:`~precision.gemm.ozaki_spec_reference.ref_stats` and the reference's own budget and
+  shift rule (:func:`~precision.gemm.ozaki_spec_reference.spec_q2`,
+  :func:`~precision.gemm.ozaki_spec_reference.spec_shifts`);
 * the int8 residue planes of A and of B's first column block against ``y mod m``;
 * the output, bit for bit, against ``RN(T·2^-(s_i+t_j))`` with ``T = y_A @ y_B`` computed
-  exactly (signed base-2^21 digits, float64 BLAS products below 2^53, 32-bit limbs) and
-  rounded by :func:`precision.gemm.ozaki.round_limbs`; special values by
+  exactly (signed base-2^21 digits, float64 BLAS products below 2^53, Python ints) and
+  rounded by the reference's own integer rounding
+  (:func:`~precision.gemm.ozaki_spec_reference.round_exact`); special values by
   :func:`precision.gemm.ozaki.apply_specials`. The CRT itself (residue products, ``c_l``,
   ``S``, ``q``) is replayed with Python ints on sampled outputs, and ``max |T| / Mb`` is
   reported (the Cauchy-Schwarz bound says <= 1).
