@@ -14,8 +14,11 @@ rounded once to nearest-even in float64 or in fp32. How (Ozaki-style error-free 
    BLAS or cuBLAS DGEMM, in any summation order, with or without FMA) computes it exactly.
 3. **Exact accumulation.** Products with the same ``g = s + t`` share the scale
    ``2**(ea_i + eb_j − β(g+2))`` and are summed in int64. ``C`` is cut into digits on the same
-   per-element grid. Carry propagation turns the digits into a sign and a magnitude in base
-   ``2**β`` limbs: the exact value, still unrounded.
+   per-element grid; where it lies 63 or more bits above every product bit, or below the
+   lowest, it is moved to that distance (only its own top bits, or only its sign, can then
+   act; the exponent is put back), so the limbs stay few whatever C's range. Carry
+   propagation turns the digits into a sign and a magnitude in base ``2**β`` limbs: the exact
+   value, still unrounded.
 4. **One rounding.** The top 61–63 bits of the magnitude plus a sticky bit (any lower bit set)
    determine round-to-nearest-even at precision 53 (fp64) or 24 (fp32), with gradual underflow
    (the rounding position moves up for subnormal results) and overflow to ±Inf. This is the
@@ -138,8 +141,10 @@ def _tile_shape(
     m: int, n: int, k: int, sa: int, sb: int, cd: int, budget: int | None = None
 ) -> tuple[int, int, int]:
     """Rows, columns and k-extent of the tiles, so that one tile's arrays stay within
-    ``budget`` bytes (default :data:`_MEMORY_BUDGET`): the limbs (about 6 int64 arrays per
-    limb and output element, counting the normalisation's copies) and the digits of both
+    ``budget`` bytes (default :data:`_MEMORY_BUDGET`): the limbs (planned at 6 int64 arrays
+    per limb and output element, with ``cd`` limbs for C; one stack of limbs, C's band of at
+    most ``2·(⌈63/β⌉ + cd) + ⌈64/β⌉`` limbs, see :func:`_c_digits`, and the rounding's
+    temporaries fit in that, as tests/formats measures) and the digits of both
     operand blocks (``sa`` / ``sb`` float64 digit arrays plus about 8 temporaries per
     element)."""
     budget = _MEMORY_BUDGET if budget is None else budget
@@ -276,26 +281,37 @@ def _finish(xp, limbs, c, base, beta, g_max, p, emin, emax):
     limbs[l] has weight 2^(base − β(g_max + 2) + β·l); l = g_max − g for the products."""
     unit = base - beta * (g_max + 2)
     shape = base.shape
+    lo, hi = (min(limbs), max(limbs)) if limbs else (0, 0)
     if c is not None:
-        _add_c_digits(xp, limbs, c, unit, beta)
-    if not limbs:
-        limbs[0] = xp.zeros(shape, dtype=np.int64)
-    lo = min(limbs)
-    hi = max(limbs)
+        digits, idx, shift = _c_digits(xp, c, unit, beta, g_max)
+        lo = min(lo, int(idx.min()))
+        hi = max(hi, int(idx.max()) + len(digits) - 1)
     stack = xp.zeros((hi - lo + 1,) + shape, dtype=np.int64)
+    if c is not None:
+        # C's digit kk goes to limb idx + kk: one scatter per digit, every (limb, element)
+        # pair written once, whatever C's exponent range
+        flat = stack.reshape(stack.shape[0], -1)
+        pos = xp.arange(flat.shape[1])
+        row = (idx - lo).ravel()
+        for kk, d in enumerate(digits):
+            flat[row + kk, pos] = d.ravel()
+        del digits, flat, pos, row
     for l in list(limbs):
-        stack[l - lo] = limbs.pop(l)
-    unit = unit + beta * lo
-    # Sign of the exact value from a first normalisation, then the magnitude's limbs.
-    _, top_carry = _normalise(xp, stack.copy(), beta)
-    negative = top_carry < 0
-    stack = xp.where(negative[None], -stack, stack)
-    mag_limbs, carry = _normalise(xp, stack, beta)
+        stack[l - lo] += limbs.pop(l)
+    # Sign of the exact value from a carry-only pass, then the magnitude's limbs in place.
+    negative = _top_carry(xp, stack, beta) < 0
+    mag_limbs, carry = _normalise(xp, stack, beta, xp.where(negative, -1, 1).astype(np.int64))
     while bool((carry != 0).any()):  # the top carry can span several limbs
         nxt = carry & np.int64((1 << beta) - 1)
         mag_limbs = xp.concatenate([mag_limbs, nxt[None]])
         carry = carry >> np.int64(beta)
-    m, sticky, q = _leading_bits(xp, mag_limbs, unit, beta)
+    m, sticky, q, top = _leading_bits(xp, mag_limbs, unit + beta * lo, beta)
+    if c is not None:
+        # Where C was moved (shift ≠ 0) and its limbs hold the top bit, the top 63 bits are C's
+        # own and lie shift limbs off: C moved down (shift < 0) is above every product bit;
+        # C moved up is on top only where the products sum to 0 (else the top is limb ≥ −1).
+        c_top = (shift < 0) | ((shift > 0) & (top + lo < -1))
+        q = xp.where(c_top, q - beta * shift, q)
     value = _round_rne(xp, m, sticky, q, p, emin, emax)
     return xp.where(negative, -value, value)
 
@@ -323,63 +339,87 @@ def _add_product(xp, acc: Any, d_a: Any, d_b: Any) -> None:
         acc += (d_a @ d_b).astype(np.int64)
 
 
-def _add_c_digits(xp, limbs: dict[int, Any], c: Any, unit: Any, beta: int) -> None:
-    """Add ``c`` (exactly, as base-2**β digits on the per-element limb grid) into ``limbs``."""
+def _c_digits(xp, c: Any, unit: Any, beta: int, g_max: int) -> tuple[list[Any], Any, Any]:
+    """``c`` as signed int64 base-2**β digits on the tile's limb grid, in a bounded band of limbs.
+
+    Returns ``digits`` (``nd`` arrays, ``|d| < 2**β``), the int64 limb ``idx`` of digit 0 and
+    the ``shift`` in limbs: ``c = Σ_kk digits[kk]·2**(unit + β·(idx + kk − shift))``.
+
+    The products' sum P is a multiple of ``2**unit`` (limb 0) below limb ``g_max + ⌈64/β⌉``
+    (int64 limb sums are below 2**63). A ``c`` more than ``gap = ⌈63/β⌉`` limbs (≥ 63 bits)
+    above that, or below limb 0, is moved to that distance (``shift ≠ 0``). Before and after
+    the move, the lower part is below 2**-63 of the upper part's lowest bit, so the top 63
+    bits of ``|P + c|`` hold only the upper part's bits and then zeros (same signs) or ones
+    (opposite signs, borrowed), and the bits below are nonzero exactly when the lower part is:
+    the top 63 bits and the sticky bit of :func:`_leading_bits` are unchanged, and only their
+    exponent moves by ``β·shift`` where the moved ``c`` holds the top (corrected in
+    :func:`_finish`). So the limbs span at most ``g_max + ⌈64/β⌉ + 2·(gap + nd)``, whatever
+    ``c``'s exponent range."""
     mag, lsb = _significands(xp, c)
     nz = mag != 0
     off = xp.where(nz, lsb - unit, 0)  # c = mag·2^(unit + off)
     u0 = off // beta
-    rem = (off - u0 * beta).astype(np.uint64)
+    rem = (off - u0 * beta).astype(np.uint64)  # c = (mag·2^rem)·2^(unit + β·u0)
+    nd = -(-(53 + beta - 1) // beta)  # mag·2^rem < 2^(53 + β − 1) ≤ 2^(β·nd)
+    gap = -(-63 // beta)
+    idx = xp.clip(u0, -gap - nd, g_max + -(-64 // beta) + gap)
     sign = xp.where(c < 0, -1, 1).astype(np.int64)
     mask = np.uint64((1 << beta) - 1)
-    n_digits = -(-(53 + beta - 1) // beta)
-    for kk in range(n_digits):
+    digits = []
+    for kk in range(nd):
         if kk == 0:
             d = (mag << rem) & mask
         else:
             d = (mag >> (np.uint64(beta * kk) - rem)) & mask
-        d = d.astype(np.int64) * sign
-        idx = u0 + kk
-        for l in (int(v) for v in xp.unique(idx[nz & (d != 0)])):
-            add = xp.where(idx == l, d, 0)
-            limbs[l] = add if l not in limbs else limbs[l] + add
+        digits.append(d.astype(np.int64) * sign)
+    return digits, idx, idx - u0
 
 
-def _normalise(xp, stack: Any, beta: int) -> tuple[Any, Any]:
-    """Carry-propagate int64 limbs into [0, 2**β) from the bottom; returns (limbs, top carry)."""
+def _top_carry(xp, stack: Any, beta: int) -> Any:
+    """The top carry of normalising int64 limbs (see :func:`_normalise`), without writing them:
+    negative exactly when the value is."""
+    carry = xp.zeros(stack.shape[1:], dtype=np.int64)
+    for l in range(stack.shape[0]):
+        carry = (stack[l] + carry) >> np.int64(beta)
+    return carry
+
+
+def _normalise(xp, stack: Any, beta: int, sign: Any = None) -> tuple[Any, Any]:
+    """Carry-propagate int64 limbs (times ``sign``, ±1 per element, if given) into [0, 2**β)
+    from the bottom, in place; returns (limbs, top carry)."""
     mask = np.int64((1 << beta) - 1)
     carry = xp.zeros(stack.shape[1:], dtype=np.int64)
     for l in range(stack.shape[0]):
-        v = stack[l] + carry
+        v = (stack[l] if sign is None else stack[l] * sign) + carry
         carry = v >> np.int64(beta)  # floor division: arithmetic shift
         stack[l] = v & mask
     return stack, carry
 
 
-def _leading_bits(xp, limbs: Any, unit: Any, beta: int) -> tuple[Any, Any, Any]:
+def _leading_bits(xp, limbs: Any, unit: Any, beta: int) -> tuple[Any, Any, Any, Any]:
     """Top 63 bits ``m`` (uint64, 0 for a zero value) of a nonnegative base-2**β limb number,
-    a sticky flag (any lower bit set) and the exponent ``q`` of m's lowest bit; limb ``l``
-    weighs ``2**(unit + β·l)``."""
+    a sticky flag (any lower bit set), the exponent ``q`` of m's lowest bit and the index of
+    the top nonzero limb; limb ``l`` weighs ``2**(unit + β·l)``."""
     n_limbs = limbs.shape[0]
     nonzero = limbs != 0
     top = n_limbs - 1 - xp.argmax(nonzero[::-1], axis=0)  # most significant nonzero limb
+    bottom = xp.argmax(nonzero, axis=0)  # least significant one
     steps = -(-63 // beta) + 2
-    zeros = xp.zeros((steps,) + limbs.shape[1:], np.int64)
-    padded = xp.concatenate([zeros, limbs])
     b = np.uint64(beta)
     one = np.uint64(1)
     m = xp.zeros(limbs.shape[1:], np.uint64)
     sticky = xp.zeros(limbs.shape[1:], bool)
     q = xp.zeros(limbs.shape[1:], np.int64)
     for off in range(steps):
-        limb = xp.take_along_axis(padded, (top + steps - off)[None], axis=0)[0].astype(np.uint64)
+        at = top - off
+        limb = xp.take_along_axis(limbs, xp.maximum(at, 0)[None], axis=0)[0].astype(np.uint64)
+        limb = xp.where(at >= 0, limb, np.uint64(0))
         sh = xp.clip(63 - _bitlen(xp, m), 0, beta).astype(np.uint64)
         m = (m << sh) | (limb >> (b - sh))
         sticky |= (limb & ((one << (b - sh)) - one)) != 0
-        q = xp.where(sh > 0, unit + beta * (top - off) + (b - sh).astype(np.int64), q)
-    for l in range(n_limbs):  # limbs strictly below the last one read
-        sticky |= nonzero[l] & (l <= top - steps)
-    return m, sticky, q
+        q = xp.where(sh > 0, unit + beta * at + (b - sh).astype(np.int64), q)
+    sticky |= (bottom <= top - steps) & (m != 0)  # a nonzero limb below the last one read
+    return m, sticky, q, top
 
 
 def _round_rne(xp, m: Any, sticky: Any, q: Any, p: int, emin: int, emax: int) -> Any:
