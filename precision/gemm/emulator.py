@@ -49,6 +49,12 @@ def run_schedule(
     mma_fmt = "tf32" if schedule.fmt == "tf32" else None
     chains = _Chains(ops, env, acc_dtype, dict(arch=arch, fmt=mma_fmt, device=device))
     kb = schedule.k_block
+    if schedule.method == "satf" and not schedule.integer:
+        # The software clamp follows every MMA instruction of the emulated GPU: its k-block
+        # is the sm90 instruction's K, which another arch may split (sm75 fp16: k = 8).
+        from precision.tensorcore.arch import get_arch
+
+        kb = get_arch(arch).instruction(schedule.fmt, "fp32").shape[2]
 
     def do_mma(op: Mma, lo: int, hi: int) -> None:
         if op.k_part is not None:  # positions k_part of the k-block starting at lo

@@ -162,6 +162,22 @@ def test_satf_clamps_overflow():
     np.testing.assert_array_equal(gemm(A, B, method="satf", fmt="bf16"), np.finfo(np.float32).max)
 
 
+def test_satf_clamps_after_every_instruction_of_the_emulated_gpu():
+    """satf clamps after each MMA instruction (docs/gemm.md). sm75's fp16 instruction takes
+    k = 8, half of sm90's: +Inf from k < 8 is clamped to +FLT_MAX before the second
+    instruction adds -Inf, which leaves -Inf, clamped to -FLT_MAX. One clamp per 16 k gave
+    +Inf + (-Inf) = NaN, clamped to +0."""
+    big = np.finfo(np.float32).max
+    A = np.zeros((1, 16), np.float32)
+    A[0, 0], A[0, 8] = 1e5, -1e5  # fp16 rounds them to +Inf and -Inf
+    B = np.ones((16, 1), np.float32)
+    assert gemm(A, B, method="satf", fmt="fp16", arch="sm75")[0, 0] == -big
+    assert gemm(A, B, method="satf", fmt="fp16", arch="sm90")[0, 0] == 0.0  # one instruction
+    A[0, 8] = 0.0
+    A[0, 15] = -1e5  # both in sm75's second instruction: +FLT_MAX + (-Inf) = -Inf
+    assert gemm(A, B, method="satf", fmt="fp16", arch="sm75")[0, 0] == -big
+
+
 def test_api_errors():
     A, B = _inputs(4, 4, 4)
     with pytest.raises(ValueError, match="backend="):
