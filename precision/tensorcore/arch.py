@@ -42,6 +42,7 @@ generations are exact arithmetic (wrapping int32 sums; IEEE binary64 FMA chains)
 from __future__ import annotations
 
 import difflib
+import numbers
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -978,14 +979,33 @@ def did_you_mean(word: Any, valid: Iterable[str]) -> str:
 MODELLED_BY: dict[int, str] = {86: "sm80", 87: "sm80", 72: "sm70", 120: "sm100", 103: "sm100"}
 
 
-def arch_of_compute_capability(compute_capability: int) -> str:
+def arch_of_compute_capability(compute_capability: int | str | tuple[int, int]) -> str:
     """The :data:`ARCHS` model of a compute capability (90 -> ``"sm90"``, 86 -> ``"sm80"``:
-    :data:`MODELLED_BY`); ``ValueError`` where none exists (before sm_70, or unmodelled)."""
-    cc = int(compute_capability)
+    :data:`MODELLED_BY`), given as CUDA's integer (86), a ``(major, minor)`` pair such as
+    ``torch.cuda.get_device_capability()`` gives, or a string ("8.6", "86"); ``ValueError``
+    where none exists (before sm_70, or unmodelled) or the value is no capability."""
+    cc = _capability_number(compute_capability)
     name = MODELLED_BY.get(cc, f"sm{cc}")
     if name not in ARCHS:
         raise ValueError(f"compute capability {cc / 10:.1f}: no model (known: {', '.join(ARCHS)})")
     return name
+
+
+def _capability_number(value: Any) -> int:
+    """86 from 86, (8, 6), "8.6" or "86"; ``ValueError`` naming the value otherwise."""
+    if isinstance(value, tuple | list) and len(value) == 2:
+        major, minor = value
+        if all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+            return 10 * major + minor
+    elif isinstance(value, str) and re.fullmatch(r"\d+(\.\d)?", value.strip()):
+        major, _, minor = value.strip().partition(".")
+        return 10 * int(major) + int(minor) if minor else int(major)
+    elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    raise ValueError(
+        f"compute capability {value!r}: expected an integer such as 86, a (major, minor) "
+        "pair such as (8, 6), or a string such as '8.6'"
+    )
 
 
 def _generation(word: Any) -> int | None:
@@ -994,14 +1014,38 @@ def _generation(word: Any) -> int | None:
     return int(m.group(1)) if m else None
 
 
+#: Compute capabilities of NVIDIA products by name (upper case, spaces dropped), so that a
+#: product name given as an arch ("H100") is told which model runs it, not a look-alike
+#: spelling ("sm100"). From NVIDIA's CUDA GPU compute capability table.
+PRODUCT_CAPABILITY: dict[str, int] = {
+    "V100": 70, "TITANV": 70, "T4": 75, "RTX2080": 75, "RTX2080TI": 75, "QUADRORTX6000": 75,
+    "A100": 80, "A30": 80, "A10": 86, "A40": 86, "A16": 86, "RTX3090": 86, "RTXA6000": 86,
+    "L4": 89, "L40": 89, "L40S": 89, "RTX4090": 89, "RTX6000ADA": 89,
+    "H100": 90, "H200": 90, "GH200": 90, "H800": 90, "H20": 90,
+    "B100": 100, "B200": 100, "GB200": 100, "B300": 103, "GB300": 103,
+    "RTX5090": 120, "RTXPRO6000": 120,
+}  # fmt: skip
+
+
 def unknown_arch_message(name: Any, valid: Iterable[str] | None = None) -> str:
     """Why ``name`` is not one of the archs ``valid`` (default :data:`ARCHS`), as one sentence
     that every place taking an arch raises (:func:`get_arch`, ``gemm``, ``mma``, the runner's
     config): a GPU generation that another model runs names that model (``"sm86"``: "'sm80'
-    models it, so write 'sm80'", :data:`MODELLED_BY`); one before sm_70 has no tensor cores;
-    anything else gets the closest valid spelling. The valid names end the message."""
+    models it, so write 'sm80'", :data:`MODELLED_BY`), as does a product name (``"H100"``:
+    :data:`PRODUCT_CAPABILITY`); one before sm_70 has no tensor cores; anything else gets the
+    closest valid spelling. The valid names end the message."""
     valid = tuple(ARCHS if valid is None else valid)
     listed = f"(valid: {', '.join(valid)})"
+    product = PRODUCT_CAPABILITY.get(
+        re.sub(r"[\s_-]", "", str(name)).upper().removeprefix("NVIDIA")
+    )
+    if product is not None:
+        runs = MODELLED_BY.get(product, f"sm{product}")
+        if runs in valid:
+            return (
+                f"unknown arch {name!r}: that GPU has compute capability {product / 10:.1f}, "
+                f"which {runs!r} models, so write {runs!r} {listed}"
+            )
     cc = _generation(name)
     if cc is not None and cc < 70:
         return (

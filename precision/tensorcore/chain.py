@@ -165,10 +165,13 @@ def mma(
         if reason:
             raise ValueError(f"{ins.ptx}: device='gpu' cannot run {reason}; use device='cpu'")
     if m == 0 or n == 0 or 0 in batch:
-        if device == "gpu":
-            import cupy as cp
+        if device == "gpu":  # as mma_gpu: the GPU is required; numpy c gives numpy out
+            from precision.gpu import require_gpu
 
-            return cp.empty(batch + (m, n), dtype=c.dtype)
+            cp = require_gpu("mma(device='gpu')")
+            if isinstance(c, cp.ndarray):
+                return cp.empty(batch + (m, n), dtype=c.dtype)
+            return np.empty(batch + (m, n), dtype=c.dtype)
         return np.empty(batch + (m, n), dtype=get_format(out_fmt).storage)
     if device == "gpu":
         from precision.tensorcore.gpu_engine import mma_gpu

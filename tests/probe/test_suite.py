@@ -40,6 +40,11 @@ def test_arch_of_compute_capability():
     assert arch_of(90) == "sm90" and arch_of(86) == "sm80" and arch_of(89) == "sm89"
     with pytest.raises(ValueError, match="no model"):
         arch_of(61)
+    # as torch.cuda.get_device_capability() and nvidia-smi write them
+    assert arch_of((8, 6)) == "sm80" and arch_of("8.9") == "sm89" and arch_of("90") == "sm90"
+    for bad in ("x", (8,), True, 2.5):
+        with pytest.raises(ValueError, match="expected an integer such as 86, a .major, minor"):
+            arch_of(bad)
 
 
 def test_packed_recordings_replay_through_the_recording_gpus_model(tmp_path):

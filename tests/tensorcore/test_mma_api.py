@@ -153,6 +153,20 @@ def test_empty_m_n_or_batch_gives_an_empty_result(a_shape, b_shape, c_shape, out
     assert d.shape == out_shape and d.dtype == acc
 
 
+def test_an_empty_result_on_the_gpu_engine_needs_a_gpu_and_keeps_cs_kind():
+    """device="gpu" with an empty result asks for a GPU as a non-empty call does (it imported
+    CuPy unguarded), and, as mma_gpu, returns numpy for a numpy c."""
+    from precision.gpu import gpu_available
+
+    a, b, c = np.zeros((0, 16), np.float16), np.zeros((16, 8), np.float16), np.zeros((0, 8), F32)
+    if not gpu_available():
+        with pytest.raises(RuntimeError, match="needs"):
+            mma(a, b, c, device="gpu")
+        return
+    d = mma(a, b, c, device="gpu")
+    assert isinstance(d, np.ndarray) and d.shape == (0, 8) and d.dtype == F32
+
+
 def test_k_zero_with_a_result_is_still_refused():
     with pytest.raises(ValueError, match="K = 0 is not a positive multiple"):
         mma(np.zeros((4, 0), np.float16), np.zeros((0, 8), np.float16), np.zeros((4, 8), F32))
@@ -338,6 +352,11 @@ def test_subnormal_fp32_c_anchors_at_minus_126():
         ("sm120", "'sm100' models it, so write 'sm100'"),
         ("sm61", "GPUs before sm_70 (Volta) have no tensor cores to emulate"),
         ("sm91", "; did you mean 'sm90'?"),
+        # product names were told 'sm100' ("H100") or 'sm100' ("A100", "V100") by spelling
+        ("H100", "that GPU has compute capability 9.0, which 'sm90' models, so write 'sm90'"),
+        ("A100", "compute capability 8.0, which 'sm80' models, so write 'sm80'"),
+        ("V100", "compute capability 7.0, which 'sm70' models, so write 'sm70'"),
+        ("NVIDIA A10", "compute capability 8.6, which 'sm80' models, so write 'sm80'"),
     ],
 )
 def test_every_entry_point_says_the_same_about_an_unknown_arch(tmp_path, arch, says):
