@@ -679,10 +679,16 @@ def cast(
 
     The conversion after rounding is exact: the values are already representable, so the
     numpy/ml_dtypes cast cannot round again. tf32 comes back as float32 whose 13 low
-    significand bits are zero; integer formats as int8/int32 (saturated, NaN -> 0).
+    significand bits are zero (a NaN as ``ieee_quiet_nan_bits``, 0x7FC00000, as
+    :func:`to_bits` writes it: a payload in the pad would break that); integer formats as
+    int8/int32 (saturated, NaN -> 0).
     """
     f = get_format(fmt)
-    return round(x, f, mode, rng=rng).astype(f.storage)
+    out = round(x, f, mode, rng=rng).astype(f.storage)
+    if f.pad_bits and f.ieee_quiet_nan_bits is not None and np.isnan(out).any():
+        quiet = np.array(f.ieee_quiet_nan_bits, f.bits_dtype).view(f.storage)
+        out = np.where(np.isnan(out), quiet, out)[()]  # (a scalar stays a scalar)
+    return out
 
 
 # ----------------------------------------------------------------------------- bit encodings

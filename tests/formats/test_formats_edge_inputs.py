@@ -115,3 +115,14 @@ def test_to_bits_of_a_0d_array_round_trips_and_refuses(name):
         return  # every float64 is a value of fp64
     with pytest.raises(ValueError, match=f"not values of {name}"):
         F.to_bits(np.float64(bad), name)
+
+
+def test_cast_to_tf32_keeps_the_pad_zero_for_nans_too():
+    """cast(x, "tf32") promises float32 words whose 13 low bits are zero; a NaN whose payload
+    sat there (0x7F800001, 0xFFFFFFFF) kept it. NaNs come back as to_bits writes them."""
+    words = np.array([0x7F800001, 0xFFFFFFFF, 0x7FC00000, 0x3F801001, 0xFF800000], np.uint32)
+    with np.errstate(invalid="ignore"):
+        out = F.cast(words.view(np.float32), "tf32").view(np.uint32)
+    assert (out & 0x1FFF == 0).all()
+    assert out[:3].tolist() == [F.get_format("tf32").ieee_quiet_nan_bits] * 3
+    assert out[3:].tolist() == [0x3F802000, 0xFF800000]  # past the half: up; -Inf kept
