@@ -192,7 +192,7 @@ class ArchModel:
                 if (
                     ins.key == (op, fa, fb, fc)
                     and ins.c_format == fcin
-                    and (shape is None or tuple(shape) == ins.shape)
+                    and (shape is None or _same_shape(ins, tuple(shape)))
                     and (bitop is None or bitop == ins.bitop)
                 ):
                     return ins
@@ -202,9 +202,11 @@ class ArchModel:
                 for i in self.all_instructions()
                 if i.key == (op, fa, fb, fc)
             )
+            wide = " (wgmma: any n of 8 to 256 in steps of 8 runs as n8)" if op == "wgmma" else ""
             raise TypeError(
                 f"arch {self.name!r} has no {op} instruction for {fa} x {fb} + {fcin} -> {fc} "
                 f"with shape={shape} bitop={bitop}; available: {', '.join(shapes) or 'none'}"
+                f"{wide}"
             )
         try:
             return self.instructions[(op, fa, fb, fc)]
@@ -989,6 +991,16 @@ def arch_of_compute_capability(compute_capability: int | str | tuple[int, int]) 
     if name not in ARCHS:
         raise ValueError(f"compute capability {cc / 10:.1f}: no model (known: {', '.join(ARCHS)})")
     return name
+
+
+def _same_shape(ins: Instruction, shape: tuple[int, ...]) -> bool:
+    """Whether a requested (m, n, k) names ``ins``. A wgmma is modelled as ``m64n8kK``: its
+    PTX shapes ``m64nNkK`` for N = 8, 16, ..., 256 compute every output column alike, so any
+    such N names it (our GEMM kernels use m64n256k16)."""
+    if ins.family == "wgmma" and len(shape) == 3:
+        m, n, k = shape
+        return (m, k) == (ins.shape[0], ins.shape[2]) and n % 8 == 0 and 8 <= n <= 256
+    return shape == ins.shape
 
 
 def _capability_number(value: Any) -> int:

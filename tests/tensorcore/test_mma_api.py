@@ -427,3 +427,18 @@ def test_np_matrix_operands_behave_like_arrays():
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
     got = mma(np.asmatrix(a), np.asmatrix(b), np.asmatrix(c), arch="sm80")
     assert np.array_equal(got.view(np.uint32), mma(a, b, c, arch="sm80").view(np.uint32))
+
+
+def test_a_wgmma_ptx_shape_of_any_n_names_the_modelled_instruction():
+    """wgmma is modelled as m64n8kK; m64n256k16, the shape our GEMM kernels issue, was refused.
+    Any n of 8..256 in steps of 8 now names it, with the same bits; other n are refused."""
+    rng = np.random.default_rng(5)
+    a, b = _rand(rng, (64, 32), np.float16), _rand(rng, (32, 256), np.float16)
+    c = np.zeros((64, 256), F32)
+    want = mma(a, b, c, op="wgmma")
+    for n in (8, 136, 256):
+        got = mma(a, b, c, op="wgmma", shape=(64, n, 16))
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    for bad in ((64, 260, 16), (64, 264, 16), (64, 256, 32)):
+        with pytest.raises(TypeError, match="any n of 8 to 256 in steps of 8"):
+            mma(a, b, c, op="wgmma", shape=bad)
