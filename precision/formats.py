@@ -478,9 +478,22 @@ def get_format(fmt: str | Format | Any) -> Format:
     )
 
 
+def _named_format(fmt: Any) -> Format:
+    """:func:`get_format`, its error prefixed with the argument: ``fmt='fp17': ...``."""
+    try:
+        return get_format(fmt)
+    except ValueError as exc:
+        raise ValueError(f"fmt={fmt!r}: {exc}") from None
+
+
+def _named_mode(mode: Any) -> Any:
+    """A rounding mode in any case ("RNE" is "rne")."""
+    return mode.lower() if isinstance(mode, str) else mode
+
+
 def _check_mode(mode: str, rng: Any) -> None:
     if mode not in ROUNDING_MODES:
-        raise ValueError(f"unknown rounding mode {mode!r}; expected one of {ROUNDING_MODES}")
+        raise ValueError(f"mode={mode!r}: unknown rounding mode; expected one of {ROUNDING_MODES}")
     if mode == "stochastic":
         if rng is None:
             raise ValueError(
@@ -508,6 +521,7 @@ def _is_ml_dtypes_number(dt: np.dtype) -> bool:
 
 def _as_float64(x: Any, argname: str = "x") -> np.ndarray:
     """``x`` as a float64 array, refusing inputs that float64 cannot hold exactly."""
+    refuse_masked(x, argname, "precision.formats")
     arr = np.asarray(x)
     dt = arr.dtype
     if dt in _EXACT_FLOAT_DTYPES or (dt.kind == "f" and dt.itemsize <= 8):
@@ -640,7 +654,8 @@ def round(
         ValueError: unknown format or mode; stochastic mode without ``rng``.
         TypeError: ``x`` has a dtype float64 cannot hold exactly (complex, longdouble, ...).
     """
-    f = get_format(fmt)
+    f = _named_format(fmt)
+    mode = _named_mode(mode)
     _check_mode(mode, rng)
     x64 = _as_float64(x)
     if not f.is_integer and f.precision >= 53:  # fp64: float64 input is already a fp64 value
@@ -657,6 +672,16 @@ def round(
     else:
         out = _round_float(flat, f, mode, rng)
     return out.reshape(x64.shape)
+
+
+def refuse_masked(x: Any, name: str, user: str) -> None:
+    """``TypeError`` for a numpy masked array: every numeric entry point would read the
+    values under its mask as if they were data (the mask silently lost)."""
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(
+            f"{name} is a masked array; {user} would read the values under its mask as data: "
+            f"pass {name}.filled(value), or only the unmasked part"
+        )
 
 
 def require_real_dtype(dtype: Any, name: str, user: str, complex_hint: str) -> None:
@@ -683,7 +708,7 @@ def cast(
     :func:`to_bits` writes it: a payload in the pad would break that); integer formats as
     int8/int32 (saturated, NaN -> 0).
     """
-    f = get_format(fmt)
+    f = _named_format(fmt)
     out = round(x, f, mode, rng=rng).astype(f.storage)
     if f.pad_bits and f.ieee_quiet_nan_bits is not None and np.isnan(out).any():
         quiet = np.array(f.ieee_quiet_nan_bits, f.bits_dtype).view(f.storage)

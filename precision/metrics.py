@@ -84,8 +84,9 @@ def _fro_norm(x: np.ndarray) -> float:
 
 def _real_array(x: Any, name: str, dtype: Any = None) -> np.ndarray:
     """``x`` as an array of a real numeric dtype (bool, integer, float, ml_dtypes float)."""
-    from precision.formats import require_real_dtype
+    from precision.formats import refuse_masked, require_real_dtype
 
+    refuse_masked(x, name, "error_metrics")
     arr = np.asarray(x)
     hint = "takes real arrays only (measure the real and imaginary parts separately)"
     require_real_dtype(arr.dtype, name, "error_metrics", hint)

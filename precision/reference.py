@@ -163,6 +163,9 @@ def _tile_shape(
 
 def _as_float64(xp: ModuleType, x: Any, name: str) -> Any:
     """``x`` as a float64 array on ``xp``'s device; errors name ``name`` and what is wrong."""
+    from precision.formats import refuse_masked
+
+    refuse_masked(x, name, "exact_matmul")
     on_gpu = xp is not np and isinstance(x, xp.ndarray)
     if xp is np and hasattr(x, "__cuda_array_interface__"):
         raise TypeError(f"{name} is a GPU array; pass device='gpu'")

@@ -104,12 +104,14 @@ def _is_fp64(target: Any) -> bool:
 def _as_matrix(X: Any, name: str) -> Any:
     """``X`` as an array: numpy and CuPy arrays as they are, anything else (nested lists)
     through ``np.asarray``; a real numeric dtype (bool, integer, float) or ``TypeError``."""
+    from precision.formats import refuse_masked, require_real_dtype
+
+    refuse_masked(X, name, "gemm")
     if not isinstance(X, np.ndarray) and not hasattr(X, "__cuda_array_interface__"):
         try:
             X = np.asarray(X)
         except ValueError as exc:  # ragged nested lists
             raise ValueError(f"{name} is not a rectangular array: {exc}") from None
-    from precision.formats import require_real_dtype
 
     hint = "takes real inputs only (run the real and imaginary parts as separate GEMMs)"
     require_real_dtype(X.dtype, name, "gemm", hint)

@@ -126,3 +126,37 @@ def test_cast_to_tf32_keeps_the_pad_zero_for_nans_too():
     assert (out & 0x1FFF == 0).all()
     assert out[:3].tolist() == [F.get_format("tf32").ieee_quiet_nan_bits] * 3
     assert out[3:].tolist() == [0x3F802000, 0xFF800000]  # past the half: up; -Inf kept
+
+
+def test_masked_arrays_are_refused_not_read_without_their_mask():
+    """gemm, exact_matmul, error_metrics and formats used the values under a mask as data
+    (gemm([[1, masked 2]], ones) gave 3); each now says so and names the argument."""
+    from precision.gemm import gemm
+    from precision.metrics import error_metrics
+    from precision.reference import exact_matmul
+
+    a = np.ma.array([[1.0, 2.0]], mask=[[0, 1]])
+    b = np.ones((2, 1))
+    with pytest.raises(TypeError, match="A is a masked array; gemm would read the values"):
+        gemm(a, b)
+    with pytest.raises(TypeError, match="A is a masked array; exact_matmul"):
+        exact_matmul(a, b)
+    with pytest.raises(TypeError, match="approx is a masked array; error_metrics"):
+        error_metrics(a[0], np.ones(2))
+    with pytest.raises(TypeError, match=r"x is a masked array; .*x.filled\(value\)"):
+        F.round(a, "fp16")
+
+
+def test_format_and_mode_errors_name_their_argument_and_modes_take_any_case():
+    with pytest.raises(ValueError, match=r"^fmt='fp17': unknown format 'fp17'; did you mean"):
+        F.round(1.0, "fp17")
+    with pytest.raises(ValueError, match=r"^fmt='fp17': unknown format"):
+        F.cast(1.0, "fp17")
+    with pytest.raises(ValueError, match=r"^mode='rnx': unknown rounding mode"):
+        F.round(1.0, "fp16", "rnx")
+    x = np.array([1 + 2.0**-11, -(1 + 3 * 2.0**-11)])  # ties in fp16: to even
+    assert (
+        F.round(x, "fp16", "RNE").tolist()
+        == F.round(x, "fp16", "rne").tolist()
+        == [1.0, -(1 + 2.0**-9)]
+    )
