@@ -53,6 +53,7 @@ inputs are scaled exactly (no flush). Nothing falls back to native GEMM.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -393,11 +394,14 @@ def auto_terms(
     spread and K entries at their line's largest magnitude (the worst case)."""
     p = TARGETS[target][0]
     if isinstance(sa, LineStats):
-        assert sb is not None
+        if not isinstance(sb, LineStats):
+            raise TypeError(f"sb: expected B's LineStats with A's; got {type(sb).__name__}")
         spread_a, spread_b = _line_spread(sa), _line_spread(sb)
         spread = int(max(spread_a.max(initial=0), spread_b.max(initial=0)))
-    else:
+    elif isinstance(sa, numbers.Integral) and not isinstance(sa, bool):
         spread = max(0, int(sa))
+    else:
+        raise TypeError(f"sa: expected LineStats or an int spread; got {type(sa).__name__}")
     if method == "ozaki1":
         return max(2, min(OZAKI1_MAX_SLICES, -(-(p + spread) // 7)))
     # (norm bound, spread) of every line with a nonzero entry
@@ -554,6 +558,15 @@ def plan_for(
         sa, sb = line_stats(A, 1), line_stats(B, 0)
     else:
         _check_shapes(np.shape(A), np.shape(B))
+        if not (
+            isinstance(stats, tuple | list)
+            and len(stats) == 2
+            and all(isinstance(s, LineStats) for s in stats)
+        ):
+            raise TypeError(
+                f"stats: expected (LineStats of A's rows, LineStats of B's columns), as "
+                f"plan_for returns them; got {type(stats).__name__} {stats!r:.80}"
+            )
         sa, sb = stats
     k = int(np.shape(A)[1])
     if method == "ozaki2":
@@ -1154,6 +1167,10 @@ def error_bound(A: np.ndarray, B: np.ndarray, plan: OzakiPlan) -> np.ndarray:
     exceeds the target's largest finite value the output may overflow, and the bound is Inf.
     ``A`` and ``B`` are checked as :func:`ozaki_gemm` checks them, and ``plan`` must have been
     made for their K (ValueError)."""
+    if not isinstance(plan, OzakiPlan):
+        raise TypeError(
+            f"plan: expected an OzakiPlan (plan_for, make_plan); got {type(plan).__name__}"
+        )
     p, emin_sub, _ = TARGETS[plan.target]
     A, B = (x.astype(np.float64, copy=False) for x in _host_operands(A, B))  # (full-size work)
     k = A.shape[1]

@@ -719,3 +719,21 @@ def test_float32_bits_convert_to_float64_exactly() -> None:
     assert np.array_equal(np.isnan(got), nan)
     np.testing.assert_array_equal(got[~nan].view(np.uint64), want[~nan].view(np.uint64))
     assert same.dtype == np.float64 and oz.as_float64(want, np) is want
+
+
+def test_helpers_name_a_wrong_argument_instead_of_failing_inside():
+    """plan_for(stats=(1, 2)), error_bound(A, B, None) and auto_terms(..., None) raised
+    AttributeError / int() errors from inside; they name the argument and what it takes."""
+    from precision.gemm import ozaki as oz
+
+    A, B = np.ones((2, 3)), np.ones((3, 2))
+    with pytest.raises(TypeError, match=r"stats: expected \(LineStats of A's rows"):
+        oz.plan_for(A, B, method="ozaki2", fmt="int8", target="fp64", terms=15, stats=(1, 2))
+    with pytest.raises(TypeError, match="plan: expected an OzakiPlan"):
+        oz.error_bound(A, B, None)
+    with pytest.raises(TypeError, match="sa: expected LineStats or an int spread"):
+        oz.auto_terms("ozaki2", "fp64", 3, None)
+    plan, sa, sb = oz.plan_for(A, B, method="ozaki2", fmt="int8", target="fp64", terms="auto")
+    with pytest.raises(TypeError, match="sb: expected B's LineStats"):
+        oz.auto_terms("ozaki2", "fp64", 3, sa, None)
+    assert oz.auto_terms("ozaki2", "fp64", 3, sa, sb) == plan.terms
