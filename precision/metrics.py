@@ -270,6 +270,42 @@ def _relative_fro(
         return float(np.ldexp(dnorm_s / norm_s, kd - ke))
 
 
+def componentwise_error(
+    approx: np.ndarray,
+    exact: np.ndarray,
+    abs_product: np.ndarray,
+    exact_lo: np.ndarray | None = None,
+) -> float:
+    """``err_comp``: max over elements of |approx − exact| / (|A|·|B|), the componentwise
+    error measure in which GEMM error bounds are stated (|C − Ĉ| <= γ_K·|A|·|B|, Higham,
+    *Accuracy and Stability of Numerical Algorithms*, §3.5), so that entries of A·B near 0
+    through cancellation do not dominate it as they dominate ``err_max``.
+
+    ``abs_product``: |A|·|B| (nonnegative; the runner rounds it once from the exact product
+    for exact references). The difference is taken as in :func:`error_metrics` (``exact_lo``
+    the low part of a double-double reference). An element with |A|·|B| = 0 contributes 0
+    if its difference is 0 and ``inf`` otherwise; a NaN on either side gives NaN. Arrays of
+    one shape and a real dtype (``ValueError`` / ``TypeError`` otherwise); 0 for no
+    elements."""
+    a = _real_array(approx, "approx")
+    e = _real_array(exact, "exact", np.float64)
+    d = _real_array(abs_product, "abs_product", np.float64)
+    lo = None if exact_lo is None else _real_array(exact_lo, "exact_lo", np.float64)
+    for name, x in (("exact", e), ("abs_product", d), ("exact_lo", lo)):
+        if x is not None and x.shape != a.shape:
+            raise ValueError(f"approx has shape {a.shape} but {name} has shape {x.shape}")
+    if a.size == 0:
+        return 0.0
+    absdiff = _abs_diff_all(a.reshape(-1), e.reshape(-1), None if lo is None else lo.reshape(-1))
+    flat = d.reshape(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.divide(absdiff, flat, out=absdiff, where=flat > 0)  # (absdiff is a new array)
+    zero = ~(flat > 0) & ~np.isnan(flat)
+    absdiff[zero & (absdiff > 0)] = np.inf  # |A|·|B| = 0: 0 stays 0, anything else is Inf
+    absdiff[np.isnan(flat)] = np.nan
+    return _extreme(absdiff, np.max)
+
+
 def identical_bits_fraction(x: np.ndarray, y: np.ndarray) -> float:
     """Fraction of elements whose bit patterns are identical (same dtype and shape required).
 

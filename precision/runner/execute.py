@@ -209,6 +209,21 @@ class InputCache:
             self._evict()
         return item.references[point.reference]
 
+    def abs_product(self, point: Point, repeat: int) -> np.ndarray:
+        """|A|·|B| of ``point``'s repeat ``repeat``, the denominator of ``err_comp``: rounded
+        once from the exact product for the exact reference kinds (the same bits on every
+        machine), numpy's float64 matmul for ``reference = "fp64"``."""
+        item = self.get(point, repeat)
+        kind = "fp64" if point.reference == "fp64" else "exact"
+        key = f"abs_product:{kind}"
+        if key not in item.references:
+            device = "gpu" if point.backend in ("cuda", "cublas") else "cpu"
+            item.references[key] = _read_only(
+                reference_product(np.abs(item.A), np.abs(item.B), kind, device)
+            )
+            self._evict()
+        return item.references[key]
+
     def _evict(self) -> None:
         """Drop the least recently used entries above ``max_bytes`` (never the newest)."""
         while len(self._items) > 1 and self._nbytes() > self.max_bytes:
@@ -251,6 +266,7 @@ def _base_row(point: Point, repeat: int) -> dict:
         "err_fro": np.nan,
         "err_max": np.nan,
         "err_median": np.nan,
+        "err_comp": np.nan,
         "identical_bits": np.nan,
         "time_s": np.nan,
         "time_min_s": np.nan,
@@ -353,8 +369,19 @@ def _run_timed(gemm: GemmFn | None, A, B, point: Point, row: dict) -> np.ndarray
     return np.asarray(out)
 
 
-def _measure(gemm: GemmFn | None, A, B, ref, point: Point, row: dict) -> None:
-    """Run one repeat of ``point`` and fill ``row`` in place (errors, timing, agreement)."""
+def _componentwise(cache: InputCache, point: Point, repeat: int, out: np.ndarray) -> float:
+    """``err_comp`` of the result ``out`` of ``point``'s repeat ``repeat``."""
+    from precision.metrics import componentwise_error
+
+    ref, ref_lo = cache.reference(point, repeat), None
+    if point.reference == "exact_dd":
+        ref, ref_lo = ref[0], ref[1]
+    return componentwise_error(out, ref, cache.abs_product(point, repeat), ref_lo)
+
+
+def _measure(gemm: GemmFn | None, A, B, ref, point: Point, row: dict) -> np.ndarray:
+    """Run one repeat of ``point`` and fill ``row`` in place (errors, timing, agreement);
+    returns the result (for ``err_comp``)."""
     from precision.metrics import error_metrics, identical_bits_fraction
 
     out = _run_timed(gemm, A, B, point, row)
@@ -374,9 +401,11 @@ def _measure(gemm: GemmFn | None, A, B, ref, point: Point, row: dict) -> None:
         )
     if point.compare_backend is not None and point.compare_backend != point.backend:
         other = np.asarray(_call(gemm or _default_gemm(), A, B, point, point.compare_backend))
+        mine = out
         if out.dtype != other.dtype or out.dtype != np.float64:  # fp32 results as before
-            out, other = out.astype(np.float32), other.astype(np.float32)
-        row["identical_bits"] = identical_bits_fraction(out, other)
+            mine, other = out.astype(np.float32), other.astype(np.float32)
+        row["identical_bits"] = identical_bits_fraction(mine, other)
+    return out
 
 
 def compute_point(
@@ -406,7 +435,8 @@ def compute_point(
                 inputs = cache.get(point, repeat)
                 row["inputs_sha256"] = inputs.sha256
                 ref = cache.reference(point, repeat)
-                _measure(gemm, inputs.A, inputs.B, ref, point, row)
+                out = _measure(gemm, inputs.A, inputs.B, ref, point, row)
+                row["err_comp"] = _componentwise(cache, point, repeat, out)
                 bad = [
                     f"{key} = {row[key]}"
                     for key in ("err_fro", "err_max", "err_median")

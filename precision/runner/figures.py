@@ -4,7 +4,8 @@ options of ``precision plot``, validated into one :class:`PlotSpec`.
 The same keys are accepted in both places (a command-line option overrides the config)::
 
     [plot]
-    metric = ["err_fro", "tflops"]   # err_fro, err_max, err_median, tflops, identical_bits
+    metric = ["err_fro", "tflops"]   # err_fro, err_max, err_median, err_comp, tflops,
+                                     # identical_bits
     x = "auto"                       # auto, size, m, n, k, terms (Ozaki slices/moduli)
     hue = "method"                   # colour:      one of DIMENSIONS, or "none"
     style = "format"                 # line style and marker
@@ -33,7 +34,14 @@ from typing import Any, NoReturn
 #: What a figure can show on its y axis.
 #: ``identical_bits`` (a config with ``compare_backend``) is the fraction of bit-identical
 #: outputs, drawn on a linear axis from 0 to 1.
-METRICS: tuple[str, ...] = ("err_fro", "err_max", "err_median", "tflops", "identical_bits")
+METRICS: tuple[str, ...] = (
+    "err_fro",
+    "err_max",
+    "err_median",
+    "err_comp",
+    "tflops",
+    "identical_bits",
+)
 #: What the x axis can show: ``auto`` picks ``size`` for square shapes, else the varying one.
 X_AXES: tuple[str, ...] = ("auto", "size", "m", "n", "k", "terms")
 #: Columns that colour, line style and panels can show (``distribution`` is the label with

@@ -21,10 +21,11 @@ METRIC_LABELS = {
     "err_fro": "relative error (Frobenius)",
     "err_max": "max. relative elementwise error",
     "err_median": "median relative elementwise error",
+    "err_comp": "max. componentwise error |C − C_exact| / (|A|·|B|)",
     "tflops": "TFLOP/s (2mnk / median time)",
     "identical_bits": "fraction of outputs bit-identical to compare_backend",
 }
-ERROR_METRICS = ("err_fro", "err_max", "err_median")
+ERROR_METRICS = ("err_fro", "err_max", "err_median", "err_comp")
 #: Metrics drawn on a linear axis from 0 to 1, where 0 is a value like any other (the others
 #: are drawn on log axes, which cannot show 0).
 FRACTION_METRICS = ("identical_bits",)

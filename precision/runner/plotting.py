@@ -1,9 +1,10 @@
 """Figures of a results table: error (or TFLOP/s) against size, ready for a paper.
 
-One figure per metric (``err_fro``, ``err_max``, ``err_median``, ``tflops``), one panel per
-value of ``col`` × ``row`` (:class:`~precision.runner.figures.PlotSpec`), colour = ``hue``, line
-style and marker = ``style``. Each line is the median over repeats (errors span decades and
-the repeat count is small, so no bootstrap band); every repeat is also drawn as a faint dot.
+One figure per metric (``err_fro``, ``err_max``, ``err_median``, ``err_comp``, ``tflops``), one
+panel per value of ``col`` × ``row`` (:class:`~precision.runner.figures.PlotSpec`), colour =
+``hue``, line style and marker = ``style``. Each line is the median over repeats (errors span
+decades and the repeat count is small, so no bootstrap band); every repeat is also drawn as a
+faint dot.
 
 What keeps the figures honest and readable:
 

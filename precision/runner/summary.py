@@ -3,13 +3,13 @@ pivot table per plotted metric (series × x) as Markdown and LaTeX, next to the 
 
 ``<prefix>summary.csv``: one row per point (its identity columns, ``repeats``, ``ok`` = the
 number of repeats with status ok, ``status``) with the median over repeats of ``err_fro``,
-``err_max``, ``err_median`` and, when the summarised metrics include ``tflops``, of ``tflops``
-and ``time_s`` (so a summary of errors only is the same on every rerun). A median is NaN when
-any repeat has no value (an error row, a NaN error), so a point is never summarised from part
-of its repeats, with one exception that its ``repeats`` column shows: the chosen ``terms`` is
-an identity column here, so a ``terms = "auto"`` point whose repeats chose different counts
-has one row per count, each over the repeats that chose it. ``emulator_device`` joins the
-identity columns when the table has more than one value of it.
+``err_max``, ``err_median``, ``err_comp`` and, when the summarised metrics include ``tflops``,
+of ``tflops`` and ``time_s`` (so a summary of errors only is the same on every rerun). A median
+is NaN when any repeat has no value (an error row, a NaN error), so a point is never summarised
+from part of its repeats, with one exception that its ``repeats`` column shows: the chosen
+``terms`` is an identity column here, so a ``terms = "auto"`` point whose repeats chose
+different counts has one row per count, each over the repeats that chose it.
+``emulator_device`` joins the identity columns when the table has more than one value of it.
 
 ``<prefix>summary.md`` / ``<prefix>summary.tex``: per summarised metric, the same medians
 with the figure's panels and series as rows and the x values (sizes) as columns, exactly
@@ -75,7 +75,7 @@ ID_COLUMNS = (
     "terms_requested",
     "terms",
 )
-ERROR_COLUMNS = ("err_fro", "err_max", "err_median")
+ERROR_COLUMNS = ("err_fro", "err_max", "err_median", "err_comp")
 TIMING_COLUMNS = ("tflops", "time_s")
 MISSING = "n/a"
 #: Marks a table cell computed from fewer repeats than its point has; explained once under

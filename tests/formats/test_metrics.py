@@ -388,3 +388,39 @@ def test_threaded_passes_give_the_one_pass_results(monkeypatch: pytest.MonkeyPat
     for g, w in zip(got, want, strict=True):
         for key in w:
             assert g[key] == w[key] or (math.isnan(g[key]) and math.isnan(w[key])), (key, g, w)
+
+
+def test_componentwise_error_against_fractions():
+    """err_comp = max |approx − exact| / (|A|·|B|) with |A|·|B| exact, checked in Fractions;
+    a cancelling entry (A·B = 0, |A|·|B| > 0) counts by its size, not as an infinite ratio."""
+    from fractions import Fraction
+
+    from precision.metrics import componentwise_error
+    from precision.reference import exact_matmul
+
+    rng = np.random.default_rng(4)
+    A = rng.uniform(-1, 1, (5, 7))
+    B = rng.uniform(-1, 1, (7, 3))
+    A[0] = B[:, 0]  # row 0 · column 0 ...
+    A[0, :4] *= -1  # ... cancels in part
+    approx = (A.astype(np.float16).astype(np.float64) @ B.astype(np.float16)).astype(np.float32)
+    exact = exact_matmul(A, B)
+    absprod = exact_matmul(np.abs(A), np.abs(B))
+    want = max(
+        abs(Fraction(float(approx[i, j])) - Fraction(float(exact[i, j]))) / Fraction(absprod[i, j])
+        for i in range(5)
+        for j in range(3)
+    )
+    got = Fraction(componentwise_error(approx, exact, absprod))
+    assert abs(got - want) <= want * Fraction(1, 2**51)  # the difference and the ratio rounded
+    # |A|·|B| = 0: 0 where the difference is 0 too, Inf where it is not; NaN propagates
+    z = np.zeros(3)
+    assert componentwise_error(z, z, z) == 0.0
+    assert componentwise_error(np.array([0.0, 1e-300, 0.0]), z, z) == np.inf
+    assert np.isnan(componentwise_error(np.array([np.nan, 0.0, 0.0]), z, np.ones(3)))
+    # a double-double reference: the low part is subtracted from the difference first
+    assert componentwise_error(np.array([1.0]), np.array([1.0]), np.array([2.0]),
+                               np.array([2.0**-60])) == 2.0**-61  # fmt: skip
+    with pytest.raises(ValueError, match="abs_product has shape"):
+        componentwise_error(z, z, np.ones(2))
+    assert componentwise_error(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 3))) == 0.0
