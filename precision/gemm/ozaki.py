@@ -317,10 +317,10 @@ def crt_q2(moduli: tuple[int, ...], k: int) -> int:
     :func:`crt_bound`. A scaled line ``A'[i,:] = rint(A[i,:]·2^s)`` whose unrounded 2-norm is
     at most ``2^(q2/2)`` has ``||A'[i,:]|| <= 2^(q2/2) + sqrt(K)/2`` (each rounding adds at
     most 1/2 to a magnitude); by Cauchy-Schwarz every ``|A'[i,:]·B'[:,j]|`` then lies in the
-    CRT range. ``X^2`` of :func:`crt_line_budget` rounded down to a power of two, which is
-    that largest ``q2`` or, from rounding ``X`` down to an integer first, one below it (for
-    every ``K <= 131071``: only with 2 moduli, at 3606 values of ``K >= 31685``); -1 when no
-    budget is left."""
+    CRT range. ``X^2`` of :func:`crt_line_budget` rounded down to a power of two: with
+    ``sqrt(K)/2`` replaced by ``(isqrt(K - 1) + 2) / 2``, that largest ``q2`` or, from rounding
+    ``X`` down to an integer first, one below it (for every ``K <= 131071``: only with 2
+    moduli, at 3606 values of ``K >= 31685``); -1 when no budget is left."""
     x = crt_line_budget(moduli, k)
     if x < 1:
         return -1

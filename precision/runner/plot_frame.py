@@ -36,7 +36,7 @@ from precision.runner.plot_notes import ERR_MAX_NOTE
 
 #: fp32's unit roundoff: the relative error bound of one round-to-nearest into fp32.
 FP32_UNIT_ROUNDOFF = 2.0**-24
-#: Unit roundoff 2^-p of each result format: error figures draw one dotted line per result
+#: Unit roundoff 2^-p of each result format: error figures draw one grey line per result
 #: format present (``target`` of the Ozaki methods, fp64 for the fp64 baselines, else fp32).
 UNIT_ROUNDOFFS = {"fp32": (FP32_UNIT_ROUNDOFF, "2^{-24}"), "fp64": (2.0**-53, "2^{-53}")}
 #: Formats whose rows are baselines (not tensor-core methods): drawn in black and grey.

@@ -28,7 +28,8 @@ What keeps the figures honest and readable:
   axis); the x ticks mark the true sizes.
 - CPU fp32/fp64 baselines (format fp32 or fp64: the emulated fp32 FMA chain, numpy's matmul,
   cuBLAS SGEMM) are drawn in black and grey with their own legend entries, and error figures
-  carry the fp32 unit roundoff u = 2^-24 as a dotted horizontal line.
+  carry the fp32 unit roundoff u = 2^-24 as a long-dashed horizontal line (fp64's 2^-53
+  dash-dot).
 - TFLOP/s panels are split by device: GPU backends, numpy's BLAS on the CPU, and the emulator
   (a CPU replay of the tensor core, whose TFLOP/s is labelled as not a GPU speed; on the GPU
   engine, ``emulator_device = "gpu"``, labelled as not a GEMM speed).
