@@ -199,28 +199,25 @@ class InputCache:
 
     def reference(self, point: Point, repeat: int) -> np.ndarray:
         """The reference product (``point.reference``) of ``point``'s repeat ``repeat``."""
-        item = self.get(point, repeat)
-        if point.reference not in item.references:
-            # Points on a GPU backend (a GPU is at hand) compute the exact reference there.
-            device = "gpu" if point.backend in ("cuda", "cublas") else "cpu"
-            item.references[point.reference] = _read_only(
-                reference_product(item.A, item.B, point.reference, device)
-            )
-            self._evict()
-        return item.references[point.reference]
+        return self._product(point, repeat, point.reference, absolute=False)
 
     def abs_product(self, point: Point, repeat: int) -> np.ndarray:
         """|A|·|B| of ``point``'s repeat ``repeat``, the denominator of ``err_comp``: rounded
         once from the exact product for the exact reference kinds (the same bits on every
         machine), numpy's float64 matmul for ``reference = "fp64"``."""
-        item = self.get(point, repeat)
         kind = "fp64" if point.reference == "fp64" else "exact"
-        key = f"abs_product:{kind}"
+        return self._product(point, repeat, kind, absolute=True)
+
+    def _product(self, point: Point, repeat: int, kind: str, *, absolute: bool) -> np.ndarray:
+        """``reference_product`` of the inputs (of |A| and |B| with ``absolute``), computed
+        once per input pair and kept with it."""
+        item = self.get(point, repeat)
+        key = f"abs_product:{kind}" if absolute else kind
         if key not in item.references:
+            A, B = (np.abs(item.A), np.abs(item.B)) if absolute else (item.A, item.B)
+            # Points on a GPU backend (a GPU is at hand) compute the exact products there.
             device = "gpu" if point.backend in ("cuda", "cublas") else "cpu"
-            item.references[key] = _read_only(
-                reference_product(np.abs(item.A), np.abs(item.B), kind, device)
-            )
+            item.references[key] = _read_only(reference_product(A, B, kind, device))
             self._evict()
         return item.references[key]
 
@@ -369,20 +366,10 @@ def _run_timed(gemm: GemmFn | None, A, B, point: Point, row: dict) -> np.ndarray
     return np.asarray(out)
 
 
-def _componentwise(cache: InputCache, point: Point, repeat: int, out: np.ndarray) -> float:
-    """``err_comp`` of the result ``out`` of ``point``'s repeat ``repeat``."""
-    from precision.metrics import componentwise_error
-
-    ref, ref_lo = cache.reference(point, repeat), None
-    if point.reference == "exact_dd":
-        ref, ref_lo = ref[0], ref[1]
-    return componentwise_error(out, ref, cache.abs_product(point, repeat), ref_lo)
-
-
-def _measure(gemm: GemmFn | None, A, B, ref, point: Point, row: dict) -> np.ndarray:
+def _measure(gemm: GemmFn | None, A, B, ref, abs_product, point: Point, row: dict) -> None:
     """Run one repeat of ``point`` and fill ``row`` in place (errors, timing, agreement);
-    returns the result (for ``err_comp``)."""
-    from precision.metrics import error_metrics, identical_bits_fraction
+    ``abs_product`` is |A|·|B| (:meth:`InputCache.abs_product`, for ``err_comp``)."""
+    from precision.metrics import componentwise_error, error_metrics, identical_bits_fraction
 
     out = _run_timed(gemm, A, B, point, row)
     ref_lo = None
@@ -391,6 +378,7 @@ def _measure(gemm: GemmFn | None, A, B, ref, point: Point, row: dict) -> np.ndar
     if out.shape != ref.shape:
         raise ValueError(f"gemm returned shape {out.shape}, expected {ref.shape}")
     row.update(error_metrics(out, ref, ref_lo))
+    row["err_comp"] = componentwise_error(out, ref, abs_product, ref_lo)
     if point.terms == "auto":
         from precision.gemm.ozaki import chosen_terms
 
@@ -401,11 +389,9 @@ def _measure(gemm: GemmFn | None, A, B, ref, point: Point, row: dict) -> np.ndar
         )
     if point.compare_backend is not None and point.compare_backend != point.backend:
         other = np.asarray(_call(gemm or _default_gemm(), A, B, point, point.compare_backend))
-        mine = out
         if out.dtype != other.dtype or out.dtype != np.float64:  # fp32 results as before
-            mine, other = out.astype(np.float32), other.astype(np.float32)
-        row["identical_bits"] = identical_bits_fraction(mine, other)
-    return out
+            out, other = out.astype(np.float32), other.astype(np.float32)
+        row["identical_bits"] = identical_bits_fraction(out, other)
 
 
 def compute_point(
@@ -435,8 +421,8 @@ def compute_point(
                 inputs = cache.get(point, repeat)
                 row["inputs_sha256"] = inputs.sha256
                 ref = cache.reference(point, repeat)
-                out = _measure(gemm, inputs.A, inputs.B, ref, point, row)
-                row["err_comp"] = _componentwise(cache, point, repeat, out)
+                absprod = cache.abs_product(point, repeat)
+                _measure(gemm, inputs.A, inputs.B, ref, absprod, point, row)
                 bad = [
                     f"{key} = {row[key]}"
                     for key in ("err_fro", "err_max", "err_median")
