@@ -519,6 +519,17 @@ def _is_ml_dtypes_number(dt: np.dtype) -> bool:
     return False
 
 
+def inexact_in_float64(src: Any, as_float: Any, xp: Any = np) -> Any:
+    """Mask of the 64-bit integers ``src`` that their float64 conversion ``as_float`` does not
+    hold exactly. Integers above 2**53 convert exactly only when their low bits are zero, so
+    the conversion is compared back in integers (2**63 and 2**64 themselves are out of range);
+    ``xp``: numpy or CuPy, as the arrays are."""
+    limit = 2.0**63 if src.dtype.kind == "i" else 2.0**64
+    exact = (as_float < limit) & (as_float >= -limit)
+    exact &= xp.where(exact, as_float, 0).astype(src.dtype) == src
+    return ~exact
+
+
 def _as_float64(x: Any, argname: str = "x") -> np.ndarray:
     """``x`` as a float64 array, refusing inputs that float64 cannot hold exactly."""
     refuse_masked(x, argname, "precision.formats")
@@ -531,16 +542,12 @@ def _as_float64(x: Any, argname: str = "x") -> np.ndarray:
     if dt.kind in "iu":
         if dt.itemsize <= 4:
             return arr.astype(np.float64)
-        # int64/uint64 above 2**53 convert exactly only when their low bits are zero: the
-        # conversion is compared back in integers (2**63 and 2**64 themselves excluded), as
-        # precision.reference does, so both accept and refuse the same values.
+        # (the rule precision.reference applies too: both accept and refuse the same values)
         out = arr.astype(np.float64)
-        limit = 2.0**63 if dt.kind == "i" else 2.0**64
-        exact = (out < limit) & (out >= -limit)
-        exact &= np.where(exact, out, 0).astype(dt) == arr
-        if not exact.all():
+        inexact = inexact_in_float64(arr, out)
+        if inexact.any():
             raise ValueError(
-                f"{argname} holds the integer {int(arr[~exact].flat[0])}, which float64 cannot "
+                f"{argname} holds the integer {int(arr[inexact].flat[0])}, which float64 cannot "
                 "represent exactly (integers are exact up to 2**53 in magnitude, and above "
                 "only when their low bits are zero); convert it explicitly first"
             )

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from precision.formats import get_format
+from precision.formats import get_format, inexact_in_float64, refuse_masked
 
 #: Formats the result can be rounded to (parameters p, emin, emax come from the registry).
 _ROUNDINGS: tuple[str, ...] = ("fp64", "fp32")
@@ -163,8 +163,6 @@ def _tile_shape(
 
 def _as_float64(xp: ModuleType, x: Any, name: str) -> Any:
     """``x`` as a float64 array on ``xp``'s device; errors name ``name`` and what is wrong."""
-    from precision.formats import refuse_masked
-
     refuse_masked(x, name, "exact_matmul")
     on_gpu = xp is not np and isinstance(x, xp.ndarray)
     if xp is np and hasattr(x, "__cuda_array_interface__"):
@@ -177,14 +175,10 @@ def _as_float64(xp: ModuleType, x: Any, name: str) -> Any:
         )
     out = arr.astype(np.float64) if on_gpu else xp.asarray(arr.astype(np.float64))
     if kind in "iu" and arr.size and arr.dtype.itemsize >= 8:
-        # int64/uint64 values above 2**53 convert exactly only if their low bits are zero;
-        # the check compares the conversion back, in integers (float64 2**63/2**64 excluded)
-        limit = 2.0**63 if kind == "i" else 2.0**64
         src = arr if xp is np else xp.asarray(arr)
-        exact = (out < limit) & (out >= -limit)
-        exact &= xp.where(exact, out, 0).astype(arr.dtype) == src
-        if not bool(exact.all()):
-            bad = src[~exact][0]
+        inexact = inexact_in_float64(src, out, xp)
+        if bool(inexact.any()):
+            bad = src[inexact][0]
             raise ValueError(
                 f"{name} holds the integer {int(bad)}, which float64 cannot represent exactly "
                 "(integers are exact up to 2**53 in magnitude, and above only when their "
