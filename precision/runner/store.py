@@ -185,6 +185,13 @@ def rename_new(src: Path, dest: Path) -> Path:
     raise AssertionError("unreachable")
 
 
+def file_in_the_way(path: Path) -> Path | None:
+    """The nearest of ``path`` and the folders above it that exists, where it is a file (no
+    directory can then be made at ``path``); None otherwise."""
+    found = next((p for p in (path, *path.parents) if p.exists()), None)
+    return None if found is None or found.is_dir() else found
+
+
 #: Seconds between the ``still waiting`` lines of :meth:`ResultsDir.lock`.
 WAIT_REPORT_S = 30.0
 
@@ -254,8 +261,8 @@ class ResultsDir:
         import fcntl
 
         # (mkdir would say "File exists" or "Not a directory", naming no file)
-        blocker = next((p for p in (self.path, *self.path.parents) if p.exists()), None)
-        if blocker is not None and not blocker.is_dir():
+        blocker = file_in_the_way(self.path)
+        if blocker is not None:
             which = "it" if blocker == self.path else str(blocker)
             raise StoreError(
                 f"cannot write {self.path}: {which} is a file, not a directory (a run's "

@@ -14,7 +14,7 @@ from precision.runner.runner import (
     RunProgress,
     run_experiment,
 )
-from precision.runner.store import StoreError
+from precision.runner.store import StoreError, file_in_the_way
 
 
 def _seconds(text: str) -> float:
@@ -174,8 +174,8 @@ def main(args: argparse.Namespace) -> int:
 def _not_a_directory(root: Path) -> str | None:
     """``--results-dir ROOT is a file, not a directory`` where ``ROOT`` (or a folder above
     it) is a file, else None. (The run would fail at its first write, naming a path below.)"""
-    blocker = next((p for p in (root, *root.parents) if p.exists()), None)
-    if blocker is None or blocker.is_dir():
+    blocker = file_in_the_way(root)
+    if blocker is None:
         return None
     if blocker == root:
         return f"--results-dir {root} is a file, not a directory"
