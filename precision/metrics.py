@@ -82,6 +82,14 @@ def _fro_norm(x: np.ndarray) -> float:
         return math.inf
 
 
+def _shaped_as_exact(exact: np.ndarray, **arrays: np.ndarray | None) -> None:
+    """``ValueError`` naming the first of ``arrays`` (None: absent) whose shape is not
+    ``exact``'s (no broadcasting)."""
+    for name, x in arrays.items():
+        if x is not None and x.shape != exact.shape:
+            raise ValueError(f"{name} has shape {x.shape} but exact has shape {exact.shape}")
+
+
 def _real_array(x: Any, name: str, dtype: Any = None) -> np.ndarray:
     """``x`` as an array of a real numeric dtype (bool, integer, float, ml_dtypes float)."""
     from precision.formats import refuse_masked, require_real_dtype
@@ -186,10 +194,7 @@ def error_metrics(
     a = _real_array(approx, "approx")
     e = _real_array(exact, "exact", np.float64)
     lo = None if exact_lo is None else _real_array(exact_lo, "exact_lo", np.float64)
-    if a.shape != e.shape:
-        raise ValueError(f"approx has shape {a.shape} but exact has shape {e.shape}")
-    if lo is not None and lo.shape != e.shape:
-        raise ValueError(f"exact_lo has shape {lo.shape} but exact has shape {e.shape}")
+    _shaped_as_exact(e, approx=a, exact_lo=lo)
     if e.ndim == 0:  # a scalar product: the same metrics on a one-element array
         a, e = a.reshape(1), e.reshape(1)
         lo = None if lo is None else lo.reshape(1)
@@ -291,9 +296,7 @@ def componentwise_error(
     e = _real_array(exact, "exact", np.float64)
     d = _real_array(abs_product, "abs_product", np.float64)
     lo = None if exact_lo is None else _real_array(exact_lo, "exact_lo", np.float64)
-    for name, x in (("exact", e), ("abs_product", d), ("exact_lo", lo)):
-        if x is not None and x.shape != a.shape:
-            raise ValueError(f"approx has shape {a.shape} but {name} has shape {x.shape}")
+    _shaped_as_exact(e, approx=a, abs_product=d, exact_lo=lo)
     if a.size == 0:
         return 0.0
     absdiff = _abs_diff_all(a.reshape(-1), e.reshape(-1), None if lo is None else lo.reshape(-1))
